@@ -1,0 +1,208 @@
+"""Every error agentshape raises, in one small tree.
+
+::
+
+    AgentshapeError
+    ├── ConfigError                 the developer's mistake: a bad config, option or call
+    │   └── ConfigFileError         a config file that cannot be read (names file, line, field)
+    ├── SchemaError                 a JSON Schema that cannot be used
+    │   ├── InvalidSchemaError      fails its draft's meta-schema (names the JSON path)
+    │   └── SchemaReferenceError    a ``$ref`` that does not resolve offline
+    ├── OutputError                 a model's answer that is not the contract's shape
+    │   ├── NoJSONFoundError        no complete JSON value in a free-text reply
+    │   └── OutputValidationError   a value that breaks the schema (errors, last output)
+    ├── InputValidationError        run parameters that break ``parameters_schema``
+    └── ProviderError               a model provider failed (provider, status, body)
+
+Errors carry their data in attributes; ``format_message`` renders them for people.
+Pydantic's own ``ValidationError`` is never shadowed: ours is ``OutputValidationError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import JsonValue
+
+from agent_contracts.validation import ValidationIssue
+
+__all__ = [
+    "AgentshapeError",
+    "ConfigError",
+    "ConfigFileError",
+    "InputValidationError",
+    "InvalidSchemaError",
+    "NoJSONFoundError",
+    "OutputError",
+    "OutputValidationError",
+    "ProviderError",
+    "SchemaError",
+    "SchemaReferenceError",
+]
+
+
+class AgentshapeError(Exception):
+    """Base of every error agentshape raises."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def format_message(self) -> str:
+        """Return the error rendered for a person to read."""
+        return self.message
+
+    def __str__(self) -> str:
+        return self.format_message()
+
+
+class ConfigError(AgentshapeError):
+    """A developer's mistake: an invalid agent config, option, or API call."""
+
+
+class ConfigFileError(ConfigError):
+    """A config file that cannot be loaded.
+
+    Attributes:
+        source: The file the problem is in.
+        line: The 1-based line of the problem, when known.
+        field: The dotted field the problem concerns, when known.
+    """
+
+    def __init__(
+        self, message: str, *, source: str, line: int | None = None, field: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.source = source
+        self.line = line
+        self.field = field
+
+    def format_message(self) -> str:
+        """Return ``file:line: field: message``, omitting the parts that are unknown."""
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        if self.field:
+            where = f"{where}: {self.field}"
+        return f"{where}: {self.message}"
+
+
+class SchemaError(AgentshapeError):
+    """A JSON Schema that cannot be used as a contract."""
+
+
+class InvalidSchemaError(SchemaError):
+    """A schema that is not valid under its draft's meta-schema.
+
+    Attributes:
+        path: JSON path of the fault inside the schema, such as ``$.properties.age.type``.
+        source: Where the schema came from (a file, an agent id), when known.
+    """
+
+    def __init__(self, message: str, *, path: str = "$", source: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.source = source
+
+    def format_message(self) -> str:
+        """Return ``[source: ]invalid schema at PATH: message``."""
+        prefix = f"{self.source}: " if self.source else ""
+        return f"{prefix}invalid schema at {self.path}: {self.message}"
+
+
+class SchemaReferenceError(SchemaError):
+    """A ``$ref`` that cannot be resolved without the network.
+
+    Attributes:
+        reference: The reference that did not resolve.
+    """
+
+    def __init__(self, message: str, *, reference: str) -> None:
+        super().__init__(message)
+        self.reference = reference
+
+
+class OutputError(AgentshapeError):
+    """A model's answer that does not have the contract's shape."""
+
+
+class NoJSONFoundError(OutputError):
+    """No complete JSON value could be recovered from a free-text reply.
+
+    Attributes:
+        text: The reply that was searched.
+    """
+
+    def __init__(self, message: str, *, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+class OutputValidationError(OutputError):
+    """A value that breaks its output schema.
+
+    Attributes:
+        errors: Every problem found, in deterministic order.
+        last_output: The value (or raw text) that was judged.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: Sequence[ValidationIssue],
+        last_output: JsonValue = None,
+    ) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+        self.last_output = last_output
+
+    def format_message(self) -> str:
+        """Return the message followed by one line per validation problem."""
+        lines = [self.message, *(f"  - {issue}" for issue in self.errors)]
+        return "\n".join(lines)
+
+
+class InputValidationError(AgentshapeError):
+    """Run parameters that break the agent's ``parameters_schema``.
+
+    Attributes:
+        errors: Every problem found, in deterministic order.
+    """
+
+    def __init__(self, message: str, *, errors: Sequence[ValidationIssue]) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+    def format_message(self) -> str:
+        """Return the message followed by one line per validation problem."""
+        return "\n".join([self.message, *(f"  - {issue}" for issue in self.errors)])
+
+
+class ProviderError(AgentshapeError):
+    """A model provider call that failed after the SDK's own bounded retries.
+
+    Attributes:
+        provider: The provider's name, such as ``openai`` or ``anthropic``.
+        kind: The run error type this maps to, such as ``provider_rate_limited``.
+        status: The HTTP status, when there was a response.
+        body: The response body, when there was one (never request headers or keys).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        kind: str = "provider_error",
+        status: int | None = None,
+        body: JsonValue = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.kind = kind
+        self.status = status
+        self.body = body
+
+    def format_message(self) -> str:
+        """Return ``provider [status]: message``."""
+        status = f" {self.status}" if self.status is not None else ""
+        return f"{self.provider}{status}: {self.message}"

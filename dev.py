@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Set-up and checks for agentshape, with nothing but Python installed.
+
+    python3 dev.py demo    create .venv, install agentshape, run an agent end to end
+    python3 dev.py test    create .venv, install agentshape[dev], run ruff, mypy --strict, pytest
+
+Both are safe to run again: the virtual environment is reused and reinstalled only when
+pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PACKAGES = ["agent_contracts", "agent_core", "agent_executor"]
+
+
+def _bin(name: str) -> str:
+    folder = "Scripts" if os.name == "nt" else "bin"
+    return str(VENV / folder / name)
+
+
+def _run(*cmd: str) -> int:
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=ROOT)
+
+
+def ensure_env(extras: str) -> None:
+    """Create .venv and install the project with ``extras`` unless already done."""
+    if not Path(_bin("python")).exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
+    stamp = VENV / f".installed-{extras or 'base'}"
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    target = f".[{extras}]" if extras else "."
+    code = _run(_bin("python"), "-m", "pip", "install", "--quiet", "-e", target)
+    if code != 0:
+        sys.exit(code)
+    stamp.write_text(digest)
+
+
+def demo(args: list[str]) -> int:
+    """Run the demo agent end to end with the offline test model (or a real one if asked)."""
+    ensure_env("")
+    return _run(
+        _bin("agentshape"),
+        "run",
+        "pr-reviewer",
+        "--task",
+        "Review the change in src/payments.py that retries failed card charges.",
+        *args,
+    )
+
+
+def test(args: list[str]) -> int:
+    """Run every check CI runs: lint, format, types, tests."""
+    ensure_env("dev")
+    steps = [
+        [_bin("ruff"), "check", "."],
+        [_bin("ruff"), "format", "--check", "."],
+        [_bin("mypy"), "--strict", *PACKAGES],
+        [_bin("python"), "-m", "pytest", *args],
+    ]
+    failed = [" ".join(step[:2]) for step in steps if _run(*step) != 0]
+    if failed:
+        print("FAILED: " + ", ".join(failed), flush=True)
+        return 1
+    return 0
+
+
+def main() -> int:
+    """Dispatch to the command named on the command line."""
+    commands = {"demo": demo, "test": test}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(__doc__)
+        return 2
+    return commands[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
