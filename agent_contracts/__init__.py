@@ -18,6 +18,7 @@ from agent_contracts.errors import (
     SchemaError,
     SchemaReferenceError,
 )
+from agent_contracts.messages import Message, Role, ToolCall, ToolResult, Usage
 from agent_contracts.validation import ValidationIssue
 
 __all__ = [
@@ -26,11 +27,16 @@ __all__ = [
     "ConfigFileError",
     "InputValidationError",
     "InvalidSchemaError",
+    "Message",
     "NoJSONFoundError",
     "OutputError",
     "OutputValidationError",
     "ProviderError",
+    "Role",
     "SchemaError",
     "SchemaReferenceError",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
     "ValidationIssue",
 ]
