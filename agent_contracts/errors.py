@@ -5,6 +5,7 @@
     AgentshapeError
     ├── ConfigError                 the developer's mistake: a bad config, option or call
     │   └── ConfigFileError         a config file that cannot be read (names file, line, field)
+    │       └── ConfigProblems      every problem found in one config file, reported at once
     ├── SchemaError                 a JSON Schema that cannot be used
     │   ├── InvalidSchemaError      fails its draft's meta-schema (names the JSON path)
     │   └── SchemaReferenceError    a ``$ref`` that does not resolve offline
@@ -12,7 +13,9 @@
     │   ├── NoJSONFoundError        no complete JSON value in a free-text reply
     │   └── OutputValidationError   a value that breaks the schema (errors, last output)
     ├── InputValidationError        run parameters that break ``parameters_schema``
-    └── ProviderError               a model provider failed (provider, status, body)
+    ├── ToolExecutionError          an input tool call that failed (tool, message, errors)
+    ├── ProviderError               a model provider failed (provider, status, body)
+    └── RunFailedError              a failed run, raised on request (type, errors, last output)
 
 Errors carry their data in attributes; ``format_message`` renders them for people.
 Pydantic's own ``ValidationError`` is never shadowed: ours is ``OutputValidationError``.
@@ -30,14 +33,17 @@ __all__ = [
     "AgentshapeError",
     "ConfigError",
     "ConfigFileError",
+    "ConfigProblems",
     "InputValidationError",
     "InvalidSchemaError",
     "NoJSONFoundError",
     "OutputError",
     "OutputValidationError",
     "ProviderError",
+    "RunFailedError",
     "SchemaError",
     "SchemaReferenceError",
+    "ToolExecutionError",
 ]
 
 
@@ -83,6 +89,31 @@ class ConfigFileError(ConfigError):
         if self.field:
             where = f"{where}: {self.field}"
         return f"{where}: {self.message}"
+
+
+class ConfigProblems(ConfigFileError):
+    """Every problem found in one config file, so all of them can be fixed in one pass.
+
+    ``source``, ``line``, ``field`` and ``message`` are those of the first problem.
+
+    Attributes:
+        problems: Each problem, in line order (at least one).
+    """
+
+    def __init__(self, problems: Sequence[ConfigFileError]) -> None:
+        if not problems:
+            raise ValueError("ConfigProblems needs at least one problem")
+        first = problems[0]
+        super().__init__(first.message, source=first.source, line=first.line, field=first.field)
+        self.problems = list(problems)
+
+    def format_message(self) -> str:
+        """Return the single problem, or a count followed by one indented line per problem."""
+        if len(self.problems) == 1:
+            return self.problems[0].format_message()
+        lines = [f"{self.source}: {len(self.problems)} problems"]
+        lines += [f"  {problem.format_message()}" for problem in self.problems]
+        return "\n".join(lines)
 
 
 class SchemaError(AgentshapeError):
@@ -177,6 +208,27 @@ class InputValidationError(AgentshapeError):
         return "\n".join([self.message, *(f"  - {issue}" for issue in self.errors)])
 
 
+class ToolExecutionError(AgentshapeError):
+    """An input tool call that failed; the run loop sends it back to the model as an error result.
+
+    Attributes:
+        tool: The tool's name, such as ``fs:read``.
+        message: What went wrong, in words the model (or a person) can act on.
+        errors: Each problem with the call's arguments, when they broke the tool's schema.
+    """
+
+    def __init__(self, message: str, *, tool: str, errors: Sequence[ValidationIssue] = ()) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.errors = list(errors)
+
+    def format_message(self) -> str:
+        """Return ``tool: message`` followed by one line per argument problem."""
+        return "\n".join(
+            [f"{self.tool}: {self.message}", *(f"  - {issue}" for issue in self.errors)]
+        )
+
+
 class ProviderError(AgentshapeError):
     """A model provider call that failed after the SDK's own bounded retries.
 
@@ -206,3 +258,34 @@ class ProviderError(AgentshapeError):
         """Return ``provider [status]: message``."""
         status = f" {self.status}" if self.status is not None else ""
         return f"{self.provider}{status}: {self.message}"
+
+
+class RunFailedError(AgentshapeError):
+    """A run that failed, raised when the caller asks for its output.
+
+    A run never raises for what a model or provider did; it returns a failed result.
+    ``AgentResult.output`` and ``raise_for_status()`` turn that result into this error.
+
+    Attributes:
+        type: The run's error type, such as ``output_schema_validation_failed``.
+        errors: The last attempt's validation problems (may be empty).
+        last_output: The last thing the model produced, so nothing is lost.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: str,
+        errors: Sequence[ValidationIssue] = (),
+        last_output: JsonValue = None,
+    ) -> None:
+        super().__init__(message)
+        self.type = type
+        self.errors = list(errors)
+        self.last_output = last_output
+
+    def format_message(self) -> str:
+        """Return ``[type] message`` followed by one line per validation problem."""
+        lines = [f"[{self.type}] {self.message}", *(f"  - {issue}" for issue in self.errors)]
+        return "\n".join(lines)

@@ -1,0 +1,399 @@
+"""One run of an agent: the options, the request, each attempt, and the result or failure.
+
+A run either completes with exactly one of ``result_text`` (no output contract) or ``result_data``
+(a value that met the contract), or fails with a typed ``RunError`` that keeps the last output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Annotated, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from agent_contracts.errors import ConfigError
+from agent_contracts.messages import Message, Usage
+from agent_contracts.validation import ValidationIssue
+
+__all__ = [
+    "ENV_EXTRACT_JSON",
+    "ENV_MAX_RETRIES",
+    "RUN_ERROR_TYPES",
+    "Attempt",
+    "JsonSchema",
+    "OutputMode",
+    "RunError",
+    "RunErrorType",
+    "RunOptions",
+    "RunRequest",
+    "RunResult",
+    "RunStatus",
+    "SchemaSource",
+    "SchemaValidation",
+    "merge_options",
+    "options_from_env",
+]
+
+_SCHEMA_OBJECT: TypeAdapter[dict[str, JsonValue]] = TypeAdapter(dict[str, JsonValue])
+
+
+def _check_json_schema(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+    """Accept a JSON object or a boolean, with one clear error for anything else."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        return _SCHEMA_OBJECT.validate_python(value)
+    raise PydanticCustomError(
+        "json_schema_type",
+        "a JSON Schema is an object or a boolean, not {kind}",
+        {"kind": type(value).__name__},
+    )
+
+
+JsonSchema = Annotated[dict[str, JsonValue] | bool, WrapValidator(_check_json_schema)]
+"""A JSON Schema as data: an object, or ``true``/``false``. Not meta-validated here."""
+
+OutputMode = Literal["tool", "native", "prompted", "text"]
+"""How the output is asked for: the ``submit_result`` tool, the provider's native structured
+output, a schema in the prompt with JSON read from the text, or plain text (no contract)."""
+
+RunStatus = Literal["completed", "failed"]
+"""How a run ended."""
+
+SchemaSource = Literal["agent", "inline", "named", "default"]
+"""Where the run's output schema came from: the agent's fixed ``output_schema``, the request's
+inline schema, a named schema from the registry, or the agent's ``default_output_schema``."""
+
+RunErrorType = Literal[
+    "output_schema_validation_failed",
+    "output_tool_not_called",
+    "no_json_found",
+    "strict_json_only_violated",
+    "input_validation_failed",
+    "invalid_schema",
+    "schema_not_found",
+    "token_budget_exceeded",
+    "run_timeout",
+    "max_steps_exceeded",
+    "tool_error",
+    "config_error",
+    "provider_rate_limited",
+    "provider_timeout",
+    "provider_connection_error",
+    "provider_authentication_error",
+    "provider_permission_denied",
+    "provider_not_found",
+    "provider_bad_request",
+    "provider_context_length_exceeded",
+    "provider_server_error",
+    "provider_error",
+    "internal_error",
+]
+"""Every reason a run can fail. ``provider_*`` match ``ProviderError.kind``."""
+
+RUN_ERROR_TYPES: tuple[str, ...] = get_args(RunErrorType)
+"""The values of ``RunErrorType``, in declaration order."""
+
+ENV_MAX_RETRIES = "SCHEMA_ENFORCEMENT_MAX_RETRIES"
+"""Environment variable with the default ``max_retries`` (read by the executor)."""
+
+ENV_EXTRACT_JSON = "SCHEMA_ENFORCEMENT_EXTRACT_JSON"
+"""Environment variable with the default ``extract_json`` (read by the executor)."""
+
+
+class RunOptions(BaseModel):
+    """How strictly and how persistently a run enforces its output contract.
+
+    Options come in layers: environment defaults, then the agent's options, then the run's own.
+    ``merge_options`` combines them; a field a layer did not set falls through to the layer below.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    max_retries: int = Field(default=1, ge=0)
+    """Re-prompts after a failed attempt (one by default: two attempts in all)."""
+    extract_json: bool = True
+    """Recover a JSON value from surrounding prose or code fences in a text reply."""
+    strict_json_only: bool = False
+    """Treat any text around the JSON value as a failed attempt."""
+    output_mode: OutputMode | None = None
+    """How to ask for the output; ``None`` lets the executor choose for the provider."""
+    token_budget: int | None = Field(default=None, ge=1)
+    """Most tokens (input plus output) the whole run may spend; ``None`` for no limit."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Most seconds the whole run may take; ``None`` for no limit."""
+    lenient_formats: bool = False
+    """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
+
+
+def merge_options(*layers: RunOptions | None) -> RunOptions:
+    """Combine option layers, lowest precedence first: ``merge_options(env, agent, run)``.
+
+    A layer overrides a field only if it set it explicitly (the field is in its
+    ``model_fields_set``) to a value other than ``None``; otherwise the field falls through to the
+    layers below, and finally to the field's default. ``None`` layers are skipped. The result has
+    every field set, so it overrides everything if used as a layer itself.
+
+    Args:
+        *layers: Option layers, from the lowest precedence (environment defaults) to the highest
+            (the run's own options).
+
+    Returns:
+        The resolved options.
+    """
+    chosen: dict[str, object] = {}
+    for layer in layers:
+        if layer is None:
+            continue
+        for name in layer.model_fields_set:
+            value = getattr(layer, name)
+            if value is not None:
+                chosen[name] = value
+    resolved = RunOptions.model_validate(chosen)
+    return RunOptions.model_validate(
+        {name: getattr(resolved, name) for name in RunOptions.model_fields}
+    )
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def options_from_env(env: Mapping[str, str]) -> RunOptions:
+    """Read the environment-default option layer from a mapping such as ``os.environ``.
+
+    Only ``SCHEMA_ENFORCEMENT_MAX_RETRIES`` and ``SCHEMA_ENFORCEMENT_EXTRACT_JSON`` are read;
+    an unset or empty variable leaves its field unset, so it falls through in ``merge_options``.
+
+    Args:
+        env: The environment to read (the caller passes ``os.environ``; this function reads
+            nothing itself).
+
+    Returns:
+        A layer with only the variables that were given set.
+
+    Raises:
+        ConfigError: A variable holds something that is not a whole number >= 0 or a boolean.
+    """
+    values: dict[str, object] = {}
+    retries = env.get(ENV_MAX_RETRIES, "").strip()
+    if retries:
+        if not retries.isdigit():
+            raise ConfigError(f"{ENV_MAX_RETRIES} must be a whole number >= 0, got {retries!r}")
+        values["max_retries"] = int(retries)
+    extract = env.get(ENV_EXTRACT_JSON, "").strip().lower()
+    if extract:
+        if extract not in _TRUE | _FALSE:
+            raise ConfigError(
+                f"{ENV_EXTRACT_JSON} must be true or false (or 1/0, yes/no, on/off), "
+                f"got {env[ENV_EXTRACT_JSON]!r}"
+            )
+        values["extract_json"] = extract in _TRUE
+    return RunOptions.model_validate(values)
+
+
+class RunRequest(BaseModel):
+    """What one run is asked to do.
+
+    At most one of ``output_schema`` (inline) and ``schema_name`` (from the registry) is given.
+    Neither replaces an agent's fixed ``output_schema``; both replace its ``default_output_schema``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    task: str
+    """The user's task, sent as the first user message."""
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    """Input values, validated against the agent's ``parameters_schema``."""
+    output_schema: JsonSchema | None = None
+    """An inline output schema for this run only."""
+    schema_name: str | None = None
+    """The name of a registered output schema for this run."""
+    options: RunOptions = Field(default_factory=RunOptions)
+    """This run's options; fields it does not set fall through to the agent and environment."""
+    messages: list[Message] = Field(default_factory=list)
+    """An earlier conversation to resume (the transcript of a previous run), oldest first."""
+
+    @model_validator(mode="after")
+    def _one_schema_source(self) -> RunRequest:
+        if self.output_schema is not None and self.schema_name is not None:
+            raise PydanticCustomError(
+                "conflicting_schemas",
+                "give an inline output_schema or a schema_name, not both",
+            )
+        return self
+
+    @field_serializer("options")
+    def _dump_set_options(self, options: RunOptions) -> dict[str, JsonValue]:
+        """Dump only the options this request set, so it stays a layer after a round trip."""
+        dumped: dict[str, JsonValue] = options.model_dump(mode="json", exclude_unset=True)
+        return dumped
+
+
+class Attempt(BaseModel):
+    """One try at producing the output: the raw answer, what it parsed to, what was wrong."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    number: int = Field(ge=1)
+    """1 for the first attempt, 2 for the first retry, and so on."""
+    mode: OutputMode
+    """How the output was asked for in this attempt."""
+    raw_output: str = ""
+    """Exactly what the model sent: the tool arguments' text, or the reply text."""
+    parsed: JsonValue = None
+    """The JSON value read from ``raw_output``; ``None`` when nothing parsed."""
+    errors: list[ValidationIssue] = Field(default_factory=list)
+    """Every problem found with this attempt; empty when it met the contract."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens spent on this attempt."""
+    latency_ms: float = Field(default=0.0, ge=0)
+    """Wall time the model took for this attempt, in milliseconds."""
+    recovered_by_extraction: bool = False
+    """Whether the JSON had to be dug out of prose or a code fence."""
+    tool_name: str | None = None
+    """The tool the model called to answer (``submit_result``), when it called one."""
+    model: str | None = None
+    """The model that made this attempt (it changes when a run escalates)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether this attempt met the contract (no errors)."""
+        return not self.errors
+
+
+class RunError(BaseModel):
+    """Why a run failed, in the shape of the design's failure response."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: RunErrorType
+    """The kind of failure."""
+    message: str
+    """What went wrong, for a person."""
+    validation_errors: list[ValidationIssue] = Field(default_factory=list)
+    """The last attempt's problems, for validation failures."""
+    last_output: JsonValue = None
+    """The last thing the model produced (parsed value or raw text), kept so nothing is lost."""
+
+
+class SchemaValidation(BaseModel):
+    """Validation metadata for a result, as the result API reports it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    valid: bool
+    """Whether the result met the schema."""
+    schema_name: str | None
+    """The registered name of the schema, when it had one."""
+    retry_count: int
+    """Re-prompts the run needed."""
+
+
+class RunResult(BaseModel):
+    """How a run ended, with everything needed to audit it.
+
+    A completed run has exactly one of ``result_text`` (no contract) and ``result_data`` (the
+    value that met the contract; never ``None``). A failed run has neither and carries ``error``,
+    whose ``last_output`` keeps what the model last produced.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+
+    status: RunStatus
+    """``completed`` or ``failed``."""
+    result_text: str | None = None
+    """The model's text answer, for a run without an output contract."""
+    result_data: JsonValue = None
+    """The validated value, for a run with an output contract."""
+    error: RunError | None = None
+    """Why the run failed; set exactly when ``status`` is ``failed``."""
+    attempts: list[Attempt] = Field(default_factory=list)
+    """Every attempt, in order."""
+    retries: int = Field(default=0, ge=0)
+    """Re-prompts made (attempts after the first)."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens and requests the whole run spent."""
+    duration_ms: float = Field(default=0.0, ge=0)
+    """Wall time of the whole run, in milliseconds."""
+    transcript: list[Message] = Field(default_factory=list)
+    """The whole conversation, resumable through ``RunRequest.messages``."""
+    run_id: str | None = None
+    """The run's id, shared with its analytics events."""
+    agent_id: str | None = None
+    """The agent that ran."""
+    model: str | None = None
+    """The model that produced the final attempt."""
+    model_tier: int = Field(default=0, ge=0)
+    """0 for the agent's own model, ``n`` for its ``n``-th escalation tier."""
+    schema_hash: str | None = None
+    """A stable hash of the output schema enforced; ``None`` when there was no contract."""
+    schema_name: str | None = None
+    """The registered name of the output schema, when it came from the registry."""
+    schema_source: SchemaSource | None = None
+    """Where the output schema came from; ``None`` when there was no contract."""
+    recovered_by_extraction: bool = False
+    """Whether the final value had to be dug out of prose or a code fence."""
+
+    @model_validator(mode="after")
+    def _result_xor_error(self) -> RunResult:
+        has_text = self.result_text is not None
+        has_data = self.result_data is not None
+        if self.status == "completed":
+            if has_text == has_data:
+                got = "both" if has_text else "neither"
+                raise PydanticCustomError(
+                    "result_xor",
+                    "a completed run has exactly one of result_text and result_data (got {got})",
+                    {"got": got},
+                )
+            if self.error is not None:
+                raise PydanticCustomError("result_xor", "a completed run has no error")
+        else:
+            if self.error is None:
+                raise PydanticCustomError("result_xor", "a failed run needs an error")
+            if has_text or has_data:
+                raise PydanticCustomError(
+                    "result_xor",
+                    "a failed run has no result_text or result_data; "
+                    "its last output belongs in error.last_output",
+                )
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run completed."""
+        return self.status == "completed"
+
+    @property
+    def schema_validation(self) -> SchemaValidation | None:
+        """The result API's validation metadata, or ``None`` for a run without a contract."""
+        if self.schema_hash is None:
+            return None
+        return SchemaValidation(
+            valid=self.result_data is not None,
+            schema_name=self.schema_name,
+            retry_count=self.retries,
+        )
+
+    def as_text(self) -> str:
+        """Return the result as one text, the way a parent agent receives a child's result.
+
+        ``result_data`` is rendered as indented JSON; otherwise ``result_text`` is returned, or
+        ``(No result available)`` for a failed run.
+        """
+        if self.result_data is not None:
+            return json.dumps(self.result_data, indent=2, ensure_ascii=False)
+        return self.result_text if self.result_text is not None else "(No result available)"

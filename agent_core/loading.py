@@ -1,0 +1,273 @@
+"""Read an agent config from YAML, pointing at the file, line and field of every problem.
+
+YAML is read with a ``SafeLoader`` subclass (no Python objects are ever built) that leaves
+timestamps as strings, so every value is plain JSON data. The composed node tree is kept beside
+the data, so an error found in the data maps back to the line of the key that caused it.
+
+JSON Schemas inside the config are kept as given; checking them is the schema engine's job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigFileError, ConfigProblems
+
+__all__ = ["load_agent_config", "parse_agent_config"]
+
+_Loc = tuple[str | int, ...]
+_MAX_VALUES = 100_000
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _JsonSafeLoader(yaml.SafeLoader):
+    """``SafeLoader`` that leaves timestamps as strings, so every value is JSON data."""
+
+
+_JsonSafeLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
+    """Load one agent config file (either config form; see ``agent_contracts.config``).
+
+    Args:
+        path: The YAML file.
+
+    Returns:
+        The normalised config.
+
+    Raises:
+        ConfigFileError: The file is missing, unreadable, not UTF-8, not valid YAML, empty, or
+            not a mapping.
+        ConfigProblems: The YAML is read but its content is wrong; ``problems`` lists every
+            unknown key, duplicate key, conflicting spelling and wrong value, each with its line.
+    """
+    source = os.fspath(path)
+    try:
+        raw = Path(source).read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigFileError("file not found", source=source) from exc
+    except IsADirectoryError as exc:
+        raise ConfigFileError("is a directory, not a config file", source=source) from exc
+    except OSError as exc:
+        raise ConfigFileError(
+            f"cannot read the file: {exc.strerror or exc}", source=source
+        ) from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigFileError(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} cannot be decoded)",
+            source=source,
+            line=line,
+        ) from exc
+    return parse_agent_config(text, source=source)
+
+
+def parse_agent_config(text: str, *, source: str) -> AgentConfig:
+    """Parse one agent config from YAML text.
+
+    Args:
+        text: The YAML document.
+        source: Where the text came from, used in every error (a path, ``<stdin>``...).
+
+    Returns:
+        The normalised config.
+
+    Raises:
+        ConfigFileError: The text is not valid YAML, holds no document, or its top level is not
+            a mapping.
+        ConfigProblems: The YAML is read but its content is wrong; ``problems`` lists every
+            unknown key, duplicate key, conflicting spelling and wrong value, each with its line.
+    """
+    root, data = _read_yaml(text, source)
+    problems = [
+        ConfigFileError(message, source=source, line=line, field=_field(loc))
+        for loc, line, message in _duplicate_keys(root, ())
+    ]
+    config: AgentConfig | None = None
+    try:
+        config = AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        problems += [_config_problem(error, root, source) for error in exc.errors()]
+    if problems or config is None:
+        problems.sort(key=lambda problem: problem.line or 0)
+        raise ConfigProblems(problems)
+    return config
+
+
+def _read_yaml(text: str, source: str) -> tuple[yaml.MappingNode, object]:
+    """Compose and construct the single YAML document, keeping its node tree for line numbers.
+
+    Raises:
+        ConfigFileError: Invalid YAML, no document, or a top level that is not a mapping.
+    """
+    try:
+        loader = _JsonSafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(exc, text, source) from exc
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise ConfigFileError(
+                "the file is empty; an agent config is a YAML mapping of keys", source=source
+            )
+        if not isinstance(node, yaml.MappingNode):
+            kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
+            raise ConfigFileError(
+                f"the top level must be a mapping of keys, not {kind}",
+                source=source,
+                line=node.start_mark.line + 1,
+            )
+        _check_expansion(node, source)
+        data = loader.construct_document(node)
+    except RecursionError as exc:
+        raise ConfigFileError("the document nests too deeply to read", source=source) from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "unreadable"
+        column = f" (column {mark.column + 1})" if mark is not None else ""
+        raise ConfigFileError(
+            f"invalid YAML: {problem}{column}",
+            source=source,
+            line=mark.line + 1 if mark is not None else None,
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(f"invalid YAML: {exc}", source=source) from exc
+    finally:
+        loader.dispose()
+    return node, data
+
+
+def _check_expansion(root: yaml.Node, source: str) -> None:
+    """Refuse documents whose aliases expand to a huge or endless value.
+
+    Raises:
+        ConfigFileError: An alias refers to a node that contains it, or the document, with its
+            aliases expanded, holds more than ``_MAX_VALUES`` values.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ConfigFileError(
+                "an alias refers to a value that contains it; configs cannot be recursive",
+                source=source,
+                line=node.start_mark.line + 1,
+            )
+        open_nodes.add(key)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        total = 1 + sum(size(child) for child in children)
+        open_nodes.discard(key)
+        if total > _MAX_VALUES:
+            raise ConfigFileError(
+                f"the document expands to more than {_MAX_VALUES:,} values through its aliases",
+                source=source,
+                line=node.start_mark.line + 1,
+            )
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def _reader_error(exc: yaml.reader.ReaderError, text: str, source: str) -> ConfigFileError:
+    """Describe a character YAML does not allow, at its line."""
+    character = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or " ")
+    return ConfigFileError(
+        f"invalid YAML: {exc.reason} (character #x{character:04x})",
+        source=source,
+        line=text.count("\n", 0, exc.position) + 1,
+    )
+
+
+def _pairs(node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
+    """Yield the key and value nodes of a mapping, skipping ``<<`` merge keys."""
+    for key, value in node.value:
+        if key.tag != _MERGE:
+            yield key, value
+
+
+def _duplicate_keys(node: yaml.Node, loc: _Loc) -> Iterator[tuple[_Loc, int, str]]:
+    """Yield ``(location, line, message)`` for each key given twice in the same mapping."""
+    if isinstance(node, yaml.MappingNode):
+        first_lines: dict[str, int] = {}
+        for key, value in _pairs(node):
+            if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if key.value in first_lines:
+                    yield (
+                        (*loc, key.value),
+                        line,
+                        f"duplicate key {key.value!r} (first given at line "
+                        f"{first_lines[key.value]}); YAML would keep only the last",
+                    )
+                else:
+                    first_lines[key.value] = line
+                yield from _duplicate_keys(value, (*loc, key.value))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _duplicate_keys(item, (*loc, index))
+
+
+def _line_of(root: yaml.Node, loc: _Loc) -> int:
+    """Return the 1-based line of the key (or list item) at ``loc``, or of its nearest parent."""
+    node = root
+    line = root.start_mark.line + 1
+    for part in loc:
+        child: yaml.Node | None = None
+        if isinstance(node, yaml.MappingNode):
+            for key, value in _pairs(node):
+                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                    child, line = value, key.start_mark.line + 1
+        elif (
+            isinstance(node, yaml.SequenceNode)
+            and isinstance(part, int)
+            and 0 <= part < len(node.value)
+        ):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def _field(loc: _Loc) -> str | None:
+    """Render a location as a dotted field (``limits.maxSteps``, ``tools[1]``), or ``None``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or None
+
+
+def _config_problem(error: ErrorDetails, root: yaml.Node, source: str) -> ConfigFileError:
+    """Turn one validation error into a ``ConfigFileError`` at the line of its key."""
+    loc = tuple(error["loc"])
+    message = error["msg"]
+    value = error.get("input")
+    # Pydantic's own errors (they carry a docs url) say what was expected but not what was given.
+    if "url" in error and isinstance(value, str | int | float | bool) and value is not None:
+        shown = repr(value)
+        message += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
+    return ConfigFileError(message, source=source, line=_line_of(root, loc), field=_field(loc))

@@ -1,0 +1,348 @@
+"""The analytics sink: every run's events as JSON lines, and the reader the CLI reviews them with.
+
+A run reports each event to an :class:`AnalyticsSink`. :class:`JsonlAnalytics` appends one JSON
+object a line to ``<directory>/events-YYYY-MM-DD.jsonl`` (default directory
+``.agentshape/analytics/``), one file per UTC day, the day taken from the event's ``ts`` field
+(the time of writing for an event without one). :class:`NullAnalytics` drops events and
+:class:`MemoryAnalytics` keeps them in a list.
+
+The sink is generic over Pydantic models, so it does not depend on the exact event classes in
+:mod:`agent_contracts.events`. Before a line is written it passes a redaction guard
+(:func:`redact`): no API key or authorization header ever reaches the log.
+
+Writing never breaks a run: a failure (an unwritable directory, a full disk) is logged as a
+warning through :mod:`logging` and counted in :attr:`JsonlAnalytics.dropped`.
+
+:func:`read_events` reads the files back, skipping and counting corrupt or partial lines; a bad
+line is never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, JsonValue
+
+__all__ = [
+    "DEFAULT_ANALYTICS_DIR",
+    "REDACTED",
+    "AnalyticsSink",
+    "JsonlAnalytics",
+    "MemoryAnalytics",
+    "NullAnalytics",
+    "ReadResult",
+    "event_file",
+    "read_events",
+    "redact",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ANALYTICS_DIR = Path(".agentshape/analytics")
+"""Where :class:`JsonlAnalytics` writes when given no directory (relative to the working directory
+at construction)."""
+
+REDACTED = "[REDACTED]"
+"""What a secret is replaced with in the log."""
+
+_FILE_PREFIX = "events-"
+_FILE_SUFFIX = ".jsonl"
+
+_SECRET_KEY = re.compile(
+    r"^(?:(?:proxy_)?authorization|x_api_key|api_?key|(?:access|refresh|auth|bearer)_?token"
+    r"|client_secret|secret_?key|password|cookie|set_cookie)$"
+)
+"""Dict keys (lower-cased, ``-`` read as ``_``) whose values are always redacted."""
+
+_SECRET_TEXT = (
+    # "Bearer <token>" anywhere, as in an Authorization header.
+    (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
+    # Keys by their well-known shapes: OpenAI/Anthropic sk-..., Google AIza..., GitHub tokens.
+    (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{30,}"), REDACTED),
+    (re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}"), REDACTED),
+    # "x-api-key: value", "api_key=value", '"authorization": "value"' inside text.
+    (
+        re.compile(
+            r"(?i)\b(x-api-key|api[_-]?key|authorization)([\"']?\s*[:=]\s*[\"']?)"
+            r"(?!bearer\b|\[REDACTED\])[^\s\"',;}]+"
+        ),
+        rf"\1\2{REDACTED}",
+    ),
+)
+"""Secret-looking text inside strings, and what replaces it."""
+
+
+def _scrub_text(text: str) -> str:
+    for pattern, replacement in _SECRET_TEXT:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _is_secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.match(key.strip().lower().replace("-", "_")))
+
+
+def redact(value: JsonValue) -> JsonValue:
+    """Return a copy of a JSON value with anything that looks like a credential replaced.
+
+    The value of a key named like ``authorization``, ``api_key``, ``x-api-key``, ``*_token``,
+    ``password`` or ``cookie`` (any case, ``-`` or ``_``) becomes :data:`REDACTED`, and inside
+    every string (keys included) ``Bearer <token>``, ``sk-...`` keys (OpenAI, ``sk-ant-...``
+    Anthropic), ``AIza...`` Google keys, GitHub tokens and ``api_key=...``-style assignments are
+    replaced. Token counts such as ``input_tokens`` are left alone.
+
+    Args:
+        value: A JSON value, such as an event's ``model_dump(mode="json")``.
+
+    Returns:
+        The scrubbed copy; the input is not changed.
+    """
+    if isinstance(value, str):
+        return _scrub_text(value)
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            _scrub_text(key): (
+                REDACTED if _is_secret_key(key) and item is not None else redact(item)
+            )
+            for key, item in value.items()
+        }
+    return value
+
+
+@runtime_checkable
+class AnalyticsSink(Protocol):
+    """Where a run reports its events; ``emit`` must never raise."""
+
+    def emit(self, event: BaseModel) -> None:
+        """Record one event.
+
+        Args:
+            event: The event, a Pydantic model (see :mod:`agent_contracts.events`).
+        """
+
+
+class NullAnalytics:
+    """A sink that drops every event."""
+
+    def emit(self, event: BaseModel) -> None:
+        """Drop the event."""
+
+
+class MemoryAnalytics:
+    """A sink that keeps events in a list, for tests and for callers who want them in hand.
+
+    The events are kept as given, not redacted: nothing here is written anywhere.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[BaseModel] = []
+        """Every event emitted, in order."""
+        self._lock = threading.Lock()
+
+    def emit(self, event: BaseModel) -> None:
+        """Append the event to :attr:`events`."""
+        with self._lock:
+            self.events.append(event)
+
+
+def _event_day(event: BaseModel) -> date:
+    ts = getattr(event, "ts", None)
+    if isinstance(ts, datetime):
+        return (ts.astimezone(UTC) if ts.tzinfo else ts).date()
+    return datetime.now(UTC).date()
+
+
+def event_file(directory: Path, day: date) -> Path:
+    """Return the file that holds the events of one UTC day: ``events-YYYY-MM-DD.jsonl``."""
+    return directory / f"{_FILE_PREFIX}{day.isoformat()}{_FILE_SUFFIX}"
+
+
+class JsonlAnalytics:
+    """A sink that appends each event as one JSON line to a file per UTC day.
+
+    Each line is serialised and redacted first, then written with a single ``os.write`` to the
+    day's file opened with ``O_APPEND``, so processes and threads can share a file without torn
+    or interleaved lines. ``O_APPEND`` makes every write land at the current end of the file. On
+    Linux a ``write`` to a regular file on a local filesystem (ext4, xfs, btrfs, tmpfs) holds
+    the inode lock for its whole length, so one ``write`` is never interleaved with another,
+    however long the line; the ``PIPE_BUF`` (4 KiB) atomicity limit applies to pipes and FIFOs,
+    not to regular files. Looping over partial writes would break this, so a short write (a full
+    disk) is not retried: the line is ended with a newline if possible, the event is counted as
+    dropped, and :func:`read_events` counts the torn line as corrupt. NFS does not honour
+    ``O_APPEND`` atomically; keep the directory on a local disk.
+
+    A failure to write never raises: the first failure after a success is logged as a warning
+    (later ones at debug level, so a read-only directory does not flood the log) and every lost
+    event is counted in :attr:`dropped`.
+
+    Args:
+        directory: Where the files go; created as needed. Relative paths are taken from the
+            working directory at construction.
+    """
+
+    def __init__(self, directory: Path | str = DEFAULT_ANALYTICS_DIR) -> None:
+        self.directory = Path(directory).absolute()
+        """The directory the day files are written to."""
+        self._lock = threading.Lock()
+        self._dropped = 0
+        self._failing = False
+
+    @property
+    def dropped(self) -> int:
+        """How many events could not be written."""
+        return self._dropped
+
+    def emit(self, event: BaseModel) -> None:
+        """Append the event, redacted, as one line to its UTC day's file; never raises."""
+        try:
+            payload = redact(event.model_dump(mode="json"))
+            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
+        except (TypeError, ValueError) as exc:  # PydanticSerializationError is a ValueError
+            self._drop(f"cannot serialise {type(event).__name__}: {exc}")
+            return
+        path = event_file(self.directory, _event_day(event))
+        try:
+            self._append(path, line.encode("utf-8"))
+        except OSError as exc:
+            self._drop(f"cannot write {path}: {exc.strerror or exc}")
+            return
+        with self._lock:
+            self._failing = False
+
+    def _append(self, path: Path, data: bytes) -> None:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o600)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                with contextlib.suppress(OSError):
+                    os.write(fd, b"\n")  # end the torn line so the next one stays whole
+                raise OSError(f"short write: {written} of {len(data)} bytes")
+        finally:
+            os.close(fd)
+
+    def _drop(self, reason: str) -> None:
+        with self._lock:
+            self._dropped += 1
+            first = not self._failing
+            self._failing = True
+        level = logging.WARNING if first else logging.DEBUG
+        logger.log(level, "analytics event dropped (%d so far): %s", self._dropped, reason)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """The events :func:`read_events` recovered, and what it had to skip.
+
+    Iterating it yields the events.
+    """
+
+    events: list[dict[str, JsonValue]] = field(default_factory=list)
+    """Each whole line that parsed to a JSON object, in file order (files by day)."""
+    corrupt: int = 0
+    """Lines skipped because they were not a JSON object (torn, glued or garbled)."""
+    partial: int = 0
+    """Last lines skipped because they had no newline yet (being written, or cut off)."""
+    files: list[Path] = field(default_factory=list)
+    """The files read."""
+    unreadable: list[Path] = field(default_factory=list)
+    """Files that could not be opened or read, and were skipped."""
+
+    def __iter__(self) -> Iterator[dict[str, JsonValue]]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+
+def _file_day(path: Path) -> date | None:
+    stem = path.name.removeprefix(_FILE_PREFIX).removesuffix(_FILE_SUFFIX)
+    try:
+        return date.fromisoformat(stem)
+    except ValueError:
+        return None
+
+
+def _event_time(event: dict[str, JsonValue]) -> datetime | None:
+    ts = event.get("ts")
+    if not isinstance(ts, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def read_events(source: Path | str, *, since: datetime | None = None) -> ReadResult:
+    """Read analytics events back from a directory of day files or from one file.
+
+    Corrupt lines, a last line without its newline, and unreadable files are skipped and counted;
+    none of them raises. A source that does not exist gives an empty result with no files.
+
+    Args:
+        source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
+        since: Keep only events whose ``ts`` is at or after this time (naive means UTC); events
+            without a readable ``ts`` are left out, and day files before its UTC day are not read.
+
+    Returns:
+        The events as dicts, with counts of what was skipped.
+    """
+    source = Path(source)
+    since_utc = None
+    if since is not None:
+        since_utc = since.astimezone(UTC) if since.tzinfo else since.replace(tzinfo=UTC)
+    if source.is_dir():
+        files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
+        if since_utc is not None:
+            files = [f for f in files if (_file_day(f) or since_utc.date()) >= since_utc.date()]
+    else:
+        files = [source] if source.exists() else []
+    events: list[dict[str, JsonValue]] = []
+    unreadable: list[Path] = []
+    corrupt = partial = 0
+    for path in files:
+        try:
+            with path.open("rb") as handle:
+                for raw in handle:
+                    if not raw.endswith(b"\n"):
+                        partial += 1
+                        continue
+                    if not raw.strip():
+                        continue
+                    try:
+                        event = json.loads(raw)
+                    except ValueError:  # includes UnicodeDecodeError
+                        corrupt += 1
+                        continue
+                    if not isinstance(event, dict):
+                        corrupt += 1
+                        continue
+                    if since_utc is not None:
+                        when = _event_time(event)
+                        if when is None or when < since_utc:
+                            continue
+                    events.append(event)
+        except OSError as exc:
+            logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
+            unreadable.append(path)
+    return ReadResult(
+        events=events, corrupt=corrupt, partial=partial, files=files, unreadable=unreadable
+    )
