@@ -1,0 +1,755 @@
+"""JSON Schema to an exact, dynamic Pydantic model.
+
+``model_from_schema(schema)`` returns a Pydantic model class that accepts exactly the values the
+schema accepts (Draft-7 by default; see :mod:`agent_core.validation` for drafts): no coercion
+(``"1"`` is not an integer, ``1.0`` is, ``True`` is not), with every keyword enforced, including
+those Pydantic has no type for (``patternProperties``, ``if``/``then``/``else``, ``oneOf``,
+formats...). Validation is one call into the compiled Rust engine; the model is then built
+without re-validating the data, so a valid value is never changed (nor copied: the model holds
+the given strings, numbers, lists and dicts).
+
+Shape of a model:
+
+* An object schema (``"type": "object"``) gives a :class:`SchemaModel`: each property is a field,
+  read as an attribute (``m.summary``). A property whose schema is an object with declared
+  properties becomes a nested ``SchemaModel``; an array of such objects becomes a list of them
+  (``m.issues[0].file``). Everything else (strings, numbers, unions, free-form maps, objects
+  without ``"type": "object"``...) is the plain JSON value. Properties the schema does not
+  declare are kept as Pydantic extras. Nested classes are named after their parent and property
+  (``OutputIssuesItem``) or their definition (``#/definitions/comment`` gives ``Comment``).
+* Any other root (an array, a string, a union, a boolean schema, an object schema that does not
+  say ``"type": "object"``) gives a :class:`SchemaRootModel`, whose ``root`` holds the value.
+* A property name that is not a Python identifier, or that clashes with a Pydantic attribute
+  (``json``, ``model_config``...), gets a field name such as ``a_b`` or ``json_`` and keeps its
+  JSON name as the alias. Build a model from JSON names; ``model_dump`` writes JSON names.
+* ``to_data()`` and ``model_dump(mode="json", by_alias=True, exclude_unset=True)`` give back the
+  validated value unchanged (properties that were absent stay absent).
+* The designer's schema is the class attribute ``__agentshape_schema__``; ``model_json_schema()``
+  returns a copy of it (``{}`` for the schema ``true``, ``{"not": {}}`` for ``false``). A nested
+  class carries its own subschema, whose ``$ref`` keywords point into the root schema.
+
+Invalid data raises Pydantic's ``ValidationError`` with one ``json_schema`` error per problem:
+``loc`` is the path, ``msg`` the python-jsonschema message and ``ctx["path"]`` the JSON path such
+as ``$.issues[0].severity``. A nested class validated on its own (``Nested.model_validate``)
+checks its subschema; one built directly with ``Nested(...)`` or ``model_construct`` is not
+checked until the root model that contains it is validated.
+
+Loading is cheap and cached: ``model_from_schema`` checks and compiles the schema (so every
+schema error is raised there) and creates the root class; nested classes and Pydantic's own
+validators are built when a model is first used (Pydantic's ``defer_build``). Models are cached
+by (schema hash, name, lenient), so loading the same fleet twice reuses the classes.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import keyword
+import re
+import threading
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Optional, Self, cast
+from urllib.parse import unquote, urljoin
+
+import pydantic_core
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    JsonValue,
+    ModelWrapValidatorHandler,
+    RootModel,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
+
+from agent_contracts.errors import SchemaError
+from agent_core.refs import lookup_schema
+from agent_core.validation import (
+    CompiledSchema,
+    canonical_json,
+    compile_canonical,
+    compile_schema,
+    resolve_pointer,
+    schema_hash,
+)
+
+__all__ = [
+    "CompiledSchema",
+    "SchemaModel",
+    "SchemaRootModel",
+    "compile_schema",
+    "model_from_schema",
+    "schema_hash",
+]
+
+_Json: object = object
+"""The field type of a JSON value kept exactly as given: the engine has already validated it,
+and Pydantic treats ``object`` as "anything", so it neither checks nor converts the value (and
+serializes it by its runtime type)."""
+
+_checking: ContextVar[bool] = ContextVar("agentshape_checking", default=False)
+_MODEL_CACHE_SIZE = 256
+_ExtraValues = Literal["allow", "ignore", "forbid"]
+
+
+def _pydantic_error(title: str, compiled: CompiledSchema, data: object) -> ValidationError:
+    """Build Pydantic's ``ValidationError`` listing every schema problem with ``data``."""
+    details: list[InitErrorDetails] = []
+    for parts, value, issue in compiled.explain(cast(JsonValue, data)):
+        ctx: dict[str, object] = {"message": issue.message, "path": issue.path}
+        if issue.keyword is not None:
+            ctx["keyword"] = issue.keyword
+        if issue.schema_path is not None:
+            ctx["schema_path"] = issue.schema_path
+        details.append(
+            InitErrorDetails(
+                type=PydanticCustomError("json_schema", "{message}", ctx),
+                loc=parts,
+                input=value,
+            )
+        )
+    return ValidationError.from_exception_data(title, details)
+
+
+def _plain(data: object) -> object:
+    """Return ``data`` with any agentshape model inside it turned back into JSON data."""
+    if isinstance(data, SchemaModel | SchemaRootModel):
+        return data.to_data()
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if isinstance(data, dict):
+        return {key: _plain(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_plain(value) for value in data]
+    return data
+
+
+def _check(cls: type[SchemaModel] | type[SchemaRootModel], data: object) -> None:
+    """Raise Pydantic's ``ValidationError`` unless ``data`` satisfies the class's schema."""
+    compiled = cls.agentshape_compiled()
+    if compiled.is_valid(cast(JsonValue, data)):
+        return
+    plain = _plain(data)
+    if plain is data or not compiled.is_valid(cast(JsonValue, plain)):
+        raise _pydantic_error(cls.__name__, compiled, plain)
+
+
+def _enforce(
+    cls: type[SchemaModel] | type[SchemaRootModel],
+    data: object,
+    handler: Callable[[object], object],
+) -> object:
+    """Validate ``data`` with the engine once, then build the model without re-checking."""
+    if _checking.get() or isinstance(data, cls):
+        return handler(data)
+    _check(cls, data)
+    token = _checking.set(True)
+    try:
+        return handler(data)
+    finally:
+        _checking.reset(token)
+
+
+def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
+    """Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error."""
+    try:
+        return pydantic_core.from_json(json_data, allow_inf_nan=False)
+    except ValueError as error:
+        raise ValidationError.from_exception_data(
+            title,
+            [
+                InitErrorDetails(
+                    type="json_invalid", loc=(), input=json_data, ctx={"error": str(error)}
+                )
+            ],
+        ) from error
+
+
+def _schema_document(schema: JsonValue) -> dict[str, Any]:
+    """Return a copy of a schema as a JSON Schema object (booleans become their object form)."""
+    if schema is True:
+        return {}
+    if schema is False:
+        return {"not": {}}
+    return cast(dict[str, Any], copy.deepcopy(schema))
+
+
+class SchemaModel(BaseModel):
+    """Base of every object-shaped model built by :func:`model_from_schema`.
+
+    Fields are the schema's properties; undeclared properties are kept as extras. See the
+    module docstring for aliases, nesting and what ``to_data`` returns.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        protected_namespaces=(),
+        serialize_by_alias=True,
+        validate_by_alias=True,
+        validate_by_name=False,
+        defer_build=True,
+    )
+
+    __agentshape_schema__: ClassVar[JsonValue] = True
+    """The designer's (sub)schema this class was built from."""
+    __agentshape_location__: ClassVar[str] = "#"
+    """Where the schema sits: ``#`` for a root, ``#/pointer`` (or ``uri#/pointer``) if nested."""
+    __agentshape_root__: ClassVar[CompiledSchema | None] = None
+    """The compiled root schema of the model this class belongs to."""
+
+    def to_data(self) -> JsonValue:
+        """Return the validated value exactly as it was given (absent properties stay absent).
+
+        Returns:
+            The JSON value; a new object, so changing it does not change the model.
+        """
+        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+
+    @classmethod
+    def agentshape_compiled(cls, lenient: bool | None = None) -> CompiledSchema:
+        """Return the compiled schema that validates this class's values.
+
+        Args:
+            lenient: Override whether formats are asserted; ``None`` keeps the model's setting.
+
+        Returns:
+            The compiled (sub)schema.
+
+        Raises:
+            SchemaError: If the class was not built by :func:`model_from_schema`.
+        """
+        return _compiled_for(cls, lenient)
+
+    @classmethod
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: _ExtraValues | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Validate ``obj`` against the schema and build the model.
+
+        Raises:
+            pydantic.ValidationError: Listing every problem (path and message) when invalid.
+        """
+        if cls.__agentshape_location__ != "#":
+            _check(cls, obj)
+        return super().model_validate(
+            obj,
+            strict=strict,
+            extra=extra,
+            from_attributes=from_attributes,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: _ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Parse JSON text (NaN and Infinity refused), validate it and build the model.
+
+        Raises:
+            pydantic.ValidationError: For text that is not JSON, or listing every problem.
+        """
+        return cls.model_validate(
+            _parse_json(cls.__name__, json_data),
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
+
+    @classmethod
+    def model_validate_strings(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: _ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Validate like :meth:`model_validate`: strings are never coerced to other types.
+
+        Raises:
+            pydantic.ValidationError: Listing every problem when invalid.
+        """
+        return cls.model_validate(
+            obj, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+        )
+
+    @classmethod
+    def model_json_schema(
+        cls,
+        by_alias: bool | None = None,
+        ref_template: str = "#/$defs/{model}",
+        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
+        mode: JsonSchemaMode = "validation",
+        *,
+        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
+    ) -> dict[str, Any]:
+        """Return a copy of the designer's schema (the arguments are accepted and ignored)."""
+        return _schema_document(cls.__agentshape_schema__)
+
+
+class SchemaRootModel(RootModel[JsonValue]):
+    """Base of models whose root is not an object schema (arrays, scalars, unions...).
+
+    The value is in ``root``; :meth:`to_data` returns it unchanged.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+    __agentshape_schema__: ClassVar[JsonValue] = True
+    """The designer's schema this class was built from."""
+    __agentshape_location__: ClassVar[str] = "#"
+    """Always ``#``: root models are never nested."""
+    __agentshape_root__: ClassVar[CompiledSchema | None] = None
+    """The compiled schema of this model."""
+
+    def to_data(self) -> JsonValue:
+        """Return the validated value exactly as it was given.
+
+        Returns:
+            The JSON value; a new object, so changing it does not change the model.
+        """
+        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+
+    @classmethod
+    def agentshape_compiled(cls, lenient: bool | None = None) -> CompiledSchema:
+        """Return the compiled schema that validates this class's values.
+
+        Args:
+            lenient: Override whether formats are asserted; ``None`` keeps the model's setting.
+
+        Returns:
+            The compiled schema.
+
+        Raises:
+            SchemaError: If the class was not built by :func:`model_from_schema`.
+        """
+        return _compiled_for(cls, lenient)
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: _ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Parse JSON text (NaN and Infinity refused), validate it and build the model.
+
+        Raises:
+            pydantic.ValidationError: For text that is not JSON, or listing every problem.
+        """
+        return cls.model_validate(
+            _parse_json(cls.__name__, json_data),
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
+
+    @classmethod
+    def model_json_schema(
+        cls,
+        by_alias: bool | None = None,
+        ref_template: str = "#/$defs/{model}",
+        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
+        mode: JsonSchemaMode = "validation",
+        *,
+        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
+    ) -> dict[str, Any]:
+        """Return a copy of the designer's schema (the arguments are accepted and ignored)."""
+        return _schema_document(cls.__agentshape_schema__)
+
+
+class _CheckedModel(SchemaModel):
+    """A root object model: every validation goes through the compiled schema first."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _agentshape_check(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return cast(Self, _enforce(cls, data, handler))
+
+
+class _CheckedRootModel(SchemaRootModel):
+    """A root model for a non-object schema, checked by the compiled schema first."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _agentshape_check(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return cast(Self, _enforce(cls, data, handler))
+
+
+def _compiled_for(
+    cls: type[SchemaModel] | type[SchemaRootModel], lenient: bool | None
+) -> CompiledSchema:
+    """Return the compiled schema for a generated class (its subschema when nested)."""
+    root = cls.__agentshape_root__
+    if root is None:
+        raise SchemaError(f"{cls.__name__} was not built by model_from_schema and has no schema")
+    if lenient is not None and lenient != root.lenient:
+        root = compile_schema(cast(Mapping[str, JsonValue], root.schema), lenient=lenient)
+    return root.at(cls.__agentshape_location__)
+
+
+# --- building models ----------------------------------------------------------------------------
+
+_RESERVED = frozenset(dir(SchemaModel)) | frozenset(dir(SchemaRootModel)) | {"Config"}
+_NON_WORD = re.compile(r"\W")
+_ALPHANUMERIC_RUNS = re.compile(r"[0-9A-Za-z]+")
+
+
+def _usable(key: str) -> bool:
+    """Whether a property name can be a field name as it is."""
+    return (
+        key.isidentifier()
+        and not keyword.iskeyword(key)
+        and not key.startswith("_")
+        and key not in _RESERVED
+        and unicodedata.normalize("NFKC", key) == key
+    )
+
+
+def _field_names(keys: list[str]) -> dict[str, str]:
+    """Map each property name to a unique, safe field name (itself whenever possible)."""
+    names = {key: key for key in keys if _usable(key)}
+    taken = set(names.values())
+    for key in keys:
+        if key in names:
+            continue
+        base = _NON_WORD.sub("_", unicodedata.normalize("NFKC", key))
+        if not base or base[0].isdigit() or base[0] == "_":
+            base = f"f_{base}"
+        candidate = base
+        while not _usable(candidate) or candidate in taken:
+            candidate += "_"
+        names[key] = candidate
+        taken.add(candidate)
+    return names
+
+
+def _pascal(text: str) -> str:
+    """Return ``text`` as a PascalCase identifier fragment (``line-items`` -> ``LineItems``)."""
+    words = _ALPHANUMERIC_RUNS.findall(text)
+    joined = "".join(word[:1].upper() + word[1:] for word in words)
+    return joined if joined and not joined[0].isdigit() else f"N{joined}"
+
+
+def _escape(key: str) -> str:
+    """Escape a key for use in a JSON pointer."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _allowed_types(conjuncts: list[_Node]) -> set[str] | None:
+    """Return the JSON types all conjuncts allow, or None when none of them says."""
+    allowed: set[str] | None = None
+    for each in conjuncts:
+        declared = each.schema.get("type")
+        names = [declared] if isinstance(declared, str) else declared
+        if isinstance(names, list):
+            kinds = {name for name in names if isinstance(name, str)}
+            allowed = kinds if allowed is None else allowed & kinds
+    return allowed
+
+
+class _Node(NamedTuple):
+    """A schema object and where it sits (``doc`` is None for the root document)."""
+
+    schema: Mapping[str, JsonValue]
+    doc: str | None
+    pointer: str
+
+    @property
+    def location(self) -> str:
+        return f"#{self.pointer}" if self.doc is None else f"{self.doc}#{self.pointer}"
+
+
+class _Deferred:
+    """Annotation metadata for a nested model type that is only built when Pydantic needs it.
+
+    Creating Pydantic classes is the slow part of loading a schema, so ``model_from_schema``
+    creates only the root class; a nested class (or list of them) is created the first time
+    Pydantic builds a validator that contains it.
+    """
+
+    __slots__ = ("_factory", "_lock", "_resolved", "nullable")
+
+    def __init__(
+        self, factory: Callable[[], object], nullable: bool, lock: threading.RLock
+    ) -> None:
+        self._factory = factory
+        self._resolved: object = None
+        self._lock = lock
+        self.nullable = nullable
+
+    def resolve(self) -> object:
+        """Return the field type, creating the nested classes it needs on first call."""
+        with self._lock:
+            if self._resolved is None:
+                inner = self._factory()
+                self._resolved = cast(Any, Optional)[inner] if self.nullable else inner
+            return self._resolved
+
+    def __get_pydantic_core_schema__(
+        self, source: object, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """Give Pydantic the schema of the real field type."""
+        return handler.generate_schema(self.resolve())
+
+
+class _Builder:
+    """Builds the model classes for one compiled schema."""
+
+    def __init__(self, compiled: CompiledSchema, name: str) -> None:
+        self.compiled = compiled
+        self.draft = compiled.draft
+        self.names: set[str] = set()
+        self.memo: dict[int, type[SchemaModel]] = {}
+        self.lock = threading.RLock()
+        self.root_name = self.class_name(name if name.isidentifier() else _pascal(name))
+        root_id = compiled.schema.get("$id") if isinstance(compiled.schema, dict) else None
+        self.base = root_id if isinstance(root_id, str) else ""
+
+    def class_name(self, hint: str) -> str:
+        """Reserve and return a class name based on ``hint``, unique within this build."""
+        candidate, number = hint, 1
+        while candidate in self.names:
+            number += 1
+            candidate = f"{hint}{number}"
+        self.names.add(candidate)
+        return candidate
+
+    def deref(self, node: _Node, ref: str) -> _Node | None:
+        """Follow a ``$ref`` this builder understands (JSON pointers, registered documents)."""
+        uri, _, fragment = ref.partition("#")
+        pointer = unquote(fragment)
+        if pointer and not pointer.startswith("/"):
+            return None
+        doc = node.doc
+        document: object = self.compiled.schema if doc is None else lookup_schema(doc)
+        if uri:
+            base = doc or self.base
+            doc = urljoin(base, uri)
+            document = lookup_schema(doc)
+            if document is None and doc == urljoin(base, ""):
+                doc, document = None, self.compiled.schema
+        target = resolve_pointer(cast(JsonValue, document), pointer)
+        return _Node(target, doc, pointer) if isinstance(target, Mapping) else None
+
+    def conjuncts(self, node: _Node) -> list[_Node] | None:
+        """Return the schemas every value here must satisfy (``$ref`` targets and ``allOf``)."""
+        found: list[_Node] = []
+        seen: set[int] = set()
+        pending = [node]
+        while pending:
+            current = pending.pop(0)
+            if id(current.schema) in seen:
+                continue
+            seen.add(id(current.schema))
+            ref = current.schema.get("$ref")
+            if isinstance(ref, str):
+                target = self.deref(current, ref)
+                if target is None:
+                    return None
+                if self.draft < 2019:
+                    pending.insert(0, target)
+                    continue
+                pending.append(target)
+            found.append(current)
+            members = current.schema.get("allOf")
+            for index, member in enumerate(members if isinstance(members, list) else []):
+                if isinstance(member, Mapping):
+                    pending.append(_Node(member, current.doc, f"{current.pointer}/allOf/{index}"))
+        return found
+
+    def annotation(
+        self, schema: JsonValue, doc: str | None, pointer: str, hint: str
+    ) -> _Deferred | None:
+        """Return the (deferred) field type for a subschema, or None for a plain JSON value."""
+        if not isinstance(schema, Mapping):
+            return None
+        conjuncts = self.conjuncts(_Node(schema, doc, pointer))
+        allowed = _allowed_types(conjuncts) if conjuncts else None
+        if not conjuncts or allowed is None:
+            return None
+        nullable = "null" in allowed
+        if allowed - {"null"} == {"object"}:
+            if not any(isinstance(each.schema.get("properties"), Mapping) for each in conjuncts):
+                return None  # a free-form object (a map) stays a plain dict
+            found = conjuncts
+            return _Deferred(
+                lambda: self.object_class(found, hint, pointer, root=False), nullable, self.lock
+            )
+        if allowed - {"null"} == {"array"}:
+            element = self.element(conjuncts, hint)
+            if element is not None:
+                return _Deferred(lambda: cast(Any, list)[element.resolve()], nullable, self.lock)
+        return None
+
+    def element(self, conjuncts: list[_Node], hint: str) -> _Deferred | None:
+        """Return the item type of an array whose items all have one known shape."""
+        for each in conjuncts:
+            items = each.schema.get("items")
+            if isinstance(items, Mapping) and not (
+                self.draft >= 2020 and "prefixItems" in each.schema
+            ):
+                return self.annotation(items, each.doc, f"{each.pointer}/items", f"{hint}Item")
+        return None
+
+    def object_class(
+        self, conjuncts: list[_Node], hint: str, pointer: str, *, root: bool
+    ) -> type[SchemaModel]:
+        """Return the model class for an object schema, creating it (once) if needed."""
+        primary = conjuncts[0]
+        known = self.memo.get(id(primary.schema))
+        if known is not None:
+            return known
+        if root:
+            name = self.root_name
+        elif primary.pointer != pointer or primary.doc is not None:
+            name = self.class_name(_pascal(primary.pointer.rsplit("/", 1)[-1] or "Model"))
+        elif hint == self.root_name:
+            name = self.class_name(f"{hint}Object")
+        else:
+            name = self.class_name(hint)
+        properties: dict[str, tuple[JsonValue, str | None, str]] = {}
+        required: set[str] = set()
+        for each in conjuncts:
+            declared = each.schema.get("properties")
+            for prop, sub in declared.items() if isinstance(declared, Mapping) else ():
+                spot = f"{each.pointer}/properties/{_escape(prop)}"
+                properties.setdefault(prop, (sub, each.doc, spot))
+            listed = each.schema.get("required")
+            if isinstance(listed, list):
+                required.update(item for item in listed if isinstance(item, str))
+        field_names = _field_names(list(properties))
+        fields: dict[str, Any] = {}
+        for prop, (sub, doc, spot) in properties.items():
+            deferred = self.annotation(sub, doc, spot, f"{name}{_pascal(prop)}")
+            annotation = _Json if deferred is None else Annotated[object, deferred]
+            if field_names[prop] == prop:
+                default: Any = ... if prop in required else None
+            else:
+                default = Field(alias=prop) if prop in required else Field(None, alias=prop)
+            fields[field_names[prop]] = (annotation, default)
+        description = primary.schema.get("description")
+        model = cast(
+            type[SchemaModel],
+            create_model(
+                name,
+                __base__=_CheckedModel if root else SchemaModel,
+                __module__=__name__,
+                __doc__=description if isinstance(description, str) else None,
+                **fields,
+            ),
+        )
+        model.__agentshape_schema__ = self.compiled.schema if root else dict(primary.schema)
+        model.__agentshape_location__ = "#" if root else primary.location
+        model.__agentshape_root__ = self.compiled
+        self.memo[id(primary.schema)] = model
+        return model
+
+    def build(self) -> type[SchemaModel] | type[SchemaRootModel]:
+        """Create the root class; nested classes are created when Pydantic first needs them."""
+        schema = self.compiled.schema
+        conjuncts = self.conjuncts(_Node(schema, None, "")) if isinstance(schema, Mapping) else None
+        if conjuncts and _allowed_types(conjuncts) == {"object"}:
+            return self.object_class(conjuncts, self.root_name, "", root=True)
+        deferred = self.annotation(schema, None, "", self.root_name)
+        model = cast(
+            type[SchemaRootModel],
+            create_model(
+                self.root_name,
+                __base__=_CheckedRootModel,
+                __module__=__name__,
+                root=(cast(Any, _Json if deferred is None else Annotated[object, deferred]), ...),
+            ),
+        )
+        model.__agentshape_schema__ = schema
+        model.__agentshape_root__ = self.compiled
+        return model
+
+
+_models: OrderedDict[tuple[str, str, bool], type[SchemaModel] | type[SchemaRootModel]]
+_models = OrderedDict()
+_models_lock = threading.Lock()
+
+
+def model_from_schema(
+    schema: Mapping[str, JsonValue] | bool,
+    *,
+    name: str = "Output",
+    lenient: bool = False,
+    source: str | None = None,
+) -> type[SchemaModel] | type[SchemaRootModel]:
+    """Return a Pydantic model class that accepts exactly the values ``schema`` accepts.
+
+    The class is a :class:`SchemaModel` when the schema is an object schema
+    (``"type": "object"``) and a :class:`SchemaRootModel` otherwise; both offer
+    ``model_validate``, ``model_validate_json`` and ``to_data``. Classes are cached by
+    (:func:`schema_hash`, ``name``, ``lenient``), so a second call with the same schema returns
+    the same class at the cost of one hash.
+
+    Args:
+        schema: The JSON Schema (Draft-7 unless its ``$schema`` says otherwise).
+        name: The root class name; nested classes are named after it (``OutputIssuesItem``) or
+            after their definition (``#/definitions/comment`` gives ``Comment``).
+        lenient: When True, ``format`` is not asserted.
+        source: Where the schema came from, used in error messages.
+
+    Returns:
+        The model class.
+
+    Raises:
+        InvalidSchemaError: If the schema is not valid under its draft's meta-schema (``.path``
+            names the fault) or has an invalid regular expression.
+        SchemaReferenceError: If a ``$ref`` does not resolve.
+    """
+    text = canonical_json(schema, source=source)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    key = (digest, name, lenient)
+    with _models_lock:
+        cached = _models.get(key)
+        root = cached.__agentshape_root__ if cached is not None else None
+        if cached is not None and root is not None and root.fresh:
+            _models.move_to_end(key)
+            return cached
+    compiled = compile_canonical(schema, text, digest, lenient=lenient, source=source)
+    model = _Builder(compiled, name).build()
+    with _models_lock:
+        _models[key] = model
+        _models.move_to_end(key)
+        while len(_models) > _MODEL_CACHE_SIZE:
+            _models.popitem(last=False)
+    return model

@@ -1,0 +1,450 @@
+from __future__ import annotations
+
+import hashlib
+import json
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from agent_contracts.errors import (
+    InvalidSchemaError,
+    OutputValidationError,
+    SchemaReferenceError,
+)
+from agent_core.schema_model import model_from_schema
+from agent_core.validation import (
+    compile_schema,
+    format_path,
+    issues_from_pydantic,
+    schema_draft,
+    schema_hash,
+    validate_output,
+)
+
+DRAFT4 = "http://json-schema.org/draft-04/schema#"
+DRAFT6 = "http://json-schema.org/draft-06/schema#"
+
+# (schema, instance, every issue as "path: message"), in python-jsonschema's wording.
+MESSAGES: list[tuple[JsonValue, JsonValue, list[str]]] = [
+    ({"type": "integer"}, "1", ["$: '1' is not of type 'integer'"]),
+    ({"type": "integer"}, True, ["$: True is not of type 'integer'"]),
+    ({"type": ["string", "null"]}, 1, ["$: 1 is not of type 'string', 'null'"]),
+    (
+        {"enum": ["low", "medium", "high"]},
+        "critical",
+        ["$: 'critical' is not one of ['low', 'medium', 'high']"],
+    ),
+    ({"const": {"a": 1}}, {"a": 2}, ["$: {'a': 1} was expected"]),
+    (
+        {"required": ["a", "b"]},
+        {},
+        ["$: 'a' is a required property", "$: 'b' is a required property"],
+    ),
+    (
+        {"properties": {"a": {}}, "additionalProperties": False},
+        {"zz": 1, "a": 2, "b": 3},
+        ["$: Additional properties are not allowed ('b', 'zz' were unexpected)"],
+    ),
+    (
+        {"patternProperties": {"^x-": {}}, "additionalProperties": False},
+        {"y": 1},
+        ["$: 'y' does not match any of the regexes: '^x-'"],
+    ),
+    (
+        {"items": [{}], "additionalItems": False},
+        [1, 2, "three"],
+        ["$: Additional items are not allowed (2, 'three' were unexpected)"],
+    ),
+    ({"minimum": 5}, 4, ["$: 4 is less than the minimum of 5"]),
+    ({"maximum": 5}, 6, ["$: 6 is greater than the maximum of 5"]),
+    ({"exclusiveMinimum": 5}, 5, ["$: 5 is less than or equal to the minimum of 5"]),
+    ({"exclusiveMaximum": 5}, 5.0, ["$: 5.0 is greater than or equal to the maximum of 5"]),
+    ({"multipleOf": 3}, 7, ["$: 7 is not a multiple of 3"]),
+    ({"minLength": 1}, "", ["$: '' should be non-empty"]),
+    ({"minLength": 3}, "ab", ["$: 'ab' is too short"]),
+    ({"maxLength": 0}, "a", ["$: 'a' is expected to be empty"]),
+    ({"maxLength": 2}, "abc", ["$: 'abc' is too long"]),
+    ({"minItems": 1}, [], ["$: [] should be non-empty"]),
+    ({"maxItems": 1}, [1, 2], ["$: [1, 2] is too long"]),
+    ({"uniqueItems": True}, [1, 1], ["$: [1, 1] has non-unique elements"]),
+    ({"contains": {"const": 5}}, [1, 2], ["$: None of [1, 2] are valid under the given schema"]),
+    ({"minProperties": 2}, {"a": 1}, ["$: {'a': 1} does not have enough properties"]),
+    ({"maxProperties": 1}, {"a": 1, "b": 2}, ["$: {'a': 1, 'b': 2} has too many properties"]),
+    ({"pattern": "^a+$"}, "b", ["$: 'b' does not match '^a+$'"]),
+    ({"format": "email"}, "no-at", ["$: 'no-at' is not a 'email'"]),
+    ({"propertyNames": {"maxLength": 2}}, {"abc": 1, "ok": 2}, ["$: 'abc' is too long"]),
+    (
+        {"dependencies": {"card": ["billing"]}},
+        {"card": 1},
+        ["$: 'billing' is a dependency of 'card'"],
+    ),
+    (
+        {"dependencies": {"card": {"required": ["cvv"]}}},
+        {"card": 1},
+        ["$: 'cvv' is a required property"],
+    ),
+    ({"not": {"type": "string"}}, "s", ["$: 's' should not be valid under {'type': 'string'}"]),
+    (
+        {"anyOf": [{"type": "string"}, {"minimum": 3}]},
+        1,
+        ["$: 1 is not valid under any of the given schemas"],
+    ),
+    (
+        {"oneOf": [{"type": "integer"}, {"minimum": 0}]},
+        1,
+        ["$: 1 is valid under each of {'minimum': 0}, {'type': 'integer'}"],
+    ),
+    (
+        {"oneOf": [{"type": "integer"}, {"minimum": 0}]},
+        -0.5,
+        ["$: -0.5 is not valid under any of the given schemas"],
+    ),
+    (
+        {"if": {"type": "integer"}, "then": {"minimum": 10}, "else": {"type": "string"}},
+        3,
+        ["$: 3 is less than the minimum of 10"],
+    ),
+    (
+        {"if": {"type": "integer"}, "then": {"minimum": 10}, "else": {"type": "string"}},
+        3.5,
+        ["$: 3.5 is not of type 'string'"],
+    ),
+    (False, {"a": 1}, ["$: False schema does not allow {'a': 1}"]),
+    ({"properties": {"x": False}}, {"x": 1}, ["$.x: False schema does not allow 1"]),
+]
+
+
+@pytest.mark.parametrize(("schema", "instance", "expected"), MESSAGES)
+def test_every_keyword_is_reported_in_python_jsonschema_wording(
+    schema: JsonValue, instance: JsonValue, expected: list[str]
+) -> None:
+    assert [str(issue) for issue in compile_schema(schema).issues(instance)] == expected
+
+
+@pytest.mark.parametrize(("schema", "instance", "expected"), MESSAGES)
+def test_messages_match_python_jsonschema_itself(
+    schema: JsonValue, instance: JsonValue, expected: list[str]
+) -> None:
+    checker = jsonschema.Draft7Validator.FORMAT_CHECKER
+    theirs = jsonschema.Draft7Validator(schema, format_checker=checker).iter_errors(instance)
+    ours = compile_schema(schema).issues(instance)
+    assert sorted(issue.message for issue in ours) == sorted(error.message for error in theirs)
+
+
+REVIEW = {
+    "type": "object",
+    "required": ["summary", "issues"],
+    "properties": {
+        "summary": {"type": "string"},
+        "n": {"type": "integer"},
+        "issues": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["severity"],
+                "properties": {"severity": {"enum": ["low", "medium", "high"]}},
+            },
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def test_issues_name_paths_keywords_and_schema_paths_in_a_fixed_order() -> None:
+    value = {"n": "1", "zz": 0, "issues": [{"severity": "critical"}, {}]}
+    issues = compile_schema(REVIEW).issues(value)
+    assert [str(issue) for issue in issues] == [
+        "$: Additional properties are not allowed ('zz' was unexpected)",
+        "$: 'summary' is a required property",
+        "$.issues[0].severity: 'critical' is not one of ['low', 'medium', 'high']",
+        "$.issues[1]: 'severity' is a required property",
+        "$.n: '1' is not of type 'integer'",
+    ]
+    assert [issue.keyword for issue in issues] == [
+        "additionalProperties",
+        "required",
+        "enum",
+        "required",
+        "type",
+    ]
+    assert issues[0].schema_path == "$.additionalProperties"
+    assert issues[2].schema_path == "$.properties.issues.items.properties.severity.enum"
+
+
+def test_order_does_not_depend_on_key_order_in_schema_or_value() -> None:
+    reordered_schema = json.loads(json.dumps(REVIEW, sort_keys=True))
+    value = {"n": "1", "zz": 0, "issues": [{"severity": "critical"}, {}]}
+    reordered_value = dict(reversed(list(value.items())))
+    first = compile_schema(REVIEW)
+    # lenient=True compiles the reordered schema afresh (no format is involved).
+    second = compile_schema(reordered_schema, lenient=True)
+    assert second is not first
+    assert first.issues(value) == second.issues(reordered_value) == first.issues(reordered_value)
+
+
+def test_array_indices_sort_numerically() -> None:
+    compiled = compile_schema({"items": {"type": "string"}})
+    paths = [issue.path for issue in compiled.issues([1] * 12)]
+    assert paths == [f"$[{index}]" for index in range(12)]
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [(1, True), (1.0, True), (-3, True), ("1", False), (True, False), (1.5, False), (None, False)],
+)
+def test_integers_are_exact_with_no_coercion(value: JsonValue, valid: bool) -> None:
+    assert compile_schema({"type": "integer"}).is_valid(value) is valid
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"), [(1, True), (2.5, True), ("2.5", False), (False, False)]
+)
+def test_numbers_are_exact_with_no_coercion(value: JsonValue, valid: bool) -> None:
+    assert compile_schema({"type": "number"}).is_valid(value) is valid
+
+
+@pytest.mark.parametrize(
+    ("fmt", "bad", "good"),
+    [
+        ("date-time", "2024-13-01T00:00:00Z", "2024-01-31T12:00:00Z"),
+        ("date", "2024-02-30", "2024-02-29"),
+        ("time", "25:00:00Z", "23:59:59Z"),
+        ("email", "not-an-email", "ada@example.com"),
+        ("uri", "no scheme", "https://example.com/a"),
+        ("ipv4", "1.2.3", "192.168.0.1"),
+        ("ipv6", "1::2::3", "::1"),
+        ("hostname", "-bad-.com", "example.com"),
+        ("regex", "(unclosed", "^a+$"),
+        ("uuid", "1234", "123e4567-e89b-12d3-a456-426614174000"),
+    ],
+)
+def test_formats_are_asserted_unless_lenient(fmt: str, bad: str, good: str) -> None:
+    schema = {"type": "string", "format": fmt}
+    strict = compile_schema(schema)
+    assert strict.is_valid(good)
+    assert [str(issue) for issue in strict.issues(bad)] == [f"$: {bad!r} is not a {fmt!r}"]
+    assert compile_schema(schema, lenient=True).is_valid(bad)
+
+
+def test_drafts_are_read_from_dollar_schema() -> None:
+    assert schema_draft({}) == 7
+    assert schema_draft({"$schema": DRAFT4}) == 4
+    assert schema_draft({"$schema": "http://json-schema.org/draft-06/schema"}) == 6
+    assert schema_draft({"$schema": "http://json-schema.org/schema#"}) == 7
+    assert schema_draft({"$schema": "https://example.com/my-meta"}) == 7
+    assert schema_draft({"$schema": "https://json-schema.org/draft/2020-12/schema"}) == 2020
+    assert schema_draft(True) == 7
+
+
+def test_draft4_boolean_exclusive_maximum() -> None:
+    compiled = compile_schema({"$schema": DRAFT4, "maximum": 3, "exclusiveMaximum": True})
+    assert compiled.draft == 4
+    assert compiled.is_valid(2.5)
+    assert [str(issue) for issue in compiled.issues(3)] == [
+        "$: 3 is greater than or equal to the maximum of 3"
+    ]
+    with pytest.raises(InvalidSchemaError) as caught:
+        compile_schema({"maximum": 3, "exclusiveMaximum": True})
+    assert caught.value.path == "$.exclusiveMaximum"
+    assert "draft-07 meta-schema" in str(caught.value)
+
+
+def test_const_is_ignored_before_draft6() -> None:
+    assert compile_schema({"$schema": DRAFT4, "const": 1}).is_valid(2)
+    assert not compile_schema({"$schema": DRAFT6, "const": 1}).is_valid(2)
+    assert not compile_schema({"const": 1}).is_valid(2)
+
+
+def test_meta_schema_check_uses_the_schemas_draft() -> None:
+    assert compile_schema({"required": []}).is_valid({})
+    with pytest.raises(InvalidSchemaError) as caught:
+        compile_schema({"$schema": DRAFT4, "required": []}, source="agents/old.yml")
+    assert caught.value.path == "$.required"
+    assert caught.value.source == "agents/old.yml"
+    assert str(caught.value) == (
+        "agents/old.yml: invalid schema at $.required: [] should be non-empty "
+        "(checked against the draft-04 meta-schema)"
+    )
+
+
+def test_newer_drafts_keep_their_own_keywords() -> None:
+    compiled = compile_schema(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "prefixItems": [{"type": "integer"}],
+            "items": False,
+        }
+    )
+    assert compiled.draft == 2020
+    assert compiled.is_valid([1])
+    assert not compiled.is_valid(["1"])
+    assert not compiled.is_valid([1, 2])
+
+
+def test_draft3_is_refused() -> None:
+    with pytest.raises(InvalidSchemaError, match="draft-03"):
+        compile_schema({"$schema": "http://json-schema.org/draft-03/schema#"})
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "message"),
+    [
+        (
+            {"properties": {"age": {"type": "strng"}}},
+            "$.properties.age.type",
+            "'strng' is not one of ['array', 'boolean', 'integer', 'null', 'number', "
+            "'object', 'string']",
+        ),
+        ({"items": {"minItems": "3"}}, "$.items.minItems", "'3' is not of type 'integer'"),
+        ({"pattern": "(unclosed"}, "$.pattern", "'(unclosed' is not a valid regular expression"),
+        (
+            {"patternProperties": {"(bad": {}}},
+            '$.patternProperties["(bad"]',
+            "'(bad' is not a valid regular expression",
+        ),
+        ({"type": "object", "minLength": -1}, "$.minLength", "-1 is less than the minimum of 0"),
+    ],
+)
+def test_invalid_schemas_name_the_path_of_the_fault(
+    schema: JsonValue, path: str, message: str
+) -> None:
+    with pytest.raises(InvalidSchemaError) as caught:
+        compile_schema(schema)
+    assert caught.value.path == path
+    assert caught.value.message == f"{message} (checked against the draft-07 meta-schema)"
+
+
+@pytest.mark.parametrize(
+    "schema", [[{"type": "string"}], "string", None, {"maximum": float("inf")}]
+)
+def test_non_schemas_are_refused(schema: object) -> None:
+    with pytest.raises(InvalidSchemaError) as caught:
+        compile_schema(schema)
+    assert caught.value.path == "$"
+
+
+def test_unresolvable_local_ref_is_a_reference_error() -> None:
+    with pytest.raises(SchemaReferenceError) as caught:
+        compile_schema({"properties": {"a": {"$ref": "#/definitions/missing"}}})
+    assert caught.value.reference == "#/definitions/missing"
+    assert "does not exist" in str(caught.value)
+
+
+def test_compiled_schemas_are_cached_by_canonical_hash() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    same = {"properties": {"a": {"type": "string"}}, "type": "object"}
+    first = compile_schema(schema)
+    assert compile_schema(same) is first
+    assert compile_schema(schema, lenient=True) is not first
+    assert compile_schema(schema, lenient=True).lenient
+
+
+def test_schema_hash_is_sha256_of_canonical_json() -> None:
+    schema = {"b": [1, {"y": 2, "x": 1}], "a": "é"}
+    canonical = '{"a":"é","b":[1,{"x":1,"y":2}]}'
+    assert schema_hash(schema) == hashlib.sha256(canonical.encode()).hexdigest()
+    assert schema_hash({"a": "é", "b": [1, {"x": 1, "y": 2}]}) == schema_hash(schema)
+    assert schema_hash({"a": 1}) != schema_hash({"a": 1.0})
+    assert schema_hash(True) != schema_hash(False)
+
+
+def test_validate_raises_with_every_issue_and_the_output() -> None:
+    compiled = compile_schema(REVIEW)
+    compiled.validate({"summary": "ok", "issues": []})
+    value = {"issues": [{"severity": "critical"}]}
+    with pytest.raises(OutputValidationError) as caught:
+        compiled.validate(value)
+    assert caught.value.last_output == value
+    assert [str(issue) for issue in caught.value.errors] == [
+        "$: 'summary' is a required property",
+        "$.issues[0].severity: 'critical' is not one of ['low', 'medium', 'high']",
+    ]
+    assert "2 problems" in str(caught.value)
+
+
+def test_values_that_are_not_json_are_reported() -> None:
+    compiled = compile_schema({"items": {"type": "number"}})
+    assert not compiled.is_valid({1, 2})
+    assert [str(issue) for issue in compiled.issues({1, 2})] == ["$: {1, 2} is not a JSON value"]
+    assert [str(issue) for issue in compiled.issues([1, float("nan")])] == [
+        "$[1]: nan is not a JSON number"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("parts", "expected"),
+    [
+        ((), "$"),
+        (("issues", 0, "severity"), "$.issues[0].severity"),
+        (("a-b",), '$["a-b"]'),
+        (("0",), '$["0"]'),
+        (("$schema", "x y"), '$["$schema"]["x y"]'),
+        (("_ok", "é"), '$._ok["é"]'),
+    ],
+)
+def test_format_path(parts: tuple[str | int, ...], expected: str) -> None:
+    assert format_path(parts) == expected
+
+
+def test_validate_output_accepts_schemas_and_models() -> None:
+    bad = {"summary": 3, "issues": []}
+    expected = ["$.summary: 3 is not of type 'string'"]
+    assert [str(issue) for issue in validate_output(bad, REVIEW)] == expected
+    model = model_from_schema(REVIEW, name="Review")
+    assert [str(issue) for issue in validate_output(bad, model)] == expected
+    assert validate_output({"summary": "s", "issues": []}, model) == []
+
+
+def test_validate_output_lenient_turns_formats_off() -> None:
+    schema = {"type": "string", "format": "date"}
+    assert [str(issue) for issue in validate_output("soon", schema)] == [
+        "$: 'soon' is not a 'date'"
+    ]
+    assert validate_output("soon", schema, lenient=True) == []
+    assert validate_output("soon", model_from_schema(schema), lenient=True) == []
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    line: int
+
+
+class Report(BaseModel):
+    findings: list[Finding]
+
+
+def test_pydantic_contracts_are_validated_by_pydantic() -> None:
+    issues = validate_output({"findings": [{"file": "a.py", "col": 1}]}, Report)
+    assert [str(issue) for issue in issues] == [
+        "$.findings[0]: 'line' is a required property",
+        "$.findings[0]: Additional properties are not allowed ('col' was unexpected)",
+    ]
+    assert [issue.keyword for issue in issues] == ["required", "additionalProperties"]
+    assert validate_output({"findings": [{"file": "a.py", "line": 2}]}, Report) == []
+
+
+def test_issues_from_pydantic_keeps_other_messages_with_their_path() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Report.model_validate({"findings": [{"file": 1, "line": 2}]})
+    assert [str(issue) for issue in issues_from_pydantic(caught.value)] == [
+        "$.findings[0].file: Input should be a valid string"
+    ]
+
+
+def test_issues_from_pydantic_reads_schema_model_errors_with_full_paths() -> None:
+    model = model_from_schema(REVIEW, name="Review")
+
+    class Run(BaseModel):
+        result: model
+
+    with pytest.raises(ValidationError) as caught:
+        Run.model_validate({"result": {"summary": "s", "issues": [{"severity": "x"}]}})
+    issues = issues_from_pydantic(caught.value)
+    assert [str(issue) for issue in issues] == [
+        "$.result.issues[0].severity: 'x' is not one of ['low', 'medium', 'high']"
+    ]
+    assert issues[0].keyword == "enum"
+    assert issues[0].schema_path == "$.properties.issues.items.properties.severity.enum"
