@@ -1,0 +1,386 @@
+"""Anthropic Messages through the official ``anthropic`` SDK (``AsyncAnthropic``).
+
+System messages become ``system``; tool calls and results become ``tool_use`` and ``tool_result``
+blocks (with ``is_error``); the neutral tool choice becomes ``{"type": "auto" | "any" | "none"}``
+or ``{"type": "tool", "name": ...}``. With extended thinking on, a forced tool choice is sent as
+``auto`` (the API forbids forcing) and the turn says so in ``tool_choice_downgraded``. Every SDK
+error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import ssl
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, cast
+
+import anthropic
+import httpx2
+from pydantic import JsonValue
+
+from agent_contracts.errors import ConfigError, ProviderError
+from agent_contracts.messages import Message, ToolCall, Usage
+from agent_executor.providers.base import (
+    JsonObject,
+    ModelTurn,
+    ModelTurnRequest,
+    StopReason,
+    ToolNameMap,
+    error_body,
+    error_kind_for_status,
+)
+
+if TYPE_CHECKING:
+    from anthropic.types import (
+        MessageParam,
+        OutputConfigParam,
+        ThinkingConfigParam,
+        ToolChoiceParam,
+        ToolUnionParam,
+    )
+
+__all__ = ["AnthropicProvider"]
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` sent when the request sets none (the Messages API requires one)."""
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
+_THINKING_KEPT = 256
+
+
+class AnthropicProvider:
+    """A provider for the Anthropic Messages API.
+
+    Example:
+        ``AnthropicProvider("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY`` and
+        ``ANTHROPIC_BASE_URL`` through the SDK.
+    """
+
+    supports_tools = True
+    """Messages takes tools."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        name: str = "anthropic",
+        max_retries: int = 2,
+        timeout_s: float = 120.0,
+        thinking_budget: int | None = None,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        """Create the provider (credentials are checked now, no request is made).
+
+        Args:
+            model: The model to call, such as ``claude-sonnet-4-5``.
+            api_key: The API key; ``None`` lets the SDK read ``ANTHROPIC_API_KEY`` (or its other
+                credential sources).
+            base_url: The API's root URL; ``None`` lets the SDK read ``ANTHROPIC_BASE_URL``.
+            name: The provider name reported in turns and errors.
+            max_retries: The SDK's bounded retries (429, 5xx, 529, timeouts, connection errors).
+            timeout_s: The default per-request timeout in seconds.
+            thinking_budget: Turn extended thinking on with this many thinking tokens (at least
+                1024). They come on top of the request's ``max_tokens``. Forced tool choices are
+                then sent as ``auto``.
+            default_max_tokens: ``max_tokens`` when a request sets none.
+
+        Raises:
+            ConfigError: No credentials were given or found, or ``thinking_budget`` is too small.
+        """
+        if thinking_budget is not None and thinking_budget < 1024:
+            raise ConfigError(
+                f"{name}: thinking_budget must be at least 1024, got {thinking_budget}"
+            )
+        self.name = name
+        self.model = model
+        self.timeout_s = timeout_s
+        self.thinking_budget = thinking_budget
+        self.default_max_tokens = default_max_tokens
+        self._max_retries = max_retries
+        missing = f"{name}: no API key: pass api_key= or set ANTHROPIC_API_KEY"
+        try:
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key,
+                base_url=base_url,
+                max_retries=max_retries,
+                timeout=timeout_s,
+                http_client=anthropic.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            )
+        except (anthropic.AnthropicError, ValueError) as exc:  # unusable profile or credentials
+            raise ConfigError(f"{missing} ({exc})") from exc
+        if client.api_key is None and client.auth_token is None and client.credentials is None:
+            raise ConfigError(missing)
+        self.base_url = str(client.base_url)
+        self._api_key = client.api_key
+        self._auth_token = client.auth_token
+        self._credentials = client.credentials
+        self._thinking: dict[str, list[JsonValue]] = {}
+
+    def _new_client(self) -> anthropic.AsyncAnthropic:
+        """Return a fresh SDK client, used for one request and closed after it.
+
+        A pooled client is bound to the event loop it first ran on, and its idle connections leak
+        once that loop closes (each ``asyncio.run`` makes a new loop), so none is kept; the
+        costly part, the TLS context, is shared.
+        """
+        return anthropic.AsyncAnthropic(
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            base_url=self.base_url,
+            max_retries=self._max_retries,
+            timeout=self.timeout_s,
+            api_key=self._api_key,
+            auth_token=None if self._api_key else self._auth_token,
+            credentials=None if self._api_key or self._auth_token else self._credentials,
+        )
+
+    async def request(self, turn: ModelTurnRequest) -> ModelTurn:
+        """Make one Messages call.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+
+        Returns:
+            The normalised reply; ``raw`` is the response body exactly as the server sent it.
+
+        Raises:
+            ProviderError: The call failed after the SDK's retries, or the reply is not a message.
+        """
+        names = ToolNameMap.for_request(turn)
+        tools: list[JsonObject] = []
+        for tool in turn.tools:
+            definition: JsonObject = {
+                "name": names.to_wire(tool.name),
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            }
+            if tool.strict:
+                definition["strict"] = True
+            tools.append(definition)
+        downgraded = False
+        choice: JsonObject | None = None
+        if tools:
+            choice, downgraded = self._tool_choice(turn, names)
+        max_tokens = turn.max_tokens if turn.max_tokens is not None else self.default_max_tokens
+        thinking: JsonObject | None = None
+        extra: JsonObject = {}
+        if self.thinking_budget is not None:
+            thinking = {"type": "enabled", "budget_tokens": self.thinking_budget}
+            max_tokens += self.thinking_budget
+        elif turn.temperature is not None:
+            extra["temperature"] = turn.temperature
+        output_config: JsonObject | None = None
+        if turn.response_format is not None:
+            schema = turn.response_format.json_schema
+            output_config = {"format": {"type": "json_schema", "schema": schema}}
+        system = "\n\n".join(m.content for m in turn.messages if m.role == "system" and m.content)
+        messages = self._messages(turn.messages, names)
+        timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
+        omit = anthropic.omit
+        started = time.perf_counter()
+        with _translate_errors(self.name):
+            async with self._new_client() as client:
+                response = await client.messages.with_raw_response.create(
+                    model=self.model,
+                    max_tokens=max_tokens,
+                    messages=cast("Iterable[MessageParam]", messages),
+                    system=system or omit,
+                    tools=cast("Iterable[ToolUnionParam]", tools) if tools else omit,
+                    tool_choice=cast("ToolChoiceParam", choice) if choice else omit,
+                    thinking=cast("ThinkingConfigParam", thinking) if thinking else omit,
+                    output_config=cast("OutputConfigParam", output_config)
+                    if output_config
+                    else omit,
+                    extra_body=extra or None,
+                    timeout=timeout,
+                )
+                body = await response.text()
+        latency_ms = (time.perf_counter() - started) * 1000
+        result = self._turn(body, names, latency_ms)
+        return result.model_copy(update={"tool_choice_downgraded": downgraded})
+
+    def _tool_choice(self, turn: ModelTurnRequest, names: ToolNameMap) -> tuple[JsonObject, bool]:
+        """Return the tool choice in Messages form, and whether thinking forced a downgrade."""
+        choice = turn.tool_choice
+        if choice.forces_tool and self.thinking_budget is not None:
+            wire: JsonObject = {"type": "auto"}
+            downgraded = True
+        else:
+            downgraded = False
+            if choice.mode == "tool" and choice.tool_name is not None:
+                wire = {"type": "tool", "name": names.to_wire(choice.tool_name)}
+            else:
+                wire = {"type": {"required": "any"}.get(choice.mode, choice.mode)}
+        if turn.parallel_tool_calls is not None and wire["type"] != "none":
+            wire["disable_parallel_tool_use"] = not turn.parallel_tool_calls
+        return wire, downgraded
+
+    def _messages(self, messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
+        """Return the conversation (system messages excluded) as Messages turns.
+
+        Consecutive messages of one role are merged (tool results and a following re-prompt make
+        one user turn); empty assistant turns are dropped; thinking blocks kept from earlier
+        replies are put back before their tool calls, as the API requires.
+        """
+        turns: list[tuple[str, list[JsonValue]]] = []
+        for message in messages:
+            if message.role == "system":
+                continue
+            blocks: list[JsonValue] = []
+            if message.role == "tool":
+                role = "user"
+                for result in message.tool_results:
+                    block: JsonObject = {
+                        "type": "tool_result",
+                        "tool_use_id": result.tool_call_id,
+                        "content": result.content,
+                    }
+                    if result.is_error:
+                        block["is_error"] = True
+                    blocks.append(block)
+            else:
+                role = message.role
+            if message.role == "assistant" and message.tool_calls:
+                blocks.extend(self._thinking.get(message.tool_calls[0].id, []))
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            for call in message.tool_calls:
+                arguments = call.arguments if isinstance(call.arguments, dict) else {}
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": names.to_wire(call.name),
+                        "input": arguments,
+                    }
+                )
+            if not blocks:
+                continue
+            if turns and turns[-1][0] == role:
+                turns[-1][1].extend(blocks)
+            else:
+                turns.append((role, blocks))
+        return [{"role": role, "content": blocks} for role, blocks in turns]
+
+    def _turn(self, body: str, names: ToolNameMap, latency_ms: float) -> ModelTurn:
+        """Normalise a Messages response body (and keep its thinking blocks for the next call).
+
+        Raises:
+            ProviderError: The body is not a message.
+        """
+        try:
+            raw = json.loads(body)
+        except ValueError as exc:
+            raise ProviderError(
+                f"the reply is not JSON: {body[:200]!r}", provider=self.name, body=body
+            ) from exc
+        content = raw.get("content") if isinstance(raw, dict) else None
+        if not isinstance(content, list):
+            raise ProviderError("the reply has no content blocks", provider=self.name, body=raw)
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        thinking: list[JsonValue] = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif kind in _THINKING_BLOCKS:
+                thinking.append(block)
+            elif kind == "tool_use":
+                arguments = block.get("input")
+                calls.append(
+                    ToolCall(
+                        id=str(block.get("id") or f"toolu_{len(calls)}"),
+                        name=names.from_wire(str(block.get("name") or "")),
+                        arguments=arguments,
+                        raw_arguments=json.dumps(arguments, ensure_ascii=False),
+                    )
+                )
+        if thinking and calls:
+            self._thinking[calls[0].id] = thinking
+            while len(self._thinking) > _THINKING_KEPT:
+                del self._thinking[next(iter(self._thinking))]
+        reason = raw.get("stop_reason")
+        stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
+        return ModelTurn(
+            provider=self.name,
+            model=self.model,
+            text="".join(texts),
+            tool_calls=calls,
+            stop_reason=stop,
+            raw_stop_reason=reason if isinstance(reason, str) else None,
+            usage=_usage(raw.get("usage")),
+            raw=raw,
+            latency_ms=latency_ms,
+        )
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """Return the TLS context every client shares (loading CA certificates takes ~30 ms)."""
+    return httpx2.create_ssl_context()
+
+
+@contextmanager
+def _translate_errors(provider: str) -> Iterator[None]:
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
+    try:
+        yield
+    except anthropic.APITimeoutError as exc:
+        raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
+    except anthropic.APIConnectionError as exc:
+        raise ProviderError(str(exc), provider=provider, kind="provider_connection_error") from exc
+    except anthropic.APIStatusError as exc:
+        status = exc.status_code
+        raise ProviderError(
+            exc.message,
+            provider=provider,
+            kind=error_kind_for_status(status),
+            status=status,
+            body=error_body(exc.body),
+        ) from exc
+    except anthropic.CredentialsError as exc:
+        raise ProviderError(
+            str(exc), provider=provider, kind="provider_authentication_error"
+        ) from exc
+    except anthropic.AnthropicError as exc:
+        code = getattr(exc, "status_code", None)
+        raise ProviderError(
+            str(exc),
+            provider=provider,
+            kind="provider_error",
+            status=code if isinstance(code, int) else None,
+            body=error_body(getattr(exc, "body", None)),
+        ) from exc
+
+
+def _usage(usage: JsonValue) -> Usage:
+    """Return token usage; cache writes and reads count as input tokens."""
+    if not isinstance(usage, dict):
+        return Usage(requests=1)
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    return Usage(
+        input_tokens=count("input_tokens")
+        + count("cache_creation_input_tokens")
+        + count("cache_read_input_tokens"),
+        output_tokens=count("output_tokens"),
+        requests=1,
+    )

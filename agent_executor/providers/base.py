@@ -1,0 +1,312 @@
+"""The provider interface: one async method, and the neutral data it takes and returns.
+
+A provider turns one :class:`ModelTurnRequest` (messages, tools, a tool choice decided once by the
+run loop) into one :class:`ModelTurn` (text, tool calls, a normalised stop reason, usage and the raw
+response). Each adapter only translates these to and from its wire format; it never decides
+anything the run loop should decide, such as re-prompting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from agent_contracts.messages import Message, ToolCall, Usage
+
+__all__ = [
+    "JsonObject",
+    "ModelTurn",
+    "ModelTurnRequest",
+    "Provider",
+    "ResponseFormat",
+    "StopReason",
+    "ToolChoice",
+    "ToolDefinition",
+    "ToolNameMap",
+    "error_body",
+    "error_kind_for_status",
+]
+
+JsonObject = dict[str, JsonValue]
+"""A JSON object, such as a JSON Schema or a raw provider response."""
+
+
+def _empty_object_schema() -> JsonObject:
+    return {"type": "object", "properties": {}}
+
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+"""Why the model stopped, normalised across providers.
+
+``end_turn``: it finished (OpenAI ``stop``; Anthropic ``end_turn``/``stop_sequence``);
+``tool_use``: it called tools; ``max_tokens``: it was cut off; ``refusal``: it refused or a
+content filter stopped it; ``other``: anything else (``pause_turn``, a missing reason...).
+"""
+
+
+class ToolDefinition(BaseModel):
+    """A tool offered to the model, in neutral form.
+
+    ``parameters`` is sent exactly as given, so the run loop can pass a schema already compiled to
+    a provider's strict dialect.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """The tool's name as the run loop knows it (``fs:read`` is fine: adapters alias it)."""
+    description: str = ""
+    """What the tool does, for the model."""
+    parameters: JsonObject = Field(default_factory=lambda: _empty_object_schema())
+    """The JSON Schema of the tool's arguments (an object schema)."""
+    strict: bool = False
+    """Ask the provider to enforce ``parameters`` exactly (OpenAI and Anthropic ``strict``)."""
+
+
+class ToolChoice(BaseModel):
+    """Which tool the model must call, decided once, provider-neutrally.
+
+    Build one with :meth:`auto`, :meth:`required`, :meth:`none` or :meth:`tool`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "required", "none", "tool"] = "auto"
+    """``auto``: the model decides; ``required``: any tool; ``none``: no tool; ``tool``: one."""
+    tool_name: str | None = None
+    """The tool to call when ``mode`` is ``tool``."""
+
+    @model_validator(mode="after")
+    def _name_matches_mode(self) -> ToolChoice:
+        if (self.mode == "tool") != (self.tool_name is not None):
+            raise ValueError("tool_name is required with mode 'tool' and only with it")
+        return self
+
+    @classmethod
+    def auto(cls) -> ToolChoice:
+        """Return the choice that lets the model decide whether to call a tool."""
+        return cls(mode="auto")
+
+    @classmethod
+    def required(cls) -> ToolChoice:
+        """Return the choice that makes the model call some tool."""
+        return cls(mode="required")
+
+    @classmethod
+    def none(cls) -> ToolChoice:
+        """Return the choice that forbids tool calls."""
+        return cls(mode="none")
+
+    @classmethod
+    def tool(cls, name: str) -> ToolChoice:
+        """Return the choice that forces a call to the tool called ``name``."""
+        return cls(mode="tool", tool_name=name)
+
+    @property
+    def forces_tool(self) -> bool:
+        """Whether this choice forces a tool call (``required`` or a named tool)."""
+        return self.mode in ("required", "tool")
+
+
+class ResponseFormat(BaseModel):
+    """Native structured output: the reply text must be JSON matching ``json_schema``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "result"
+    """A name for the schema (OpenAI requires one)."""
+    json_schema: JsonObject
+    """The JSON Schema the reply must match."""
+    strict: bool = True
+    """Ask the provider to enforce the schema exactly."""
+
+
+class ModelTurnRequest(BaseModel):
+    """Everything a provider needs for one model call."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    messages: list[Message]
+    """The conversation so far; system messages first."""
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    """The tools offered to the model."""
+    tool_choice: ToolChoice = Field(default_factory=ToolChoice.auto)
+    """Which tool the model must call; ignored when no tools are offered."""
+    parallel_tool_calls: bool | None = None
+    """Allow several tool calls in one turn; ``None`` leaves the provider's default."""
+    max_tokens: int | None = None
+    """Cap on the reply's tokens; ``None`` uses the provider's default."""
+    temperature: float | None = None
+    """Sampling temperature; ``None`` uses the provider's default."""
+    response_format: ResponseFormat | None = None
+    """Ask for native structured output (JSON text matching a schema)."""
+    timeout_s: float | None = None
+    """Per-request timeout in seconds; ``None`` uses the provider's default."""
+
+    @model_validator(mode="after")
+    def _choice_fits_tools(self) -> ModelTurnRequest:
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tool names must be unique, got {names}")
+        choice = self.tool_choice
+        if choice.mode == "tool" and choice.tool_name not in names:
+            raise ValueError(f"tool_choice names {choice.tool_name!r}, which is not among {names}")
+        if choice.mode == "required" and not names:
+            raise ValueError("tool_choice 'required' needs at least one tool")
+        return self
+
+    def tool(self, name: str) -> ToolDefinition | None:
+        """Return the offered tool called ``name``, or ``None``."""
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+
+class ModelTurn(BaseModel):
+    """One model reply, normalised across providers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str = ""
+    """The provider's name (``openai``, ``anthropic``, ``test``...)."""
+    model: str = ""
+    """The model that answered (as requested)."""
+    text: str = ""
+    """The reply's text, exactly as sent (may hold JSON when a server ignored ``tool_choice``)."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """The tool calls made, names mapped back to the run loop's names."""
+    stop_reason: StopReason = "end_turn"
+    """Why the model stopped, normalised."""
+    raw_stop_reason: str | None = None
+    """The provider's own stop reason (``finish_reason``/``stop_reason``), when it sent one."""
+    usage: Usage = Field(default_factory=lambda: Usage(requests=1))
+    """Tokens spent by this call (``requests`` is 1)."""
+    raw: JsonObject = Field(default_factory=dict)
+    """The raw response body as JSON."""
+    latency_ms: float = 0.0
+    """Wall time of the call, SDK retries included."""
+    tool_choice_downgraded: bool = False
+    """A forced tool choice was sent as ``auto`` (Anthropic extended thinking cannot force)."""
+
+    def to_message(self) -> Message:
+        """Return this reply as the assistant message to append to the conversation."""
+        return Message(role="assistant", content=self.text, tool_calls=list(self.tool_calls))
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model provider: the whole interface is :meth:`request`."""
+
+    name: str
+    """The provider's name: ``openai``, ``anthropic``, ``ollama``, ``test``, ``function``..."""
+    model: str
+    """The model it calls."""
+    supports_tools: bool
+    """Whether it can be offered tools."""
+
+    async def request(self, turn: ModelTurnRequest) -> ModelTurn:
+        """Make one model call.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+
+        Returns:
+            The normalised reply.
+
+        Raises:
+            ProviderError: The provider failed after the SDK's bounded retries.
+        """
+        ...
+
+
+def error_kind_for_status(status: int) -> str:
+    """Return the ``ProviderError.kind`` for an HTTP error status.
+
+    Args:
+        status: The HTTP status the provider answered with.
+
+    Returns:
+        ``provider_rate_limited`` (429), ``provider_authentication_error`` (401, 403),
+        ``provider_bad_request`` (400, 404, 413, 422, 431), ``provider_timeout`` (408),
+        ``provider_server_error`` (5xx), else ``provider_error``.
+    """
+    if status == 429:
+        return "provider_rate_limited"
+    if status in (401, 403):
+        return "provider_authentication_error"
+    if status in (400, 404, 413, 422, 431):
+        return "provider_bad_request"
+    if status == 408:
+        return "provider_timeout"
+    if status >= 500:
+        return "provider_server_error"
+    return "provider_error"
+
+
+def error_body(body: object) -> JsonValue:
+    """Return an SDK error's response body as JSON (its text when it is not JSON-shaped).
+
+    Args:
+        body: The decoded body an SDK error carries (never headers).
+
+    Returns:
+        The body as a JSON value.
+    """
+    if body is None or isinstance(body, str | int | float | bool):
+        return body
+    try:
+        value: JsonValue = json.loads(json.dumps(body))
+    except (TypeError, ValueError):
+        return str(body)
+    return value
+
+
+_SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_UNSAFE_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class ToolNameMap:
+    """Reversible aliases for tool names a provider rejects (it accepts ``[a-zA-Z0-9_-]{1,64}``).
+
+    ``fs:read`` becomes ``fs_read``; names that are already safe are kept, and an alias that would
+    collide with another tool's name gets a numeric suffix (``fs_read_2``).
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        """Build the aliases for ``names``, in order.
+
+        Args:
+            names: The run loop's tool names.
+        """
+        self._to_wire: dict[str, str] = {name: name for name in names if _SAFE_NAME.match(name)}
+        taken = set(self._to_wire.values())
+        for name in names:
+            if name in self._to_wire:
+                continue
+            base = _UNSAFE_CHARS.sub("_", name)[:64] or "tool"
+            alias, n = base, 1
+            while alias in taken:
+                n += 1
+                suffix = f"_{n}"
+                alias = base[: 64 - len(suffix)] + suffix
+            self._to_wire[name] = alias
+            taken.add(alias)
+        self._from_wire = {alias: name for name, alias in self._to_wire.items()}
+
+    @classmethod
+    def for_request(cls, turn: ModelTurnRequest) -> ToolNameMap:
+        """Return the aliases for every tool a request mentions: offered ones, then history's."""
+        names = [tool.name for tool in turn.tools]
+        for message in turn.messages:
+            names.extend(call.name for call in message.tool_calls)
+            names.extend(result.name for result in message.tool_results)
+        return cls(list(dict.fromkeys(names)))
+
+    def to_wire(self, name: str) -> str:
+        """Return the name to send for the run loop's tool ``name``."""
+        return self._to_wire.get(name, name)
+
+    def from_wire(self, alias: str) -> str:
+        """Return the run loop's name for the name a provider sent (unknown names unchanged)."""
+        return self._from_wire.get(alias, alias)

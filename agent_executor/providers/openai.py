@@ -1,0 +1,406 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
+
+Uses the official ``openai`` SDK (``AsyncOpenAI``) for transport, bounded retries and error types;
+the reply body is read as plain JSON so that compatible servers' quirks survive: arguments sent as
+an object instead of a string, missing or empty tool-call ids (deterministic ones are made up), a
+``tool_choice`` ignored (the text is returned as is, and the run loop decides), ``content`` sent as
+a list of parts. Every SDK error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import ssl
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Literal, cast
+
+import httpx2
+import openai
+from pydantic import JsonValue
+
+from agent_contracts.errors import ConfigError, ProviderError
+from agent_contracts.messages import Message, ToolCall, Usage
+from agent_executor.providers.base import (
+    JsonObject,
+    ModelTurn,
+    ModelTurnRequest,
+    StopReason,
+    ToolDefinition,
+    ToolNameMap,
+    error_body,
+    error_kind_for_status,
+)
+
+if TYPE_CHECKING:
+    from openai.types.chat import (
+        ChatCompletionMessageParam,
+        ChatCompletionToolChoiceOptionParam,
+        ChatCompletionToolUnionParam,
+    )
+    from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
+
+__all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
+
+logger = logging.getLogger(__name__)
+
+TOOL_ERROR_PREFIX = "[tool error] "
+"""Prefix of a failed tool's result: Chat Completions has no ``is_error`` flag."""
+
+_OFFICIAL_HOST = "api.openai.com"
+_FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+class OpenAIProvider:
+    """A provider for OpenAI Chat Completions or an OpenAI-compatible server.
+
+    Example:
+        ``OpenAIProvider("gpt-4.1-mini")`` reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` through
+        the SDK; ``OpenAIProvider("qwen3", base_url="http://localhost:11434/v1", api_key="ollama",
+        name="ollama")`` talks to Ollama.
+    """
+
+    supports_tools = True
+    """Chat Completions takes tools."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        name: str = "openai",
+        max_retries: int = 2,
+        timeout_s: float = 120.0,
+        max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
+    ) -> None:
+        """Create the provider (credentials are checked now, no request is made).
+
+        Args:
+            model: The model to call, such as ``gpt-4.1-mini``.
+            api_key: The API key; ``None`` lets the SDK read ``OPENAI_API_KEY``.
+            base_url: The server's ``/v1`` URL; ``None`` lets the SDK read ``OPENAI_BASE_URL`` and
+                fall back to OpenAI's.
+            name: The provider name reported in turns and errors (``ollama`` for Ollama...).
+            max_retries: The SDK's bounded retries (429, 5xx, timeouts, connection errors).
+            timeout_s: The default per-request timeout in seconds.
+            max_tokens_param: Which field carries ``max_tokens``; ``None`` picks
+                ``max_completion_tokens`` for OpenAI itself and ``max_tokens`` for other servers.
+
+        Raises:
+            ConfigError: No API key was given or found in the environment, or an option is invalid.
+        """
+        self.name = name
+        self.model = model
+        self.timeout_s = timeout_s
+        self._max_retries = max_retries
+        try:
+            client = openai.AsyncOpenAI(
+                api_key=api_key,
+                base_url=base_url,
+                max_retries=max_retries,
+                timeout=timeout_s,
+                http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            )
+        except openai.OpenAIError as exc:
+            raise ConfigError(
+                f"{name}: no API key: pass api_key= or set OPENAI_API_KEY ({exc})"
+            ) from exc
+        self._api_key = client.api_key
+        self.base_url = str(client.base_url)
+        if max_tokens_param is None:
+            official = client.base_url.host == _OFFICIAL_HOST
+            max_tokens_param = "max_completion_tokens" if official else "max_tokens"
+        self._max_tokens_param = max_tokens_param
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        """Return a fresh SDK client, used for one request and closed after it.
+
+        A pooled client is bound to the event loop it first ran on, and its idle connections leak
+        once that loop closes (each ``asyncio.run`` makes a new loop), so none is kept; the
+        costly part, the TLS context, is shared.
+        """
+        return openai.AsyncOpenAI(
+            http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            api_key=self._api_key,
+            base_url=self.base_url,
+            max_retries=self._max_retries,
+            timeout=self.timeout_s,
+        )
+
+    async def request(self, turn: ModelTurnRequest) -> ModelTurn:
+        """Make one Chat Completions call.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+
+        Returns:
+            The normalised reply; ``raw`` is the response body exactly as the server sent it.
+
+        Raises:
+            ProviderError: The call failed after the SDK's retries, or the reply is not a chat
+                completion.
+        """
+        names = ToolNameMap.for_request(turn)
+        tools = [_tool_param(tool, names) for tool in turn.tools]
+        extra: JsonObject = {}
+        if tools and turn.parallel_tool_calls is not None:
+            extra["parallel_tool_calls"] = turn.parallel_tool_calls
+        if turn.max_tokens is not None:
+            extra[self._max_tokens_param] = turn.max_tokens
+        if turn.temperature is not None:
+            extra["temperature"] = turn.temperature
+        response_format: JsonObject | None = None
+        if turn.response_format is not None:
+            fmt = turn.response_format
+            response_format = {
+                "type": "json_schema",
+                "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
+            }
+        messages = _messages(turn.messages, names)
+        timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
+        started = time.perf_counter()
+        with _translate_errors(self.name):
+            async with self._new_client() as client:
+                response = await client.chat.completions.with_raw_response.create(
+                    model=self.model,
+                    messages=cast("Iterable[ChatCompletionMessageParam]", messages),
+                    tools=cast("Iterable[ChatCompletionToolUnionParam]", tools)
+                    if tools
+                    else openai.omit,
+                    tool_choice=(
+                        cast("ChatCompletionToolChoiceOptionParam", _tool_choice(turn, names))
+                        if tools
+                        else openai.omit
+                    ),
+                    response_format=(
+                        cast("SDKResponseFormat", response_format)
+                        if response_format
+                        else openai.omit
+                    ),
+                    extra_body=extra or None,
+                    timeout=timeout,
+                )
+                text = response.text
+        latency_ms = (time.perf_counter() - started) * 1000
+        return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """Return the TLS context every client shares (loading CA certificates takes ~30 ms)."""
+    return httpx2.create_ssl_context()
+
+
+@contextmanager
+def _translate_errors(provider: str) -> Iterator[None]:
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
+    try:
+        yield
+    except openai.APITimeoutError as exc:
+        raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
+    except openai.APIConnectionError as exc:
+        raise ProviderError(str(exc), provider=provider, kind="provider_connection_error") from exc
+    except openai.APIStatusError as exc:
+        status = exc.status_code
+        raise ProviderError(
+            exc.message,
+            provider=provider,
+            kind=error_kind_for_status(status),
+            status=status,
+            body=error_body(exc.body),
+        ) from exc
+    except (openai.OpenAIError, openai.InvalidWebhookSignatureError) as exc:
+        code = getattr(exc, "status_code", None)
+        raise ProviderError(
+            str(exc),
+            provider=provider,
+            kind="provider_error",
+            status=code if isinstance(code, int) else None,
+            body=error_body(getattr(exc, "body", None)),
+        ) from exc
+
+
+def _tool_param(tool: ToolDefinition, names: ToolNameMap) -> JsonObject:
+    """Return a tool definition in Chat Completions form."""
+    function: JsonObject = {
+        "name": names.to_wire(tool.name),
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(turn: ModelTurnRequest, names: ToolNameMap) -> JsonValue:
+    """Return the request's tool choice in Chat Completions form."""
+    choice = turn.tool_choice
+    if choice.mode == "tool" and choice.tool_name is not None:
+        return {"type": "function", "function": {"name": names.to_wire(choice.tool_name)}}
+    return choice.mode
+
+
+def _messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
+    """Return the conversation in Chat Completions form."""
+    wire: list[JsonObject] = []
+    for message in messages:
+        if message.role == "tool":
+            for result in message.tool_results:
+                prefix = TOOL_ERROR_PREFIX if result.is_error else ""
+                wire.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": result.tool_call_id,
+                        "content": prefix + result.content,
+                    }
+                )
+            if message.content:
+                wire.append({"role": "user", "content": message.content})
+        elif message.role == "assistant" and message.tool_calls:
+            wire.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": names.to_wire(call.name),
+                                "arguments": _arguments_text(call),
+                            },
+                        }
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            wire.append({"role": message.role, "content": message.content})
+    return wire
+
+
+def _arguments_text(call: ToolCall) -> str:
+    """Return the arguments to echo back: what the model sent, else the parsed value as JSON."""
+    if call.raw_arguments:
+        return call.raw_arguments
+    return json.dumps(call.arguments if call.arguments is not None else {})
+
+
+def _turn(
+    provider: str, model: str, body: str, names: ToolNameMap, position: int, latency_ms: float
+) -> ModelTurn:
+    """Normalise a Chat Completions response body.
+
+    Raises:
+        ProviderError: The body is not a chat completion with at least one choice.
+    """
+    try:
+        raw = json.loads(body)
+    except ValueError as exc:
+        raise ProviderError(
+            f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
+        ) from exc
+    choices = raw.get("choices") if isinstance(raw, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ProviderError("the reply has no choices", provider=provider, body=raw)
+    choice = choices[0]
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    text = _content_text(message.get("content"))
+    refusal = message.get("refusal")
+    calls = [
+        _tool_call(item, index, names, position)
+        for index, item in enumerate(message.get("tool_calls") or [])
+        if isinstance(item, dict)
+    ]
+    finish = choice.get("finish_reason")
+    stop: StopReason = _FINISH_REASONS.get(finish, "other") if isinstance(finish, str) else "other"
+    if isinstance(refusal, str) and refusal:
+        stop, text = "refusal", text or refusal
+    elif calls and stop in ("end_turn", "other"):
+        stop = "tool_use"  # a forced tool often comes back with finish_reason "stop"
+    return ModelTurn(
+        provider=provider,
+        model=model,
+        text=text,
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=finish if isinstance(finish, str) else None,
+        usage=_usage(raw.get("usage")),
+        raw=raw,
+        latency_ms=latency_ms,
+    )
+
+
+def _content_text(content: object) -> str:
+    """Return a message's text, whether ``content`` is a string, a list of parts or missing."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _tool_call(
+    item: dict[str, JsonValue], index: int, names: ToolNameMap, position: int
+) -> ToolCall:
+    """Normalise one ``tool_calls`` entry, tolerating object arguments and missing ids."""
+    function = item.get("function")
+    function = function if isinstance(function, dict) else {}
+    name = function.get("name")
+    name = name if isinstance(name, str) else ""
+    arguments = function.get("arguments")
+    parsed: JsonValue = None
+    error: str | None = None
+    if isinstance(arguments, str):
+        raw = arguments
+        if not raw.strip():
+            parsed = {}
+        else:
+            try:
+                parsed = cast(JsonValue, json.loads(raw))
+            except ValueError as exc:
+                error = f"arguments are not valid JSON: {exc}"
+    elif arguments is None:
+        raw, parsed = "", {}
+    else:
+        parsed = arguments
+        raw = json.dumps(arguments, ensure_ascii=False)
+    call_id = item.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        digest = hashlib.sha256(f"{position}:{index}:{name}:{raw}".encode()).hexdigest()[:24]
+        call_id = f"call_{digest}"
+    return ToolCall(
+        id=call_id,
+        name=names.from_wire(name),
+        arguments=parsed,
+        raw_arguments=raw,
+        parse_error=error,
+    )
+
+
+def _usage(usage: JsonValue) -> Usage:
+    """Return token usage from a Chat Completions ``usage`` object (zeros when missing)."""
+    if not isinstance(usage, dict):
+        return Usage(requests=1)
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return Usage(
+        input_tokens=prompt if isinstance(prompt, int) else 0,
+        output_tokens=completion if isinstance(completion, int) else 0,
+        requests=1,
+    )

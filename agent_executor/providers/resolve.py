@@ -1,0 +1,135 @@
+"""Model strings to providers: ``openai:gpt-4.1-mini``, ``anthropic:...``, ``ollama:...``, ``test``.
+
+The environment is passed in (the CLI passes ``os.environ``); nothing here reads it by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit
+
+from agent_contracts.errors import ConfigError
+from agent_executor.providers.anthropic import AnthropicProvider
+from agent_executor.providers.base import Provider
+from agent_executor.providers.openai import OpenAIProvider
+from agent_executor.providers.test import TestModel
+
+__all__ = [
+    "DEFAULT_ANTHROPIC_MODEL",
+    "DEFAULT_OLLAMA_BASE_URL",
+    "DEFAULT_OPENAI_MODEL",
+    "KNOWN_PREFIXES",
+    "resolve_model",
+]
+
+DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
+"""The model used when no spec is given and ``OPENAI_API_KEY`` is set."""
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
+"""The model used when no spec is given and only ``ANTHROPIC_API_KEY`` is set."""
+DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434/v1"
+"""Ollama's OpenAI-compatible endpoint when ``OLLAMA_BASE_URL`` is not set."""
+
+
+def _openai(model: str, env: Mapping[str, str]) -> Provider:
+    key = env.get("OPENAI_API_KEY")
+    if not key:
+        raise ConfigError(f"model 'openai:{model}' needs OPENAI_API_KEY to be set")
+    return OpenAIProvider(model, api_key=key, base_url=env.get("OPENAI_BASE_URL") or None)
+
+
+def _anthropic(model: str, env: Mapping[str, str]) -> Provider:
+    key = env.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise ConfigError(f"model 'anthropic:{model}' needs ANTHROPIC_API_KEY to be set")
+    return AnthropicProvider(model, api_key=key, base_url=env.get("ANTHROPIC_BASE_URL") or None)
+
+
+def _ollama(model: str, env: Mapping[str, str]) -> Provider:
+    base_url = env.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_BASE_URL
+    if urlsplit(base_url).path.strip("/") == "":  # "http://host:11434" means its /v1 endpoint
+        base_url = base_url.rstrip("/") + "/v1"
+    return OpenAIProvider(model, api_key="ollama", base_url=base_url, name="ollama")
+
+
+def _test(options: str, env: Mapping[str, str]) -> Provider:
+    seed = 0
+    fail_first: list[str] = []
+    for option in filter(None, options.split(",")):
+        key, _, value = option.partition("=")
+        if key == "seed" and value.lstrip("-").isdigit():
+            seed = int(value)
+        elif key == "fail_first" and value:
+            fail_first = value.split("+")
+        else:
+            raise ConfigError(
+                f"model 'test:{options}': unknown option {option!r}; "
+                "use test:seed=N and/or test:fail_first=text+invalid_arguments"
+            )
+    return TestModel(seed=seed, fail_first=fail_first)
+
+
+_FACTORIES: dict[str, Callable[[str, Mapping[str, str]], Provider]] = {
+    "anthropic": _anthropic,
+    "ollama": _ollama,
+    "openai": _openai,
+    "test": _test,
+}
+
+KNOWN_PREFIXES = tuple(sorted(_FACTORIES))
+"""The provider prefixes a model spec may start with."""
+
+
+def resolve_model(spec: str | None, *, env: Mapping[str, str]) -> Provider:
+    """Return the provider a model spec names.
+
+    Specs: ``openai:MODEL``, ``anthropic:MODEL``, ``ollama:MODEL`` (OpenAI-compatible, at
+    ``OLLAMA_BASE_URL`` or ``http://localhost:11434/v1``), ``test`` or ``test:seed=3`` (options
+    joined by ``,``; ``fail_first=text+invalid_arguments`` scripts failures). A bare
+    ``gpt-...``/``o1``-style name means OpenAI and ``claude-...`` means Anthropic.
+
+    With no spec: OpenAI's default model when ``OPENAI_API_KEY`` is set, else Anthropic's when
+    ``ANTHROPIC_API_KEY`` is set, else the offline test model (``provider.name == "test"``).
+
+    Args:
+        spec: The model spec, or ``None``/empty to choose from the environment.
+        env: The environment to read keys and base URLs from (the CLI passes ``os.environ``).
+
+    Returns:
+        The provider, ready to use.
+
+    Raises:
+        ConfigError: The prefix is unknown (the message lists the known ones), the model name is
+            missing, a test option is unknown, or the provider's API key is not in ``env``.
+    """
+    spec = (spec or "").strip()
+    if not spec:
+        if env.get("OPENAI_API_KEY"):
+            return _openai(DEFAULT_OPENAI_MODEL, env)
+        if env.get("ANTHROPIC_API_KEY"):
+            return _anthropic(DEFAULT_ANTHROPIC_MODEL, env)
+        return TestModel()
+    prefix, colon, model = spec.partition(":")
+    if not colon:
+        prefix, model = _infer_prefix(spec), spec
+        if prefix == "test":
+            model = ""
+    factory = _FACTORIES.get(prefix.strip().lower())
+    if factory is None:
+        raise ConfigError(
+            f"unknown model provider {prefix!r} in {spec!r}; known: {', '.join(KNOWN_PREFIXES)} "
+            "(write it as provider:model, such as openai:gpt-4.1-mini)"
+        )
+    model = model.strip()
+    if not model and factory is not _test:
+        raise ConfigError(f"model spec {spec!r} names no model (write {prefix}:MODEL)")
+    return factory(model, env)
+
+
+def _infer_prefix(name: str) -> str:
+    """Return the provider a bare model name belongs to (the name itself when unknown)."""
+    lowered = name.lower()
+    if lowered.startswith(("gpt-", "chatgpt-")) or (lowered[:1] == "o" and lowered[1:2].isdigit()):
+        return "openai"
+    if lowered.startswith("claude"):
+        return "anthropic"
+    return lowered

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_contracts.errors import ConfigError
+from agent_contracts.messages import Message
+from agent_executor.providers.anthropic import AnthropicProvider
+from agent_executor.providers.base import ModelTurnRequest, ToolChoice, ToolDefinition
+from agent_executor.providers.openai import OpenAIProvider
+from agent_executor.providers.resolve import (
+    DEFAULT_ANTHROPIC_MODEL,
+    DEFAULT_OPENAI_MODEL,
+    resolve_model,
+)
+from agent_executor.providers.test import TestModel
+from tests.fake_llm import FakeLLM, anthropic_text, openai_text
+
+OPENAI_ENV = {"OPENAI_API_KEY": "sk-test"}
+ANTHROPIC_ENV = {"ANTHROPIC_API_KEY": "ak-test"}
+
+
+def test_openai_spec() -> None:
+    provider = resolve_model("openai:gpt-4.1-mini", env=OPENAI_ENV)
+
+    assert isinstance(provider, OpenAIProvider)
+    assert (provider.name, provider.model) == ("openai", "gpt-4.1-mini")
+    assert provider.base_url == "https://api.openai.com/v1/"
+
+
+def test_anthropic_spec() -> None:
+    provider = resolve_model("anthropic:claude-sonnet-4-5", env=ANTHROPIC_ENV)
+
+    assert isinstance(provider, AnthropicProvider)
+    assert (provider.name, provider.model) == ("anthropic", "claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize(
+    ("env", "base_url"),
+    [
+        ({}, "http://localhost:11434/v1/"),
+        ({"OLLAMA_BASE_URL": "http://gpu-box:11434"}, "http://gpu-box:11434/v1/"),
+        ({"OLLAMA_BASE_URL": "http://gpu-box:8080/v1"}, "http://gpu-box:8080/v1/"),
+    ],
+)
+def test_ollama_spec_needs_no_key(env: dict[str, str], base_url: str) -> None:
+    provider = resolve_model("ollama:qwen3", env=env)
+
+    assert isinstance(provider, OpenAIProvider)
+    assert (provider.name, provider.model, provider.base_url) == ("ollama", "qwen3", base_url)
+
+
+async def test_ollama_talks_to_its_base_url(fake_llm: FakeLLM) -> None:
+    fake_llm.respond(openai_text("hi from ollama"))
+    provider = resolve_model("ollama:qwen3", env={"OLLAMA_BASE_URL": fake_llm.openai_base_url})
+
+    turn = await provider.request(ModelTurnRequest(messages=[Message.user("hi")]))
+
+    assert (turn.text, turn.provider) == ("hi from ollama", "ollama")
+    assert fake_llm.requests[0].body["model"] == "qwen3"
+
+
+async def test_base_urls_come_from_the_given_env(fake_llm: FakeLLM) -> None:
+    fake_llm.respond(openai_text("o"), anthropic_text("a"))
+    env = {
+        **OPENAI_ENV,
+        **ANTHROPIC_ENV,
+        "OPENAI_BASE_URL": fake_llm.openai_base_url,
+        "ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url,
+    }
+    request = ModelTurnRequest(messages=[Message.user("hi")])
+
+    for spec in ("openai:gpt-test", "anthropic:claude-test"):
+        provider = resolve_model(spec, env=env)
+        await provider.request(request)
+
+    assert [r.path for r in fake_llm.requests] == ["/v1/chat/completions", "/v1/messages"]
+    assert [r.headers["authorization"] for r in fake_llm.requests] == [
+        "Bearer sk-test",
+        "Bearer ak-test",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("env", "name", "model"),
+    [
+        ({**OPENAI_ENV, **ANTHROPIC_ENV}, "openai", DEFAULT_OPENAI_MODEL),
+        (ANTHROPIC_ENV, "anthropic", DEFAULT_ANTHROPIC_MODEL),
+        ({}, "test", "test"),
+    ],
+)
+@pytest.mark.parametrize("spec", [None, "", "  "])
+def test_no_spec_picks_from_the_environment(
+    env: dict[str, str], name: str, model: str, spec: str | None
+) -> None:
+    provider = resolve_model(spec, env=env)
+
+    assert (provider.name, provider.model) == (name, model)
+
+
+async def test_test_spec_with_options() -> None:
+    provider = resolve_model("test:seed=3,fail_first=text+wrong_tool", env={})
+
+    assert isinstance(provider, TestModel)
+    assert provider.seed == 3
+    assert provider.pending_failures == ["text", "wrong_tool"]
+    request = ModelTurnRequest(
+        messages=[Message.user("hi")],
+        tools=[ToolDefinition(name="submit_result")],
+        tool_choice=ToolChoice.required(),
+    )
+    first = await provider.request(request)
+    assert first.tool_calls == []
+
+
+def test_plain_test_spec() -> None:
+    provider = resolve_model("test", env=OPENAI_ENV)
+
+    assert isinstance(provider, TestModel)
+    assert provider.seed == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [("gpt-4o", "openai"), ("o3-mini", "openai"), ("claude-opus-4-1", "anthropic")],
+)
+def test_bare_model_names_imply_their_provider(spec: str, name: str) -> None:
+    provider = resolve_model(spec, env={**OPENAI_ENV, **ANTHROPIC_ENV})
+
+    assert (provider.name, provider.model) == (name, spec)
+
+
+def test_unknown_prefix_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_model("mistral:large", env={})
+
+    message = str(caught.value)
+    assert "'mistral'" in message
+    assert "known: anthropic, ollama, openai, test" in message
+
+
+@pytest.mark.parametrize(
+    ("spec", "env", "match"),
+    [
+        ("openai:gpt-4.1", {}, "needs OPENAI_API_KEY"),
+        ("anthropic:claude-x", {}, "needs ANTHROPIC_API_KEY"),
+        ("openai:", OPENAI_ENV, "names no model"),
+        ("test:speed=3", {}, "unknown option 'speed=3'"),
+        ("test:fail_first=explode", {}, "unknown failure mode"),
+    ],
+)
+def test_config_errors(spec: str, env: dict[str, str], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        resolve_model(spec, env=env)
+
+
+def test_keys_in_os_environ_are_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "from-os-environ")
+
+    assert resolve_model(None, env={}).name == "test"
+    with pytest.raises(ConfigError, match="needs OPENAI_API_KEY"):
+        resolve_model("openai:gpt-4.1", env={})

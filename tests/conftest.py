@@ -1,0 +1,77 @@
+"""Test configuration: no real network, no provider settings leaking in, a scripted local LLM."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_llm import FakeLLM
+
+_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "OLLAMA_")
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+class NetworkBlockedError(OSError):
+    """A test tried to connect somewhere other than this machine."""
+
+
+def _is_loopback(family: int, address: object) -> bool:
+    if family not in (socket.AF_INET, socket.AF_INET6):
+        return True  # Unix sockets and socket pairs stay on the machine
+    host = address[0] if isinstance(address, tuple) and address else address
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(str(host)).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _block_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail the test if anything connects to a non-loopback address (the connect fails too)."""
+    attempts: list[str] = []
+
+    def guard(original: Callable[..., object]) -> Callable[..., object]:
+        def connect(self: socket.socket, address: object) -> object:
+            if not _is_loopback(self.family, address):
+                attempts.append(repr(address))
+                raise NetworkBlockedError(f"tests must not use the network: connect to {address!r}")
+            return original(self, address)
+
+        return connect
+
+    monkeypatch.setattr(socket.socket, "connect", guard(socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guard(socket.socket.connect_ex))
+    yield
+    if attempts:
+        pytest.fail(f"the test tried to reach the network: {', '.join(attempts)}")
+
+
+@pytest.fixture(scope="session")
+def _empty_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("no-provider-config")
+
+
+@pytest.fixture(autouse=True)
+def _isolate_provider_env(monkeypatch: pytest.MonkeyPatch, _empty_config_dir: Path) -> None:
+    """Hide the developer's keys, base URLs, profiles and proxies from every test."""
+    for name in list(os.environ):
+        if name.upper().startswith(_ENV_PREFIXES) or name.upper() in _PROXY_VARIABLES:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(_empty_config_dir))
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A scripted OpenAI/Anthropic-speaking server on 127.0.0.1, stopped after the test."""
+    server = FakeLLM()
+    try:
+        yield server
+    finally:
+        server.close()
