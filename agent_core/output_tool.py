@@ -1,0 +1,406 @@
+"""The ``submit_result`` tool built from an output contract, in every provider's spelling.
+
+:func:`build_output_tool` turns a contract (a JSON Schema or a Pydantic model class) into an
+:class:`OutputTool`. The tool knows how each provider wants it written
+(:meth:`OutputTool.openai_tool`, :meth:`OutputTool.anthropic_tool`,
+:meth:`OutputTool.neutral_tool`, and the native structured output forms) and how to map each
+provider's answer back to the designer's shape (:meth:`OutputTool.unwrap`), so validation
+always judges against the designer's schema.
+:meth:`OutputTool.report` says, per dialect, what the provider enforces itself and what only
+agentshape's validation guarantees. See :mod:`agent_core.dialects` for the rules.
+
+Input tools get provider-safe names here too: :func:`provider_tool_name` spells a name such as
+``fs:read`` as ``fs_read``, and :class:`ToolNameMap` does so for a whole tool set without
+collisions, and maps the provider's names back.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from pydantic import BaseModel, JsonValue, PydanticUserError
+
+from agent_contracts.errors import ConfigError, InvalidSchemaError
+from agent_core.dialects import (
+    DIALECTS,
+    WRAPPER_PROPERTY,
+    CompileReport,
+    Dialect,
+    ProviderSchema,
+    compile_for_provider,
+)
+
+__all__ = [
+    "OUTPUT_TOOL_NAME",
+    "Contract",
+    "OutputTool",
+    "ToolNameMap",
+    "build_output_tool",
+    "json_schema_of",
+    "provider_tool_name",
+]
+
+OUTPUT_TOOL_NAME = "submit_result"
+"""The name of the tool a model calls to hand in its result."""
+
+Contract = Mapping[str, JsonValue] | bool | type[BaseModel]
+"""An output contract: a JSON Schema (object or boolean) or a Pydantic model class."""
+
+JsonDict = dict[str, JsonValue]
+
+_DESCRIPTION = (
+    "Submit your final result. Call this tool exactly once, when your work is done; "
+    "its arguments are the result and must match the parameter schema."
+)
+_WRAPPED_HINT = f" Put the whole result in the `{WRAPPER_PROPERTY}` argument."
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_MAX_NAME = 64
+
+
+def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
+    """Return the JSON Schema a contract stands for, as a fresh copy.
+
+    Args:
+        contract: A JSON Schema (object or boolean) or a Pydantic model class (its
+            ``model_json_schema()``, with ``$defs`` and ``#/$defs/...`` references).
+
+    Returns:
+        The schema.
+
+    Raises:
+        InvalidSchemaError: When the contract is neither, the schema is not JSON, or the model
+            class has no JSON Schema.
+    """
+    if isinstance(contract, bool):
+        return contract
+    if isinstance(contract, type) and issubclass(contract, BaseModel):
+        try:
+            return contract.model_json_schema()
+        except PydanticUserError as error:
+            name = contract.__name__
+            raise InvalidSchemaError(f"{name} has no JSON Schema: {error}") from error
+    if not isinstance(contract, Mapping):
+        kind = type(contract).__name__
+        raise InvalidSchemaError(
+            f"an output contract is a JSON Schema (object or boolean) or a Pydantic model "
+            f"class, not {kind}"
+        )
+    try:
+        schema = json.loads(json.dumps(contract, allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise InvalidSchemaError(f"the output schema is not JSON: {error}") from error
+    assert isinstance(schema, dict)
+    return schema
+
+
+@dataclass(frozen=True)
+class OutputTool:
+    """The ``submit_result`` tool for one contract, compiled for every dialect.
+
+    Build it with :func:`build_output_tool`. Every method returns fresh dictionaries: changing
+    one does not change the tool.
+
+    Attributes:
+        name: The tool's name, ``submit_result``.
+        description: What the model reads about the tool.
+        schema: The designer's JSON Schema; validation judges against it.
+    """
+
+    name: str
+    description: str
+    schema: dict[str, JsonValue] | bool
+    compiled: Mapping[Dialect, ProviderSchema]
+    """The schema compiled for each dialect."""
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether the root travels as ``{"result": <value>}`` (the schema's root is no object)."""
+        return self.compiled["neutral"].wrapped
+
+    @property
+    def parameters(self) -> JsonDict:
+        """The neutral parameters: the schema as written (wrapped when needed)."""
+        return copy.deepcopy(self.compiled["neutral"].parameters)
+
+    def neutral_tool(self) -> JsonDict:
+        """Return ``{"name", "description", "parameters"}`` with the neutral parameters.
+
+        For OpenAI-compatible servers that reject strict mode; unwrap with ``"neutral"``.
+        """
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def openai_tool(self, *, strict: bool = True) -> JsonDict:
+        """Return the OpenAI Chat Completions tool definition.
+
+        Args:
+            strict: Use strict mode when the schema allows it. With ``False`` the neutral
+                parameters are sent with ``strict: false``; unwrap those with ``"neutral"``.
+
+        Returns:
+            ``{"type": "function", "function": {"name", "description", "parameters",
+            "strict"}}``.
+        """
+        compiled = self.compiled["openai" if strict else "neutral"]
+        function: JsonDict = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": copy.deepcopy(compiled.parameters),
+            "strict": compiled.strict,
+        }
+        return {"type": "function", "function": function}
+
+    def anthropic_tool(self, *, strict: bool = True) -> JsonDict:
+        """Return the Anthropic Messages tool definition.
+
+        Args:
+            strict: Use strict mode when the schema allows it (``"strict": true`` is then set).
+                With ``False`` the neutral parameters are sent; unwrap those with ``"neutral"``.
+
+        Returns:
+            ``{"name", "description", "input_schema"}``, plus ``"strict": true`` when strict.
+        """
+        compiled = self.compiled["anthropic" if strict else "neutral"]
+        tool: JsonDict = {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": copy.deepcopy(compiled.parameters),
+        }
+        if compiled.strict:
+            tool["strict"] = True
+        return tool
+
+    def openai_response_format(self) -> JsonDict:
+        """Return OpenAI's native structured output ``response_format``; unwrap with ``"openai"``.
+
+        Returns:
+            ``{"type": "json_schema", "json_schema": {"name", "description", "schema",
+            "strict"}}``, strict exactly when the tool would be.
+        """
+        compiled = self.compiled["openai"]
+        json_schema: JsonDict = {
+            "name": self.name,
+            "description": self.description,
+            "schema": copy.deepcopy(compiled.parameters),
+            "strict": compiled.strict,
+        }
+        return {"type": "json_schema", "json_schema": json_schema}
+
+    def anthropic_output_format(self) -> JsonDict:
+        """Return Anthropic's native structured output format; unwrap with ``"anthropic"``.
+
+        The value goes in the request's ``output_config`` as ``{"format": <this>}``. Anthropic
+        structured outputs accept only the strict subset, so this needs a strict schema.
+
+        Returns:
+            ``{"type": "json_schema", "schema": ...}``.
+
+        Raises:
+            ConfigError: When the schema cannot be strict for Anthropic; the message gives the
+                reasons (use the tool instead).
+        """
+        compiled = self.compiled["anthropic"]
+        if not compiled.strict:
+            reasons = "\n".join(f"  - {note}" for note in compiled.report.notes)
+            raise ConfigError(
+                "this output schema cannot be used with Anthropic structured outputs, which "
+                f"accept only the strict subset; use the {self.name} tool instead:\n{reasons}"
+            )
+        return {"type": "json_schema", "schema": copy.deepcopy(compiled.parameters)}
+
+    def report(self, dialect: Dialect) -> CompileReport:
+        """Return what ``dialect``'s provider enforces and what only validation guarantees.
+
+        Args:
+            dialect: ``neutral``, ``openai`` or ``anthropic``.
+
+        Returns:
+            The dialect's compile report.
+
+        Raises:
+            ConfigError: When ``dialect`` is not a dialect.
+        """
+        return self._dialect(dialect).report
+
+    def unwrap(self, arguments: JsonValue, dialect: Dialect) -> JsonValue:
+        """Map a provider's parsed arguments back to a value for the designer's schema.
+
+        Undoes the root wrapper and the nulls strict mode forced; never raises, never changes
+        ``arguments``. Validate the result against :attr:`schema`.
+
+        Args:
+            arguments: The parsed tool arguments or structured output.
+            dialect: The dialect the tool or format was sent in.
+
+        Returns:
+            The value to validate.
+
+        Raises:
+            ConfigError: When ``dialect`` is not a dialect.
+        """
+        return self._dialect(dialect).unwrap(arguments)
+
+    def from_openai_arguments(self, arguments: JsonValue) -> JsonValue:
+        """Return :meth:`unwrap` of OpenAI arguments (the tool or response format, strict)."""
+        return self.unwrap(arguments, "openai")
+
+    def from_anthropic_input(self, arguments: JsonValue) -> JsonValue:
+        """Return :meth:`unwrap` of an Anthropic ``tool_use`` input or structured output."""
+        return self.unwrap(arguments, "anthropic")
+
+    def to_arguments(self, value: JsonValue, dialect: Dialect) -> JsonValue:
+        """Return the arguments ``dialect``'s provider would send for ``value``.
+
+        The inverse of :meth:`unwrap`, for test doubles that answer like a real provider.
+
+        Args:
+            value: A value valid for the designer's schema.
+            dialect: The dialect to answer in.
+
+        Returns:
+            The provider-side arguments.
+
+        Raises:
+            ConfigError: When ``dialect`` is not a dialect.
+        """
+        return self._dialect(dialect).to_arguments(value)
+
+    def _dialect(self, dialect: Dialect) -> ProviderSchema:
+        if dialect not in self.compiled:
+            raise ConfigError(f"unknown dialect {dialect!r}; use one of {', '.join(DIALECTS)}")
+        return self.compiled[dialect]
+
+
+def build_output_tool(
+    contract: Contract, *, description: str | None = None, allow_narrowing: bool = False
+) -> OutputTool:
+    """Build the ``submit_result`` tool for an output contract.
+
+    Args:
+        contract: A JSON Schema (object or boolean) or a Pydantic model class.
+        description: What the model reads about the tool; a default tells it to call the tool
+            once with its final result. When the root is wrapped, a sentence saying to put the
+            result in the ``result`` argument is appended.
+        allow_narrowing: Let strict mode close objects open to undeclared properties and type
+            untyped schemas, so the provider produces a subset of the valid values. Off by
+            default: strict mode is then used only when it changes nothing.
+
+    Returns:
+        The tool, compiled for every dialect.
+
+    Raises:
+        InvalidSchemaError: When the contract is not a JSON Schema or a Pydantic model class.
+    """
+    schema = json_schema_of(contract)
+    compiled = {
+        dialect: compile_for_provider(schema, dialect, allow_narrowing=allow_narrowing)
+        for dialect in DIALECTS
+    }
+    text = _DESCRIPTION if description is None else description
+    if compiled["neutral"].wrapped:
+        text += _WRAPPED_HINT
+    return OutputTool(name=OUTPUT_TOOL_NAME, description=text, schema=schema, compiled=compiled)
+
+
+def provider_tool_name(name: str) -> str:
+    """Spell a tool name the way providers accept it: ``^[a-zA-Z0-9_-]{1,64}$``.
+
+    A valid name is returned unchanged; otherwise every other character becomes ``_`` (so
+    ``fs:read`` becomes ``fs_read``), and a name longer than 64 characters is cut and given a
+    hash suffix. Two names can still collide (``fs:read`` and ``fs_read``): use
+    :class:`ToolNameMap` for a whole tool set.
+
+    Args:
+        name: The tool's own name.
+
+    Returns:
+        The provider-safe name.
+
+    Raises:
+        ConfigError: When ``name`` is empty.
+    """
+    if not name:
+        raise ConfigError("a tool name must not be empty")
+    if _VALID_NAME.match(name):
+        return name
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    return safe if len(safe) <= _MAX_NAME else _suffixed(safe, name)
+
+
+class ToolNameMap:
+    """Provider-safe names for a set of tools: collision-free and reversible.
+
+    Names already valid keep themselves; the others get :func:`provider_tool_name`, and a hash
+    suffix when that spelling is taken. The result depends only on the set of names, not on
+    their order.
+
+    Example:
+        >>> names = ToolNameMap(["fs:read", "fs_read", "submit_result"])
+        >>> names.provider_name("fs:read") != names.provider_name("fs_read")
+        True
+        >>> names.original_name(names.provider_name("fs:read"))
+        'fs:read'
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        """Assign provider names to ``names`` (duplicates count once).
+
+        Raises:
+            ConfigError: When a name is empty.
+        """
+        unique = list(dict.fromkeys(names))
+        self._forward: dict[str, str] = {}
+        self._backward: dict[str, str] = {}
+        for name in unique:
+            if name and _VALID_NAME.match(name):
+                self._claim(name, name)
+        for name in sorted(name for name in unique if name not in self._forward):
+            candidate = provider_tool_name(name)
+            counter = 1
+            while candidate in self._backward:
+                base = _suffixed(provider_tool_name(name), name)
+                candidate = base if counter == 1 else _suffixed(base, f"{name}#{counter}")
+                counter += 1
+            self._claim(name, candidate)
+        self._order = unique
+
+    def _claim(self, name: str, provider_name: str) -> None:
+        self._forward[name] = provider_name
+        self._backward[provider_name] = name
+
+    def provider_name(self, name: str) -> str:
+        """Return the provider-safe name of a tool.
+
+        Raises:
+            ConfigError: When ``name`` is not in the map.
+        """
+        try:
+            return self._forward[name]
+        except KeyError:
+            raise ConfigError(f"tool {name!r} is not in the tool name map") from None
+
+    def original_name(self, provider_name: str) -> str | None:
+        """Return the tool a provider-side name stands for, or ``None`` for an unknown name."""
+        return self._backward.get(provider_name)
+
+    def items(self) -> list[tuple[str, str]]:
+        """Return ``(name, provider_name)`` pairs in the order the names were given."""
+        return [(name, self._forward[name]) for name in self._order]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._forward
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+def _suffixed(safe: str, original: str) -> str:
+    digest = hashlib.sha256(original.encode("utf-8")).hexdigest()[:8]
+    return f"{safe[: _MAX_NAME - 9]}_{digest}"

@@ -1,0 +1,200 @@
+"""The words agentshape adds to a conversation: the output section and the re-prompts.
+
+* :func:`enriched_system_prompt` appends the "Required Output Format" section as the LAST section
+  of the agent's own system prompt: the schema rendered as JSON, and what to do with it (call
+  ``submit_result`` in tool mode; answer with the JSON only in prompted mode).
+* :func:`tool_retry_prompt` is the ``<output-validation-error>`` re-prompt after a
+  ``submit_result`` call that failed validation.
+* :func:`text_retry_prompt` is the text-mode re-prompt, which quotes the previous response.
+* :func:`tool_not_called_prompt` reminds a model that answered in text instead of calling the tool.
+
+Every function is deterministic: the same input gives the same text, and each validation error
+is stated once, in the order first given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+from agent_contracts.errors import ConfigError
+from agent_contracts.validation import ValidationIssue
+from agent_core.dialects import WRAPPER_PROPERTY, needs_wrapping
+from agent_core.output_tool import OUTPUT_TOOL_NAME, Contract, json_schema_of
+
+__all__ = [
+    "PromptMode",
+    "enriched_system_prompt",
+    "text_retry_prompt",
+    "tool_not_called_prompt",
+    "tool_retry_prompt",
+]
+
+PromptMode = Literal["tool", "prompted"]
+"""How the model hands in its result: by calling ``submit_result``, or as JSON text."""
+
+
+def enriched_system_prompt(
+    system_prompt: str,
+    schema: Contract,
+    *,
+    mode: PromptMode,
+    tool_name: str = OUTPUT_TOOL_NAME,
+) -> str:
+    """Return the system prompt with the "Required Output Format" section appended last.
+
+    Args:
+        system_prompt: The agent's own system prompt (may be empty).
+        schema: The output contract: a JSON Schema or a Pydantic model class.
+        mode: ``tool`` (the model calls ``tool_name``) or ``prompted`` (the model answers with
+            JSON only; also for providers' native structured output).
+        tool_name: The output tool's name, in tool mode.
+
+    Returns:
+        The enriched system prompt.
+
+    Raises:
+        ConfigError: When ``mode`` is neither ``tool`` nor ``prompted``.
+        InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
+    """
+    document = json_schema_of(schema)
+    rendered = _render(document)
+    if mode == "tool":
+        target = (
+            f"Its `{WRAPPER_PROPERTY}` argument" if needs_wrapping(document) else "Its arguments"
+        )
+        section = (
+            "## Required Output Format\n\n"
+            f"You MUST return your final result by calling the `{tool_name}` tool exactly once, "
+            f"when your work is done. {target} MUST be JSON conforming to this schema:\n\n"
+            f"```json\n{rendered}\n```\n\n"
+            f"Only the `{tool_name}` call counts: a result written as a message is not accepted. "
+            f"If the call is rejected, fix the reported errors and call `{tool_name}` again."
+        )
+    elif mode == "prompted":
+        section = (
+            "## Required Output Format\n\n"
+            "You MUST provide structured output as JSON conforming to this schema:\n\n"
+            f"```json\n{rendered}\n```\n\n"
+            "Your response MUST be valid JSON that matches this schema exactly. "
+            "Output ONLY the JSON, no additional text."
+        )
+    else:
+        raise ConfigError(f"unknown prompt mode {mode!r}; use 'tool' or 'prompted'")
+    base = system_prompt.rstrip()
+    return f"{base}\n\n{section}" if base.strip() else section
+
+
+def tool_retry_prompt(
+    issues: Sequence[ValidationIssue],
+    *,
+    schema: Contract | None = None,
+    tool_name: str = OUTPUT_TOOL_NAME,
+) -> str:
+    """Return the ``<output-validation-error>`` re-prompt for a rejected tool call.
+
+    Args:
+        issues: What was wrong; each distinct ``path: message`` is stated once.
+        schema: The contract, repeated under "Required Schema" when given.
+        tool_name: The output tool's name.
+
+    Returns:
+        The re-prompt.
+
+    Raises:
+        ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
+        InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
+    """
+    parts = [
+        "<output-validation-error>",
+        "Your output did not match the required schema.",
+        "",
+        "## Validation Errors",
+        _issue_lines(issues),
+    ]
+    if schema is not None:
+        parts += ["", "## Required Schema", f"```json\n{_render(json_schema_of(schema))}\n```"]
+    parts += [
+        "",
+        f"Please call `{tool_name}` again with arguments matching the schema exactly.",
+        "</output-validation-error>",
+    ]
+    return "\n".join(parts)
+
+
+def text_retry_prompt(
+    previous_response: str,
+    issues: Sequence[ValidationIssue],
+    *,
+    schema: Contract | None = None,
+) -> str:
+    """Return the text-mode re-prompt, quoting the response that failed.
+
+    Args:
+        previous_response: The model's previous reply, quoted as it was.
+        issues: What was wrong; each distinct ``path: message`` is stated once.
+        schema: The contract, repeated under "Required Schema" when given.
+
+    Returns:
+        The re-prompt.
+
+    Raises:
+        ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
+        InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
+    """
+    quoted = previous_response if previous_response.strip() else "(an empty response)"
+    parts = [
+        "Your previous response did not match the required JSON schema.",
+        "",
+        "## Validation Errors:",
+        _issue_lines(issues),
+        "",
+        "## Your Previous Response:",
+        quoted,
+    ]
+    if schema is not None:
+        parts += ["", "## Required Schema:", _render(json_schema_of(schema))]
+    parts += [
+        "",
+        "Please provide a corrected response that matches the schema exactly.",
+        "Output ONLY the valid JSON, no additional text.",
+    ]
+    return "\n".join(parts)
+
+
+def tool_not_called_prompt(tool_name: str = OUTPUT_TOOL_NAME) -> str:
+    """Return the reminder for a model that answered in text instead of calling the tool.
+
+    Args:
+        tool_name: The output tool's name.
+
+    Returns:
+        The reminder.
+    """
+    return (
+        "<output-tool-not-called>\n"
+        f"You answered with text but did not call the `{tool_name}` tool. Your result is only "
+        f"accepted through a `{tool_name}` call. Call `{tool_name}` now, with your final result "
+        "as its arguments.\n"
+        "</output-tool-not-called>"
+    )
+
+
+def _render(schema: object) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False)
+
+
+def _issue_lines(issues: Sequence[ValidationIssue]) -> str:
+    if not issues:
+        raise ConfigError("a re-prompt needs at least one validation issue")
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for issue in issues:
+        key = (issue.path, issue.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        message = issue.message.replace("\n", "\n  ")
+        lines.append(f"- {issue.path}: {message}")
+    return "\n".join(lines)
