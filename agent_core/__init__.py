@@ -5,4 +5,114 @@ Pure logic over ``agent_contracts``; no network.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from agent_core.dialects import (
+    DIALECTS,
+    WRAPPER_PROPERTY,
+    CompileReport,
+    Dialect,
+    ProviderSchema,
+    compile_for_provider,
+    needs_wrapping,
+)
+from agent_core.extract import (
+    ExtractionResult,
+    ExtractionStrategy,
+    extract_json,
+    extract_json_detailed,
+    find_json_candidates,
+)
+from agent_core.loading import (
+    load_agent_config,
+    parse_agent_config,
+)
+from agent_core.output_tool import (
+    OUTPUT_TOOL_NAME,
+    Contract,
+    OutputTool,
+    ToolNameMap,
+    build_output_tool,
+    json_schema_of,
+    provider_tool_name,
+)
+from agent_core.prompts import (
+    PromptMode,
+    enriched_system_prompt,
+    text_retry_prompt,
+    tool_not_called_prompt,
+    tool_retry_prompt,
+)
+from agent_core.refs import (
+    register_schema,
+    registered_schemas,
+    unregister_schema,
+)
+from agent_core.schema_checks import (
+    SchemaFinding,
+    Severity,
+    check_output_schema,
+    ensure_output_schema,
+)
+from agent_core.schema_model import (
+    SchemaModel,
+    SchemaRootModel,
+    model_from_schema,
+)
+from agent_core.strict_mode import (
+    CompileNote,
+    NoteAction,
+)
+from agent_core.validation import (
+    CompiledSchema,
+    compile_schema,
+    format_path,
+    issues_from_pydantic,
+    schema_hash,
+    validate_output,
+)
+
+__all__ = [
+    "DIALECTS",
+    "OUTPUT_TOOL_NAME",
+    "WRAPPER_PROPERTY",
+    "CompileNote",
+    "CompileReport",
+    "CompiledSchema",
+    "Contract",
+    "Dialect",
+    "ExtractionResult",
+    "ExtractionStrategy",
+    "NoteAction",
+    "OutputTool",
+    "PromptMode",
+    "ProviderSchema",
+    "SchemaFinding",
+    "SchemaModel",
+    "SchemaRootModel",
+    "Severity",
+    "ToolNameMap",
+    "build_output_tool",
+    "check_output_schema",
+    "compile_for_provider",
+    "compile_schema",
+    "enriched_system_prompt",
+    "ensure_output_schema",
+    "extract_json",
+    "extract_json_detailed",
+    "find_json_candidates",
+    "format_path",
+    "issues_from_pydantic",
+    "json_schema_of",
+    "load_agent_config",
+    "model_from_schema",
+    "needs_wrapping",
+    "parse_agent_config",
+    "provider_tool_name",
+    "register_schema",
+    "registered_schemas",
+    "schema_hash",
+    "text_retry_prompt",
+    "tool_not_called_prompt",
+    "tool_retry_prompt",
+    "unregister_schema",
+    "validate_output",
+]

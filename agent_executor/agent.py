@@ -1,0 +1,400 @@
+"""The public way to run an agent: ``Agent``, ``run_many`` and ``format_child_result``.
+
+``Agent.run`` is the one implementation (async); ``run_sync`` is a thin wrapper over it. A run
+returns an :class:`AgentResult`; a failed run is a result too (``status == "failed"`` with a typed
+``error``), so only a developer's mistake (a caller overriding the agent's own contract, an
+invalid schema, an unknown option) raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, JsonValue
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError, RunFailedError
+from agent_contracts.messages import Message
+from agent_contracts.runs import (
+    JsonSchema,
+    OutputMode,
+    RunError,
+    RunOptions,
+    RunResult,
+    merge_options,
+    options_from_env,
+)
+from agent_contracts.validation import ValidationIssue
+from agent_core.loading import load_agent_config
+from agent_core.schema_model import compile_schema
+from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, AnalyticsSink, JsonlAnalytics
+from agent_executor.contract import OutputContract, resolve_contract
+from agent_executor.providers.base import Provider
+from agent_executor.providers.resolve import resolve_model
+from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec, execute
+from agent_executor.tools import InputTool, build_input_tools
+
+__all__ = ["Agent", "AgentResult", "format_child_result", "run_many"]
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+
+class AgentResult(Generic[OutputT]):
+    """A run's result (``.result``, a ``RunResult``) with the typed output object.
+
+    Attribute access falls through to the ``RunResult``: ``result.status``,
+    ``result.result_data``, ``result.error``, ``result.attempts``, ``result.usage``...
+    """
+
+    def __init__(self, result: RunResult, output: OutputT | None) -> None:
+        self.result = result
+        self._output = output
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.result, name)
+
+    def __repr__(self) -> str:
+        return f"AgentResult(status={self.result.status!r}, run_id={self.result.run_id!r})"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run completed."""
+        return self.result.status == "completed"
+
+    @property
+    def status(self) -> str:
+        """``completed`` or ``failed``."""
+        return self.result.status
+
+    @property
+    def error(self) -> RunError | None:
+        """Why the run failed, or ``None``."""
+        return self.result.error
+
+    @property
+    def output(self) -> OutputT:
+        """The validated output as an instance of the contract's class.
+
+        Raises:
+            RunFailedError: The run failed (carries the error type, problems and last output).
+            ConfigError: The run had no output contract (read ``result_text`` instead).
+        """
+        self.raise_for_status()
+        if self._output is None:
+            raise ConfigError("this run had no output contract; its answer is in result_text")
+        return self._output
+
+    def raise_for_status(self) -> None:
+        """Raise :class:`RunFailedError` when the run failed; do nothing when it completed.
+
+        Raises:
+            RunFailedError: The run failed.
+        """
+        error = self.result.error
+        if error is not None:
+            raise RunFailedError(
+                error.message,
+                type=error.type,
+                errors=error.validation_errors,
+                last_output=error.last_output,
+            )
+
+
+class Agent(Generic[OutputT]):
+    """An agent with its contract, ready to run against a model.
+
+    Args:
+        config: The agent's configuration.
+        model: A provider, or a model string such as ``openai:gpt-4.1-mini``,
+            ``anthropic:claude-sonnet-4-5``, ``ollama:qwen3`` or ``test``; ``None`` uses the
+            agent's own model, else picks from the environment (the offline test model when no
+            API key is set).
+        output_type: A Pydantic class as the agent's output contract, instead of a JSON Schema.
+        workspace: The directory the input tools may read (default: the current directory).
+        analytics: Where events go (default: JSONL files under ``.agentshape/analytics``).
+        env: The environment for defaults and keys (default: ``os.environ``).
+
+    Raises:
+        ConfigError: The config names an unknown tool, or gives both an ``output_schema`` and an
+            ``output_type``.
+        InvalidSchemaError: The agent's output or parameters schema is invalid.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        model: Provider | str | None = None,
+        output_type: type[OutputT] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        analytics: AnalyticsSink | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if output_type is not None and config.output_schema is not None:
+            raise ConfigError(
+                f"agent {config.id!r} has an output_schema and an output_type; give one contract"
+            )
+        self.config = config
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.output_type = output_type
+        self.workspace = Path(workspace) if workspace is not None else Path.cwd()
+        self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
+        self.analytics: AnalyticsSink = analytics or JsonlAnalytics(DEFAULT_ANALYTICS_DIR)
+        self._model = model
+        self._params = (
+            compile_schema(config.parameters_schema, source=f"agent {config.id!r} parameters")
+            if config.parameters_schema is not None
+            else None
+        )
+        # Check the agent's own contract now, so a bad schema fails at load, not at run.
+        self._contract = self._resolve(None, None, lenient=False)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str], **kwargs: object) -> Agent[BaseModel]:
+        """Load an agent from an ``agent.yml`` file.
+
+        Args:
+            path: The YAML file.
+            **kwargs: Passed to :class:`Agent` (``model``, ``workspace``, ``analytics``, ``env``).
+
+        Returns:
+            The agent.
+
+        Raises:
+            ConfigFileError: The file cannot be read or is not a valid agent config.
+            InvalidSchemaError: Its output or parameters schema is invalid.
+        """
+        return Agent(load_agent_config(path), **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def id(self) -> str:
+        """The agent's id."""
+        return self.config.id
+
+    @property
+    def contract(self) -> OutputContract | None:
+        """The agent's own output contract (or default), ``None`` for a free-text agent."""
+        return self._contract
+
+    def provider(self, model: Provider | str | None = None) -> Provider:
+        """Return the provider a run would use.
+
+        Args:
+            model: A provider or model string overriding the agent's.
+
+        Raises:
+            ConfigError: The model string is unknown or its key is missing.
+        """
+        chosen = model if model is not None else self._model
+        if chosen is None:
+            chosen = self.config.model
+        if chosen is None or isinstance(chosen, str):
+            return resolve_model(chosen, env=self.env)
+        return chosen
+
+    def _resolve(
+        self,
+        inline: JsonSchema | None,
+        named: tuple[str, JsonSchema] | None,
+        *,
+        lenient: bool,
+    ) -> OutputContract | None:
+        return resolve_contract(
+            self.config,
+            output_type=self.output_type,
+            inline=inline,
+            named=named,
+            lenient=lenient,
+        )
+
+    def _options(self, options: RunOptions | None) -> RunOptions:
+        return merge_options(options_from_env(self.env), self.config.options, options)
+
+    async def run(
+        self,
+        task: str,
+        *,
+        parameters: Mapping[str, JsonValue] | None = None,
+        output_schema: JsonSchema | None = None,
+        schema_name: str | None = None,
+        named_schema: JsonSchema | None = None,
+        options: RunOptions | None = None,
+        messages: Sequence[Message] | None = None,
+        model: Provider | str | None = None,
+        model_tier: int = 0,
+    ) -> AgentResult[OutputT]:
+        """Run the agent on ``task`` and return its result.
+
+        Args:
+            task: The user's task.
+            parameters: Input values, validated against the agent's ``parameters_schema``
+                before any model call.
+            output_schema: An inline output schema for this run (only for an agent without an
+                ``output_schema`` of its own; it replaces a ``default_output_schema``).
+            schema_name: The registered name of ``named_schema``, recorded in the result.
+            named_schema: A registered schema's content (the CLI looks it up by name).
+            options: This run's options; unset fields fall through to the agent's, then to the
+                environment defaults ``SCHEMA_ENFORCEMENT_MAX_RETRIES`` and
+                ``SCHEMA_ENFORCEMENT_EXTRACT_JSON``.
+            messages: A previous run's transcript, to resume that conversation (never mutated).
+            model: A provider or model string for this run.
+            model_tier: Which escalation tier this run is on (recorded in the result).
+
+        Returns:
+            The result: completed with ``result_data`` (and ``output``) or ``result_text``, or
+            failed with a typed ``error``.
+
+        Raises:
+            ConfigError: The caller gave a schema to an agent with its own contract, or the
+                model string is unknown or lacks its key.
+            InvalidSchemaError: The inline or named schema is invalid.
+        """
+        merged = self._options(options)
+        named = (schema_name or "named", named_schema) if named_schema is not None else None
+        contract = self._resolve(output_schema, named, lenient=merged.lenient_formats)
+        provider = self.provider(model)
+        if self._params is not None:
+            issues = self._params.issues(dict(parameters or {}))
+            if issues:
+                return AgentResult(self._input_failure(issues, parameters), None)
+        mode = self._mode(merged.output_mode, contract, provider)
+        task_text = task
+        if parameters:
+            task_text = f"{task}\n\nParameters:\n{_json(dict(parameters))}"
+        spec = RunSpec(
+            agent_id=self.config.id,
+            provider=provider,
+            system_prompt=self.config.system_prompt,
+            task=task_text,
+            history=tuple(messages or ()),
+            contract=contract,
+            tools=self.tools,
+            options=merged,
+            mode=mode,
+            max_steps=self.config.max_steps or DEFAULT_MAX_STEPS,
+            max_tokens=self.config.max_tokens,
+            temperature=self.config.temperature,
+            model_tier=model_tier,
+        )
+        outcome = await execute(spec, self.analytics)
+        return AgentResult(outcome.result, outcome.output)  # type: ignore[arg-type]
+
+    def run_sync(self, task: str, **kwargs: object) -> AgentResult[OutputT]:
+        """Run the agent without an event loop; the same arguments and result as :meth:`run`.
+
+        Raises:
+            ConfigError: As :meth:`run`; also when called from inside a running event loop.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(task, **kwargs))  # type: ignore[arg-type]
+        raise ConfigError("run_sync cannot be called from a running event loop; await run()")
+
+    @staticmethod
+    def _mode(
+        requested: OutputMode | None, contract: OutputContract | None, provider: Provider
+    ) -> OutputMode:
+        if contract is None:
+            return "text"
+        if requested == "text":
+            raise ConfigError("output_mode 'text' needs a run without an output contract")
+        if requested is None:
+            return "tool" if provider.supports_tools else "prompted"
+        if requested == "tool" and not provider.supports_tools:
+            raise ConfigError(
+                f"{provider.name} cannot call tools; use output_mode 'prompted' or 'native'"
+            )
+        return requested
+
+    def _input_failure(
+        self, issues: Sequence[ValidationIssue], parameters: Mapping[str, JsonValue] | None
+    ) -> RunResult:
+        errors = list(issues)
+        return RunResult(
+            status="failed",
+            error=RunError(
+                type="input_validation_failed",
+                message=f"the run parameters do not match agent {self.config.id!r}'s "
+                "parameters_schema",
+                validation_errors=errors,
+                last_output=dict(parameters or {}),
+            ),
+            agent_id=self.config.id,
+        )
+
+
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+async def run_many(
+    agent: Agent[OutputT],
+    tasks: Iterable[str],
+    *,
+    concurrency: int = 10,
+    on_result: Callable[[int, AgentResult[OutputT]], Awaitable[None] | None] | None = None,
+    **kwargs: object,
+) -> list[AgentResult[OutputT]]:
+    """Run ``agent`` on many tasks with at most ``concurrency`` runs in flight.
+
+    Args:
+        agent: The agent to run.
+        tasks: The tasks, one run each.
+        concurrency: Most runs in flight at once (at least 1).
+        on_result: Called with ``(index, result)`` as each run finishes (may be async).
+        **kwargs: Passed to :meth:`Agent.run` for every task.
+
+    Returns:
+        The results, in the order of ``tasks``.
+
+    Raises:
+        ConfigError: ``concurrency`` is below 1, or a run's arguments are invalid.
+    """
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+    items = list(tasks)
+    results: list[AgentResult[OutputT] | None] = [None] * len(items)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(index: int, task: str) -> None:
+        async with gate:
+            result = await agent.run(task, **kwargs)  # type: ignore[arg-type]
+        results[index] = result
+        if on_result is not None:
+            maybe = on_result(index, result)
+            if maybe is not None:
+                await maybe
+
+    await asyncio.gather(*(one(i, task) for i, task in enumerate(items)))
+    return [r for r in results if r is not None]
+
+
+def format_child_result(
+    result: RunResult | AgentResult[BaseModel] | Mapping[str, JsonValue],
+) -> str:
+    """Render a child run's result for its parent agent (seed 000's callback rule).
+
+    ``result_data`` as indented JSON when present, otherwise ``result_text``, otherwise
+    ``(No result available)``.
+
+    Args:
+        result: A run result, an agent result, or a result as a JSON mapping.
+
+    Returns:
+        The text the parent receives.
+    """
+    if isinstance(result, AgentResult):
+        result = result.result
+    if isinstance(result, RunResult):
+        return result.as_text()
+    data = result.get("result_data")
+    if data is not None:
+        return _json(data)
+    text = result.get("result_text")
+    return text if isinstance(text, str) and text else "(No result available)"

@@ -1,0 +1,45 @@
+"""Each package's public API is exactly its sorted ``__all__``, and every name is documented."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+PACKAGES = ["agent_contracts", "agent_core", "agent_executor", "agent_executor.providers"]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_sorted_unique_and_importable(name: str) -> None:
+    package = importlib.import_module(name)
+    exported = list(package.__all__)
+    assert len(exported) == len(set(exported))
+    missing = [item for item in exported if not hasattr(package, item)]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_exported_class_and_function_has_a_docstring(name: str) -> None:
+    package = importlib.import_module(name)
+    undocumented = [
+        item
+        for item in package.__all__
+        if (inspect.isclass(obj := getattr(package, item)) or inspect.isfunction(obj))
+        and not (obj.__doc__ or "").strip()
+    ]
+    assert undocumented == []
+
+
+def test_headline_names_are_exported() -> None:
+    import agent_contracts
+    import agent_core
+    import agent_executor
+
+    assert {"AgentConfig", "RunResult", "RunOptions", "OutputValidationError"} <= set(
+        agent_contracts.__all__
+    )
+    assert {"model_from_schema", "validate_output", "extract_json", "build_output_tool"} <= set(
+        agent_core.__all__
+    )
+    assert {"Agent", "run_many", "format_child_result", "TestModel"} <= set(agent_executor.__all__)
