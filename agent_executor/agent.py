@@ -152,7 +152,8 @@ class Agent(Generic[OutputT]):
             else None
         )
         # Check the agent's own contract now, so a bad schema fails at load, not at run.
-        self._contract = self._resolve(None, None, lenient=False)
+        lenient = merge_options(self.config.options).lenient_formats
+        self._contract = self._resolve(None, None, lenient=lenient)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str], **kwargs: object) -> Agent[BaseModel]:
@@ -250,19 +251,24 @@ class Agent(Generic[OutputT]):
             failed with a typed ``error``.
 
         Raises:
-            ConfigError: The caller gave a schema to an agent with its own contract, or the
-                model string is unknown or lacks its key.
+            ConfigError: The caller gave a schema to an agent with its own contract, the model
+                string is unknown or lacks its key, the output mode does not fit the provider,
+                or native mode was asked for with a schema the provider's structured output
+                cannot take.
             InvalidSchemaError: The inline or named schema is invalid.
         """
         merged = self._options(options)
         named = (schema_name or "named", named_schema) if named_schema is not None else None
         contract = self._resolve(output_schema, named, lenient=merged.lenient_formats)
         provider = self.provider(model)
+        mode = self._mode(merged.output_mode, contract, provider)
+        if mode == "native" and contract is not None:
+            contract.response_format(provider.name)  # a schema native output cannot take
+        precheck = None
         if self._params is not None:
             issues = self._params.issues(dict(parameters or {}))
             if issues:
-                return AgentResult(self._input_failure(issues, parameters), None)
-        mode = self._mode(merged.output_mode, contract, provider)
+                precheck = self._input_failure(issues, parameters)
         task_text = task
         if parameters:
             task_text = f"{task}\n\nParameters:\n{_json(dict(parameters))}"
@@ -280,6 +286,7 @@ class Agent(Generic[OutputT]):
             max_tokens=self.config.max_tokens,
             temperature=self.config.temperature,
             model_tier=model_tier,
+            precheck=precheck,
         )
         outcome = await execute(spec, self.analytics)
         return AgentResult(outcome.result, outcome.output)  # type: ignore[arg-type]
@@ -314,18 +321,13 @@ class Agent(Generic[OutputT]):
 
     def _input_failure(
         self, issues: Sequence[ValidationIssue], parameters: Mapping[str, JsonValue] | None
-    ) -> RunResult:
-        errors = list(issues)
-        return RunResult(
-            status="failed",
-            error=RunError(
-                type="input_validation_failed",
-                message=f"the run parameters do not match agent {self.config.id!r}'s "
-                "parameters_schema",
-                validation_errors=errors,
-                last_output=dict(parameters or {}),
-            ),
-            agent_id=self.config.id,
+    ) -> RunError:
+        return RunError(
+            type="input_validation_failed",
+            message=f"the run parameters do not match agent {self.config.id!r}'s "
+            "parameters_schema; no model call was made",
+            validation_errors=list(issues),
+            last_output=dict(parameters or {}),
         )
 
 
@@ -371,8 +373,18 @@ async def run_many(
             if maybe is not None:
                 await maybe
 
-    await asyncio.gather(*(one(i, task) for i, task in enumerate(items)))
-    return [r for r in results if r is not None]
+    runs = [asyncio.ensure_future(one(i, task)) for i, task in enumerate(items)]
+    try:
+        await asyncio.gather(*runs)
+    except BaseException:
+        # A developer's mistake (or a cancellation) stops the whole batch, not just one run.
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        raise
+    done = [r for r in results if r is not None]
+    assert len(done) == len(items)
+    return done
 
 
 def format_child_result(

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunOptions
 from agent_executor.agent import Agent, AgentResult
+from agent_executor.analytics import JsonlAnalytics
 
 __all__ = ["find_agent_file", "main", "parse_param"]
 
@@ -96,9 +97,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from agent_executor.analytics import JsonlAnalytics
+_FLAGS = {"max_retries": "--max-retries", "output_mode": "--mode"}
 
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    """Return the run options the flags set.
+
+    Raises:
+        AgentshapeError: A flag's value is out of range.
+    """
+    values: dict[str, object] = {}
+    if args.max_retries is not None:
+        values["max_retries"] = args.max_retries
+    if args.mode is not None:
+        values["output_mode"] = args.mode
+    try:
+        return RunOptions.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{_FLAGS.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()
+        )
+        raise _UsageError(problems) from exc
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    params = dict(parse_param(p) for p in args.param)
+    options = _options(args)
     path = find_agent_file(args.agent, args.agents_dir)
     kwargs: dict[str, object] = {}
     if args.analytics_dir is not None:
@@ -106,19 +130,16 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     agent = Agent.from_yaml(path, workspace=args.workspace, **kwargs)
     provider = agent.provider(args.model)
     if provider.name == "test":
+        if args.model or agent.config.model:
+            why = "as asked"
+        else:
+            why = "no API key set and no --model given"
         print(
-            "note: using the offline test model (no API key set and no --model given); its "
-            "answers are generated from the schema. Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or "
-            "pass --model openai:gpt-4.1-mini, to use a real model.",
+            f"note: using the offline test model ({why}); its answers are generated from the "
+            "schema, not by a language model. Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass "
+            "--model openai:gpt-4.1-mini, to use a real model.",
             file=err,
         )
-    params = dict(parse_param(p) for p in args.param)
-    option_values: dict[str, object] = {}
-    if args.max_retries is not None:
-        option_values["max_retries"] = args.max_retries
-    if args.mode is not None:
-        option_values["output_mode"] = args.mode
-    options = RunOptions.model_validate(option_values)
     result = agent.run_sync(args.task, parameters=params, options=options, model=provider)
     if args.json:
         out.write(result.result.model_dump_json(indent=2) + "\n")
@@ -134,6 +155,12 @@ def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
     head += f", {attempts} attempt{'s' if attempts != 1 else ''}"
     head += f", {run.usage.total_tokens} tokens, {run.duration_ms:.0f} ms"
     print(head, file=out)
+    if run.ok and run.retries:
+        print(f"rescued by {run.retries} retr{'ies' if run.retries > 1 else 'y'}:", file=out)
+        for attempt in run.attempts:
+            if attempt.errors:
+                problems = "; ".join(str(issue) for issue in attempt.errors)
+                print(f"  attempt {attempt.number} was rejected: {problems}", file=out)
     if run.recovered_by_extraction:
         print("(the JSON was recovered from the model's text)", file=out)
     if run.result_data is not None:

@@ -7,23 +7,32 @@ Pydantic class. Either way it judges a value the same way for every output mode:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from pydantic import BaseModel, JsonValue
 
 from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigError
-from agent_contracts.runs import JsonSchema, SchemaSource
+from agent_contracts.errors import ConfigError, NoJSONFoundError
+from agent_contracts.messages import ToolCall
+from agent_contracts.runs import JsonSchema, RunErrorType, SchemaSource
 from agent_contracts.validation import ValidationIssue
 from agent_core.dialects import Dialect
-from agent_core.output_tool import OutputTool, build_output_tool
+from agent_core.extract import extract_json
+from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
 from agent_core.validation import validate_output
 from agent_executor.providers.base import ResponseFormat, ToolDefinition
 
-__all__ = ["OutputContract", "dialect_for", "resolve_contract"]
+__all__ = ["CUT_OFF", "OutputContract", "Verdict", "dialect_for", "resolve_contract"]
+
+CUT_OFF = (
+    "the reply was cut off by the max_tokens limit before it was complete; "
+    "send a shorter, complete answer"
+)
+"""The problem reported for a reply the ``max_tokens`` limit cut short (never recovered)."""
 
 
 def dialect_for(provider_name: str) -> Dialect:
@@ -37,6 +46,53 @@ def dialect_for(provider_name: str) -> Dialect:
     if provider_name == "anthropic":
         return "anthropic"
     return "neutral"
+
+
+def _issue(message: str, keyword: str | None = None) -> ValidationIssue:
+    """Return a problem with the reply as a whole (path ``$``)."""
+    return ValidationIssue(path="$", message=message, keyword=keyword)
+
+
+@dataclass
+class Verdict:
+    """One attempt's judgement: what the model sent, what it parsed to, what is wrong with it.
+
+    Attributes:
+        raw: Exactly what the model sent (tool arguments or reply text).
+        value: The value judged, in the designer's shape; ``None`` when nothing parsed.
+        errors: Every problem; empty when the value meets the contract.
+        recovered: Whether the value had to be dug out of surrounding text.
+        failure: The run error type this attempt would fail the run with.
+    """
+
+    raw: str
+    value: JsonValue = None
+    errors: list[ValidationIssue] = field(default_factory=list)
+    recovered: bool = False
+    failure: RunErrorType = "output_schema_validation_failed"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the attempt met the contract."""
+        return not self.errors
+
+    @staticmethod
+    def merge(verdicts: list[Verdict]) -> Verdict:
+        """Fold one turn's failed verdicts into one attempt, each error stated once.
+
+        The raw output and value are the last schema failure's (the last verdict's when all
+        are wrong-tool calls); the failure type is ``output_tool_not_called`` only when every
+        verdict is one.
+        """
+        if len(verdicts) == 1:
+            return verdicts[0]
+        errors: list[ValidationIssue] = []
+        for verdict in verdicts:
+            errors += [e for e in verdict.errors if e not in errors]
+        schema_failures = [v for v in verdicts if v.failure != "output_tool_not_called"]
+        last = schema_failures[-1] if schema_failures else verdicts[-1]
+        failure: RunErrorType = last.failure if schema_failures else "output_tool_not_called"
+        return Verdict(raw=last.raw, value=last.value, errors=errors, failure=failure)
 
 
 @dataclass(frozen=True)
@@ -113,6 +169,170 @@ class OutputContract:
     def unwrap(self, value: JsonValue, provider_name: str) -> JsonValue:
         """Map the provider's arguments back to a value for the designer's schema."""
         return self.tool.unwrap(value, dialect_for(provider_name))
+
+    def judge_value(self, raw: str, value: JsonValue, provider_name: str) -> Verdict:
+        """Judge a parsed answer (in the provider's shape) against the contract.
+
+        Args:
+            raw: Exactly what the model sent.
+            value: The parsed arguments or reply, unwrapped here for the designer's schema.
+            provider_name: The provider that answered (picks the dialect to unwrap).
+
+        Returns:
+            The verdict; ``null`` is never a result, even when the schema would allow it.
+        """
+        value = self.unwrap(value, provider_name)
+        errors = self.issues(value)
+        if value is None and not errors:  # a run's result_data cannot be null
+            errors = [_issue("null is not a result: send the result value itself", "type")]
+        return Verdict(raw=raw, value=value, errors=errors)
+
+    def _fits(self, provider_name: str) -> Callable[[JsonValue], bool]:
+        return lambda value: not self.issues(self.unwrap(value, provider_name))
+
+    def judge_text(
+        self,
+        text: str,
+        provider_name: str,
+        *,
+        extract: bool,
+        strict_json_only: bool,
+        cut_off: bool = False,
+    ) -> Verdict:
+        """Judge a reply whose text should hold the answer as JSON.
+
+        The whole reply is parsed first; otherwise (with ``extract`` or ``strict_json_only``)
+        ``extract_json`` looks for a value that meets the contract, and the verdict says it was
+        recovered. A reply with no JSON value fails as ``no_json_found``; text around the JSON
+        under ``strict_json_only`` fails as ``strict_json_only_violated``; a value that breaks
+        the contract as ``output_schema_validation_failed``.
+
+        Args:
+            text: The reply text.
+            provider_name: The provider that answered.
+            extract: Dig the JSON out of surrounding prose or fences.
+            strict_json_only: The reply must be the JSON value alone.
+            cut_off: The reply was cut short by ``max_tokens`` (it is then never recovered).
+
+        Returns:
+            The verdict.
+        """
+        if cut_off:
+            return Verdict(raw=text, errors=[_issue(CUT_OFF)])
+        try:
+            value = json.loads(text)
+        except ValueError:
+            if not extract and not strict_json_only:
+                return Verdict(
+                    raw=text,
+                    errors=[_issue("the reply is not valid JSON; send only the JSON value")],
+                    failure="no_json_found",
+                )
+        else:
+            return self.judge_value(text, value, provider_name)
+        try:
+            value = extract_json(
+                text,
+                self.schema,
+                strict_json_only=strict_json_only,
+                is_valid=self._fits(provider_name),
+            )
+        except NoJSONFoundError as exc:
+            # No valid value in the text: judge the best candidate, so the model hears what is
+            # wrong with it, or say why there was none.
+            try:
+                best = extract_json(text, None)
+            except NoJSONFoundError:
+                return Verdict(raw=text, errors=[_issue(exc.message)], failure="no_json_found")
+            if strict_json_only:
+                return Verdict(
+                    raw=text,
+                    value=best,
+                    errors=[_issue(exc.message)],
+                    failure="strict_json_only_violated",
+                )
+            return self.judge_value(text, best, provider_name)
+        verdict = self.judge_value(text, value, provider_name)
+        verdict.recovered = True
+        return verdict
+
+    def judge_call(
+        self, call: ToolCall, provider_name: str, *, extract: bool, cut_off: bool = False
+    ) -> Verdict:
+        """Judge one ``submit_result`` call's arguments against the contract.
+
+        Arguments that are not JSON are first recovered with ``extract_json`` (when ``extract``
+        is on); the recovery counts only when the value then meets the contract, and the verdict
+        says so. Arguments cut off by ``max_tokens`` are never recovered.
+
+        Args:
+            call: The tool call.
+            provider_name: The provider that answered.
+            extract: Try to recover arguments that are not valid JSON.
+            cut_off: The reply was cut short by ``max_tokens``.
+
+        Returns:
+            The verdict.
+        """
+        raw = call.raw_arguments or json.dumps(call.arguments)
+        if call.arguments is not None or call.parse_error is None:
+            return self.judge_value(raw, call.arguments, provider_name)
+        if cut_off:
+            return Verdict(raw=raw, errors=[_issue(CUT_OFF)])
+        if extract:
+            try:
+                value = extract_json(raw, None, is_valid=self._fits(provider_name))
+            except NoJSONFoundError:
+                pass
+            else:
+                verdict = self.judge_value(raw, value, provider_name)
+                verdict.recovered = verdict.ok
+                if verdict.ok:
+                    return verdict
+        return Verdict(
+            raw=raw, errors=[_issue(f"the arguments are not valid JSON: {call.parse_error}")]
+        )
+
+    def judge_reply_without_tool(
+        self,
+        text: str,
+        provider_name: str,
+        *,
+        extract: bool,
+        strict_json_only: bool = False,
+        cut_off: bool = False,
+    ) -> Verdict:
+        """Judge a reply that called no tool where ``submit_result`` was required.
+
+        Some OpenAI-compatible servers ignore ``tool_choice`` and write the arguments as JSON
+        text; with ``extract`` on, a valid value there is accepted (and marked recovered).
+        Anything else fails as ``output_tool_not_called``.
+
+        Args:
+            text: The reply text.
+            provider_name: The provider that answered.
+            extract: Accept a valid JSON value found in the text.
+            strict_json_only: Accept it only when the text is the JSON value alone.
+            cut_off: The reply was cut short by ``max_tokens``.
+
+        Returns:
+            The verdict.
+        """
+        if extract and text.strip() and not cut_off:
+            verdict = self.judge_text(
+                text, provider_name, extract=True, strict_json_only=strict_json_only
+            )
+            if verdict.ok:
+                verdict.recovered = True
+                return verdict
+        reason = "the reply was empty" if not text.strip() else "the model answered in text"
+        if cut_off:
+            reason = "the reply was cut off by the max_tokens limit"
+        return Verdict(
+            raw=text,
+            errors=[_issue(f"{reason} instead of calling {OUTPUT_TOOL_NAME}", "tool")],
+            failure="output_tool_not_called",
+        )
 
 
 def _for_schema(

@@ -4,23 +4,27 @@ A run sends the system prompt (with the contract's "Required Output Format" sect
 task, then, by mode:
 
 - ``tool``: offers the input tools and ``submit_result``. While input tools are offered the model
-  must call some tool; on the last allowed step, or when there are no input tools,
-  ``submit_result`` is forced by name. Invalid arguments go back in the same session as an error
-  tool result listing every problem; a text reply is answered with a reminder.
+  must call some tool; on the last allowed step, or when there are no input tools (and after a
+  failed attempt), ``submit_result`` is forced by name. Invalid arguments go back in the same
+  session as an error tool result listing every problem; a text reply is answered with a reminder.
+  A provider that cannot force a tool (Anthropic with extended thinking) gets a written reminder
+  instead, and a reply without ``submit_result`` still counts as a failed attempt.
 - ``native``: asks for the provider's structured output; the reply text is judged as JSON.
 - ``prompted``: the schema is in the prompt; JSON is extracted from the reply text.
-- ``text``: no contract; the reply text is the result.
+- ``text``: no contract; the reply text is the result. Input tools may be used for
+  ``max_steps - 1`` turns; the last turn is asked to answer without tools.
 
 Each failed attempt costs one of ``max_retries`` re-prompts; when they are spent the run fails with
 a typed error that keeps every problem and the last output. Provider failures, the token budget
 and the overall timeout end the run with their own error types. The loop never raises for what a
-model or provider did: every such outcome is a ``RunResult``.
+model or provider did: every such outcome is a ``RunResult``. Every tool call in the transcript
+is answered (OpenAI refuses a conversation with an unanswered one), so a result's transcript can
+always be resumed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -29,7 +33,12 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts.errors import NoJSONFoundError, ProviderError, ToolExecutionError
+from agent_contracts.errors import (
+    AgentshapeError,
+    ConfigError,
+    ProviderError,
+    ToolExecutionError,
+)
 from agent_contracts.events import (
     AttemptEvent,
     ModelTurnEvent,
@@ -49,7 +58,6 @@ from agent_contracts.runs import (
     RunResult,
 )
 from agent_contracts.validation import ValidationIssue
-from agent_core.extract import extract_json
 from agent_core.prompts import (
     PromptMode,
     enriched_system_prompt,
@@ -58,7 +66,7 @@ from agent_core.prompts import (
     tool_retry_prompt,
 )
 from agent_executor.analytics import AnalyticsSink
-from agent_executor.contract import OutputContract
+from agent_executor.contract import OutputContract, Verdict
 from agent_executor.providers.base import (
     ModelTurn,
     ModelTurnRequest,
@@ -69,7 +77,15 @@ from agent_executor.providers.base import (
 )
 from agent_executor.tools import InputTool
 
-__all__ = ["DEFAULT_MAX_STEPS", "RunOutcome", "RunSpec", "execute"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "FORCE_REMINDER",
+    "TOOLS_REQUIRED_REMINDER",
+    "RunOutcome",
+    "RunSpec",
+    "execute",
+    "model_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +93,25 @@ DEFAULT_MAX_STEPS = 10
 """Model turns a run with input tools may take when the agent sets no ``limits.maxSteps``."""
 
 SUBMIT = "submit_result"
+
+FORCE_REMINDER = (
+    "<output-tool-required>\n"
+    f"Call the `{SUBMIT}` tool now, with your final result as its arguments. A reply without a "
+    f"`{SUBMIT}` call is not accepted.\n"
+    "</output-tool-required>"
+)
+"""The reminder sent before a turn that should force ``submit_result`` when the provider cannot
+force a tool (Anthropic with extended thinking)."""
+
+TOOLS_REQUIRED_REMINDER = (
+    "<tool-call-required>\n"
+    "Answer only by calling tools: use the other tools to look things up, and hand in your final "
+    f"result by calling `{SUBMIT}`. A reply in plain text is not accepted.\n"
+    "</tool-call-required>"
+)
+"""The reminder added to the task when the provider cannot be made to call a tool."""
+
+_UNANSWERED = "not run: the conversation ended before this call was answered"
 
 
 @dataclass(frozen=True)
@@ -93,10 +128,13 @@ class RunSpec:
         tools: The agent's input tools.
         options: The merged run options.
         mode: The output mode.
-        max_steps: Most model turns before ``submit_result`` is forced.
+        max_steps: Most model turns before ``submit_result`` is forced (text mode: before the
+            model is asked to answer without tools).
         max_tokens: Output-token cap per model call.
         temperature: Sampling temperature.
         model_tier: 0 for the agent's own model, ``n`` for an escalation tier.
+        precheck: A failure found before any model call (run parameters that break the
+            agent's ``parameters_schema``): the run ends with it at once, events included.
     """
 
     agent_id: str
@@ -112,6 +150,7 @@ class RunSpec:
     max_tokens: int | None = None
     temperature: float | None = None
     model_tier: int = 0
+    precheck: RunError | None = None
 
 
 @dataclass
@@ -145,21 +184,6 @@ class _Failure(Exception):
 
 
 @dataclass
-class _Judged:
-    """One attempt's verdict."""
-
-    raw: str
-    value: JsonValue = None
-    errors: list[ValidationIssue] = field(default_factory=list)
-    recovered: bool = False
-    failure: RunErrorType = "output_schema_validation_failed"
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-@dataclass
 class _State:
     """What the loop has done so far."""
 
@@ -173,6 +197,7 @@ class _State:
     last_output: JsonValue = None
     last_turn_usage: Usage = field(default_factory=Usage)
     last_latency_ms: float = 0.0
+    cannot_force: bool = False
 
     @property
     def retries(self) -> int:
@@ -183,12 +208,30 @@ def _issue(message: str, keyword: str | None = None) -> ValidationIssue:
     return ValidationIssue(path="$", message=message, keyword=keyword)
 
 
+def model_name(provider: Provider) -> str:
+    """Return the model spec a provider stands for: ``openai:gpt-4.1-mini``, ``test``...
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        ``name:model``, or just the name when the model repeats it or is empty.
+    """
+    name, model = provider.name, provider.model
+    return name if not model or model == name else f"{name}:{model}"
+
+
+def _cannot_force(provider: Provider) -> bool:
+    """Whether the provider is known up front to downgrade a forced tool choice to ``auto``."""
+    return getattr(provider, "thinking_budget", None) is not None
+
+
 async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     """Run one agent conversation to a result; never raises for what a model or provider did.
 
     Args:
         spec: The resolved run.
-        sink: Where analytics events go.
+        sink: Where analytics events go (a failing sink never breaks the run).
 
     Returns:
         The outcome: a completed or failed ``RunResult`` and, when completed with a contract,
@@ -200,16 +243,27 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     if contract is not None:
         prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
         system = enriched_system_prompt(system, contract.schema, mode=prompt_mode)
+    cannot_force = spec.mode == "tool" and contract is not None and _cannot_force(spec.provider)
+    task = spec.task
+    if cannot_force:
+        task += f"\n\n{TOOLS_REQUIRED_REMINDER if spec.tools else FORCE_REMINDER}"
     messages = [Message.system(system)] if system else []
-    messages += [m for m in spec.history if m.role != "system"]
-    messages.append(Message.user(spec.task))
-    state = _State(spec=spec, sink=sink, run_id=uuid.uuid4().hex, messages=messages)
+    messages += _answered([m for m in spec.history if m.role != "system"])
+    messages.append(Message.user(task))
+    state = _State(
+        spec=spec,
+        sink=sink,
+        run_id=uuid.uuid4().hex,
+        messages=messages,
+        cannot_force=cannot_force,
+    )
+    name = model_name(spec.provider)
     _emit(
         state,
         RunStartedEvent(
             run_id=state.run_id,
             agent_id=spec.agent_id,
-            model=_model_name(spec.provider),
+            model=name,
             output_mode=spec.mode if contract is not None else None,
             schema_hash=contract.hash if contract else None,
             schema_name=contract.name if contract else None,
@@ -219,17 +273,18 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     output: BaseModel | None = None
     text: str | None = None
     data: JsonValue = None
-    error: RunError | None = None
+    error: RunError | None = spec.precheck
     recovered = False
     try:
-        loop = _loop(state)
-        timeout = spec.options.timeout_s
-        judged = await (asyncio.wait_for(loop, timeout) if timeout else loop)
-        if contract is None:
-            text = judged.raw
-        else:
-            data, recovered = judged.value, judged.recovered
-            output = contract.build(data)
+        if error is None:
+            loop = _loop(state)
+            timeout = spec.options.timeout_s
+            judged = await (asyncio.wait_for(loop, timeout) if timeout else loop)
+            if contract is None:
+                text = judged.raw
+            else:
+                data, recovered = judged.value, judged.recovered
+                output = contract.build(data)
     except _Failure as failure:
         error = failure.error
     except TimeoutError:
@@ -245,13 +300,20 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
             message=exc.format_message(),
             last_output=state.last_output,
         )
+    except ConfigError as exc:  # e.g. a FunctionModel that returned something unusable
+        error = RunError(
+            type="config_error", message=exc.format_message(), last_output=state.last_output
+        )
     except Exception as exc:  # a bug of ours or of a user's FunctionModel: still a result
         logger.exception("run %s of agent %s failed unexpectedly", state.run_id, spec.agent_id)
+        detail = exc.format_message() if isinstance(exc, AgentshapeError) else str(exc)
         error = RunError(
             type="internal_error",
-            message=f"unexpected {type(exc).__name__}: {exc}",
+            message=f"unexpected {type(exc).__name__}: {detail}",
             last_output=state.last_output,
         )
+    if error is not None:
+        text, data, output, recovered = None, None, None, False
     duration_ms = (time.perf_counter() - started) * 1000
     result = RunResult(
         status="failed" if error else "completed",
@@ -262,10 +324,10 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
         retries=state.retries,
         usage=state.usage,
         duration_ms=duration_ms,
-        transcript=state.messages,
+        transcript=_answered(state.messages),
         run_id=state.run_id,
         agent_id=spec.agent_id,
-        model=_model_name(spec.provider),
+        model=name,
         model_tier=spec.model_tier,
         schema_hash=contract.hash if contract else None,
         schema_name=contract.name if contract else None,
@@ -282,7 +344,7 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
                 duration_ms=duration_ms,
                 attempts=len(state.attempts),
                 retries=state.retries,
-                model=result.model,
+                model=name,
                 model_tier=spec.model_tier,
                 recovered_by_extraction=recovered,
             ),
@@ -304,8 +366,37 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     return RunOutcome(result=result, output=output)
 
 
-def _model_name(provider: Provider) -> str:
-    return f"{provider.name}:{provider.model}" if provider.model else provider.name
+def _answered(messages: list[Message]) -> list[Message]:
+    """Return ``messages`` with an error result for every tool call left unanswered.
+
+    A run cut short (timeout, token budget, provider error) can end right after the model's
+    tool calls; OpenAI refuses a conversation that goes on from there, so the missing results
+    are filled in, each right after its turn.
+    """
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+
+    def close() -> None:
+        if pending:
+            results = [
+                ToolResult(tool_call_id=c.id, name=c.name, content=_UNANSWERED, is_error=True)
+                for c in pending
+            ]
+            out.append(Message(role="tool", tool_results=results))
+            pending.clear()
+
+    for message in messages:
+        if message.role == "tool":
+            answered = {r.tool_call_id for r in message.tool_results}
+            pending[:] = [c for c in pending if c.id not in answered]
+            out.append(message)
+            continue
+        close()
+        out.append(message)
+        if message.role == "assistant":
+            pending.extend(message.tool_calls)
+    close()
+    return out
 
 
 def _emit(state: _State, event: BaseModel) -> None:
@@ -315,7 +406,7 @@ def _emit(state: _State, event: BaseModel) -> None:
         logger.warning("analytics sink failed; event dropped", exc_info=True)
 
 
-async def _loop(state: _State) -> _Judged:
+async def _loop(state: _State) -> Verdict:
     mode = state.spec.mode
     if state.spec.contract is None:
         return await _text_loop(state)
@@ -344,6 +435,7 @@ async def _call(
     state.usage = state.usage + turn.usage
     state.last_turn_usage = turn.usage
     state.last_latency_ms = turn.latency_ms
+    state.cannot_force = state.cannot_force or turn.tool_choice_downgraded
     state.messages.append(turn.to_message())
     _emit(
         state,
@@ -351,7 +443,7 @@ async def _call(
             run_id=state.run_id,
             agent_id=spec.agent_id,
             step=state.steps,
-            model=_model_name(spec.provider),
+            model=model_name(spec.provider),
             usage=turn.usage,
             latency_ms=turn.latency_ms,
             stop_reason=turn.raw_stop_reason or turn.stop_reason,
@@ -372,7 +464,7 @@ def _raw_of_calls(calls: Sequence[ToolCall]) -> str:
     return "\n".join(call.raw_arguments for call in calls)
 
 
-def _record(state: _State, judged: _Judged, mode: OutputMode, tool_name: str | None) -> None:
+def _record(state: _State, judged: Verdict, mode: OutputMode, tool_name: str | None) -> None:
     """Record an attempt and its analytics event; raise ``_Failure`` when retries are spent."""
     spec = state.spec
     number = len(state.attempts) + 1
@@ -388,7 +480,7 @@ def _record(state: _State, judged: _Judged, mode: OutputMode, tool_name: str | N
             latency_ms=state.last_latency_ms,
             recovered_by_extraction=judged.recovered,
             tool_name=tool_name,
-            model=_model_name(spec.provider),
+            model=model_name(spec.provider),
         )
     )
     _emit(
@@ -407,11 +499,7 @@ def _record(state: _State, judged: _Judged, mode: OutputMode, tool_name: str | N
     if judged.ok:
         return
     if number > spec.options.max_retries:
-        what = (
-            "the model did not call submit_result"
-            if judged.failure == "output_tool_not_called"
-            else "the output did not match the schema"
-        )
+        what = _FAILURE_WORDS.get(judged.failure, "the output did not match the schema")
         raise _Failure(
             judged.failure,
             f"{what} after {number} attempt{'s' if number > 1 else ''}",
@@ -426,48 +514,20 @@ def _record(state: _State, judged: _Judged, mode: OutputMode, tool_name: str | N
             number=number,
             reason=judged.failure,
             error_count=len(judged.errors),
-            model=_model_name(spec.provider),
+            model=model_name(spec.provider),
             model_tier=spec.model_tier,
         ),
     )
 
 
-def _judge_value(contract: OutputContract, raw: str, value: JsonValue) -> _Judged:
-    return _Judged(raw=raw, value=value, errors=contract.issues(value))
+_FAILURE_WORDS: dict[str, str] = {
+    "output_tool_not_called": f"the model did not call {SUBMIT}",
+    "no_json_found": "the reply held no JSON value",
+    "strict_json_only_violated": "the reply was not JSON alone (strict_json_only)",
+}
 
 
-def _judge_text(state: _State, text: str, turn: ModelTurn) -> _Judged:
-    """Judge a reply whose text should hold the JSON value (native, prompted, quirky servers)."""
-    contract = state.spec.contract
-    assert contract is not None
-    options = state.spec.options
-    if turn.stop_reason == "max_tokens":
-        return _Judged(
-            raw=text,
-            errors=[_issue("the reply was cut off by the max_tokens limit before it was complete")],
-        )
-    try:
-        value = json.loads(text)
-        recovered = False
-    except ValueError:
-        if not options.extract_json and not options.strict_json_only:
-            return _Judged(raw=text, errors=[_issue("the reply is not valid JSON")])
-        try:
-            value = extract_json(
-                text,
-                contract.schema,
-                strict_json_only=options.strict_json_only,
-                is_valid=lambda v: not contract.issues(v),
-            )
-        except NoJSONFoundError as exc:
-            return _Judged(raw=text, errors=[_issue(exc.message)])
-        recovered = True
-    judged = _judge_value(contract, text, value)
-    judged.recovered = recovered
-    return judged
-
-
-async def _json_text_loop(state: _State) -> _Judged:
+async def _json_text_loop(state: _State) -> Verdict:
     spec = state.spec
     contract = spec.contract
     assert contract is not None
@@ -476,37 +536,56 @@ async def _json_text_loop(state: _State) -> _Judged:
         response_format = contract.response_format(spec.provider.name)
     while True:
         turn = await _call(state, [], ToolChoice.auto(), response_format)
-        text = turn.text
-        judged = _judge_text(state, text, turn)
-        if judged.ok and response_format is not None:
-            judged.value = contract.unwrap(judged.value, spec.provider.name)
-            judged.errors = contract.issues(judged.value)
+        judged = contract.judge_text(
+            turn.text,
+            spec.provider.name,
+            extract=spec.options.extract_json,
+            strict_json_only=spec.options.strict_json_only,
+            cut_off=turn.stop_reason == "max_tokens",
+        )
         _record(state, judged, spec.mode, None)
         if judged.ok:
             return judged
-        state.messages.append(Message.user(text_retry_prompt(text, judged.errors)))
+        retry = text_retry_prompt(turn.text, judged.errors, schema=contract.schema)
+        state.messages.append(Message.user(retry))
 
 
-async def _text_loop(state: _State) -> _Judged:
+async def _text_loop(state: _State) -> Verdict:
+    """Free text: input tools for up to ``max_steps - 1`` turns, then an answer without tools.
+
+    The tools stay offered on the last turn (Anthropic refuses tool history without tool
+    definitions) with ``tool_choice`` ``none``; a model that still calls tools then fails the
+    run with ``max_steps_exceeded``.
+    """
     spec = state.spec
     tools = [tool.definition() for tool in spec.tools]
     while True:
-        if state.steps >= spec.max_steps and tools:
-            tools = []  # out of steps: ask for the answer without tools
-        turn = await _call(state, tools, ToolChoice.auto())
+        last = state.steps >= spec.max_steps - 1
+        choice = ToolChoice.none() if last else ToolChoice.auto()
+        turn = await _call(state, tools, choice)
         if not turn.tool_calls:
-            return _Judged(raw=turn.text)
+            judged = Verdict(raw=turn.text)
+            _record(state, judged, "text", None)
+            return judged
         results = [await _run_input_tool(spec.tools, call) for call in turn.tool_calls]
         state.messages.append(Message(role="tool", tool_results=results))
+        if last:
+            raise _Failure(
+                "max_steps_exceeded",
+                f"the model still called tools after its {spec.max_steps} steps "
+                "instead of answering",
+                last_output=turn.text or _raw_of_calls(turn.tool_calls),
+            )
 
 
 async def _run_input_tool(tools: Sequence[InputTool], call: ToolCall) -> ToolResult:
     tool = next((t for t in tools if t.name == call.name), None)
     if tool is None:
+        offered = ", ".join(t.name for t in tools) or "none"
         return ToolResult(
             tool_call_id=call.id,
             name=call.name,
-            content=f"there is no tool named {call.name!r}",
+            content=f"there is no tool named {call.name!r} (tools: {offered})",
             is_error=True,
         )
     if call.arguments is None and call.parse_error:
@@ -524,33 +603,20 @@ async def _run_input_tool(tools: Sequence[InputTool], call: ToolCall) -> ToolRes
     return ToolResult(tool_call_id=call.id, name=call.name, content=content)
 
 
-def _judge_call(state: _State, call: ToolCall) -> _Judged:
-    """Judge one ``submit_result`` call's arguments against the contract."""
-    contract = state.spec.contract
-    assert contract is not None
-    dialect = state.spec.provider.name
-    raw = call.raw_arguments or json.dumps(call.arguments)
-    if call.arguments is None and call.parse_error is not None:
-        if state.spec.options.extract_json:
-            try:
-                value = extract_json(raw, None)
-            except NoJSONFoundError:
-                value = None
-            if value is not None:
-                value = contract.unwrap(value, dialect)
-                judged = _judge_value(contract, raw, value)
-                if judged.ok:
-                    judged.recovered = True
-                    return judged
-        return _Judged(
-            raw=raw,
-            errors=[_issue(f"the arguments are not valid JSON: {call.parse_error}")],
-        )
-    value = contract.unwrap(call.arguments, dialect)
-    return _judge_value(contract, raw, value)
+def _remind(state: _State, forced: bool) -> None:
+    """Before a turn that should force ``submit_result`` on a provider that cannot, say so.
+
+    Added after a round of input-tool results (a rejected call's result and the text-reply
+    reminder already ask for ``submit_result``), so a reminder never repeats itself.
+    """
+    if not (forced and state.cannot_force):
+        return
+    last = state.messages[-1]
+    if last.role == "tool" and all(r.name != SUBMIT for r in last.tool_results):
+        state.messages.append(Message.user(FORCE_REMINDER))
 
 
-async def _tool_loop(state: _State) -> _Judged:
+async def _tool_loop(state: _State) -> Verdict:
     spec = state.spec
     contract = spec.contract
     assert contract is not None
@@ -562,10 +628,17 @@ async def _tool_loop(state: _State) -> _Judged:
         forced = output_phase or not inputs or state.steps >= spec.max_steps - 1
         tools = [submit] if forced else [*inputs, submit]
         choice = ToolChoice.tool(SUBMIT) if forced else ToolChoice.required()
+        _remind(state, forced)
         turn = await _call(state, tools, choice)
-        submits = [call for call in turn.tool_calls if call.name == SUBMIT]
+        cut_off = turn.stop_reason == "max_tokens"
         if not turn.tool_calls:
-            judged = _reply_without_tool(state, turn)
+            judged = contract.judge_reply_without_tool(
+                turn.text,
+                spec.provider.name,
+                extract=spec.options.extract_json,
+                strict_json_only=spec.options.strict_json_only,
+                cut_off=cut_off,
+            )
             _record(state, judged, "tool", None)
             if judged.ok:
                 return judged
@@ -573,18 +646,20 @@ async def _tool_loop(state: _State) -> _Judged:
             state.messages.append(Message.user(tool_not_called_prompt(SUBMIT)))
             continue
         results: list[ToolResult] = []
-        accepted: _Judged | None = None
-        verdicts: list[_Judged] = []
+        accepted: Verdict | None = None
+        verdicts: list[Verdict] = []
         for call in turn.tool_calls:
             if call.name == SUBMIT:
-                judged = _judge_call(state, call)
-                verdicts.append(judged)
+                judged = contract.judge_call(
+                    call, spec.provider.name, extract=spec.options.extract_json, cut_off=cut_off
+                )
                 if judged.ok and accepted is None:
                     accepted = judged
                     content = "Result accepted."
                 elif judged.ok:
-                    content = "An earlier submit_result call in this turn was already accepted."
+                    content = f"Ignored: an earlier {SUBMIT} call in this turn was accepted."
                 else:
+                    verdicts.append(judged)
                     content = tool_retry_prompt(judged.errors)
                 results.append(
                     ToolResult(
@@ -595,12 +670,15 @@ async def _tool_loop(state: _State) -> _Judged:
                 results.append(await _run_input_tool(spec.tools, call))
             else:
                 offered = ", ".join(t.name for t in tools)
+                what = "is not one of your tools"
+                if call.name in input_names:
+                    what = "is not a tool you can call now"
                 message = (
-                    f"{call.name!r} is not a tool you can call now; call {SUBMIT} "
-                    f"with your final result (tools offered: {offered})"
+                    f"{call.name!r} {what}; call {SUBMIT} with your final result "
+                    f"(tools offered: {offered})"
                 )
                 verdicts.append(
-                    _Judged(
+                    Verdict(
                         raw=call.raw_arguments,
                         errors=[_issue(message, "tool")],
                         failure="output_tool_not_called",
@@ -614,38 +692,6 @@ async def _tool_loop(state: _State) -> _Judged:
             _record(state, accepted, "tool", SUBMIT)
             return accepted
         if verdicts:
-            _record(state, _merge(verdicts), "tool", SUBMIT if submits else None)
+            called = any(call.name == SUBMIT for call in turn.tool_calls)
+            _record(state, Verdict.merge(verdicts), "tool", SUBMIT if called else None)
             output_phase = True
-
-
-def _merge(verdicts: list[_Judged]) -> _Judged:
-    """Fold one turn's failed verdicts into one attempt, each error stated once."""
-    if len(verdicts) == 1:
-        return verdicts[0]
-    errors: list[ValidationIssue] = []
-    for verdict in verdicts:
-        errors += [e for e in verdict.errors if e not in errors]
-    failure: RunErrorType = (
-        "output_tool_not_called"
-        if all(v.failure == "output_tool_not_called" for v in verdicts)
-        else "output_schema_validation_failed"
-    )
-    last = verdicts[-1]
-    return _Judged(raw=last.raw, value=last.value, errors=errors, failure=failure)
-
-
-def _reply_without_tool(state: _State, turn: ModelTurn) -> _Judged:
-    """Judge a reply that called no tool: a text answer may still hold valid JSON."""
-    text = turn.text
-    if state.spec.options.extract_json and text.strip():
-        judged = _judge_text(state, text, turn)
-        if judged.ok:
-            return judged
-    reason = "the reply was empty" if not text.strip() else "the model answered in text"
-    if turn.stop_reason == "max_tokens":
-        reason = "the reply was cut off by the max_tokens limit"
-    return _Judged(
-        raw=text,
-        errors=[_issue(f"{reason} instead of calling {SUBMIT}", "tool")],
-        failure="output_tool_not_called",
-    )

@@ -1,0 +1,248 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_contracts.errors import AgentshapeError
+from agent_contracts.runs import RunResult
+from agent_executor.cli import find_agent_file, main, parse_param
+from tests.fake_llm import FakeLLM, openai_tool_call
+
+AGENT_YML = """\
+schema: kb.agent/1
+id: grader
+name: Grader
+context:
+  static:
+    system: You grade essays.
+output:
+  schema:
+    type: object
+    required: [title, score]
+    properties:
+      title: { type: string }
+      score: { type: integer, minimum: 0 }
+    additionalProperties: false
+"""
+
+PARAMS_YML = AGENT_YML.replace(
+    "output:",
+    "parameters_schema:\n  type: object\n  required: [count]\n"
+    "  properties:\n    count: { type: integer }\noutput:",
+)
+
+NOTE = "note: using the offline test model"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    agents = tmp_path / "agents"
+    (agents / "grader").mkdir(parents=True)
+    (agents / "grader" / "agent.yml").write_text(AGENT_YML)
+    (agents / "counter").mkdir()
+    (agents / "counter" / "agent.yml").write_text(PARAMS_YML)
+    return agents
+
+
+def run_cli(fleet: Path, *args: str) -> int:
+    analytics = fleet.parent / "analytics"
+    return main(["run", *args, "--agents-dir", str(fleet), "--analytics-dir", str(analytics)])
+
+
+def test_run_completes_with_the_offline_model(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(fleet, "grader", "--task", "Grade the essay.")
+    out, err = capsys.readouterr()
+
+    assert code == 0
+    assert out.startswith("completed: agent grader on test, 1 attempt, ")
+    body = json.loads(out[out.index("{") :])
+    assert set(body) == {"title", "score"}
+    assert NOTE in err and "no API key set and no --model given" in err
+    assert (fleet.parent / "analytics").is_dir()
+
+
+def test_note_does_not_claim_no_model_when_test_was_asked_for(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(fleet, "grader", "--task", "Grade.", "--model", "test") == 0
+    err = capsys.readouterr().err
+    assert NOTE in err and "as asked" in err
+    assert "no --model given" not in err
+
+
+def test_json_output_is_the_full_run_result(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(fleet, "grader", "--task", "Grade.", "--json")
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert code == 0
+    assert result.status == "completed" and result.model == "test"
+    assert result.agent_id == "grader" and len(result.attempts) == 1
+
+
+def test_a_failed_run_exits_1_with_the_error(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(fleet, "grader", "--task", "Grade.", "--model", "test:fail_first=text+text")
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("failed: agent grader on test, 2 attempts")
+    assert "error [output_tool_not_called]" in out
+    assert "instead of calling submit_result" in out
+    assert "last output:" in out
+
+
+def test_a_failed_run_with_json(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli(
+        fleet,
+        "grader",
+        "--task",
+        "Grade.",
+        "--model",
+        "test:fail_first=text",
+        "--json",
+        "--max-retries",
+        "0",
+    )
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert code == 1
+    assert result.error is not None and result.error.type == "output_tool_not_called"
+    assert len(result.attempts) == 1
+
+
+def test_pretty_output_shows_a_rescue_by_retry(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(
+        fleet, "grader", "--task", "Grade.", "--model", "test:fail_first=invalid_arguments"
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "2 attempts" in out
+    assert "rescued by 1 retry:" in out
+    assert "  attempt 1 was rejected: $" in out
+
+
+def test_mode_option(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli(fleet, "grader", "--task", "Grade.", "--mode", "native", "--json")
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert code == 0 and result.attempts[0].mode == "native"
+
+
+def test_params_are_parsed_and_validated(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(fleet, "counter", "--task", "Count.", "--param", "count=3") == 0
+    capsys.readouterr()
+    code = run_cli(fleet, "counter", "--task", "Count.", "--param", "count=three")
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "error [input_validation_failed]" in out
+    assert "$.count: 'three' is not of type 'integer'" in out
+
+
+def test_agent_given_as_a_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "custom.yml"
+    path.write_text(AGENT_YML)
+    analytics = str(tmp_path / "an")
+    assert main(["run", str(path), "--task", "Go.", "--analytics-dir", analytics]) == 0
+    assert main(["run", str(tmp_path / "nowhere"), "--task", "Go."]) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nobody", "--task", "Go."], "no agent 'nobody'"),
+        (["grader", "--task", "Go.", "--param", "novalue"], "--param expects key=value"),
+        (["grader", "--task", "Go.", "--model", "mystery:model"], "unknown model provider"),
+        (["grader", "--task", "Go.", "--model", "openai:gpt-4.1"], "OPENAI_API_KEY"),
+        (["grader", "--task", "Go.", "--max-retries", "-1"], "--max-retries"),
+    ],
+)
+def test_bad_usage_exits_2(
+    fleet: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert run_cli(fleet, *args) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("agentshape: ") and message in err
+
+
+def test_unknown_agent_lists_the_fleet(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(fleet, "nobody", "--task", "Go.") == 2
+    assert "counter, grader" in capsys.readouterr().err
+
+
+def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "grader"]) == 2  # --task is required
+    assert "--task" in capsys.readouterr().err
+    assert main([]) == 2
+    assert main(["--help"]) == 0
+
+
+def test_a_broken_agent_file_exits_2(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (fleet / "grader" / "agent.yml").write_text(
+        AGENT_YML.replace("type: object\n", "type: objekt\n", 1)
+    )
+    assert run_cli(fleet, "grader", "--task", "Go.") == 2
+    assert "objekt" in capsys.readouterr().err
+
+
+def test_a_real_provider_over_http_without_leaking_the_key(
+    fleet: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-cli-secret-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    fake_llm.respond(openai_tool_call("submit_result", {"title": "ok", "score": 2}))
+    code = run_cli(fleet, "grader", "--task", "Grade.", "--model", "openai:gpt-test")
+    out, err = capsys.readouterr()
+
+    assert code == 0
+    assert out.startswith("completed: agent grader on openai:gpt-test")
+    assert NOTE not in err
+    assert fake_llm.requests[0].body["tool_choice"]["function"]["name"] == "submit_result"
+    logged = "".join(p.read_text() for p in (fleet.parent / "analytics").glob("*.jsonl"))
+    assert logged and "sk-cli-secret-key" not in logged
+
+
+def test_parse_param() -> None:
+    assert parse_param("count=3") == ("count", 3)
+    assert parse_param("name=owl") == ("name", "owl")
+    assert parse_param("tags=[1, 2]") == ("tags", [1, 2])
+    assert parse_param(" key =a=b") == ("key", "a=b")
+    assert parse_param("empty=") == ("empty", "")
+    with pytest.raises(AgentshapeError, match="key=value"):
+        parse_param("=v")
+
+
+def test_find_agent_file(fleet: Path) -> None:
+    assert find_agent_file("grader", fleet) == fleet / "grader" / "agent.yml"
+    assert find_agent_file(str(fleet / "grader"), fleet) == fleet / "grader" / "agent.yml"
+    with pytest.raises(AgentshapeError, match="counter, grader"):
+        find_agent_file("nobody", fleet)
+
+
+def test_the_installed_command(fleet: Path) -> None:
+    command = Path(sys.executable).parent / "agentshape"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    completed = subprocess.run(
+        [str(command), "run", "grader", "--task", "Grade.", "--json"],
+        cwd=fleet.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert RunResult.model_validate_json(completed.stdout).status == "completed"
+    assert NOTE in completed.stderr
+    assert (fleet.parent / ".agentshape" / "analytics").is_dir()

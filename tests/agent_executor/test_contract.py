@@ -1,0 +1,278 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError, InvalidSchemaError
+from agent_contracts.messages import ToolCall
+from agent_contracts.validation import ValidationIssue
+from agent_executor.contract import CUT_OFF, OutputContract, Verdict, dialect_for, resolve_contract
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["title", "score"],
+    "properties": {"title": {"type": "string"}, "score": {"type": "integer", "minimum": 0}},
+    "additionalProperties": False,
+}
+OTHER: dict[str, Any] = {
+    "type": "object",
+    "required": ["verdict"],
+    "properties": {"verdict": {"enum": ["pass", "fail"]}},
+    "additionalProperties": False,
+}
+LIST_SCHEMA: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
+
+
+class Review(BaseModel):
+    title: str
+    score: int
+
+
+def config(**fields: Any) -> AgentConfig:
+    return AgentConfig.model_validate({"id": "grader", **fields})
+
+
+def resolve(
+    cfg: AgentConfig,
+    *,
+    output_type: type[BaseModel] | None = None,
+    inline: dict[str, Any] | None = None,
+    named: tuple[str, dict[str, Any]] | None = None,
+    lenient: bool = False,
+) -> OutputContract | None:
+    return resolve_contract(
+        cfg, output_type=output_type, inline=inline, named=named, lenient=lenient
+    )
+
+
+def must(contract: OutputContract | None) -> OutputContract:
+    assert contract is not None
+    return contract
+
+
+@pytest.mark.parametrize(
+    ("provider", "dialect"),
+    [("openai", "openai"), ("anthropic", "anthropic"), ("ollama", "neutral"), ("test", "neutral")],
+)
+def test_dialect_for_provider(provider: str, dialect: str) -> None:
+    assert dialect_for(provider) == dialect
+
+
+def test_agents_own_schema() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    assert contract.source == "agent" and contract.name is None
+    assert contract.schema == SCHEMA
+    assert contract.issues({"title": "x", "score": 1}) == []
+    assert [str(i) for i in contract.issues({"title": "x", "score": -1})] == [
+        "$.score: -1 is less than the minimum of 0"
+    ]
+
+
+def test_the_agents_own_contract_cannot_be_replaced() -> None:
+    with pytest.raises(ConfigError, match="cannot override; this run gave an inline"):
+        resolve(config(output_schema=SCHEMA), inline=OTHER)
+    with pytest.raises(ConfigError, match="a named output schema"):
+        resolve(config(output_schema=SCHEMA), named=("verdicts", OTHER))
+    with pytest.raises(ConfigError, match="default_output_schema"):
+        resolve(config(), output_type=Review, inline=OTHER)
+
+
+def test_inline_then_named_then_default() -> None:
+    cfg = config(default_output_schema=SCHEMA)
+    inline = must(resolve(cfg, inline=OTHER, named=("n", LIST_SCHEMA)))
+    named = must(resolve(cfg, named=("verdicts", OTHER)))
+    default = must(resolve(cfg))
+    assert (inline.source, inline.schema) == ("inline", OTHER)
+    assert (named.source, named.name, named.schema) == ("named", "verdicts", OTHER)
+    assert (default.source, default.schema) == ("default", SCHEMA)
+
+
+def test_no_contract_means_free_text() -> None:
+    assert resolve(config()) is None
+
+
+def test_hash_is_stable_and_tells_schemas_apart() -> None:
+    one = must(resolve(config(output_schema=SCHEMA)))
+    two = must(resolve(config(default_output_schema=SCHEMA)))
+    other = must(resolve(config(output_schema=OTHER)))
+    assert one.hash == two.hash != other.hash
+
+
+def test_invalid_schema_is_reported_with_where_it_came_from() -> None:
+    with pytest.raises(InvalidSchemaError, match="inline output schema"):
+        resolve(config(), inline={"type": "objekt"})
+
+
+def test_lenient_formats_only_when_asked() -> None:
+    schema = {"type": "object", "properties": {"when": {"type": "string", "format": "date"}}}
+    strict = must(resolve(config(output_schema=schema)))
+    lenient = must(resolve(config(output_schema=schema), lenient=True))
+    assert strict.issues({"when": "not a date"}) != []
+    assert lenient.issues({"when": "not a date"}) == []
+
+
+def test_pydantic_class_contract_builds_instances() -> None:
+    contract = must(resolve(config(), output_type=Review))
+    assert contract.source == "agent" and contract.name == "Review"
+    built = contract.build({"title": "x", "score": 2})
+    assert isinstance(built, Review) and built == Review(title="x", score=2)
+    assert contract.issues({"title": "x", "score": "many"}) != []
+
+
+def test_schema_contract_builds_the_dynamic_model() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    built = contract.build({"title": "x", "score": 2})
+    assert isinstance(built, contract.model)
+    assert built.model_dump() == {"title": "x", "score": 2}
+
+
+def test_tool_definition_per_dialect() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    openai = contract.tool_definition("openai")
+    anthropic = contract.tool_definition("anthropic")
+    ollama = contract.tool_definition("ollama")
+    assert openai.name == anthropic.name == ollama.name == "submit_result"
+    assert openai.strict and anthropic.strict and not ollama.strict
+    assert openai.parameters["additionalProperties"] is False
+    assert ollama.parameters == SCHEMA
+    # Anthropic strict cannot take numeric bounds: they move to the description, and the
+    # run's own validation still enforces them.
+    score = anthropic.parameters["properties"]
+    assert isinstance(score, dict) and "minimum" not in score["score"]
+
+
+def test_non_object_root_is_wrapped_and_unwrapped() -> None:
+    contract = must(resolve(config(output_schema=LIST_SCHEMA)))
+    tool = contract.tool_definition("openai")
+    assert tool.parameters["required"] == ["result"]
+    assert "`result` argument" in tool.description
+    for provider in ("openai", "anthropic", "ollama"):
+        assert contract.unwrap({"result": [1, 2]}, provider) == [1, 2]
+    assert contract.issues(contract.unwrap({"result": [1, "x"]}, "openai")) != []
+
+
+def test_optional_fields_openai_strict_nulls_are_removed() -> None:
+    schema = {
+        "type": "object",
+        "required": ["title"],
+        "properties": {"title": {"type": "string"}, "note": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    contract = must(resolve(config(output_schema=schema)))
+    assert contract.tool_definition("openai").parameters["required"] == ["title", "note"]
+    value = contract.unwrap({"title": "x", "note": None}, "openai")
+    assert value == {"title": "x"} and contract.issues(value) == []
+
+
+def test_response_format_per_dialect() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    openai = contract.response_format("openai")
+    ollama = contract.response_format("ollama")
+    anthropic = contract.response_format("anthropic")
+    assert openai.strict and not ollama.strict and anthropic.strict
+    assert ollama.json_schema == SCHEMA
+    assert anthropic.json_schema["additionalProperties"] is False
+
+
+def test_response_format_anthropic_refuses_a_schema_it_cannot_take() -> None:
+    recursive = {
+        "type": "object",
+        "properties": {"child": {"$ref": "#"}},
+        "additionalProperties": False,
+    }
+    contract = must(resolve(config(output_schema=recursive)))
+    with pytest.raises(ConfigError, match="structured outputs"):
+        contract.response_format("anthropic")
+
+
+# Judging replies --------------------------------------------------------------------------------
+
+VALID = {"title": "x", "score": 1}
+
+
+def contract() -> OutputContract:
+    return must(resolve(config(output_schema=SCHEMA)))
+
+
+def test_judge_value_unwraps_and_refuses_null() -> None:
+    wrapped = must(resolve(config(output_schema=LIST_SCHEMA)))
+    assert wrapped.judge_value("{}", {"result": [1]}, "openai").value == [1]
+    anything = must(resolve(config(output_schema={})))
+    verdict = anything.judge_value("null", None, "openai")
+    assert not verdict.ok and "null is not a result" in str(verdict.errors[0])
+
+
+def test_judge_text_whole_reply_and_extraction() -> None:
+    whole = contract().judge_text(json.dumps(VALID), "openai", extract=True, strict_json_only=False)
+    assert whole.ok and not whole.recovered and whole.value == VALID
+    prose = "Sure:\n```json\n" + json.dumps(VALID) + "\n```"
+    found = contract().judge_text(prose, "openai", extract=True, strict_json_only=False)
+    assert found.ok and found.recovered
+    off = contract().judge_text(prose, "openai", extract=False, strict_json_only=False)
+    assert off.failure == "no_json_found"
+
+
+def test_judge_text_reports_the_best_invalid_candidate() -> None:
+    prose = "Here: " + json.dumps({"title": "x", "score": -2})
+    verdict = contract().judge_text(prose, "openai", extract=True, strict_json_only=False)
+    assert verdict.failure == "output_schema_validation_failed"
+    assert verdict.value == {"title": "x", "score": -2}
+    assert [str(e) for e in verdict.errors] == ["$.score: -2 is less than the minimum of 0"]
+
+
+def test_judge_text_failure_types() -> None:
+    none = contract().judge_text("no idea", "openai", extract=True, strict_json_only=False)
+    assert none.failure == "no_json_found" and none.errors
+    strict = contract().judge_text(
+        "Here: " + json.dumps(VALID), "openai", extract=True, strict_json_only=True
+    )
+    assert strict.failure == "strict_json_only_violated" and strict.value == VALID
+    cut = contract().judge_text(
+        json.dumps(VALID), "openai", extract=True, strict_json_only=False, cut_off=True
+    )
+    assert not cut.ok and CUT_OFF in str(cut.errors[0])
+
+
+def test_judge_call() -> None:
+    ok = ToolCall(id="c", name="submit_result", arguments=VALID, raw_arguments=json.dumps(VALID))
+    assert contract().judge_call(ok, "openai", extract=True).ok
+    fenced = "```json\n" + json.dumps(VALID) + "\n```"
+    broken = ToolCall(id="c", name="submit_result", raw_arguments=fenced, parse_error="bad")
+    recovered = contract().judge_call(broken, "openai", extract=True)
+    assert recovered.ok and recovered.recovered and recovered.raw == fenced
+    refused = contract().judge_call(broken, "openai", extract=False)
+    assert not refused.ok and "not valid JSON: bad" in str(refused.errors[0])
+    cut = contract().judge_call(broken, "openai", extract=True, cut_off=True)
+    assert CUT_OFF in str(cut.errors[0])
+
+
+def test_judge_reply_without_tool() -> None:
+    accepted = contract().judge_reply_without_tool(json.dumps(VALID), "ollama", extract=True)
+    assert accepted.ok and accepted.recovered
+    text = contract().judge_reply_without_tool("It is fine.", "openai", extract=True)
+    assert text.failure == "output_tool_not_called"
+    assert str(text.errors[0]) == "$: the model answered in text instead of calling submit_result"
+    empty = contract().judge_reply_without_tool("", "openai", extract=True)
+    assert "the reply was empty" in str(empty.errors[0])
+
+
+def test_verdict_merge_states_each_error_once() -> None:
+    one = contract().judge_value("{}", {"title": 3}, "openai")
+    two = contract().judge_value("{}", {"title": 3}, "openai")
+    wrong = Verdict(
+        raw="",
+        errors=[ValidationIssue(path="$", message="wrong tool")],
+        failure="output_tool_not_called",
+    )
+    merged = Verdict.merge([one, wrong, two])
+    assert [str(e) for e in merged.errors] == [
+        "$: 'score' is a required property",
+        "$.title: 3 is not of type 'string'",
+        "$: wrong tool",
+    ]
+    assert merged.failure == "output_schema_validation_failed"
+    assert Verdict.merge([wrong, wrong]).failure == "output_tool_not_called"
