@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import random
+import re
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -212,9 +213,9 @@ class TestModel:
                 for index, tool in enumerate(targets)
             ]
             return ModelTurn(tool_calls=calls, stop_reason="tool_use")
-        if turn.response_format is not None:
-            value = generate_value(turn.response_format.json_schema, rng=rng)
-            return ModelTurn(text=json.dumps(value))
+        schema = _answer_schema(turn)
+        if schema is not None:
+            return ModelTurn(text=json.dumps(generate_value(schema, rng=rng)))
         return ModelTurn(text=self.text)
 
     def _failure(
@@ -224,9 +225,7 @@ class TestModel:
         target: ToolDefinition | None,
         rng: random.Random,
     ) -> ModelTurn:
-        schema = target.parameters if target is not None else None
-        if schema is None and turn.response_format is not None:
-            schema = turn.response_format.json_schema
+        schema = target.parameters if target is not None else _answer_schema(turn)
         if failure == "text":
             return ModelTurn(text="I looked into it, and I'd rather explain it in words.")
         if failure == "no_tool_call":
@@ -260,6 +259,29 @@ class TestModel:
             id=_call_id(turn, 0), name=target.name, raw_arguments=broken, parse_error=error
         )
         return ModelTurn(tool_calls=[call], stop_reason=stop)
+
+
+_PROMPTED_SCHEMA = re.compile(r"## Required Output Format.*?```json\n(.*?)\n```", re.DOTALL)
+
+
+def _answer_schema(turn: ModelTurnRequest) -> JsonValue | None:
+    """Return the schema a text answer must match.
+
+    Native ``response_format`` first, else the schema the system prompt's "Required Output
+    Format" section shows (prompted mode, read the way a model would), else ``None``.
+    """
+    if turn.response_format is not None:
+        return turn.response_format.json_schema
+    for message in turn.messages:
+        if message.role == "system":
+            found = _PROMPTED_SCHEMA.findall(message.content)
+            if found:
+                try:
+                    schema: JsonValue = json.loads(found[-1])
+                except ValueError:
+                    return None
+                return schema
+    return None
 
 
 def _call_id(turn: ModelTurnRequest, index: int) -> str:

@@ -17,6 +17,7 @@ from agent_contracts.errors import (
 )
 from agent_contracts.messages import Message
 from agent_contracts.runs import RunError, RunOptions, RunResult
+from agent_core.validation import validate_output
 from agent_executor.agent import Agent, AgentResult, format_child_result, run_many
 from agent_executor.analytics import MemoryAnalytics, read_events
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
@@ -158,13 +159,14 @@ async def test_tool_mode_on_a_model_without_tools_is_a_config_error() -> None:
     class Plain(TestModel):
         supports_tools = False
 
-    answer = json.dumps({"title": "x", "score": 1})
-    agent = Agent(config(output_schema=SCHEMA), model=Plain(text=answer), **quiet())
+    agent = Agent(config(output_schema=SCHEMA), model=Plain(), **quiet())
     with pytest.raises(ConfigError, match="cannot call tools"):
         await agent.run("Grade.", options=RunOptions(output_mode="tool"))
     result = await agent.run("Grade.")
+    # The model read the schema from its prompt and answered with JSON text.
     assert result.ok and result.attempts[0].mode == "prompted"
-    assert result.result_data == {"title": "x", "score": 1}
+    assert result.attempts[0].raw_output == json.dumps(result.result_data)
+    assert validate_output(result.result_data, SCHEMA) == []
 
 
 async def test_pydantic_output_type() -> None:

@@ -342,3 +342,27 @@ async def test_forcing_another_tool_calls_that_tool() -> None:
         )
     ]
     assert is_valid(turn.tool_calls[0].arguments, read.parameters)
+
+
+async def test_prompted_mode_answers_with_json_matching_the_schema_in_the_system_prompt() -> None:
+    from agent_core.prompts import enriched_system_prompt
+
+    schema: JsonValue = {
+        "type": "object",
+        "required": ["verdict"],
+        "properties": {"verdict": {"enum": ["yes", "no"]}},
+        "additionalProperties": False,
+    }
+    system = enriched_system_prompt("You judge.", schema, mode="prompted")
+    turn = await TestModel().request(
+        ModelTurnRequest(messages=[Message.system(system), Message.user("Is it?")])
+    )
+    assert turn.tool_calls == []
+    jsonschema.validate(json.loads(turn.text), schema)
+
+
+async def test_without_any_schema_it_answers_its_fixed_text() -> None:
+    turn = await TestModel(text="plain answer").request(
+        ModelTurnRequest(messages=[Message.user("Hi")])
+    )
+    assert turn.text == "plain answer"
