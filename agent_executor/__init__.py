@@ -6,6 +6,8 @@ The entry points are :class:`Agent` (``Agent.from_yaml(path)``, ``await agent.ru
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_executor.agent import Agent, AgentResult, format_child_result, run_many
 from agent_executor.analytics import (
     DEFAULT_ANALYTICS_DIR,
@@ -16,15 +18,22 @@ from agent_executor.analytics import (
     ReadResult,
     read_events,
 )
-from agent_executor.providers import (
-    AnthropicProvider,
-    FunctionModel,
-    OpenAIProvider,
-    Provider,
-    TestModel,
-    resolve_model,
-)
+from agent_executor.providers import FunctionModel, Provider, TestModel, resolve_model
 from agent_executor.tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
+
+if TYPE_CHECKING:
+    from agent_executor.providers.anthropic import AnthropicProvider
+    from agent_executor.providers.openai import OpenAIProvider
+
+
+def __getattr__(name: str) -> object:
+    """Import the SDK-backed providers on first use (each SDK takes about a second to load)."""
+    if name in ("AnthropicProvider", "OpenAIProvider"):
+        from agent_executor import providers
+
+        return getattr(providers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent_executor.providers.anthropic import AnthropicProvider
+from typing import TYPE_CHECKING
+
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -15,7 +16,6 @@ from agent_executor.providers.base import (
     ToolNameMap,
 )
 from agent_executor.providers.function import FunctionModel, FunctionReply, TurnFunction
-from agent_executor.providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider
 from agent_executor.providers.resolve import (
     DEFAULT_ANTHROPIC_MODEL,
     DEFAULT_OLLAMA_BASE_URL,
@@ -24,6 +24,26 @@ from agent_executor.providers.resolve import (
     resolve_model,
 )
 from agent_executor.providers.test import FAILURE_MODES, FailureMode, TestModel, generate_value
+
+if TYPE_CHECKING:
+    from agent_executor.providers.anthropic import AnthropicProvider
+    from agent_executor.providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider
+
+_LAZY = {
+    "AnthropicProvider": "agent_executor.providers.anthropic",
+    "OpenAIProvider": "agent_executor.providers.openai",
+    "TOOL_ERROR_PREFIX": "agent_executor.providers.openai",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import the SDK-backed providers on first use (each SDK takes about a second to load)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",

@@ -9,10 +9,11 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from agent_contracts.errors import ConfigError
-from agent_executor.providers.anthropic import AnthropicProvider
 from agent_executor.providers.base import Provider
-from agent_executor.providers.openai import OpenAIProvider
 from agent_executor.providers.test import TestModel
+
+# The SDK-backed providers are imported where they are built: importing both SDKs costs about
+# two seconds, which a run on the test model (and the CLI's start) should not pay.
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
@@ -34,6 +35,8 @@ def _openai(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("OPENAI_API_KEY")
     if not key:
         raise ConfigError(f"model 'openai:{model}' needs OPENAI_API_KEY to be set")
+    from agent_executor.providers.openai import OpenAIProvider
+
     return OpenAIProvider(model, api_key=key, base_url=env.get("OPENAI_BASE_URL") or None)
 
 
@@ -41,6 +44,8 @@ def _anthropic(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("ANTHROPIC_API_KEY")
     if not key:
         raise ConfigError(f"model 'anthropic:{model}' needs ANTHROPIC_API_KEY to be set")
+    from agent_executor.providers.anthropic import AnthropicProvider
+
     return AnthropicProvider(model, api_key=key, base_url=env.get("ANTHROPIC_BASE_URL") or None)
 
 
@@ -48,6 +53,8 @@ def _ollama(model: str, env: Mapping[str, str]) -> Provider:
     base_url = env.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_BASE_URL
     if urlsplit(base_url).path.strip("/") == "":  # "http://host:11434" means its /v1 endpoint
         base_url = base_url.rstrip("/") + "/v1"
+    from agent_executor.providers.openai import OpenAIProvider
+
     return OpenAIProvider(model, api_key="ollama", base_url=base_url, name="ollama")
 
 
