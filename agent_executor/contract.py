@@ -8,6 +8,7 @@ Pydantic class. Either way it judges a value the same way for every output mode:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -22,9 +23,12 @@ from agent_contracts.validation import ValidationIssue
 from agent_core.dialects import Dialect
 from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
+from agent_core.schema_checks import ensure_output_schema
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
 from agent_core.validation import validate_output
 from agent_executor.providers.base import ResponseFormat, ToolDefinition
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["CUT_OFF", "OutputContract", "Verdict", "dialect_for", "resolve_contract"]
 
@@ -335,12 +339,27 @@ class OutputContract:
         )
 
 
+_CACHE_LIMIT = 256
+_contracts: dict[tuple[str, SchemaSource, str | None, bool], OutputContract] = {}
+
+
 def _for_schema(
     schema: JsonSchema, source: SchemaSource, name: str | None, lenient: bool, where: str
 ) -> OutputContract:
+    """Build (once per schema) the contract: compile, check, model, and the output tool.
+
+    The config-time checks of ``schema_checks`` run here: errors raise, warnings (such as an
+    unknown keyword that looks like a typo) are logged once per schema.
+    """
     compiled = compile_schema(schema, lenient=lenient, source=where)
+    key = (compiled.hash, source, name, lenient)
+    cached = _contracts.get(key)
+    if cached is not None:
+        return cached
+    for finding in ensure_output_schema(schema, source=where):
+        logger.warning("%s: %s: %s", where, finding.path, finding.message)
     model = model_from_schema(schema, name="Output", lenient=lenient, source=where)
-    return OutputContract(
+    contract = OutputContract(
         schema=schema,
         model=model,
         source=source,
@@ -350,6 +369,10 @@ def _for_schema(
         lenient=lenient,
         _judge=compiled.issues,
     )
+    if len(_contracts) >= _CACHE_LIMIT:
+        _contracts.clear()
+    _contracts[key] = contract
+    return contract
 
 
 def _for_class(model: type[BaseModel], lenient: bool) -> OutputContract:

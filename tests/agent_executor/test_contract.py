@@ -276,3 +276,17 @@ def test_verdict_merge_states_each_error_once() -> None:
     ]
     assert merged.failure == "output_schema_validation_failed"
     assert Verdict.merge([wrong, wrong]).failure == "output_tool_not_called"
+
+
+def test_config_time_checks_refuse_a_schema_no_value_can_meet() -> None:
+    schema = {"type": "object", "properties": {"level": {"enum": []}}}
+    with pytest.raises(InvalidSchemaError, match="enum"):
+        resolve(config(output_schema=schema))
+
+
+def test_config_time_checks_warn_about_a_likely_typo(caplog: pytest.LogCaptureFixture) -> None:
+    schema = {"type": "object", "requried": ["a"], "properties": {"a": {"type": "string"}}}
+    with caplog.at_level("WARNING", logger="agent_executor.contract"):
+        contract = resolve(config(output_schema=schema))
+    assert contract is not None
+    assert "did you mean 'required'" in caplog.text
