@@ -4,11 +4,13 @@
 
     AgentshapeError
     ├── ConfigError                 the developer's mistake: a bad config, option or call
-    │   └── ConfigFileError         a config file that cannot be read (names file, line, field)
-    │       └── ConfigProblems      every problem found in one config file, reported at once
+    │   ├── ConfigFileError         a config file that cannot be read (names file, line, field)
+    │   │   └── ConfigProblems      every problem found in one config file, reported at once
+    │   └── SchemaRegistryError     the named schema registry cannot do it (names the file)
     ├── SchemaError                 a JSON Schema that cannot be used
     │   ├── InvalidSchemaError      fails its draft's meta-schema (names the JSON path)
-    │   └── SchemaReferenceError    a ``$ref`` that does not resolve offline
+    │   ├── SchemaReferenceError    a ``$ref`` that does not resolve offline
+    │   └── SchemaNotFoundError     no registered schema has that name (did you mean ...?)
     ├── OutputError                 a model's answer that is not the contract's shape
     │   ├── NoJSONFoundError        no complete JSON value in a free-text reply
     │   └── OutputValidationError   a value that breaks the schema (errors, last output)
@@ -42,7 +44,9 @@ __all__ = [
     "ProviderError",
     "RunFailedError",
     "SchemaError",
+    "SchemaNotFoundError",
     "SchemaReferenceError",
+    "SchemaRegistryError",
     "ToolExecutionError",
 ]
 
@@ -116,6 +120,27 @@ class ConfigProblems(ConfigFileError):
         return "\n".join(lines)
 
 
+class SchemaRegistryError(ConfigError):
+    """The named schema registry cannot do what was asked.
+
+    Raised for a name that is already taken (without ``replace``), a name that is not allowed, and
+    a registry file that cannot be opened, is locked too long, or is not a schema registry.
+
+    Attributes:
+        path: The registry file.
+        name: The schema name concerned, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.name = name
+
+    def format_message(self) -> str:
+        """Return ``path: message``."""
+        return f"{self.path}: {self.message}"
+
+
 class SchemaError(AgentshapeError):
     """A JSON Schema that cannot be used as a contract."""
 
@@ -149,6 +174,42 @@ class SchemaReferenceError(SchemaError):
     def __init__(self, message: str, *, reference: str) -> None:
         super().__init__(message)
         self.reference = reference
+
+
+class SchemaNotFoundError(SchemaError):
+    """No schema with the asked-for name is registered.
+
+    Attributes:
+        name: The name that was asked for.
+        known: Every registered name, sorted.
+        suggestion: The registered name nearest to ``name``, when one is close.
+        path: The registry file, when the lookup went to one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str,
+        known: Sequence[str] = (),
+        suggestion: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.name = name
+        self.known = list(known)
+        self.suggestion = suggestion
+        self.path = path
+
+    def format_message(self) -> str:
+        """Return the message, a did-you-mean when a name is close, and the registered names."""
+        text = self.message
+        text += "." if self.suggestion is None else f"; did you mean {self.suggestion!r}?"
+        if self.known:
+            text += f" Registered schemas: {', '.join(self.known)}"
+        else:
+            text += " No schemas are registered yet."
+        return text
 
 
 class OutputError(AgentshapeError):
