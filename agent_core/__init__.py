@@ -55,6 +55,7 @@ from agent_core.schema_checks import (
 from agent_core.schema_model import (
     SchemaModel,
     SchemaRootModel,
+    clear_caches,
     model_from_schema,
 )
 from agent_core.strict_mode import (
@@ -92,6 +93,7 @@ __all__ = [
     "ToolNameMap",
     "build_output_tool",
     "check_output_schema",
+    "clear_caches",
     "compile_for_provider",
     "compile_schema",
     "enriched_system_prompt",

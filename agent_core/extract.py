@@ -23,7 +23,8 @@ Where candidates come from, in rank order:
 Among candidates of the same rank the **last** wins (a model states its final answer last). A
 candidate that lies inside another one (a tag inside a JSON string) is dropped.
 
-Selection. With a ``schema`` (validated by jsonschema_rs, offline, formats asserted) or an
+Selection. With a ``schema`` (validated by :func:`agent_core.validation.compile_schema`: its
+draft from ``$schema``, formats asserted, ``$ref`` to registered documents only) or an
 ``is_valid`` callable, the best-ranked candidate that is valid wins, and an object that echoes the
 schema back (equal to it, or a ``properties`` map of subschemas naming the schema's own properties
 beside ``type``/``$schema``/``required``) is never an answer. Without either, the best-ranked
@@ -68,10 +69,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-import jsonschema_rs
 from pydantic import JsonValue
 
-from agent_contracts.errors import InvalidSchemaError, NoJSONFoundError, SchemaReferenceError
+from agent_contracts.errors import NoJSONFoundError
 from agent_core.lenient_json import (
     MAX_DEPTH,
     STRICT_DECODER,
@@ -83,6 +83,7 @@ from agent_core.lenient_json import (
     parse_block,
     skip_balanced,
 )
+from agent_core.validation import compile_schema
 
 __all__ = [
     "DECODED_REPAIR",
@@ -361,32 +362,26 @@ def _is_schema_echo(value: JsonValue, schema: Mapping[str, JsonValue]) -> bool:
 def _schema_check(schema: Mapping[str, JsonValue] | bool) -> Callable[[JsonValue], str | None]:
     """Compile ``schema`` into a function returning ``None`` for a valid value, else why not.
 
+    The schema is compiled by :func:`agent_core.validation.compile_schema`, so it is read and
+    checked exactly as everywhere else in agentshape; "why not" is the first of its issues.
+
     Raises:
-        SchemaReferenceError: A ``$ref`` in the schema does not resolve offline.
+        SchemaReferenceError: A ``$ref`` in the schema does not resolve (only registered
+            documents do; nothing is fetched).
         InvalidSchemaError: The schema is not a valid JSON Schema.
     """
     if isinstance(schema, bool):
         return lambda _value: None if schema else "the schema is false, so no value is valid"
-    try:
-        validator = jsonschema_rs.validator_for(dict(schema), validate_formats=True, offline=True)
-    except jsonschema_rs.ValidationError as exc:
-        message = exc.message.splitlines()[0]
-        if isinstance(exc.kind, jsonschema_rs.ValidationErrorKind.Referencing):
-            ref = re.search(r"'([^']*)'", message)
-            reference = ref.group(1) if ref else message
-            raise SchemaReferenceError(message, reference=reference) from None
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.instance_path)
-        raise InvalidSchemaError(message, path=path) from None
+    compiled = compile_schema(schema)
 
     def check(value: JsonValue) -> str | None:
+        if compiled.is_valid(value):
+            return None
         try:
-            error = next(iter(validator.iter_errors(value)), None)
+            issues = compiled.issues(value)
         except (ValueError, TypeError, OverflowError) as exc:
             return f"$: cannot be validated ({exc})"
-        if error is None:
-            return None
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.instance_path)
-        return f"${path}: {error.message}"
+        return str(issues[0]) if issues else "$: not valid under the schema"
 
     return check
 
@@ -492,7 +487,8 @@ def extract_json_detailed(
         NoJSONFoundError: No complete, acceptable JSON value is in the reply; the message says why
             (empty reply, cut off inside a string, a refusal, no candidate valid, ...).
         InvalidSchemaError: ``schema`` is not a valid JSON Schema.
-        SchemaReferenceError: A ``$ref`` in ``schema`` does not resolve offline.
+        SchemaReferenceError: A ``$ref`` in ``schema`` does not resolve (only registered
+            documents do; nothing is fetched).
     """
     check: Callable[[JsonValue], str | None] | None = None
     if is_valid is not None:
@@ -570,7 +566,8 @@ def extract_json(
     Raises:
         NoJSONFoundError: No complete, acceptable JSON value is in the reply; the message says why.
         InvalidSchemaError: ``schema`` is not a valid JSON Schema.
-        SchemaReferenceError: A ``$ref`` in ``schema`` does not resolve offline.
+        SchemaReferenceError: A ``$ref`` in ``schema`` does not resolve (only registered
+            documents do; nothing is fetched).
     """
     return extract_json_detailed(
         text, schema, strict_json_only=strict_json_only, is_valid=is_valid

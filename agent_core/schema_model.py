@@ -37,7 +37,9 @@ checked until the root model that contains it is validated.
 Loading is cheap and cached: ``model_from_schema`` checks and compiles the schema (so every
 schema error is raised there) and creates the root class; nested classes and Pydantic's own
 validators are built when a model is first used (Pydantic's ``defer_build``). Models are cached
-by (schema hash, name, lenient), so loading the same fleet twice reuses the classes.
+by (schema hash, name, lenient), so loading the same fleet twice reuses the classes; compiled
+schemas are cached by (schema hash, lenient). :func:`clear_caches` empties both caches (to
+measure a cold load, or to free the memory of schemas no longer used).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from agent_contracts.errors import SchemaError
 from agent_core.refs import lookup_schema
 from agent_core.validation import (
     CompiledSchema,
+    _clear_compiled_cache,
     canonical_json,
     compile_canonical,
     compile_schema,
@@ -85,6 +88,7 @@ __all__ = [
     "CompiledSchema",
     "SchemaModel",
     "SchemaRootModel",
+    "clear_caches",
     "compile_schema",
     "model_from_schema",
     "schema_hash",
@@ -753,3 +757,18 @@ def model_from_schema(
         while len(_models) > _MODEL_CACHE_SIZE:
             _models.popitem(last=False)
     return model
+
+
+def clear_caches() -> None:
+    """Empty the compiled-schema cache and the model cache.
+
+    The next :func:`model_from_schema` or :func:`~agent_core.validation.compile_schema` call for
+    any schema then checks, compiles and builds it afresh, as on first use. Models and compiled
+    schemas already handed out keep working; a later ``model_from_schema`` call for the same
+    schema returns a new class (not ``is`` the old one). Caches that are fresh never give stale
+    results, so this is for measuring cold loads and freeing memory, not for correctness.
+    Thread-safe; raises nothing.
+    """
+    with _models_lock:
+        _models.clear()
+    _clear_compiled_cache()

@@ -1,4 +1,4 @@
-"""Exact JSON Schema validation, with every problem reported as a JSON path and a message.
+r"""Exact JSON Schema validation, with every problem reported as a JSON path and a message.
 
 :func:`compile_schema` turns a schema into a :class:`CompiledSchema` backed by the Rust
 ``jsonschema_rs`` engine (which passes the whole official draft-07 test suite, optional tests
@@ -15,6 +15,12 @@ refused. ``CompiledSchema.draft`` is 4, 6, 7, 2019 or 2020.
 Formats (``date-time``, ``email``, ``ipv4``, ``regex``...) are asserted unless ``lenient=True``;
 ``uuid`` is asserted under every draft, not only from 2019-09 on. Unknown formats are ignored.
 
+Patterns are ECMA-262, Annex B included: a lone ``]`` or ``}`` (``\[\*]``, ``a}``) is a literal
+character, as in python ``re`` and AJV. The engine's meta-schema check refuses that syntax, so a
+schema it refuses is compiled again with such patterns respelled (``\]``; see
+:mod:`agent_core.ecma_patterns`); ``CompiledSchema.schema``, messages and schema paths keep the
+designer's spelling.
+
 Order: issues are sorted by the JSON path of the offending value (the root first, then object
 keys alphabetically and array items by index), then by the path of the failing keyword in the
 schema (so ``additionalProperties`` comes before ``required``); several issues from one keyword
@@ -25,12 +31,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, cast
+from collections.abc import Callable, Mapping
+from typing import cast
 from urllib.parse import urlsplit
 
 import jsonschema_rs
@@ -40,6 +45,15 @@ from pydantic import ValidationError as PydanticValidationError
 
 from agent_contracts.errors import InvalidSchemaError, OutputValidationError
 from agent_contracts.validation import ValidationIssue
+from agent_core.ecma_patterns import PatternRewrite, rewrite_schema_patterns
+from agent_core.error_messages import (
+    ErrorContext,
+    IssueDetail,
+    format_path,
+    issue_detail,
+    meta_schema_fault,
+    non_json_issues,
+)
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 
 __all__ = [
@@ -90,7 +104,6 @@ _DRAFT_PATHS = {
     "/draft/2019-09/schema": 2019,
     "/draft/2020-12/schema": 2020,
 }
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 
 
@@ -102,30 +115,6 @@ def _is_uuid(value: str) -> bool:
 # ``uuid`` became a standard format in 2019-09; designers write it in Draft-7 contracts too.
 _EXTRA_FORMATS: dict[str, Callable[[str], bool]] = {"uuid": _is_uuid}
 _CACHE_SIZE = 1024
-_MISSING = object()
-
-
-def format_path(parts: Sequence[str | int]) -> str:
-    """Render a path as JSONPath-like text.
-
-    ``("issues", 0, "severity")`` becomes ``$.issues[0].severity``; a key that is not a plain
-    identifier is quoted, as in ``$["a-b"]``.
-
-    Args:
-        parts: Object keys (strings) and array indices (integers), outermost first.
-
-    Returns:
-        The path, ``$`` for the root.
-    """
-    out = ["$"]
-    for part in parts:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif _IDENTIFIER.match(part):
-            out.append(f".{part}")
-        else:
-            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
-    return "".join(out)
 
 
 def schema_draft(schema: Mapping[str, JsonValue] | bool) -> int:
@@ -200,15 +189,26 @@ def schema_hash(schema: Mapping[str, JsonValue] | bool) -> str:
     return hashlib.sha256(canonical_json(schema).encode("utf-8")).hexdigest()
 
 
-class IssueDetail(NamedTuple):
-    """One problem with a value, with its location as path parts and the offending value."""
+def resolve_pointer(document: JsonValue, pointer: str) -> JsonValue:
+    """Return the node at a JSON pointer (``/definitions/a~1b/0``) inside ``document``.
 
-    parts: tuple[str | int, ...]
-    """The path of the offending value: object keys and array indices, outermost first."""
-    value: object
-    """The offending value itself."""
-    issue: ValidationIssue
-    """The problem as a path and a message."""
+    Args:
+        document: A JSON document.
+        pointer: An RFC 6901 pointer; ``""`` is the whole document.
+
+    Returns:
+        The node, or ``None`` when the pointer leads nowhere.
+    """
+    node = document
+    for token in pointer.split("/")[1:] if pointer else []:
+        key = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
 
 
 class CompiledSchema:
@@ -229,6 +229,7 @@ class CompiledSchema:
         "_generation",
         "_lock",
         "_map",
+        "_rewrite",
         "_subschemas",
         "_uses_registry",
         "_validator",
@@ -252,6 +253,7 @@ class CompiledSchema:
         uses_registry: bool,
         generation: int,
         context: JsonValue = None,
+        rewrite: PatternRewrite | None = None,
     ) -> None:
         self.schema = schema
         self.hash = digest
@@ -261,6 +263,7 @@ class CompiledSchema:
         self._validator = validator
         self._canonical = canonical
         self._context = context
+        self._rewrite = rewrite
         self._uses_registry = uses_registry
         self._generation = generation
         self._map: jsonschema_rs.ValidatorMap | None = None
@@ -274,7 +277,7 @@ class CompiledSchema:
 
     @property
     def _document(self) -> JsonValue:
-        """The schema as the engine read it (sorted keys), parsed on first use."""
+        """The designer's schema in canonical form (sorted keys), parsed on first use."""
         if isinstance(self._canonical, str):
             self._canonical = json.loads(self._canonical)
         return self._canonical
@@ -321,12 +324,16 @@ class CompiledSchema:
         """
         if self.is_valid(value):
             return []
-        foreign = _non_json(value)
+        foreign = non_json_issues(value)
         if foreign:
             return foreign
+        context = ErrorContext(
+            (self._document, self.schema, self._context),
+            self.draft,
+            self._rewrite.renamed if self._rewrite is not None else {},
+        )
         found = [
-            _detail(error, value, (self._document, self.schema, self._context), self.draft)
-            for error in self._validator.iter_errors(value)
+            issue_detail(error, value, context) for error in self._validator.iter_errors(value)
         ]
         return [detail for _, detail in sorted(found, key=lambda pair: pair[0])]
 
@@ -384,10 +391,11 @@ class CompiledSchema:
         retriever = RegistryRetriever()
         document = self._document
         if self._map is None:
+            engine = self._rewrite.schema if self._rewrite is not None else document
             named = (
-                {**document, "$schema": DRAFT_URIS[self.draft]}
-                if isinstance(document, dict)
-                else bool(document)
+                {**engine, "$schema": DRAFT_URIS[self.draft]}
+                if isinstance(engine, dict)
+                else bool(engine)
             )
             self._map = jsonschema_rs.validator_map_for(
                 named,
@@ -412,11 +420,18 @@ class CompiledSchema:
             uses_registry=self._uses_registry,
             generation=self._generation,
             context=document,
+            rewrite=self._rewrite,
         )
 
 
 _cache: OrderedDict[tuple[str, bool], CompiledSchema] = OrderedDict()
 _cache_lock = threading.Lock()
+
+
+def _clear_compiled_cache() -> None:
+    """Forget every cached compiled schema (``schema_model.clear_caches`` is the public way)."""
+    with _cache_lock:
+        _cache.clear()
 
 
 def compile_schema(
@@ -477,13 +492,76 @@ def compile_canonical(
             _cache.move_to_end(key)
             return cached
     draft = schema_draft(schema)
-    engine_text = text
+    named = _named_text(schema, text, draft)
+    generation = registry_generation()
+    rewrite: PatternRewrite | None = None
+    try:
+        validator, retriever = _engine_validator(
+            schema, named, draft, lenient=lenient, source=source, renamed={}
+        )
+    except InvalidSchemaError:
+        # Perhaps only ECMA-262 Annex B pattern syntax (a lone "]") that the engine refuses.
+        rewrite = rewrite_schema_patterns(schema)
+        if rewrite is None:
+            raise
+        respelled = cast(Mapping[str, JsonValue], rewrite.schema)
+        validator, retriever = _engine_validator(
+            schema,
+            _named_text(respelled, canonical_json(respelled), draft),
+            draft,
+            lenient=lenient,
+            source=source,
+            renamed=rewrite.renamed,
+        )
+    compiled = CompiledSchema(
+        schema=cast(JsonValue, schema),
+        digest=digest,
+        draft=draft,
+        lenient=lenient,
+        source=source,
+        validator=validator,
+        canonical=named,
+        uses_registry=bool(retriever.fetched or retriever.missing),
+        generation=generation,
+        rewrite=rewrite,
+    )
+    with _cache_lock:
+        _cache[key] = compiled
+        _cache.move_to_end(key)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled
+
+
+def _named_text(schema: Mapping[str, JsonValue] | bool, text: str, draft: int) -> str:
+    """Return the schema's canonical ``text`` with ``$schema`` naming ``draft`` exactly.
+
+    Named exactly, the draft's meta-schema is built into the engine, which then never tries to
+    fetch one.
+    """
     if isinstance(schema, Mapping):
         declared = schema.get("$schema")
         if isinstance(declared, str) and declared != DRAFT_URIS[draft]:
-            # Name the draft exactly, so the engine never tries to fetch a meta-schema.
-            engine_text = canonical_json({**schema, "$schema": DRAFT_URIS[draft]})
-    generation = registry_generation()
+            return canonical_json({**schema, "$schema": DRAFT_URIS[draft]})
+    return text
+
+
+def _engine_validator(
+    schema: Mapping[str, JsonValue] | bool,
+    engine_text: str,
+    draft: int,
+    *,
+    lenient: bool,
+    source: str | None,
+    renamed: Mapping[str, str],
+) -> tuple[jsonschema_rs.Validator, RegistryRetriever]:
+    """Compile ``engine_text`` with the engine, turning its failures into agentshape's errors.
+
+    Raises:
+        InvalidSchemaError: If the schema breaks its draft's meta-schema (``.path`` names the
+            fault in the designer's ``schema``) or cannot be compiled.
+        SchemaReferenceError: If a ``$ref`` does not resolve.
+    """
     retriever = RegistryRetriever()
     try:
         validator = _VALIDATORS[draft](
@@ -495,30 +573,19 @@ def compile_canonical(
     except jsonschema_rs.ValidationError as error:
         if isinstance(error.kind, Kind.Referencing):
             raise reference_error(error.message, retriever, schema, source=source) from error
-        raise _invalid_schema(error, draft, source) from error
+        parts, detail = meta_schema_fault(error, ErrorContext((), draft, renamed))
+        raise InvalidSchemaError(
+            f"{detail} (checked against the {DRAFT_NAMES[draft]} meta-schema)",
+            path=format_path(parts),
+            source=source,
+        ) from error
     except ValueError as error:
         if retriever.missing:
             raise reference_error(str(error), retriever, schema, source=source) from error
         raise InvalidSchemaError(
             f"the schema cannot be compiled: {error}", source=source
         ) from error
-    compiled = CompiledSchema(
-        schema=cast(JsonValue, schema),
-        digest=digest,
-        draft=draft,
-        lenient=lenient,
-        source=source,
-        validator=validator,
-        canonical=engine_text,
-        uses_registry=bool(retriever.fetched or retriever.missing),
-        generation=generation,
-    )
-    with _cache_lock:
-        _cache[key] = compiled
-        _cache.move_to_end(key)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return compiled
+    return validator, retriever
 
 
 def validate_output(
@@ -594,313 +661,3 @@ def issues_from_pydantic(error: PydanticValidationError) -> list[ValidationIssue
             ValidationIssue(path=path, message=message, keyword=keyword, schema_path=schema_path)
         )
     return issues
-
-
-# --- rendering engine errors ------------------------------------------------------------------
-
-_SortKey = tuple[tuple[int, int | str], ...]
-_Docs = Sequence[JsonValue]
-
-
-def _path_key(parts: Sequence[str | int]) -> _SortKey:
-    """Return a sort key for a path: indices numerically, keys alphabetically."""
-    return tuple((0, part) if isinstance(part, int) else (1, part) for part in parts)
-
-
-def _value_at(value: object, parts: Sequence[str | int]) -> object:
-    """Return the part of ``value`` at ``parts``, or ``_MISSING``."""
-    node = value
-    for part in parts:
-        if isinstance(node, dict) and isinstance(part, str):
-            node = node.get(part, _MISSING)
-        elif isinstance(node, list | tuple) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            return _MISSING
-        if node is _MISSING:
-            break
-    return node
-
-
-def resolve_pointer(document: JsonValue, pointer: str) -> JsonValue:
-    """Return the node at a JSON pointer (``/definitions/a~1b/0``) inside ``document``.
-
-    Args:
-        document: A JSON document.
-        pointer: An RFC 6901 pointer; ``""`` is the whole document.
-
-    Returns:
-        The node, or ``None`` when the pointer leads nowhere.
-    """
-    node = document
-    for token in pointer.split("/")[1:] if pointer else []:
-        key = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-    return node
-
-
-def _lookup(docs: _Docs, path: Sequence[str | int], check: Callable[[object], bool]) -> object:
-    """Return the first node at ``path`` in one of ``docs`` that passes ``check``."""
-    for doc in docs:
-        found = _value_at(doc, path)
-        if found is not _MISSING and check(found):
-            return found
-    return _MISSING
-
-
-def _extras(items: Sequence[object]) -> str:
-    """Render unexpected items as python-jsonschema does: ``'a', 'b' were``."""
-    verb = "was" if len(items) == 1 else "were"
-    return f"{', '.join(repr(item) for item in items)} {verb}"
-
-
-def _non_json(value: object) -> list[IssueDetail]:
-    """Return problems for the parts of ``value`` that are not JSON (sets, NaN, integer keys)."""
-    found: list[IssueDetail] = []
-    stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
-    while stack:
-        node, parts = stack.pop()
-        message = None
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if isinstance(key, str):
-                    stack.append((child, (*parts, key)))
-                else:
-                    message = f"{key!r} is not a valid property name (JSON keys are strings)"
-        elif isinstance(node, list | tuple):
-            stack.extend((child, (*parts, index)) for index, child in enumerate(node))
-        elif isinstance(node, float) and not math.isfinite(node):
-            message = f"{node!r} is not a JSON number"
-        elif node is not None and not isinstance(node, str | int | float):
-            message = f"{node!r} is not a JSON value"
-        if message is not None:
-            issue = ValidationIssue(path=format_path(parts), message=message, keyword="type")
-            found.append(IssueDetail(parts, node, issue))
-    return sorted(found, key=lambda detail: _path_key(detail.parts))
-
-
-def _ensure_list(node: object) -> list[object]:
-    """Return ``node`` as a list (a lone value becomes a one-item list)."""
-    return list(node) if isinstance(node, list) else [node]
-
-
-def _detail(
-    error: jsonschema_rs.ValidationError, value: JsonValue, docs: _Docs, draft: int
-) -> tuple[tuple[_SortKey, _SortKey], IssueDetail]:
-    """Turn one engine error into an issue in python-jsonschema's wording, with its sort key."""
-    parts = tuple(error.instance_path)
-    found = _value_at(value, parts)
-    instance = error.instance if found is _MISSING else found
-    message, keyword, schema_path = _describe(error, instance, docs, draft)
-    issue = ValidationIssue(
-        path=format_path(parts),
-        message=message,
-        keyword=keyword,
-        schema_path=format_path(schema_path),
-    )
-    return (_path_key(parts), _path_key(schema_path)), IssueDetail(parts, instance, issue)
-
-
-def _describe(
-    error: jsonschema_rs.ValidationError, instance: object, docs: _Docs, draft: int
-) -> tuple[str, str, list[str | int]]:
-    """Return (message, keyword, schema path) for an engine error."""
-    kind = error.kind
-    where = list(error.schema_path)
-    if isinstance(kind, Kind.PropertyNames):
-        inner = kind.error
-        message, keyword, _ = _describe(inner, inner.instance, docs, draft)
-        return message, keyword, list(inner.schema_path)
-    keyword = kind.name
-    last = where[-1] if where else None
-    if isinstance(kind, Kind.Required) and last in {"dependencies", "dependentRequired"}:
-        owner = _dependency_owner(kind.property, instance, docs, where)
-        if owner is not None:
-            return f"{kind.property!r} is a dependency of {owner!r}", str(last), where
-    return _message(kind, instance, docs, where, draft) or error.message, keyword, where
-
-
-def _dependency_owner(
-    missing: str, instance: object, docs: _Docs, where: Sequence[str | int]
-) -> str | None:
-    """Return the property whose dependency list names ``missing``."""
-    deps = _lookup(docs, where, lambda node: isinstance(node, dict))
-    if not isinstance(deps, dict) or not isinstance(instance, dict):
-        return None
-    for owner, needed in deps.items():
-        if owner in instance and isinstance(needed, list) and missing in needed:
-            return str(owner)
-    return None
-
-
-def _message(
-    kind: Kind, instance: object, docs: _Docs, where: list[str | int], draft: int
-) -> str | None:
-    """Return python-jsonschema's message for an error kind, or None to keep the engine's."""
-    shown = repr(instance)
-    match kind:
-        case Kind.Type():
-            wanted = sorted(kind.types)
-            found = _lookup(
-                docs, where, lambda node: sorted(map(str, _ensure_list(node))) == wanted
-            )
-            types = _ensure_list(found) if found is not _MISSING else list(kind.types)
-            return f"{shown} is not of type {', '.join(repr(name) for name in types)}"
-        case Kind.Required():
-            return f"{kind.property!r} is a required property"
-        case Kind.Enum():
-            return f"{shown} is not one of {kind.options!r}"
-        case Kind.Constant():
-            return f"{kind.expected_value!r} was expected"
-        case Kind.Format():
-            return f"{shown} is not a {kind.format!r}"
-        case Kind.Pattern():
-            return f"{shown} does not match {kind.pattern!r}"
-        case Kind.Minimum():
-            return f"{shown} is less than the minimum of {kind.limit!r}"
-        case Kind.Maximum():
-            return f"{shown} is greater than the maximum of {kind.limit!r}"
-        case Kind.ExclusiveMinimum():
-            return f"{shown} is less than or equal to the minimum of {kind.limit!r}"
-        case Kind.ExclusiveMaximum():
-            return f"{shown} is greater than or equal to the maximum of {kind.limit!r}"
-        case Kind.MultipleOf():
-            return f"{shown} is not a multiple of {kind.multiple_of}"
-        case Kind.MinLength() | Kind.MinItems():
-            return f"{shown} {'should be non-empty' if kind.limit == 1 else 'is too short'}"
-        case Kind.MaxLength() | Kind.MaxItems():
-            return f"{shown} {'is expected to be empty' if kind.limit == 0 else 'is too long'}"
-        case Kind.MinProperties():
-            many = "should be non-empty" if kind.limit == 1 else "does not have enough properties"
-            return f"{shown} {many}"
-        case Kind.MaxProperties():
-            many = "is expected to be empty" if kind.limit == 0 else "has too many properties"
-            return f"{shown} {many}"
-        case Kind.UniqueItems():
-            return f"{shown} has non-unique elements"
-        case Kind.AdditionalProperties():
-            return _additional_properties(kind.unexpected, docs, where)
-        case Kind.AdditionalItems():
-            extra = list(instance[kind.limit :]) if isinstance(instance, list | tuple) else []
-            return f"Additional items are not allowed ({_extras(extra)} unexpected)"
-        case Kind.Contains():
-            return _contains(shown, docs, where, draft)
-        case Kind.Not():
-            return f"{shown} should not be valid under {kind.schema!r}"
-        case Kind.AnyOf() | Kind.OneOfNotValid():
-            return f"{shown} is not valid under any of the given schemas"
-        case Kind.OneOfMultipleValid():
-            return _one_of_many(shown, kind.context, docs, where)
-        case Kind.FalseSchema():
-            return f"False schema does not allow {shown}"
-        case Kind.UnevaluatedProperties():
-            closed = _lookup(docs, where, lambda node: node is False) is False
-            names = sorted(kind.unexpected, key=str) if closed else list(kind.unexpected)
-            if closed:
-                return f"Unevaluated properties are not allowed ({_extras(names)} unexpected)"
-            return (
-                "Unevaluated properties are not valid under the given schema "
-                f"({_extras(names)} unevaluated and invalid)"
-            )
-        case Kind.UnevaluatedItems():
-            items = [_value_at(instance, [index]) for index in kind.unexpected]
-            return f"Unevaluated items are not allowed ({_extras(items)} unexpected)"
-        case Kind.ContentEncoding():
-            return f"{shown} is not compliant with {kind.content_encoding!r} content encoding"
-        case Kind.ContentMediaType():
-            return f"{shown} is not compliant with {kind.content_media_type!r} media type"
-    return None
-
-
-def _additional_properties(unexpected: Sequence[str], docs: _Docs, where: list[str | int]) -> str:
-    """Render an ``additionalProperties: false`` failure as python-jsonschema does."""
-    names = sorted(unexpected, key=str)
-    parent = _lookup(
-        docs, where[:-1], lambda node: isinstance(node, dict) and "additionalProperties" in node
-    )
-    if isinstance(parent, dict) and isinstance(parent.get("patternProperties"), dict):
-        verb = "does" if len(names) == 1 else "do"
-        joined = ", ".join(repr(name) for name in names)
-        patterns = ", ".join(repr(pattern) for pattern in sorted(parent["patternProperties"]))
-        return f"{joined} {verb} not match any of the regexes: {patterns}"
-    return f"Additional properties are not allowed ({_extras(names)} unexpected)"
-
-
-def _contains(shown: str, docs: _Docs, where: list[str | int], draft: int) -> str:
-    """Render a ``contains`` (or ``minContains``/``maxContains``) failure."""
-    last = where[-1] if where else None
-    bound = _lookup(docs, where, lambda node: isinstance(node, int))
-    if last == "minContains":
-        return f"Too few items match the given schema (expected at least {bound})"
-    if last == "maxContains":
-        return f"Too many items match the given schema (expected at most {bound})"
-    if draft < 2019:
-        return f"None of {shown} are valid under the given schema"
-    return f"{shown} does not contain items matching the given schema"
-
-
-def _one_of_many(
-    shown: str,
-    context: list[list[jsonschema_rs.ValidationError]],
-    docs: _Docs,
-    where: list[str | int],
-) -> str:
-    """Render a ``oneOf`` that more than one branch satisfied."""
-    branches = _lookup(
-        docs, where, lambda node: isinstance(node, list) and len(node) == len(context)
-    )
-    valid = [index for index, errors in enumerate(context) if not errors]
-    if not isinstance(branches, list) or len(valid) < 2:
-        return f"{shown} is valid under more than one of the given schemas"
-    order = [*valid[1:], valid[0]]
-    return f"{shown} is valid under each of {', '.join(repr(branches[i]) for i in order)}"
-
-
-def _best_match(error: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
-    """Descend into ``anyOf``/``oneOf`` failures to the error most likely meant.
-
-    Branches that fail only because the value is of another type are passed over when another
-    branch got further; among the rest, the deepest error wins.
-    """
-    while isinstance(error.kind, Kind.AnyOf | Kind.OneOfNotValid):
-        depth = len(error.instance_path)
-        groups = [group for group in error.kind.context if group]
-        relevant = [
-            group
-            for group in groups
-            if not all(
-                isinstance(each.kind, Kind.Type) and len(each.instance_path) == depth
-                for each in group
-            )
-        ]
-        pool = relevant or groups
-        if not pool:
-            break
-        group = max(pool, key=lambda errors: max(len(each.instance_path) for each in errors))
-        error = max(group, key=lambda each: len(each.instance_path))
-    return error
-
-
-def _invalid_schema(
-    error: jsonschema_rs.ValidationError, draft: int, source: str | None
-) -> InvalidSchemaError:
-    """Turn the engine's meta-schema failure into an ``InvalidSchemaError`` with a path."""
-    chosen = _best_match(error)
-    parts = list(chosen.instance_path)
-    if "propertyNames" in chosen.schema_path and isinstance(chosen.instance, str):
-        parts.append(chosen.instance)
-    kind = chosen.kind
-    if isinstance(kind, Kind.Format) and kind.format == "regex":
-        detail = f"{chosen.instance!r} is not a valid regular expression"
-    else:
-        detail = _describe(chosen, chosen.instance, (), draft)[0]
-    return InvalidSchemaError(
-        f"{detail} (checked against the {DRAFT_NAMES[draft]} meta-schema)",
-        path=format_path(parts),
-        source=source,
-    )

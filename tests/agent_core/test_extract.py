@@ -15,6 +15,7 @@ from agent_core.extract import (
     extract_json_detailed,
     find_json_candidates,
 )
+from agent_core.refs import register_schema, unregister_schema
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "bench" / "extract_cases"
 PERSON: dict[str, JsonValue] = {
@@ -369,8 +370,8 @@ def test_a_schema_about_schemas_can_be_answered_with_one() -> None:
 def test_no_valid_candidate_names_the_best_ones_error() -> None:
     message = refusal('```json\n{"name": "A", "age": "old"}\n```', PERSON)
     assert message == (
-        'the reply holds 1 JSON value but none is valid; the best one fails with $.age: "old" '
-        'is not of type "integer"'
+        "the reply holds 1 JSON value but none is valid; the best one fails with $.age: 'old' "
+        "is not of type 'integer'"
     )
 
 
@@ -403,6 +404,38 @@ def test_a_bad_schema_is_the_callers_error() -> None:
     with pytest.raises(SchemaReferenceError) as ref:
         extract_json('{"a": 1}', {"$ref": "https://example.invalid/s.json"})
     assert ref.value.reference == "https://example.invalid/s.json"
+
+
+def test_a_schema_is_read_as_everywhere_else_in_agentshape() -> None:
+    uuid: dict[str, JsonValue] = {"type": "string", "format": "uuid"}
+    good = "123e4567-e89b-12d3-a456-426614174000"
+    assert extract_json(f'<json>"{good}"</json> <json>"not-a-uuid"</json>', uuid) == good
+    draft4: dict[str, JsonValue] = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "integer",
+        "maximum": 3,
+        "exclusiveMaximum": True,
+    }
+    assert "none is valid" in refusal("```json\n3\n```", draft4)
+    tuple_items: dict[str, JsonValue] = {"items": [{"type": "integer"}], "additionalItems": False}
+    assert extract_json("[1] then [1, 2]", tuple_items) == [1]
+    annex_b: dict[str, JsonValue] = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "string",
+        "pattern": "^\\[\\*]$",
+    }
+    assert extract_json('<json>"[*]"</json> <json>"[*"</json>', annex_b) == "[*]"
+
+
+def test_a_registered_ref_resolves() -> None:
+    uri = "https://schemas.agentshape.test/extract/age.json"
+    register_schema(uri, {"type": "integer", "minimum": 0})
+    try:
+        schema: dict[str, JsonValue] = {"type": "object", "properties": {"age": {"$ref": uri}}}
+        assert extract_json('{"age": -1} {"age": 4}', schema) == {"age": 4}
+        assert refusal('{"age": -1}', schema).endswith("$.age: -1 is less than the minimum of 0")
+    finally:
+        unregister_schema(uri)
 
 
 # --- strict_json_only

@@ -9,7 +9,13 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
 from agent_core.refs import register_schema, unregister_schema
-from agent_core.schema_model import SchemaModel, SchemaRootModel, model_from_schema
+from agent_core.schema_model import (
+    SchemaModel,
+    SchemaRootModel,
+    clear_caches,
+    model_from_schema,
+)
+from agent_core.validation import compile_schema
 
 PR_REVIEW = {
     "type": "object",
@@ -487,3 +493,46 @@ def test_invalid_schema_fails_at_build_with_its_path() -> None:
     with pytest.raises(InvalidSchemaError) as caught:
         model_from_schema({"a": float("nan")}, source="agents/b.yml")
     assert caught.value.source == "agents/b.yml"
+
+
+def test_clear_caches_makes_the_next_load_cold() -> None:
+    schema: dict[str, JsonValue] = {"type": "object", "properties": {"a": {"type": "string"}}}
+    model = model_from_schema(schema, name="Cleared")
+    compiled = compile_schema(schema)
+    assert model_from_schema(schema, name="Cleared") is model
+    assert compile_schema(schema) is compiled
+    clear_caches()
+    again = model_from_schema(schema, name="Cleared")
+    assert again is not model
+    assert compile_schema(schema) is not compiled
+    assert model_from_schema(schema, name="Cleared") is again
+    # Models handed out before keep working.
+    assert model.model_validate({"a": "x"}).a == "x"
+    with pytest.raises(ValidationError):
+        model.model_validate({"a": 1})
+
+
+def test_annex_b_patterns_build_models_with_the_designers_schema() -> None:
+    schema: dict[str, JsonValue] = {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "object",
+                "properties": {"selector": {"type": "string", "pattern": "^\\[\\*]$"}},
+                "patternProperties": {"^x}": {"type": "integer"}},
+            }
+        },
+    }
+    original = copy.deepcopy(schema)
+    model = model_from_schema(schema, name="Config")
+    assert model.__agentshape_schema__ == original
+    assert model.model_json_schema() == original
+    value = model.model_validate({"path": {"selector": "[*]", "x}1": 2}})
+    nested = type(value.path)
+    assert nested.__agentshape_schema__ == original["properties"]["path"]
+    with pytest.raises(ValidationError) as caught:
+        nested.model_validate({"selector": "[*", "x}": "s"})
+    assert [(e["loc"], e["msg"], e["ctx"]["schema_path"]) for e in caught.value.errors()] == [
+        (("selector",), "'[*' does not match '^\\\\[\\\\*]$'", "$.properties.selector.pattern"),
+        (("x}",), "'s' is not of type 'integer'", '$.patternProperties["^x}"].type'),
+    ]
