@@ -6,6 +6,7 @@
     ├── ConfigError                 the developer's mistake: a bad config, option or call
     │   ├── ConfigFileError         a config file that cannot be read (names file, line, field)
     │   │   └── ConfigProblems      every problem found in one config file, reported at once
+    │   ├── FleetProblems           every problem in a directory of agent configs, at once
     │   └── SchemaRegistryError     the named schema registry cannot do it (names the file)
     ├── SchemaError                 a JSON Schema that cannot be used
     │   ├── InvalidSchemaError      fails its draft's meta-schema (names the JSON path)
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "ConfigFileError",
     "ConfigProblems",
+    "FleetProblems",
     "InputValidationError",
     "InvalidSchemaError",
     "NoJSONFoundError",
@@ -116,6 +118,36 @@ class ConfigProblems(ConfigFileError):
         if len(self.problems) == 1:
             return self.problems[0].format_message()
         lines = [f"{self.source}: {len(self.problems)} problems"]
+        lines += [f"  {problem.format_message()}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+class FleetProblems(ConfigError):
+    """Every problem found in a fleet (a directory of agent configs), reported at once.
+
+    Each problem is a :class:`ConfigFileError` naming its file, line and field, so every config
+    in the fleet can be fixed in one pass.
+
+    Attributes:
+        directory: The fleet's directory.
+        problems: Each problem, ordered by file and then by line (at least one).
+    """
+
+    def __init__(self, problems: Sequence[ConfigFileError], *, directory: str) -> None:
+        if not problems:
+            raise ValueError("FleetProblems needs at least one problem")
+        count = len(problems)
+        files = len({problem.source for problem in problems})
+        super().__init__(
+            f"{count} problem{'s' if count != 1 else ''} in {files} agent "
+            f"config{'s' if files != 1 else ''}"
+        )
+        self.directory = directory
+        self.problems = list(problems)
+
+    def format_message(self) -> str:
+        """Return ``directory: N problems in M agent configs`` and one indented line each."""
+        lines = [f"{self.directory}: {self.message}"]
         lines += [f"  {problem.format_message()}" for problem in self.problems]
         return "\n".join(lines)
 

@@ -21,6 +21,7 @@ from agent_core.extract import (
     extract_json_detailed,
     find_json_candidates,
 )
+from agent_core.fleet import AGENT_FILE, Fleet, load_fleet
 from agent_core.loading import (
     load_agent_config,
     parse_agent_config,
@@ -45,6 +46,13 @@ from agent_core.refs import (
     register_schema,
     registered_schemas,
     unregister_schema,
+)
+from agent_core.registry import (
+    DEFAULT_REGISTRY_PATH,
+    NamedSchema,
+    ResolvedSchema,
+    SchemaRegistry,
+    check_schema_name,
 )
 from agent_core.schema_checks import (
     SchemaFinding,
@@ -72,6 +80,8 @@ from agent_core.validation import (
 )
 
 __all__ = [
+    "AGENT_FILE",
+    "DEFAULT_REGISTRY_PATH",
     "DIALECTS",
     "OUTPUT_TOOL_NAME",
     "WRAPPER_PROPERTY",
@@ -82,17 +92,22 @@ __all__ = [
     "Dialect",
     "ExtractionResult",
     "ExtractionStrategy",
+    "Fleet",
+    "NamedSchema",
     "NoteAction",
     "OutputTool",
     "PromptMode",
     "ProviderSchema",
+    "ResolvedSchema",
     "SchemaFinding",
     "SchemaModel",
+    "SchemaRegistry",
     "SchemaRootModel",
     "Severity",
     "ToolNameMap",
     "build_output_tool",
     "check_output_schema",
+    "check_schema_name",
     "clear_caches",
     "compile_for_provider",
     "compile_schema",
@@ -105,6 +120,7 @@ __all__ = [
     "issues_from_pydantic",
     "json_schema_of",
     "load_agent_config",
+    "load_fleet",
     "model_from_schema",
     "needs_wrapping",
     "parse_agent_config",

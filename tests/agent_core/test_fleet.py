@@ -267,10 +267,14 @@ def test_duplicate_ids_name_both_files(tmp_path: Path) -> None:
     first = write(tmp_path, "a-researcher", GOOD.format(id="researcher"))
     second = write(tmp_path, "b-researcher", "name: researcher\nsystem_prompt: Again.\n")
 
-    assert problems_of(tmp_path) == [
+    message = (
         f"{second}:1: name: duplicate agent id 'researcher': {first}:2 already uses it; ids "
         "must be unique in a fleet"
-    ]
+    )
+    assert problems_of(tmp_path) == [message]
+    with pytest.raises(FleetProblems) as caught:
+        load_fleet(tmp_path, known_tools=TOOLS)
+    assert str(caught.value) == f"{tmp_path}: 1 problem in 1 agent config\n  {message}"
 
 
 def test_warnings_do_not_stop_the_fleet(tmp_path: Path) -> None:
