@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_executor.agent import Agent, AgentResult, format_child_result, run_many
+from agent_executor.agent import (
+    ESCALATING_ERRORS,
+    Agent,
+    AgentResult,
+    format_child_result,
+    run_many,
+)
 from agent_executor.analytics import (
     DEFAULT_ANALYTICS_DIR,
     AnalyticsSink,
@@ -37,6 +43,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",
+    "ESCALATING_ERRORS",
     "KNOWN_TOOLS",
     "Agent",
     "AgentResult",

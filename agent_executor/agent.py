@@ -4,12 +4,22 @@
 returns an :class:`AgentResult`; a failed run is a result too (``status == "failed"`` with a typed
 ``error``), so only a developer's mistake (a caller overriding the agent's own contract, an
 invalid schema, an unknown option) raises.
+
+Model escalation (seed 004): an agent with ``model_tiers`` (YAML ``llm.tiers``) escalates a run
+that fails its *contract* (``output_schema_validation_failed``, ``output_tool_not_called``,
+``no_json_found``, ``strict_json_only_violated``) on one model: the whole run is done again, from
+the task, on the next tier's model. The run's model (the caller's ``model=``, else the agent's)
+is tier 0; ``model_tiers[n - 1]`` is tier ``n``. Any other failure (a provider error, a timeout,
+bad run parameters, a step or token limit) is returned as it is, without escalating. Each tier's
+run is a run of its own in analytics; the returned result is the last tier's, with every tier's
+attempts (each naming its model), and the tokens and time of them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -39,7 +49,19 @@ from agent_executor.providers.resolve import resolve_model
 from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec, execute
 from agent_executor.tools import InputTool, build_input_tools
 
-__all__ = ["Agent", "AgentResult", "format_child_result", "run_many"]
+__all__ = ["ESCALATING_ERRORS", "Agent", "AgentResult", "format_child_result", "run_many"]
+
+logger = logging.getLogger(__name__)
+
+ESCALATING_ERRORS: frozenset[str] = frozenset(
+    {
+        "output_schema_validation_failed",
+        "output_tool_not_called",
+        "no_json_found",
+        "strict_json_only_violated",
+    }
+)
+"""The failures of a run's output contract that escalate it to the agent's next model tier."""
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -118,6 +140,8 @@ class Agent(Generic[OutputT]):
         workspace: The directory the input tools may read (default: the current directory).
         analytics: Where events go (default: JSONL files under ``.agentshape/analytics``).
         env: The environment for defaults and keys (default: ``os.environ``).
+        model_tiers: The models to escalate to, in order, instead of the config's
+            ``model_tiers`` (providers or model strings).
 
     Raises:
         ConfigError: The config names an unknown tool, or gives both an ``output_schema`` and an
@@ -134,6 +158,7 @@ class Agent(Generic[OutputT]):
         workspace: str | os.PathLike[str] | None = None,
         analytics: AnalyticsSink | None = None,
         env: Mapping[str, str] | None = None,
+        model_tiers: Sequence[Provider | str] | None = None,
     ) -> None:
         if output_type is not None and config.output_schema is not None:
             raise ConfigError(
@@ -146,6 +171,10 @@ class Agent(Generic[OutputT]):
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
         self.analytics: AnalyticsSink = analytics or JsonlAnalytics(DEFAULT_ANALYTICS_DIR)
         self._model = model
+        self.model_tiers: list[Provider | str] = list(
+            config.model_tiers if model_tiers is None else model_tiers
+        )
+        """The escalation tiers: tier ``n`` runs on ``model_tiers[n - 1]``."""
         self._params = (
             compile_schema(config.parameters_schema, source=f"agent {config.id!r} parameters")
             if config.parameters_schema is not None
@@ -161,7 +190,8 @@ class Agent(Generic[OutputT]):
 
         Args:
             path: The YAML file.
-            **kwargs: Passed to :class:`Agent` (``model``, ``workspace``, ``analytics``, ``env``).
+            **kwargs: Passed to :class:`Agent` (``model``, ``workspace``, ``analytics``, ``env``,
+                ``model_tiers``).
 
         Returns:
             The agent.
@@ -228,8 +258,13 @@ class Agent(Generic[OutputT]):
         messages: Sequence[Message] | None = None,
         model: Provider | str | None = None,
         model_tier: int = 0,
+        escalate: bool = True,
     ) -> AgentResult[OutputT]:
         """Run the agent on ``task`` and return its result.
+
+        When the agent has ``model_tiers`` and ``escalate`` is on, a run that fails its output
+        contract is done again on the next tier (see the module docstring); every tier's model
+        is resolved before the first model call, so a missing key fails fast.
 
         Args:
             task: The user's task.
@@ -243,27 +278,33 @@ class Agent(Generic[OutputT]):
                 environment defaults ``SCHEMA_ENFORCEMENT_MAX_RETRIES`` and
                 ``SCHEMA_ENFORCEMENT_EXTRACT_JSON``.
             messages: A previous run's transcript, to resume that conversation (never mutated).
-            model: A provider or model string for this run.
-            model_tier: Which escalation tier this run is on (recorded in the result).
+            model: A provider or model string for this run: tier 0 (or tier ``model_tier``).
+            model_tier: The tier to start on. Without ``model`` the run starts on that tier's
+                model (``model_tiers[model_tier - 1]``); with ``model``, ``model`` is taken as
+                that tier's model (and recorded so).
+            escalate: Escalate a contract failure to the next tier (when there is one).
 
         Returns:
             The result: completed with ``result_data`` (and ``output``) or ``result_text``, or
             failed with a typed ``error``.
 
         Raises:
-            ConfigError: The caller gave a schema to an agent with its own contract, the model
-                string is unknown or lacks its key, the output mode does not fit the provider,
-                or native mode was asked for with a schema the provider's structured output
-                cannot take.
+            ConfigError: The caller gave a schema to an agent with its own contract, a model
+                string (the run's or a tier's) is unknown or lacks its key, the output mode does
+                not fit a provider, native mode was asked for with a schema a provider's
+                structured output cannot take, or ``model_tier`` is past the last tier.
             InvalidSchemaError: The inline or named schema is invalid.
         """
         merged = self._options(options)
         named = (schema_name or "named", named_schema) if named_schema is not None else None
         contract = self._resolve(output_schema, named, lenient=merged.lenient_formats)
-        provider = self.provider(model)
-        mode = self._mode(merged.output_mode, contract, provider)
-        if mode == "native" and contract is not None:
-            contract.response_format(provider.name)  # a schema native output cannot take
+        ladder = self._ladder(model, model_tier, escalate=escalate)
+        modes: list[OutputMode] = []
+        for _, provider in ladder:
+            mode = self._mode(merged.output_mode, contract, provider)
+            if mode == "native" and contract is not None:
+                contract.response_format(provider.name)  # a schema native output cannot take
+            modes.append(mode)
         precheck = None
         if self._params is not None:
             issues = self._params.issues(dict(parameters or {}))
@@ -272,24 +313,69 @@ class Agent(Generic[OutputT]):
         task_text = task
         if parameters:
             task_text = f"{task}\n\nParameters:\n{_json(dict(parameters))}"
-        spec = RunSpec(
-            agent_id=self.config.id,
-            provider=provider,
-            system_prompt=self.config.system_prompt,
-            task=task_text,
-            history=tuple(messages or ()),
-            contract=contract,
-            tools=self.tools,
-            options=merged,
-            mode=mode,
-            max_steps=self.config.max_steps or DEFAULT_MAX_STEPS,
-            max_tokens=self.config.max_tokens,
-            temperature=self.config.temperature,
-            model_tier=model_tier,
-            precheck=precheck,
-        )
-        outcome = await execute(spec, self.analytics)
-        return AgentResult(outcome.result, outcome.output)  # type: ignore[arg-type]
+        results: list[RunResult] = []
+        for (tier, provider), mode in zip(ladder, modes, strict=True):
+            spec = RunSpec(
+                agent_id=self.config.id,
+                provider=provider,
+                system_prompt=self.config.system_prompt,
+                task=task_text,
+                history=tuple(messages or ()),
+                contract=contract,
+                tools=self.tools,
+                options=merged,
+                mode=mode,
+                max_steps=self.config.max_steps or DEFAULT_MAX_STEPS,
+                max_tokens=self.config.max_tokens,
+                temperature=self.config.temperature,
+                model_tier=tier,
+                precheck=precheck,
+            )
+            outcome = await execute(spec, self.analytics)
+            results.append(outcome.result)
+            error = outcome.result.error
+            if error is None or error.type not in ESCALATING_ERRORS or tier == ladder[-1][0]:
+                break
+            logger.info(
+                "agent %s: %s on tier %d (%s); escalating to tier %d",
+                self.config.id,
+                error.type,
+                tier,
+                outcome.result.model,
+                tier + 1,
+            )
+        return AgentResult(_escalated(results), outcome.output)  # type: ignore[arg-type]
+
+    def _ladder(
+        self, model: Provider | str | None, start: int, *, escalate: bool
+    ) -> list[tuple[int, Provider]]:
+        """Return ``(tier, provider)`` for the tiers this run may use, starting at ``start``.
+
+        Raises:
+            ConfigError: ``start`` is negative or past the last tier, or a model is unknown or
+                lacks its key.
+        """
+        if start < 0 or (model is None and start > len(self.model_tiers)):
+            raise ConfigError(
+                f"model_tier {start} does not exist: agent {self.config.id!r} has tiers 0 to "
+                f"{len(self.model_tiers)}"
+            )
+        if model is None and start > 0:
+            first = self.provider(self.model_tiers[start - 1])
+        else:
+            first = self.provider(model)
+        ladder = [(start, first)]
+        if escalate:
+            for tier in range(start + 1, len(self.model_tiers) + 1):
+                choice = self.model_tiers[tier - 1]
+                try:
+                    ladder.append((tier, self.provider(choice)))
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"agent {self.config.id!r} cannot escalate to tier {tier}: "
+                        f"{exc.format_message()}"
+                    ) from exc
+        return ladder
 
     def run_sync(self, task: str, **kwargs: object) -> AgentResult[OutputT]:
         """Run the agent without an event loop; the same arguments and result as :meth:`run`.
@@ -333,6 +419,32 @@ class Agent(Generic[OutputT]):
 
 def _json(value: JsonValue) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _escalated(results: Sequence[RunResult]) -> RunResult:
+    """Fold the runs of an escalation into the last one's result.
+
+    The result is the last tier's, with every tier's attempts (numbered on from one tier to the
+    next), and the tokens and time of every tier.
+    """
+    final = results[-1]
+    if len(results) == 1:
+        return final
+    attempts = [attempt for result in results for attempt in result.attempts]
+    usage = results[0].usage
+    for result in results[1:]:
+        usage = usage + result.usage
+    return final.model_copy(
+        update={
+            "attempts": [
+                attempt.model_copy(update={"number": number})
+                for number, attempt in enumerate(attempts, start=1)
+            ],
+            "retries": max(0, len(attempts) - 1),
+            "usage": usage,
+            "duration_ms": sum(result.duration_ms for result in results),
+        }
+    )
 
 
 async def run_many(

@@ -246,3 +246,193 @@ def test_the_installed_command(fleet: Path) -> None:
     assert RunResult.model_validate_json(completed.stdout).status == "completed"
     assert NOTE in completed.stderr
     assert (fleet.parent / ".agentshape" / "analytics").is_dir()
+
+
+# --schema / --schema-file / --registry ------------------------------------------------------
+
+DEFAULT_YML = """\
+id: summariser
+system_prompt: You summarise.
+default_output_schema:
+  type: object
+  required: [summary]
+  properties:
+    summary: { type: string }
+"""
+
+COUNT_SCHEMA = {
+    "type": "object",
+    "required": ["files", "loc"],
+    "properties": {"files": {"type": "integer"}, "loc": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture
+def schema_fleet(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (fleet / "summariser").mkdir()
+    (fleet / "summariser" / "agent.yml").write_text(DEFAULT_YML)
+    monkeypatch.chdir(fleet.parent)
+    (fleet.parent / "count.json").write_text(json.dumps(COUNT_SCHEMA))
+    return fleet
+
+
+def test_the_agents_default_schema_is_used_without_a_flag(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(schema_fleet, "summariser", "--task", "Go.", "--json") == 0
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert result.schema_source == "default" and set(result.result_data) == {"summary"}  # type: ignore[arg-type]
+
+
+def test_schema_file_replaces_the_default(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema-file", "count.json")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "schema: the --schema-file schema" in out
+    assert set(json.loads(out[out.index("{") :])) == {"files", "loc"}
+
+
+def test_schema_file_may_be_yaml(schema_fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("count.yaml").write_text(
+        "type: object\nrequired: [n]\nproperties:\n  n: {type: integer, minimum: 3}\n"
+    )
+    code = run_cli(
+        schema_fleet, "summariser", "--task", "Go.", "--schema-file", "count.yaml", "--json"
+    )
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert code == 0 and result.schema_source == "inline"
+    assert isinstance(result.result_data, dict) and result.result_data["n"] >= 3
+
+
+def test_named_schema_from_the_registry(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["schemas", "add", "code-count", "count.json"]) == 0
+    capsys.readouterr()
+    code = run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema", "code-count", "--json")
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert code == 0
+    assert (result.schema_source, result.schema_name) == ("named", "code-count")
+    assert set(result.result_data) == {"files", "loc"}  # type: ignore[arg-type]
+
+
+def test_registry_flag_points_at_another_file(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = str(schema_fleet.parent / "elsewhere.db")
+    assert main(["schemas", "add", "code-count", "count.json", "--registry", registry]) == 0
+    capsys.readouterr()
+    args = ("summariser", "--task", "Go.", "--schema", "code-count")
+    assert run_cli(schema_fleet, *args, "--registry", registry) == 0
+    capsys.readouterr()
+    assert run_cli(schema_fleet, *args) == 2  # not in the default registry
+    assert "no schema named 'code-count'" in capsys.readouterr().err
+
+
+def test_unknown_schema_name_suggests_the_nearest(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["schemas", "add", "code-count", "count.json"]) == 0
+    capsys.readouterr()
+    code = run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema", "code-cont")
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert "no schema named 'code-cont'" in err and "did you mean 'code-count'?" in err
+
+
+@pytest.mark.parametrize("flag", [["--schema", "code-count"], ["--schema-file", "count.json"]])
+def test_an_agents_own_schema_cannot_be_overridden(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
+    code = run_cli(schema_fleet, "grader", "--task", "Go.", *flag)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("agentshape: agent 'grader' has its own output contract")
+    assert "cannot override" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"type": "object",\n "properties": }', "count.json is not valid JSON"),
+        ('{"type": "objekt"}', "count.json: invalid schema at $.type"),
+        ("[1, 2]", "a JSON Schema is an object or a boolean, not list"),
+    ],
+)
+def test_a_bad_schema_file_exits_2(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    Path("count.json").write_text(content)
+    code = run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema-file", "count.json")
+    err = capsys.readouterr().err
+    assert code == 2 and message in err
+
+
+def test_bad_json_schema_file_names_line_and_column(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("count.json").write_text('{"type": "object",\n "properties": }')
+    run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema-file", "count.json")
+    assert "at line 2, column 16" in capsys.readouterr().err
+
+
+def test_bad_yaml_schema_file(schema_fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("s.yaml").write_text("type: object\nproperties: [\n")
+    assert run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema-file", "s.yaml") == 2
+    err = capsys.readouterr().err
+    assert "s.yaml is not valid YAML" in err and "line 3" in err
+
+
+def test_missing_schema_file(schema_fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(schema_fleet, "summariser", "--task", "Go.", "--schema-file", "no.json") == 2
+    assert "schema file no.json does not exist" in capsys.readouterr().err
+
+
+def test_schema_and_schema_file_together_is_a_usage_error(
+    schema_fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("summariser", "--task", "Go.", "--schema", "a", "--schema-file", "count.json")
+    assert run_cli(schema_fleet, *args) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+# Model escalation ------------------------------------------------------------------------------
+
+TIERED_YML = AGENT_YML.replace(
+    "context:",
+    "llm:\n  model: test:fail_first=invalid_arguments+invalid_arguments\n  tiers: [test]\ncontext:",
+)
+
+
+def test_run_escalates_to_the_next_tier(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (fleet / "grader" / "agent.yml").write_text(TIERED_YML)
+    code = run_cli(fleet, "grader", "--task", "Grade.")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("completed: agent grader on test (escalated to tier 1), 3 attempts")
+    assert "rescued by 2 retries:" in out
+    assert "  attempt 1 on test was rejected: $" in out
+    assert "  attempt 2 on test was rejected: $" in out
+
+
+def test_no_escalate_flag(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (fleet / "grader" / "agent.yml").write_text(TIERED_YML)
+    code = run_cli(fleet, "grader", "--task", "Grade.", "--no-escalate", "--json")
+    result = RunResult.model_validate_json(capsys.readouterr().out)
+    assert code == 1 and result.model_tier == 0
+    assert result.error is not None and result.error.type == "output_schema_validation_failed"
+
+
+def test_a_tier_without_its_key_is_a_config_error(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fleet / "grader" / "agent.yml").write_text(
+        AGENT_YML.replace("context:", "llm:\n  tiers: [anthropic:claude-opus-4]\ncontext:")
+    )
+    assert run_cli(fleet, "grader", "--task", "Grade.", "--model", "test") == 2
+    err = capsys.readouterr().err
+    assert "cannot escalate to tier 1" in err and "ANTHROPIC_API_KEY" in err

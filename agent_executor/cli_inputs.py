@@ -1,0 +1,368 @@
+"""What a user gives the ``agentshape`` command line, read and checked before anything runs.
+
+Agent names and paths, ``key=value`` parameters, JSON and YAML files (a bad one is reported with
+its line and column), the run options the flags set, and the output schema a caller picks with
+``--schema NAME`` (from the registry) or ``--schema-file FILE`` (inline). Every mistake raises
+:class:`UsageError` (or another ``AgentshapeError``) with one clear line; the command line turns
+it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO, TypeAlias
+
+import yaml
+from pydantic import BaseModel, JsonValue, ValidationError
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import AgentshapeError
+from agent_contracts.runs import JsonSchema, RunOptions
+from agent_core.loading import load_agent_config
+from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
+from agent_core.validation import compile_schema
+from agent_executor.agent import Agent
+from agent_executor.providers.base import Provider
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_RUN_FAILED",
+    "EXIT_USAGE",
+    "CallerSchema",
+    "Handler",
+    "Subcommands",
+    "UsageError",
+    "add_agent_arguments",
+    "add_run_arguments",
+    "add_schema_arguments",
+    "caller_schema",
+    "find_agent_file",
+    "load_agent",
+    "parse_param",
+    "read_json_file",
+    "read_schema_file",
+    "resolve_provider",
+    "run_options",
+]
+
+EXIT_OK = 0
+"""The command did what was asked (the run completed, the output is valid)."""
+EXIT_RUN_FAILED = 1
+"""A run failed, an output is invalid, or a config has problems."""
+EXIT_USAGE = 2
+"""The command line, a file it names, or an agent config cannot be used."""
+
+
+class UsageError(AgentshapeError):
+    """A command line that cannot be carried out: a bad flag value, a missing or unreadable file."""
+
+
+def parse_param(text: str) -> tuple[str, JsonValue]:
+    """Parse ``key=value``; the value is read as JSON when it parses, else kept as a string.
+
+    Raises:
+        UsageError: There is no ``=`` or the key is empty.
+    """
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"--param expects key=value, got {text!r}")
+    try:
+        value: JsonValue = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key.strip(), value
+
+
+def find_agent_file(agent: str, agents_dir: Path) -> Path:
+    """Return the ``agent.yml`` for an agent id in ``agents_dir`` or a path to a file.
+
+    Raises:
+        UsageError: Neither exists; the message lists the ids that do.
+    """
+    path = Path(agent)
+    if path.is_file():
+        return path
+    if path.is_dir() and (path / "agent.yml").is_file():
+        return path / "agent.yml"
+    candidate = agents_dir / agent / "agent.yml"
+    if candidate.is_file():
+        return candidate
+    known = sorted(p.parent.name for p in agents_dir.glob("*/agent.yml"))
+    listing = ", ".join(known) if known else "none"
+    raise UsageError(
+        f"no agent {agent!r}: not a file, and no {candidate} (agents in {agents_dir}: {listing})"
+    )
+
+
+def load_agent(agent: str, agents_dir: Path) -> tuple[Path, AgentConfig]:
+    """Find and load an agent's config.
+
+    Args:
+        agent: An agent id in ``agents_dir``, or a path to its ``agent.yml`` (or its directory).
+        agents_dir: The fleet directory.
+
+    Returns:
+        The file and the config.
+
+    Raises:
+        UsageError: No such agent.
+        ConfigFileError: The file cannot be read or is not a valid config (every problem).
+    """
+    path = find_agent_file(agent, agents_dir)
+    return path, load_agent_config(path)
+
+
+def _read_text(path: Path, what: str) -> str:
+    """Return a file's text, or raise one clear line saying why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path} is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path} is not UTF-8 text (at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def _json_problem(path: Path, exc: json.JSONDecodeError) -> UsageError:
+    return UsageError(
+        f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    )
+
+
+def read_json_file(path: Path, *, what: str = "file") -> JsonValue:
+    """Read a JSON file.
+
+    Args:
+        path: The file.
+        what: What the file is, for the error message (``output file``...).
+
+    Returns:
+        The JSON value.
+
+    Raises:
+        UsageError: The file is missing or unreadable, or is not valid JSON (with the line and
+            column of the fault).
+    """
+    text = _read_text(path, what)
+    try:
+        value: JsonValue = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_problem(path, exc) from None
+    return value
+
+
+class _JsonYamlLoader(yaml.SafeLoader):
+    """``SafeLoader`` that keeps timestamps as strings, so a schema stays JSON data."""
+
+
+_JsonYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def read_schema_file(path: Path) -> JsonSchema:
+    """Read a JSON Schema from a JSON or YAML file and check it against its draft.
+
+    A ``.json`` file is read as JSON; anything else as YAML (which also reads JSON).
+
+    Args:
+        path: The file.
+
+    Returns:
+        The schema (an object or a boolean).
+
+    Raises:
+        UsageError: The file cannot be read, does not parse (line and column given), or holds
+            neither an object nor a boolean.
+        InvalidSchemaError: The schema breaks its draft's meta-schema (names the file).
+        SchemaReferenceError: The schema has a ``$ref`` that does not resolve offline.
+    """
+    text = _read_text(path, "schema file")
+    value: object
+    if path.suffix.lower() == ".json":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _json_problem(path, exc) from None
+    else:
+        try:
+            value = yaml.load(text, Loader=_JsonYamlLoader)  # a SafeLoader subclass
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise UsageError(f"{path} is not valid YAML: {problem}{where}") from None
+    if not isinstance(value, dict | bool):
+        kind = "nothing" if value is None else type(value).__name__
+        raise UsageError(f"{path}: a JSON Schema is an object or a boolean, not {kind}")
+    try:
+        schema: JsonSchema = json.loads(json.dumps(value))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: the schema is not JSON data: {exc}") from None
+    compile_schema(schema, source=str(path))
+    return schema
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``AGENT`` argument and ``--agents-dir`` to a subcommand."""
+    parser.add_argument("agent", help="an agent id in the agents directory, or a path to agent.yml")
+    parser.add_argument("--agents-dir", type=Path, default=Path("agents"), help="default: ./agents")
+
+
+def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--schema NAME`` / ``--schema-file FILE`` (one of them) and ``--registry PATH``."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--schema", metavar="NAME", help="a registered output schema (see 'agentshape schemas')"
+    )
+    which.add_argument(
+        "--schema-file", type=Path, metavar="FILE", help="an output schema in a JSON or YAML file"
+    )
+    parser.add_argument(
+        "--registry",
+        type=Path,
+        default=DEFAULT_REGISTRY_PATH,
+        metavar="PATH",
+        help=f"the schema registry (default {DEFAULT_REGISTRY_PATH})",
+    )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the flags ``run`` and ``run-many`` share: model, options, workspace, analytics."""
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="a run parameter (repeatable)"
+    )
+    parser.add_argument(
+        "--model",
+        help="openai:MODEL, anthropic:MODEL, ollama:MODEL or test (default: the agent's model, "
+        "else from OPENAI_API_KEY / ANTHROPIC_API_KEY, else the offline test model)",
+    )
+    parser.add_argument(
+        "--no-escalate",
+        action="store_true",
+        help="do not retry a failed run on the agent's larger model tiers (llm.tiers)",
+    )
+    parser.add_argument("--workspace", type=Path, help="directory the input tools may read")
+    parser.add_argument("--max-retries", type=int, help="re-prompts after a failed attempt")
+    parser.add_argument(
+        "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
+    )
+    parser.add_argument(
+        "--analytics-dir", type=Path, help="where run events go (default .agentshape/analytics)"
+    )
+
+
+_FLAGS = {"max_retries": "--max-retries", "output_mode": "--mode"}
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """Return the run options the flags set.
+
+    Raises:
+        UsageError: A flag's value is out of range.
+    """
+    values: dict[str, object] = {}
+    if args.max_retries is not None:
+        values["max_retries"] = args.max_retries
+    if args.mode is not None:
+        values["output_mode"] = args.mode
+    try:
+        return RunOptions.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{_FLAGS.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()
+        )
+        raise UsageError(problems) from exc
+
+
+class CallerSchema:
+    """The output schema a caller picked on the command line, as ``Agent.run`` arguments.
+
+    Attributes:
+        inline: The schema read from ``--schema-file``.
+        name: The registered name given with ``--schema``.
+        named: That name's schema, read from the registry.
+    """
+
+    def __init__(
+        self,
+        *,
+        inline: JsonSchema | None = None,
+        name: str | None = None,
+        named: JsonSchema | None = None,
+    ) -> None:
+        self.inline = inline
+        self.name = name
+        self.named = named
+
+    def run_arguments(self) -> dict[str, object]:
+        """Return the keyword arguments for :meth:`Agent.run`."""
+        if self.inline is not None:
+            return {"output_schema": self.inline}
+        if self.named is not None:
+            return {"schema_name": self.name, "named_schema": self.named}
+        return {}
+
+
+def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema:
+    """Resolve ``--schema`` / ``--schema-file`` for an agent, in the seed's order.
+
+    Inline first, then named, then the agent's default; an agent's own ``output_schema`` is its
+    contract and is never replaced, so giving either flag for such an agent is an error (checked
+    before the registry is read).
+
+    Raises:
+        ConfigError: The agent has its own output contract and a flag tried to replace it.
+        UsageError: The schema file cannot be read or parsed.
+        InvalidSchemaError: The schema file's schema is invalid.
+        SchemaNotFoundError: No registered schema has that name (with a did-you-mean).
+        SchemaRegistryError: The registry file cannot be read.
+    """
+    name: str | None = getattr(args, "schema", None)
+    file: Path | None = getattr(args, "schema_file", None)
+    if name is None and file is None:
+        return CallerSchema()
+    registry = SchemaRegistry(args.registry)
+    if config.output_schema is not None:
+        registry.resolve_output_schema(  # raises the "cannot override" error
+            inline=True if file is not None else None,
+            name=name,
+            agent_own=config.output_schema,
+            agent_id=config.id,
+        )
+    if file is not None:
+        return CallerSchema(inline=read_schema_file(file))
+    assert name is not None
+    return CallerSchema(name=name, named=registry.get(name))
+
+
+def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) -> Provider:
+    """Return the run's provider, noting on ``err`` when it is the offline test model.
+
+    Raises:
+        ConfigError: The model string is unknown or its API key is missing.
+    """
+    provider = agent.provider(model)
+    if provider.name == "test":
+        why = "as asked" if model or agent.config.model else "no API key set and no --model given"
+        print(
+            f"note: using the offline test model ({why}); its answers are generated from the "
+            "schema, not by a language model. Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass "
+            "--model openai:gpt-4.1-mini, to use a real model.",
+            file=err,
+        )
+    return provider
+
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The ``add_subparsers()`` object each command module registers its commands on."""
+
+Handler: TypeAlias = Callable[[argparse.Namespace, TextIO, TextIO], int]
+"""A command: ``handler(args, out, err)`` returns the exit code (results to ``out``)."""

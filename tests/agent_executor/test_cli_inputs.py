@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError, InvalidSchemaError, SchemaNotFoundError
+from agent_core.registry import SchemaRegistry
+from agent_executor.cli_inputs import (
+    UsageError,
+    caller_schema,
+    read_json_file,
+    read_schema_file,
+    run_options,
+)
+
+
+def test_read_json_file(tmp_path: Path) -> None:
+    path = tmp_path / "o.json"
+    path.write_text('{"a": [1, 2]}')
+    assert read_json_file(path) == {"a": [1, 2]}
+    path.write_text('{\n  "a": [1,\n  2,,]}')
+    with pytest.raises(UsageError, match=r"o.json is not valid JSON: .* at line 3, column 5"):
+        read_json_file(path)
+    with pytest.raises(UsageError, match=r"output file .*nope.json does not exist"):
+        read_json_file(tmp_path / "nope.json", what="output file")
+    with pytest.raises(UsageError, match="is a directory"):
+        read_json_file(tmp_path)
+    path.write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(UsageError, match="not UTF-8"):
+        read_json_file(path)
+
+
+def test_read_schema_file_yaml_keeps_dates_as_strings(tmp_path: Path) -> None:
+    path = tmp_path / "s.yml"
+    path.write_text("type: object\nproperties:\n  day: {type: string, default: 2025-01-05}\n")
+    schema = read_schema_file(path)
+    assert schema == {
+        "type": "object",
+        "properties": {"day": {"type": "string", "default": "2025-01-05"}},
+    }
+
+
+def test_read_schema_file_booleans_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text("true")
+    assert read_schema_file(path) is True
+    path.write_text('"object"')
+    with pytest.raises(UsageError, match="an object or a boolean, not str"):
+        read_schema_file(path)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(UsageError, match="not nothing"):
+        read_schema_file(empty)
+    path.write_text('{"type": "object", "required": "name"}')
+    with pytest.raises(InvalidSchemaError, match=r"s.json: invalid schema at \$.required"):
+        read_schema_file(path)
+
+
+def namespace(tmp_path: Path, **values: object) -> argparse.Namespace:
+    base: dict[str, object] = {"schema": None, "schema_file": None}
+    base["registry"] = tmp_path / "r.db"
+    base.update(values)
+    return argparse.Namespace(**base)
+
+
+OWN = AgentConfig.model_validate({"id": "own", "output_schema": {"type": "object"}})
+DEFAULTED = AgentConfig.model_validate({"id": "def", "default_output_schema": {"type": "object"}})
+
+
+def test_caller_schema_resolution(tmp_path: Path) -> None:
+    SchemaRegistry(tmp_path / "r.db").add("named", {"type": "array"})
+    file = tmp_path / "s.json"
+    file.write_text('{"type": "string"}')
+
+    assert caller_schema(namespace(tmp_path), OWN).run_arguments() == {}
+    assert caller_schema(namespace(tmp_path, schema="named"), DEFAULTED).run_arguments() == {
+        "schema_name": "named",
+        "named_schema": {"type": "array"},
+    }
+    assert caller_schema(namespace(tmp_path, schema_file=file), DEFAULTED).run_arguments() == {
+        "output_schema": {"type": "string"}
+    }
+    with pytest.raises(SchemaNotFoundError, match="did you mean 'named'"):
+        caller_schema(namespace(tmp_path, schema="namd"), DEFAULTED)
+
+
+def test_an_agents_own_schema_is_refused_before_the_registry_is_read(tmp_path: Path) -> None:
+    args = namespace(tmp_path, schema="anything", registry=tmp_path / "missing" / "r.db")
+    with pytest.raises(ConfigError, match="agent 'own' has its own output contract"):
+        caller_schema(args, OWN)
+    args = namespace(tmp_path, schema_file=tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match="gave an inline output schema"):
+        caller_schema(args, OWN)
+
+
+def test_run_options() -> None:
+    args = argparse.Namespace(max_retries=3, mode="prompted")
+    options = run_options(args)
+    assert (options.max_retries, options.output_mode) == (3, "prompted")
+    assert run_options(argparse.Namespace(max_retries=None, mode=None)).model_fields_set == set()
+    with pytest.raises(UsageError, match="--max-retries: "):
+        run_options(argparse.Namespace(max_retries=-1, mode=None))
