@@ -36,7 +36,12 @@ import jsonschema_rs
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent_contracts.errors import InvalidSchemaError
-from agent_core.schema_walk import offline_validator, resolve_local_ref, subschemas
+from agent_core.schema_walk import (
+    offline_validator,
+    resolve_local_ref,
+    subschemas,
+    without_own_id,
+)
 from agent_core.strict_mode import (
     ArrayPlan,
     CompileNote,
@@ -497,8 +502,7 @@ def _neutral_parameters(schema: dict[str, JsonValue] | bool, wrapped: bool) -> J
 
 
 def _rebase(ref: str, root_id: JsonValue, wrapped: bool) -> str:
-    if isinstance(root_id, str) and root_id and ref.startswith(root_id.rstrip("#") + "#"):
-        ref = ref[len(root_id.rstrip("#")) :]
+    ref = without_own_id(ref, root_id)
     if not wrapped or not ref.startswith("#"):
         return ref
     pointer = ref[1:]

@@ -221,6 +221,23 @@ class SchemaRegistry:
         ).fetchone()
         return row is not None
 
+    def _row(self, name: str, columns: str) -> tuple[object, ...]:
+        """Return ``columns`` of the schema named ``name``.
+
+        Raises:
+            SchemaNotFoundError: No schema has that name.
+            SchemaRegistryError: The registry file cannot be read.
+        """
+        with self._connect("read", write=False, name=name) as connection:
+            row = None
+            if connection is not None:
+                row = connection.execute(
+                    f"SELECT {columns} FROM {_TABLE} WHERE name = ?", (name,)
+                ).fetchone()
+        if row is None:
+            raise self._not_found(name, self.names())
+        return tuple(row)
+
     def _not_found(self, name: str, known: builtins.list[str]) -> SchemaNotFoundError:
         return SchemaNotFoundError(
             f"no schema named {name!r} in {self.path}",
@@ -301,14 +318,7 @@ class SchemaRegistry:
                 registered name and lists them all.
             SchemaRegistryError: The registry file cannot be read, or the entry is damaged.
         """
-        with self._connect("read", write=False, name=name) as connection:
-            row = None
-            if connection is not None:
-                row = connection.execute(
-                    f"SELECT schema FROM {_TABLE} WHERE name = ?", (name,)
-                ).fetchone()
-        if row is None:
-            raise self._not_found(name, self.names())
+        row = self._row(name, "schema")
         try:
             loaded = json.loads(str(row[0]))
         except ValueError as error:
@@ -332,15 +342,7 @@ class SchemaRegistry:
             SchemaNotFoundError: No schema has that name.
             SchemaRegistryError: The registry file cannot be read.
         """
-        with self._connect("read", write=False, name=name) as connection:
-            row = None
-            if connection is not None:
-                row = connection.execute(
-                    f"SELECT {_COLUMNS} FROM {_TABLE} WHERE name = ?", (name,)
-                ).fetchone()
-        if row is None:
-            raise self._not_found(name, self.names())
-        return _entry(row)
+        return _entry(self._row(name, _COLUMNS))
 
     def list(self) -> builtins.list[NamedSchema]:
         """Return every registered schema's entry, sorted by name.

@@ -30,9 +30,10 @@ from jsonschema import Draft7Validator
 from jsonschema.validators import validator_for
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from agent_contracts.config import suggest_key
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
 from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref, subschemas
-from agent_core.validation import schema_draft
+from agent_core.validation import format_path, schema_draft
 
 __all__ = [
     "JSON_TYPES",
@@ -363,10 +364,9 @@ class _Checker:
             if name in JSON_TYPES:
                 good.append(name)
                 continue
-            suggestion = _TYPE_SUGGESTIONS.get(name.lower())
-            if suggestion is None:
-                matches = difflib.get_close_matches(name.lower(), JSON_TYPES, n=1, cutoff=0.6)
-                suggestion = matches[0] if matches else None
+            suggestion = _TYPE_SUGGESTIONS.get(name.lower()) or suggest_key(
+                name.lower(), JSON_TYPES
+            )
             if name.lower() == "any":
                 hint = "; leave `type` out to accept any value"
             elif suggestion:
@@ -550,18 +550,14 @@ class _Checker:
         )
         for error in errors:
             parts: list[str | int] = list(error.absolute_path)
-            full = "$"
-            for part in parts:
-                full = child_path(full, part)
+            full = format_path(parts)
             if any(
                 full == place or full.startswith((place + ".", place + "["))
                 for place in self.covered
             ):
                 continue
             keyword = parts[-1] if parts and isinstance(parts[-1], str) else None
-            path = "$"
-            for part in parts[:-1] if keyword is not None else parts:
-                path = child_path(path, part)
+            path = format_path(parts[:-1] if keyword is not None else parts)
             self.add(path, "error", f"{error.message} (fails the draft's meta-schema)", keyword)
 
 

@@ -53,7 +53,18 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Optional, Self, cast
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Self,
+    TypeVar,
+    cast,
+)
 from urllib.parse import unquote, urljoin
 
 import pydantic_core
@@ -186,36 +197,40 @@ def _schema_document(schema: JsonValue) -> dict[str, Any]:
     return cast(dict[str, Any], copy.deepcopy(schema))
 
 
-class SchemaModel(BaseModel):
-    """Base of every object-shaped model built by :func:`model_from_schema`.
+class _Validating(Protocol):
+    """A model class: what :meth:`_SchemaBacked.model_validate_json` calls."""
 
-    Fields are the schema's properties; undeclared properties are kept as extras. See the
-    module docstring for aliases, nesting and what ``to_data`` returns.
+    @classmethod
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: _ExtraValues | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self: ...
+
+
+_V = TypeVar("_V", bound=_Validating)
+
+
+class _SchemaBacked:
+    """What both model bases share: the schema a class was built from, and what it answers.
+
+    :meth:`agentshape_compiled`, and Pydantic's ``model_validate_json`` and
+    ``model_json_schema`` answered from the designer's schema.
     """
-
-    model_config = ConfigDict(
-        extra="allow",
-        protected_namespaces=(),
-        serialize_by_alias=True,
-        validate_by_alias=True,
-        validate_by_name=False,
-        defer_build=True,
-    )
 
     __agentshape_schema__: ClassVar[JsonValue] = True
     """The designer's (sub)schema this class was built from."""
     __agentshape_location__: ClassVar[str] = "#"
-    """Where the schema sits: ``#`` for a root, ``#/pointer`` (or ``uri#/pointer``) if nested."""
+    """Where the schema sits: ``#`` for a root, ``#/pointer`` (or ``uri#/pointer``) if nested;
+    root models are never nested."""
     __agentshape_root__: ClassVar[CompiledSchema | None] = None
     """The compiled root schema of the model this class belongs to."""
-
-    def to_data(self) -> JsonValue:
-        """Return the validated value exactly as it was given (absent properties stay absent).
-
-        Returns:
-            The JSON value; a new object, so changing it does not change the model.
-        """
-        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
 
     @classmethod
     def agentshape_compiled(cls, lenient: bool | None = None) -> CompiledSchema:
@@ -231,6 +246,69 @@ class SchemaModel(BaseModel):
             SchemaError: If the class was not built by :func:`model_from_schema`.
         """
         return _compiled_for(cls, lenient)
+
+    @classmethod
+    def model_validate_json(
+        cls: type[_V],
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: _ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> _V:
+        """Parse JSON text (NaN and Infinity refused), validate it and build the model.
+
+        Raises:
+            pydantic.ValidationError: For text that is not JSON, or listing every problem.
+        """
+        return cls.model_validate(
+            _parse_json(cls.__name__, json_data),
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
+
+    @classmethod
+    def model_json_schema(
+        cls,
+        by_alias: bool | None = None,
+        ref_template: str = "#/$defs/{model}",
+        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
+        mode: JsonSchemaMode = "validation",
+        *,
+        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
+    ) -> dict[str, Any]:
+        """Return a copy of the designer's schema (the arguments are accepted and ignored)."""
+        return _schema_document(cls.__agentshape_schema__)
+
+
+class SchemaModel(_SchemaBacked, BaseModel):
+    """Base of every object-shaped model built by :func:`model_from_schema`.
+
+    Fields are the schema's properties; undeclared properties are kept as extras. See the
+    module docstring for aliases, nesting and what ``to_data`` returns.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        protected_namespaces=(),
+        serialize_by_alias=True,
+        validate_by_alias=True,
+        validate_by_name=False,
+        defer_build=True,
+    )
+
+    def to_data(self) -> JsonValue:
+        """Return the validated value exactly as it was given (absent properties stay absent).
+
+        Returns:
+            The JSON value; a new object, so changing it does not change the model.
+        """
+        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
 
     @classmethod
     def model_validate(
@@ -262,31 +340,6 @@ class SchemaModel(BaseModel):
         )
 
     @classmethod
-    def model_validate_json(
-        cls,
-        json_data: str | bytes | bytearray,
-        *,
-        strict: bool | None = None,
-        extra: _ExtraValues | None = None,
-        context: Any | None = None,
-        by_alias: bool | None = None,
-        by_name: bool | None = None,
-    ) -> Self:
-        """Parse JSON text (NaN and Infinity refused), validate it and build the model.
-
-        Raises:
-            pydantic.ValidationError: For text that is not JSON, or listing every problem.
-        """
-        return cls.model_validate(
-            _parse_json(cls.__name__, json_data),
-            strict=strict,
-            extra=extra,
-            context=context,
-            by_alias=by_alias,
-            by_name=by_name,
-        )
-
-    @classmethod
     def model_validate_strings(
         cls,
         obj: Any,
@@ -306,34 +359,14 @@ class SchemaModel(BaseModel):
             obj, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
         )
 
-    @classmethod
-    def model_json_schema(
-        cls,
-        by_alias: bool | None = None,
-        ref_template: str = "#/$defs/{model}",
-        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
-        mode: JsonSchemaMode = "validation",
-        *,
-        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
-    ) -> dict[str, Any]:
-        """Return a copy of the designer's schema (the arguments are accepted and ignored)."""
-        return _schema_document(cls.__agentshape_schema__)
 
-
-class SchemaRootModel(RootModel[JsonValue]):
+class SchemaRootModel(_SchemaBacked, RootModel[JsonValue]):
     """Base of models whose root is not an object schema (arrays, scalars, unions...).
 
     The value is in ``root``; :meth:`to_data` returns it unchanged.
     """
 
     model_config = ConfigDict(defer_build=True)
-
-    __agentshape_schema__: ClassVar[JsonValue] = True
-    """The designer's schema this class was built from."""
-    __agentshape_location__: ClassVar[str] = "#"
-    """Always ``#``: root models are never nested."""
-    __agentshape_root__: ClassVar[CompiledSchema | None] = None
-    """The compiled schema of this model."""
 
     def to_data(self) -> JsonValue:
         """Return the validated value exactly as it was given.
@@ -342,59 +375,6 @@ class SchemaRootModel(RootModel[JsonValue]):
             The JSON value; a new object, so changing it does not change the model.
         """
         return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
-
-    @classmethod
-    def agentshape_compiled(cls, lenient: bool | None = None) -> CompiledSchema:
-        """Return the compiled schema that validates this class's values.
-
-        Args:
-            lenient: Override whether formats are asserted; ``None`` keeps the model's setting.
-
-        Returns:
-            The compiled schema.
-
-        Raises:
-            SchemaError: If the class was not built by :func:`model_from_schema`.
-        """
-        return _compiled_for(cls, lenient)
-
-    @classmethod
-    def model_validate_json(
-        cls,
-        json_data: str | bytes | bytearray,
-        *,
-        strict: bool | None = None,
-        extra: _ExtraValues | None = None,
-        context: Any | None = None,
-        by_alias: bool | None = None,
-        by_name: bool | None = None,
-    ) -> Self:
-        """Parse JSON text (NaN and Infinity refused), validate it and build the model.
-
-        Raises:
-            pydantic.ValidationError: For text that is not JSON, or listing every problem.
-        """
-        return cls.model_validate(
-            _parse_json(cls.__name__, json_data),
-            strict=strict,
-            extra=extra,
-            context=context,
-            by_alias=by_alias,
-            by_name=by_name,
-        )
-
-    @classmethod
-    def model_json_schema(
-        cls,
-        by_alias: bool | None = None,
-        ref_template: str = "#/$defs/{model}",
-        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
-        mode: JsonSchemaMode = "validation",
-        *,
-        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
-    ) -> dict[str, Any]:
-        """Return a copy of the designer's schema (the arguments are accepted and ignored)."""
-        return _schema_document(cls.__agentshape_schema__)
 
 
 class _CheckedModel(SchemaModel):
@@ -415,9 +395,7 @@ class _CheckedRootModel(SchemaRootModel):
         return cast(Self, _enforce(cls, data, handler))
 
 
-def _compiled_for(
-    cls: type[SchemaModel] | type[SchemaRootModel], lenient: bool | None
-) -> CompiledSchema:
+def _compiled_for(cls: type[_SchemaBacked], lenient: bool | None) -> CompiledSchema:
     """Return the compiled schema for a generated class (its subschema when nested)."""
     root = cls.__agentshape_root__
     if root is None:

@@ -13,9 +13,16 @@ from urllib.parse import unquote
 import jsonschema_rs
 from pydantic import JsonValue
 
-from agent_core.validation import format_path, schema_draft
+from agent_core.validation import DRAFT_VALIDATORS, format_path, node_at, schema_draft
 
-__all__ = ["child_path", "offline_validator", "resolve_local_ref", "subschemas"]
+__all__ = [
+    "child_path",
+    "fragment_keys",
+    "offline_validator",
+    "resolve_local_ref",
+    "subschemas",
+    "without_own_id",
+]
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -30,13 +37,6 @@ _SCHEMA_SINGLES = frozenset(
     )
 )
 _SCHEMA_LISTS = frozenset(_words("allOf anyOf oneOf prefixItems items"))
-_VALIDATORS: dict[int, type[jsonschema_rs.Validator]] = {
-    4: jsonschema_rs.Draft4Validator,
-    6: jsonschema_rs.Draft6Validator,
-    7: jsonschema_rs.Draft7Validator,
-    2019: jsonschema_rs.Draft201909Validator,
-    2020: jsonschema_rs.Draft202012Validator,
-}
 
 
 def child_path(path: str, key: str | int) -> str:
@@ -86,6 +86,21 @@ def subschemas(node: JsonValue, path: str = "$") -> Iterator[tuple[str, JsonValu
                 yield from subschemas(sub, child_path(here, index))
 
 
+def without_own_id(ref: str, root_id: JsonValue) -> str:
+    """Return ``ref`` as a bare ``#`` fragment when it names the root's own ``$id``.
+
+    Args:
+        ref: A ``$ref`` value.
+        root_id: The root schema's ``$id`` (anything else than a non-empty string is ignored).
+
+    Returns:
+        ``#...`` for ``<root_id>#...``; any other reference unchanged.
+    """
+    if isinstance(root_id, str) and root_id and ref.startswith(root_id.rstrip("#") + "#"):
+        return ref[len(root_id.rstrip("#")) :]
+    return ref
+
+
 def resolve_local_ref(root: JsonValue, ref: str) -> tuple[JsonValue, str] | None:
     """Resolve a same-document ``$ref`` (``#`` or ``#/json/pointer``) against ``root``.
 
@@ -99,24 +114,29 @@ def resolve_local_ref(root: JsonValue, ref: str) -> tuple[JsonValue, str] | None
         ``(target, pointer)``, or ``None`` when the reference leaves the document or points at
         nothing.
     """
-    root_id = root.get("$id") if isinstance(root, dict) else None
-    if isinstance(root_id, str) and root_id and ref.startswith(root_id.rstrip("#") + "#"):
-        ref = ref[len(root_id.rstrip("#")) :]
+    ref = without_own_id(ref, root.get("$id") if isinstance(root, dict) else None)
     if ref == "#":
         return root, ""
     if not ref.startswith("#/"):
         return None
     pointer = ref[1:]
-    node: JsonValue = root
-    for raw in pointer.split("/")[1:]:
-        part = unquote(raw).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node, pointer
+    found = node_at(root, fragment_keys(pointer))
+    return None if found is None else (found[0], pointer)
+
+
+def fragment_keys(pointer: str) -> list[str]:
+    """Return the keys of a JSON pointer taken from a URI fragment, outermost first.
+
+    Each token is percent-decoded, then ``~1`` and ``~0`` are unescaped: ``/a%20b/c~1d`` gives
+    ``a b`` and ``c/d``.
+
+    Args:
+        pointer: The pointer, without the leading ``#``; ``""`` is the whole document.
+
+    Returns:
+        The keys (array indices stay digit strings).
+    """
+    return [unquote(raw).replace("~1", "/").replace("~0", "~") for raw in pointer.split("/")[1:]]
 
 
 def offline_validator(
@@ -137,7 +157,7 @@ def offline_validator(
             does not resolve offline.
     """
     chosen = schema_draft(schema) if draft is None else draft
-    validator: jsonschema_rs.Validator = _VALIDATORS[chosen](schema, retriever=_refuse)
+    validator: jsonschema_rs.Validator = DRAFT_VALIDATORS[chosen](schema, retriever=_refuse)
     return validator
 
 

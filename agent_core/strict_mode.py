@@ -19,12 +19,17 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from agent_core.schema_checks import JSON_TYPES
 from agent_core.schema_merge import ANNOTATIONS, CONTAINERS, flatten, merge_schemas
-from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref
+from agent_core.schema_walk import (
+    child_path,
+    fragment_keys,
+    offline_validator,
+    resolve_local_ref,
+)
 from agent_core.validation import schema_draft
 
 __all__ = [
@@ -166,7 +171,7 @@ _FAMILIES: dict[str, frozenset[str]] = {
     "string": frozenset(_words("minLength maxLength pattern format")),
     "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
 }
-_TYPES = frozenset(_words("array boolean integer null number object string"))
+_TYPES = frozenset(JSON_TYPES)
 _BLOCKING = _words(
     "not dependencies dependentRequired dependentSchemas unevaluatedProperties "
     "unevaluatedItems prefixItems $dynamicRef $recursiveRef"
@@ -675,8 +680,8 @@ class StrictCompiler:
 
 def _pointer_path(pointer: str) -> str:
     path = "$"
-    for part in pointer.split("/")[1:]:
-        path = child_path(path, unquote(part).replace("~1", "/").replace("~0", "~"))
+    for part in fragment_keys(pointer):
+        path = child_path(path, part)
     return path
 
 

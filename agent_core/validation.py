@@ -34,7 +34,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -59,6 +59,7 @@ from agent_core.refs import RegistryRetriever, reference_error, registry_generat
 __all__ = [
     "DRAFT_NAMES",
     "DRAFT_URIS",
+    "DRAFT_VALIDATORS",
     "CompiledSchema",
     "IssueDetail",
     "canonical_json",
@@ -66,6 +67,7 @@ __all__ = [
     "compile_schema",
     "format_path",
     "issues_from_pydantic",
+    "node_at",
     "resolve_pointer",
     "schema_draft",
     "schema_hash",
@@ -90,13 +92,15 @@ DRAFT_NAMES: dict[int, str] = {
 }
 """How each supported draft is named in messages."""
 
-_VALIDATORS: dict[int, type[jsonschema_rs.Validator]] = {
+DRAFT_VALIDATORS: dict[int, type[jsonschema_rs.Validator]] = {
     4: jsonschema_rs.Draft4Validator,
     6: jsonschema_rs.Draft6Validator,
     7: jsonschema_rs.Draft7Validator,
     2019: jsonschema_rs.Draft201909Validator,
     2020: jsonschema_rs.Draft202012Validator,
 }
+"""The ``jsonschema_rs`` validator class of each supported draft."""
+
 _DRAFT_PATHS = {
     "/draft-04/schema": 4,
     "/draft-06/schema": 6,
@@ -199,16 +203,30 @@ def resolve_pointer(document: JsonValue, pointer: str) -> JsonValue:
     Returns:
         The node, or ``None`` when the pointer leads nowhere.
     """
+    tokens = pointer.split("/")[1:] if pointer else []
+    found = node_at(document, [token.replace("~1", "/").replace("~0", "~") for token in tokens])
+    return None if found is None else found[0]
+
+
+def node_at(document: JsonValue, keys: Iterable[str]) -> tuple[JsonValue] | None:
+    """Return the node reached by following decoded JSON pointer ``keys`` from ``document``.
+
+    Args:
+        document: A JSON document.
+        keys: Object keys and array indices (as digit strings), already unescaped.
+
+    Returns:
+        ``(node,)``, or ``None`` when a key leads nowhere (so a ``null`` node is told apart).
+    """
     node = document
-    for token in pointer.split("/")[1:] if pointer else []:
-        key = token.replace("~1", "/").replace("~0", "~")
+    for key in keys:
         if isinstance(node, dict) and key in node:
             node = node[key]
         elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
             node = node[int(key)]
         else:
             return None
-    return node
+    return (node,)
 
 
 class CompiledSchema:
@@ -564,7 +582,7 @@ def _engine_validator(
     """
     retriever = RegistryRetriever()
     try:
-        validator = _VALIDATORS[draft](
+        validator = DRAFT_VALIDATORS[draft](
             engine_text,
             validate_formats=not lenient,
             formats=_EXTRA_FORMATS if draft < 2019 else None,

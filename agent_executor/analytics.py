@@ -41,6 +41,7 @@ __all__ = [
     "MemoryAnalytics",
     "NullAnalytics",
     "ReadResult",
+    "as_utc",
     "event_file",
     "read_events",
     "redact",
@@ -158,10 +159,22 @@ class MemoryAnalytics:
             self.events.append(event)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """Return ``moment`` as an aware time in UTC; a naive time is taken to be UTC already.
+
+    Args:
+        moment: An aware or naive time.
+
+    Returns:
+        The same instant, with ``tzinfo=UTC``.
+    """
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def _event_day(event: BaseModel) -> date:
     ts = getattr(event, "ts", None)
     if isinstance(ts, datetime):
-        return (ts.astimezone(UTC) if ts.tzinfo else ts).date()
+        return as_utc(ts).date()
     return datetime.now(UTC).date()
 
 
@@ -288,7 +301,23 @@ def _event_time(event: dict[str, JsonValue]) -> datetime | None:
         parsed = datetime.fromisoformat(ts)
     except ValueError:
         return None
+    # Not converted (a far-past offset time cannot be): comparing aware times is exact anyway.
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _json_object(raw: bytes) -> dict[str, JsonValue] | None:
+    """Return the JSON object a line holds, or ``None`` when it holds anything else."""
+    try:
+        event = json.loads(raw)
+    except ValueError:  # includes UnicodeDecodeError
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _at_or_after(event: dict[str, JsonValue], since: datetime) -> bool:
+    """Whether the event has a readable ``ts`` at or after ``since`` (an aware time)."""
+    when = _event_time(event)
+    return when is not None and when >= since
 
 
 def read_events(source: Path | str, *, since: datetime | None = None) -> ReadResult:
@@ -306,9 +335,7 @@ def read_events(source: Path | str, *, since: datetime | None = None) -> ReadRes
         The events as dicts, with counts of what was skipped.
     """
     source = Path(source)
-    since_utc = None
-    if since is not None:
-        since_utc = since.astimezone(UTC) if since.tzinfo else since.replace(tzinfo=UTC)
+    since_utc = None if since is None else as_utc(since)
     if source.is_dir():
         files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
         if since_utc is not None:
@@ -324,22 +351,12 @@ def read_events(source: Path | str, *, since: datetime | None = None) -> ReadRes
                 for raw in handle:
                     if not raw.endswith(b"\n"):
                         partial += 1
-                        continue
-                    if not raw.strip():
-                        continue
-                    try:
-                        event = json.loads(raw)
-                    except ValueError:  # includes UnicodeDecodeError
-                        corrupt += 1
-                        continue
-                    if not isinstance(event, dict):
-                        corrupt += 1
-                        continue
-                    if since_utc is not None:
-                        when = _event_time(event)
-                        if when is None or when < since_utc:
-                            continue
-                    events.append(event)
+                    elif raw.strip():
+                        event = _json_object(raw)
+                        if event is None:
+                            corrupt += 1
+                        elif since_utc is None or _at_or_after(event, since_utc):
+                            events.append(event)
         except OSError as exc:
             logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
             unreadable.append(path)

@@ -37,7 +37,7 @@ from agent_contracts.events import (
     RunStartedEvent,
 )
 from agent_contracts.messages import Usage
-from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, read_events
+from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, as_utc, read_events
 
 __all__ = [
     "ALL_AGENTS",
@@ -316,7 +316,7 @@ def _as_utc(since: datetime | date | None) -> datetime | None:
         return None
     if not isinstance(since, datetime):
         return datetime.combine(since, time(), tzinfo=UTC)
-    return since.astimezone(UTC) if since.tzinfo else since.replace(tzinfo=UTC)
+    return as_utc(since)
 
 
 def review(

@@ -32,7 +32,6 @@ so far with a notice.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import fnmatch
 import os
 import stat
@@ -46,6 +45,7 @@ from typing import BinaryIO
 import regex
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from agent_contracts.config import suggest_key
 from agent_contracts.errors import ConfigError, ToolExecutionError
 from agent_core.validation import compile_schema
 from agent_executor.providers.base import JsonObject, ToolDefinition
@@ -60,9 +60,6 @@ __all__ = [
     "Workspace",
     "build_input_tools",
 ]
-
-KNOWN_TOOLS: tuple[str, ...] = ("fs:list", "fs:read", "fs:search")
-"""The names :func:`build_input_tools` accepts (``fs:*`` stands for all of them)."""
 
 _BINARY_PROBE_BYTES = 8192
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -300,6 +297,13 @@ class _Entry:
     is_dir: bool
 
 
+def _is_binary(handle: BinaryIO) -> bool:
+    """Whether the file's first bytes hold a NUL; the file is left at its start."""
+    binary = b"\0" in handle.read(_BINARY_PROBE_BYTES)
+    handle.seek(0)
+    return binary
+
+
 def _open_regular(path: Path) -> BinaryIO | None:
     """Open a resolved path for reading if it is a regular file; ``None`` otherwise.
 
@@ -433,11 +437,10 @@ class FsRead(_FsTool):
             )
         with handle:
             size = os.fstat(handle.fileno()).st_size
-            if b"\0" in handle.read(_BINARY_PROBE_BYTES):
+            if _is_binary(handle):
                 raise _refuse(
                     self.name, f"{raw!r} is a binary file ({size} bytes): only text can be read"
                 )
-            handle.seek(0)
             return self._read_lines(handle, raw, offset=offset, limit=limit, budget=budget)
 
     def _read_lines(
@@ -453,9 +456,7 @@ class FsRead(_FsTool):
             elif partial:
                 partial, done = False, done + 1
             else:
-                raise _refuse(
-                    self.name, f"offset {offset} is past the end of {raw!r} ({done} lines)"
-                )
+                raise self._past_end(raw, offset, done)
         out = bytearray()
         notice = ""
         while True:
@@ -485,13 +486,14 @@ class FsRead(_FsTool):
         text = out.decode("utf-8", errors="replace")
         if not text and not notice:
             if offset > 1:
-                raise _refuse(
-                    self.name, f"offset {offset} is past the end of {raw!r} ({done} lines)"
-                )
+                raise self._past_end(raw, offset, done)
             return "(empty file)"
         if notice:
             text += ("" if text.endswith("\n") or not text else "\n") + notice
         return text
+
+    def _past_end(self, raw: str, offset: int, lines: int) -> ToolExecutionError:
+        return _refuse(self.name, f"offset {offset} is past the end of {raw!r} ({lines} lines)")
 
 
 class FsList(_FsTool):
@@ -663,10 +665,9 @@ class FsSearch(_FsTool):
             if os.fstat(handle.fileno()).st_size > self.limits.search_file_bytes:
                 skipped.large += 1
                 return ""
-            if b"\0" in handle.read(_BINARY_PROBE_BYTES):
+            if _is_binary(handle):
                 skipped.binary += 1
                 return ""
-            handle.seek(0)
             for lineno, raw_line in enumerate(handle, start=1):
                 line = raw_line.decode("utf-8", errors="replace").rstrip("\r\n")
                 left = deadline - time.monotonic()
@@ -700,6 +701,9 @@ _TOOL_CLASSES: dict[str, type[FsRead | FsList | FsSearch]] = {
     "fs:search": FsSearch,
 }
 
+KNOWN_TOOLS: tuple[str, ...] = tuple(_TOOL_CLASSES)
+"""The names :func:`build_input_tools` accepts (``fs:*`` stands for all of them)."""
+
 
 def _expand(name: str) -> list[str]:
     if name in _TOOL_CLASSES:
@@ -708,8 +712,8 @@ def _expand(name: str) -> list[str]:
         matching = [known for known in KNOWN_TOOLS if known.startswith(name[:-1])]
         if matching:
             return matching
-    hint = difflib.get_close_matches(name, KNOWN_TOOLS, n=1, cutoff=0.6)
-    suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+    hint = suggest_key(name, KNOWN_TOOLS)
+    suggestion = f" (did you mean {hint!r}?)" if hint else ""
     raise ConfigError(
         f"unknown input tool {name!r}{suggestion}; known tools: {', '.join(KNOWN_TOOLS)}"
     )

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref, subschemas
+from agent_core.schema_walk import (
+    child_path,
+    fragment_keys,
+    offline_validator,
+    resolve_local_ref,
+    subschemas,
+    without_own_id,
+)
 
 
 def test_child_path_spells_paths_like_validation_does() -> None:
@@ -10,6 +17,21 @@ def test_child_path_spells_paths_like_validation_does() -> None:
     assert child_path("$.items", 0) == "$.items[0]"
     assert child_path("$.properties", "date-of-birth") == '$.properties["date-of-birth"]'
     assert child_path("$", "$defs") == '$["$defs"]'
+
+
+def test_fragment_keys_percent_decode_then_unescape_each_token() -> None:
+    assert fragment_keys("") == []
+    assert fragment_keys("/$defs/a%20b/c~1d/e~0f/0") == ["$defs", "a b", "c/d", "e~f", "0"]
+    assert fragment_keys("/a%2Fb/~01") == ["a/b", "~1"]
+
+
+def test_without_own_id_keeps_only_the_fragment_of_a_same_document_ref() -> None:
+    root_id = "https://example.com/order.json"
+    assert without_own_id(f"{root_id}#/$defs/a", root_id) == "#/$defs/a"
+    assert without_own_id(f"{root_id}#/$defs/a", root_id + "#") == "#/$defs/a"
+    assert without_own_id("other.json#/$defs/a", root_id) == "other.json#/$defs/a"
+    assert without_own_id(f"{root_id}#/x", None) == f"{root_id}#/x"
+    assert without_own_id(f"{root_id}#/x", "") == f"{root_id}#/x"
 
 
 def test_subschemas_visits_schema_positions_only() -> None:

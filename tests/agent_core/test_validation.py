@@ -15,6 +15,8 @@ from agent_core.schema_model import model_from_schema
 from agent_core.validation import (
     compile_schema,
     issues_from_pydantic,
+    node_at,
+    resolve_pointer,
     schema_draft,
     schema_hash,
     validate_output,
@@ -430,3 +432,20 @@ def test_annex_b_schema_with_another_fault_reports_that_fault() -> None:
     with pytest.raises(InvalidSchemaError) as caught:
         compile_schema({"pattern": "a]", "properties": {"age": {"type": "int"}}})
     assert caught.value.path == "$.properties.age.type"
+
+
+def test_resolve_pointer_unescapes_tokens_and_indexes_arrays() -> None:
+    document: JsonValue = {"a/b": [{"~x": 1}, None], "": "empty key"}
+    assert resolve_pointer(document, "") == document
+    assert resolve_pointer(document, "/a~1b/0/~0x") == 1
+    assert resolve_pointer(document, "/") == "empty key"
+    assert resolve_pointer(document, "/a~1b/2") is None
+    assert resolve_pointer(document, "/a~1b/-") is None
+
+
+def test_node_at_tells_a_null_node_from_a_missing_one() -> None:
+    document: JsonValue = {"a": [1, None]}
+    assert node_at(document, ["a", "1"]) == (None,)
+    assert node_at(document, ["a", "2"]) is None
+    assert node_at(document, ["b"]) is None
+    assert node_at(document, []) == (document,)

@@ -20,6 +20,7 @@ from agent_executor.analytics import (
     JsonlAnalytics,
     MemoryAnalytics,
     NullAnalytics,
+    as_utc,
     event_file,
     read_events,
     redact,
@@ -359,3 +360,11 @@ def test_read_events_skips_unreadable_files(tmp_path: Path) -> None:
     result = read_events(tmp_path)
     assert [e["event"] for e in result] == ["ok"]
     assert result.unreadable == [tmp_path / DAY_FILE]
+
+
+def test_as_utc_converts_aware_times_and_takes_naive_ones_as_utc() -> None:
+    later = datetime(2026, 1, 19, 14, 30, tzinfo=timezone(timedelta(hours=2)))
+    assert as_utc(later) == DAY
+    assert as_utc(later).tzinfo is UTC
+    assert as_utc(datetime(2026, 1, 19, 12, 30)) == DAY
+    assert as_utc(datetime(2026, 1, 19, 12, 30)).tzinfo is UTC

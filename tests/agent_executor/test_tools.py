@@ -101,6 +101,13 @@ def test_unknown_tool_name_suggests_the_closest_and_lists_known(workspace: Path)
     assert "known tools: fs:list, fs:read, fs:search" in message
 
 
+def test_unknown_tool_in_other_case_suggests_the_known_spelling(workspace: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"unknown input tool 'FS:READ' \(did you mean 'fs:read'\?\)"
+    ):
+        build_input_tools(["FS:READ"], workspace=workspace)
+
+
 def test_unknown_tool_without_close_match_has_no_suggestion(workspace: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         build_input_tools(["mind:rag-query"], workspace=workspace)
