@@ -26,8 +26,13 @@ from collections.abc import Mapping
 from typing import Literal
 
 import jsonschema_rs
-from jsonschema import Draft7Validator
-from jsonschema.validators import validator_for
+from jsonschema import (
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+)
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent_contracts.config import suggest_key
@@ -543,7 +548,9 @@ class _Checker:
             )
 
     def add_meta_errors(self) -> None:
-        cls = validator_for(self.root, default=Draft7Validator)
+        # The meta-schema of the draft the engine reads the schema under (``schema_draft``),
+        # so a schema is never compiled under one draft and checked against another's.
+        cls = _META_VALIDATORS[self.draft]
         errors = sorted(
             cls(cls.META_SCHEMA).iter_errors(self.root),
             key=lambda error: [str(part) for part in error.absolute_path],
@@ -559,6 +566,15 @@ class _Checker:
             keyword = parts[-1] if parts and isinstance(parts[-1], str) else None
             path = format_path(parts[:-1] if keyword is not None else parts)
             self.add(path, "error", f"{error.message} (fails the draft's meta-schema)", keyword)
+
+
+_META_VALIDATORS = {
+    4: Draft4Validator,
+    6: Draft6Validator,
+    7: Draft7Validator,
+    2019: Draft201909Validator,
+    2020: Draft202012Validator,
+}
 
 
 def _ref_at(schema: JsonValue, path: str) -> str:

@@ -390,3 +390,17 @@ def test_ensure_raises_a_reference_error_when_only_references_fail() -> None:
         "x.yml: output schema has 1 error:\n"
         "  - $.properties.a: `$ref` '#/$defs/nope' points to nothing in this schema"
     )
+
+
+def test_meta_schema_check_uses_the_draft_the_engine_reads() -> None:
+    # https + trailing "#": the engine reads draft-04, where exclusiveMaximum is a boolean.
+    schema = {
+        "$schema": "https://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {"n": {"type": "number", "maximum": 5, "exclusiveMaximum": True}},
+    }
+    assert [f for f in check_output_schema(schema) if f.severity == "error"] == []
+    wrong = dict(schema, properties={"n": {"type": "number", "exclusiveMaximum": 5}})
+    errors = [f for f in check_output_schema(wrong) if f.severity == "error"]
+    # Under draft-04 a numeric exclusiveMaximum is wrong (it needs maximum, and is a boolean).
+    assert len(errors) == 1 and "exclusiveMaximum" in errors[0].message
