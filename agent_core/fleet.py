@@ -45,7 +45,7 @@ from agent_contracts.errors import (
     InvalidSchemaError,
     SchemaReferenceError,
 )
-from agent_core.loading import load_agent_config
+from agent_core.loading import dotted_field, load_agent_config
 from agent_core.schema_checks import check_output_schema
 from agent_core.schema_model import model_from_schema
 from agent_core.schema_walk import subschemas
@@ -216,7 +216,7 @@ class _Agent:
     def problem(self, message: str, loc: _Loc) -> ConfigFileError:
         """Return a problem at the line of ``loc`` (or of its nearest parent that exists)."""
         return ConfigFileError(
-            message, source=self.source, line=_line_of(self.tree, loc), field=_field(loc)
+            message, source=self.source, line=_line_of(self.tree, loc), field=dotted_field(loc)
         )
 
 
@@ -276,7 +276,7 @@ def _system_prompt_problems(agent: _Agent) -> list[ConfigFileError]:
             loc = ("system_prompt",)  # a blueprint-form file
         return [
             agent.problem(
-                f"the agent has no system prompt; say in {_field(loc)} what it does, how it "
+                f"the agent has no system prompt; say in {dotted_field(loc)} what it does, how it "
                 "works and what good output is",
                 loc,
             )
@@ -417,14 +417,6 @@ def _line_of(root: yaml.Node | None, loc: _Loc) -> int | None:
             break
         node, line = child, child_line
     return line
-
-
-def _field(loc: _Loc) -> str | None:
-    """Render a location as a dotted field (``output.schema.properties.a``, ``tools[1]``)."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
-    return text or None
 
 
 def _duplicate_ids(agents: list[_Agent]) -> list[ConfigFileError]:

@@ -20,7 +20,7 @@ from pydantic_core import ErrorDetails
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigFileError, ConfigProblems
 
-__all__ = ["load_agent_config", "parse_agent_config"]
+__all__ = ["dotted_field", "load_agent_config", "parse_agent_config"]
 
 _Loc = tuple[str | int, ...]
 _MAX_VALUES = 100_000
@@ -94,7 +94,7 @@ def parse_agent_config(text: str, *, source: str) -> AgentConfig:
     """
     root, data = _read_yaml(text, source)
     problems = [
-        ConfigFileError(message, source=source, line=line, field=_field(loc))
+        ConfigFileError(message, source=source, line=line, field=dotted_field(loc))
         for loc, line, message in _duplicate_keys(root, ())
     ]
     config: AgentConfig | None = None
@@ -253,7 +253,7 @@ def _line_of(root: yaml.Node, loc: _Loc) -> int:
     return line
 
 
-def _field(loc: _Loc) -> str | None:
+def dotted_field(loc: tuple[str | int, ...]) -> str | None:
     """Render a location as a dotted field (``limits.maxSteps``, ``tools[1]``), or ``None``."""
     text = ""
     for part in loc:
@@ -270,4 +270,5 @@ def _config_problem(error: ErrorDetails, root: yaml.Node, source: str) -> Config
     if "url" in error and isinstance(value, str | int | float | bool) and value is not None:
         shown = repr(value)
         message += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-    return ConfigFileError(message, source=source, line=_line_of(root, loc), field=_field(loc))
+    line = _line_of(root, loc)
+    return ConfigFileError(message, source=source, line=line, field=dotted_field(loc))
