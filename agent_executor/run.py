@@ -226,6 +226,26 @@ def _cannot_force(provider: Provider) -> bool:
     return getattr(provider, "thinking_budget", None) is not None
 
 
+_SYSTEM_PROMPTS: dict[tuple[str, str, PromptMode], tuple[JsonValue, str]] = {}
+
+
+def _system_prompt(system: str, contract: OutputContract, mode: PromptMode) -> str:
+    """Return ``system`` with the contract's output section, rendered once per prompt and schema.
+
+    Rendering dumps the whole schema, about 0.1 ms a run; contracts are built once per schema,
+    so the rendering is kept and used again for the same schema object.
+    """
+    key = (system, contract.hash, mode)
+    cached = _SYSTEM_PROMPTS.get(key)
+    if cached is not None and cached[0] is contract.schema:
+        return cached[1]
+    prompt = enriched_system_prompt(system, contract.schema, mode=mode)
+    if len(_SYSTEM_PROMPTS) >= 256:
+        _SYSTEM_PROMPTS.clear()
+    _SYSTEM_PROMPTS[key] = (contract.schema, prompt)
+    return prompt
+
+
 async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     """Run one agent conversation to a result; never raises for what a model or provider did.
 
@@ -242,7 +262,7 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     system = spec.system_prompt
     if contract is not None:
         prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
-        system = enriched_system_prompt(system, contract.schema, mode=prompt_mode)
+        system = _system_prompt(system, contract, prompt_mode)
     cannot_force = spec.mode == "tool" and contract is not None and _cannot_force(spec.provider)
     task = spec.task
     if cannot_force:

@@ -5,19 +5,28 @@ the reply body is read as plain JSON so that compatible servers' quirks survive:
 an object instead of a string, missing or empty tool-call ids (deterministic ones are made up), a
 ``tool_choice`` ignored (the text is returned as is, and the run loop decides), ``content`` sent as
 a list of parts. Every SDK error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+
+Clients: a pooled SDK client is bound to the event loop it first ran on, so clients are kept one per
+running loop (and per key, base URL and retry setting) in :data:`_CLIENTS`, and each is closed when
+its loop shuts down (``asyncio.run`` and ``asyncio.Runner`` finalise async generators before
+closing the loop; a guard generator closes the client then). Connections are reused across calls
+and runs. Where no such shutdown can be relied on (no asyncio loop, or no async-generator hooks),
+each call gets a fresh client closed after it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
 import logging
 import ssl
+import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, cast
 
 import httpx2
 import openai
@@ -35,14 +44,6 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
 )
-
-if TYPE_CHECKING:
-    from openai.types.chat import (
-        ChatCompletionMessageParam,
-        ChatCompletionToolChoiceOptionParam,
-        ChatCompletionToolUnionParam,
-    )
-    from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
 
@@ -118,18 +119,14 @@ class OpenAIProvider:
             ) from exc
         self._api_key = client.api_key
         self.base_url = str(client.base_url)
+        self._client_key = (self._api_key, self.base_url, max_retries)
         if max_tokens_param is None:
             official = client.base_url.host == _OFFICIAL_HOST
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self._max_tokens_param = max_tokens_param
 
     def _new_client(self) -> openai.AsyncOpenAI:
-        """Return a fresh SDK client, used for one request and closed after it.
-
-        A pooled client is bound to the event loop it first ran on, and its idle connections leak
-        once that loop closes (each ``asyncio.run`` makes a new loop), so none is kept; the
-        costly part, the TLS context, is shared.
-        """
+        """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return openai.AsyncOpenAI(
             http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()),
             api_key=self._api_key,
@@ -152,48 +149,122 @@ class OpenAIProvider:
                 completion.
         """
         names = ToolNameMap.for_request(turn)
-        tools = [_tool_param(tool, names) for tool in turn.tools]
-        extra: JsonObject = {}
-        if tools and turn.parallel_tool_calls is not None:
-            extra["parallel_tool_calls"] = turn.parallel_tool_calls
+        messages: list[JsonValue] = [*_messages(turn.messages, names)]
+        body: JsonObject = {"model": self.model, "messages": messages}
+        if turn.tools:
+            body["tools"] = [_tool_param(tool, names) for tool in turn.tools]
+            body["tool_choice"] = _tool_choice(turn, names)
+            if turn.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = turn.parallel_tool_calls
         if turn.max_tokens is not None:
-            extra[self._max_tokens_param] = turn.max_tokens
+            body[self._max_tokens_param] = turn.max_tokens
         if turn.temperature is not None:
-            extra["temperature"] = turn.temperature
-        response_format: JsonObject | None = None
+            body["temperature"] = turn.temperature
         if turn.response_format is not None:
             fmt = turn.response_format
-            response_format = {
+            body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
             }
-        messages = _messages(turn.messages, names)
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         started = time.perf_counter()
         with _translate_errors(self.name):
-            async with self._new_client() as client:
-                response = await client.chat.completions.with_raw_response.create(
-                    model=self.model,
-                    messages=cast("Iterable[ChatCompletionMessageParam]", messages),
-                    tools=cast("Iterable[ChatCompletionToolUnionParam]", tools)
-                    if tools
-                    else openai.omit,
-                    tool_choice=(
-                        cast("ChatCompletionToolChoiceOptionParam", _tool_choice(turn, names))
-                        if tools
-                        else openai.omit
-                    ),
-                    response_format=(
-                        cast("SDKResponseFormat", response_format)
-                        if response_format
-                        else openai.omit
-                    ),
-                    extra_body=extra or None,
-                    timeout=timeout,
-                )
-                text = response.text
+            client = await _CLIENTS.get(self._client_key, self._new_client)
+            if client is not None:
+                text = await _post(client, body, timeout)
+            else:
+                async with self._new_client() as fresh:
+                    text = await _post(fresh, body, timeout)
         latency_ms = (time.perf_counter() - started) * 1000
         return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
+
+
+async def _post(client: openai.AsyncOpenAI, body: JsonObject, timeout: float) -> str:
+    """Send a Chat Completions request body and return the reply body's text.
+
+    The body goes out as built (plain JSON), through the SDK's generic ``post``: its retries,
+    timeouts and error types apply, but not its per-call walk of the typed parameters (about a
+    quarter of a call's client time with a schema the size of the pr-reviewer's).
+    """
+    response = await client.post(
+        "/chat/completions", body=body, cast_to=httpx2.Response, options={"timeout": timeout}
+    )
+    return response.text
+
+
+class _LoopClients:
+    """SDK clients kept one per running event loop and settings, closed at that loop's shutdown.
+
+    The first call on a loop creates the client and starts a guard async generator there. The
+    loop registers the guard (its first-iteration hook), and ``loop.shutdown_asyncgens()``, which
+    ``asyncio.run`` and ``asyncio.Runner`` call before closing the loop, closes the guard, whose
+    ``finally`` closes the client and forgets it. A loop closed without that step leaves its entry
+    behind; it is dropped the next time a client is made (its connections cannot be closed
+    cleanly without their loop).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[
+            tuple[asyncio.AbstractEventLoop, tuple[str, str, int]],
+            tuple[openai.AsyncOpenAI, AsyncGenerator[None, None]],
+        ] = {}
+
+    async def get(
+        self, key: tuple[str, str, int], make: Callable[[], openai.AsyncOpenAI]
+    ) -> openai.AsyncOpenAI | None:
+        """Return the running loop's client for ``key``, made with ``make`` on first use.
+
+        Returns:
+            The client, or ``None`` when no asyncio loop with async-generator hooks runs (then
+            nothing would close a kept client, so the caller uses a fresh one).
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        entry = self._entries.get((loop, key))
+        if entry is not None:
+            return entry[0]
+        hooks = sys.get_asyncgen_hooks()
+        if hooks.firstiter is None:
+            return None
+        for stale in [k for k in self._entries if k[0].is_closed()]:
+            del self._entries[stale]
+        client = make()
+        guard = self._close_at_shutdown(loop, key, client)
+        # The loop's first-iteration hook registers the guard for shutdown_asyncgens. The
+        # finalizer, called if the guard is dropped unfinished (only when its loop closed
+        # without that step), does nothing: the loop's own would fail on a closed loop.
+        sys.set_asyncgen_hooks(hooks.firstiter, _drop)
+        try:
+            first_step = guard.__anext__()
+        finally:
+            sys.set_asyncgen_hooks(*hooks)
+        self._entries[(loop, key)] = (client, guard)
+        await first_step
+        return client
+
+    async def _close_at_shutdown(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        key: tuple[str, str, int],
+        client: openai.AsyncOpenAI,
+    ) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            entry = self._entries.get((loop, key))
+            if entry is not None and entry[0] is client:
+                del self._entries[(loop, key)]
+            await client.close()
+
+
+def _drop(generator: AsyncGenerator[None, None]) -> None:
+    """Finalise an abandoned guard generator by doing nothing (its loop is already closed)."""
+
+
+_CLIENTS = _LoopClients()
+"""The process's pooled SDK clients, one per running event loop and settings."""
 
 
 @functools.cache

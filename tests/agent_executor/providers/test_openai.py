@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import gc
 import inspect
 import json
 import re
@@ -564,3 +566,39 @@ def test_tool_choice_needs_a_name_only_in_tool_mode() -> None:
         ToolChoice(mode="tool")
     with pytest.raises(ValidationError, match="tool_name is required"):
         ToolChoice(mode="auto", tool_name="x")
+
+
+# Pooled clients -----------------------------------------------------------------------------------
+
+
+async def test_calls_on_one_event_loop_share_one_connection(
+    fake_llm: FakeLLM, make_provider: MakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connects: list[object] = []
+    connect = socket.socket.connect
+
+    def counting(self: socket.socket, address: object) -> None:
+        connects.append(address)
+        connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", counting)
+    fake_llm.respond(openai_text("one"), openai_text("two"), openai_text("three"))
+    provider, twin = make_provider(), make_provider()  # same settings, same pooled client
+
+    turns = [await provider.request(forced()) for _ in range(2)]
+    turns.append(await twin.request(forced()))
+
+    assert [turn.text for turn in turns] == ["one", "two", "three"]
+    assert len(connects) == 1
+
+
+def test_each_event_loop_gets_a_client_closed_when_the_loop_shuts_down(
+    fake_llm: FakeLLM, make_provider: MakeProvider
+) -> None:
+    provider = make_provider()
+
+    for text in ("first loop", "second loop", "third loop"):
+        fake_llm.respond(openai_text(text))
+        turn = asyncio.run(provider.request(forced()))
+        assert turn.text == text
+    gc.collect()  # a connection left open by a closed loop would warn here (an error in tests)

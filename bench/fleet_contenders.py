@@ -1,0 +1,241 @@
+"""The contenders of ``bench/run.py``: one structured pr-reviewer answer each, four ways.
+
+Each contender asks the local server (``bench/fleet_server.py``) for a pr-reviewer review and
+returns it validated:
+
+- ``raw SDK (floor)``: ``AsyncOpenAI.chat.completions.create`` with the same messages and the
+  same ``submit_result`` tool agentshape sends, then ``Review.model_validate_json`` of the
+  arguments into a hand-written Pydantic model; on invalid arguments it sends the errors back as
+  a tool result and asks again (once), as a hand-written loop would;
+- ``raw SDK, generic post``: the same request through the SDK's generic ``client.post`` (no walk
+  of the typed request parameters), read as JSON, for reference;
+- ``agentshape``: ``Agent(config, model=OpenAIProvider(...))`` and ``await agent.run(task)``,
+  ``.output``;
+- ``instructor``: ``instructor.from_openai(client, mode=Mode.TOOLS)`` and
+  ``create(response_model=Review)``;
+- ``pydantic-ai``: ``Agent(OpenAIChatModel(...), output_type=ToolOutput(Review))`` and
+  ``await agent.run(task)``, ``.output``.
+
+Every one keeps one SDK client for all its calls (agentshape's provider pools its own, one per
+event loop). A contender's ``run`` returns the output object; ``close`` closes its client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx2
+import openai
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_contracts.config import AgentConfig
+from agent_core.loading import load_agent_config
+from agent_core.prompts import enriched_system_prompt
+from agent_executor.agent import Agent
+from agent_executor.analytics import AnalyticsSink, NullAnalytics
+from agent_executor.providers.openai import OpenAIProvider
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT_FILE = ROOT / "agents" / "pr-reviewer" / "agent.yml"
+MODEL = "bench-model"
+API_KEY = "bench-key"
+TASK = (
+    "Review pull request #482 (payments: retry failed card charges with exponential back-off "
+    "and an idempotency key per charge). The diff touches src/payments/retry.py, "
+    "src/payments/client.py and tests/test_retry.py."
+)
+
+
+class Comment(BaseModel):
+    """Hand-written model of one review comment (as in agents/pr-reviewer/agent.yml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    line: int = Field(ge=1)
+    severity: Literal["nitpick", "suggestion", "concern", "blocker"]
+    message: str
+
+
+class Metrics(BaseModel):
+    """Hand-written model of the review metrics."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files_reviewed: int | None = Field(default=None, ge=0)
+    lines_changed: int | None = Field(default=None, ge=0)
+    complexity_score: float | None = Field(default=None, ge=0, le=10)
+
+
+class Review(BaseModel):
+    """Hand-written model of the pr-reviewer output (the same contract as the agent's schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(description="Brief summary of the PR")
+    approval: Literal["approve", "request_changes", "comment"] = Field(
+        description="Review decision"
+    )
+    comments: list[Comment]
+    metrics: Metrics | None = None
+
+
+@dataclass
+class Contender:
+    """One way of getting the review: ``run`` returns the validated output."""
+
+    name: str
+    run: Callable[[], Awaitable[object]]
+    close: Callable[[], Awaitable[None]]
+
+
+def pr_reviewer() -> AgentConfig:
+    """Return the pr-reviewer agent's config (``agents/pr-reviewer/agent.yml``)."""
+    return load_agent_config(AGENT_FILE)
+
+
+def _client(base_url: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=base_url, api_key=API_KEY)
+
+
+def _agentshape_request(config: AgentConfig) -> tuple[str, dict[str, Any]]:
+    """Return the system prompt and the ``submit_result`` tool agentshape sends for the agent."""
+    agent: Agent[BaseModel] = Agent(config, model="test", analytics=NullAnalytics())
+    contract = agent.contract
+    assert contract is not None
+    system = enriched_system_prompt(config.system_prompt, contract.schema, mode="tool")
+    tool = contract.tool_definition("openai")
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict:
+        function["strict"] = True
+    return system, {"type": "function", "function": function}
+
+
+def raw_floor(base_url: str, config: AgentConfig) -> Contender:
+    """The raw SDK: typed ``create``, then ``model_validate_json``; one re-ask on bad arguments."""
+    client = _client(base_url)
+    system, tool = _agentshape_request(config)
+    tools: list[Any] = [tool]
+    choice: Any = {"type": "function", "function": {"name": "submit_result"}}
+
+    async def run() -> Review:
+        messages: list[Any] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": TASK},
+        ]
+        for _ in range(2):
+            response = await client.chat.completions.create(
+                model=MODEL, messages=messages, tools=tools, tool_choice=choice
+            )
+            calls = response.choices[0].message.tool_calls or []
+            call = calls[0]
+            assert call.type == "function"
+            arguments = call.function.arguments
+            try:
+                return Review.model_validate_json(arguments)
+            except ValidationError as exc:
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.function.name, "arguments": arguments},
+                            }
+                        ],
+                    }
+                )
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": f"Fix these: {exc}"}
+                )
+        raise RuntimeError("the arguments were invalid twice")
+
+    return Contender("raw SDK (floor)", run, client.close)
+
+
+def raw_post(base_url: str, config: AgentConfig) -> Contender:
+    """The raw SDK's generic ``post`` (no typed-parameter walk), body read as JSON."""
+    client = _client(base_url)
+    system, tool = _agentshape_request(config)
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": TASK}],
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "submit_result"}},
+    }
+
+    async def run() -> Review:
+        response = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
+        message = json.loads(response.text)["choices"][0]["message"]
+        return Review.model_validate_json(message["tool_calls"][0]["function"]["arguments"])
+
+    return Contender("raw SDK, generic post", run, client.close)
+
+
+def agentshape(
+    base_url: str, config: AgentConfig, analytics: AnalyticsSink, label: str
+) -> Contender:
+    """agentshape: ``Agent.run`` with an ``OpenAIProvider`` for the server."""
+    provider = OpenAIProvider(MODEL, base_url=base_url, api_key=API_KEY)
+    agent: Agent[BaseModel] = Agent(config, model=provider, analytics=analytics)
+
+    async def run() -> BaseModel:
+        result = await agent.run(TASK)
+        return result.output
+
+    async def close() -> None:
+        """Nothing to close: the provider's pooled client closes with its event loop."""
+
+    return Contender(label, run, close)
+
+
+def instructor_tools(base_url: str, config: AgentConfig) -> Contender:
+    """instructor in tools mode; ``max_retries=2`` allows one re-ask."""
+    import instructor
+
+    raw = _client(base_url)
+    client = instructor.from_openai(raw, mode=instructor.Mode.TOOLS)
+    system = config.system_prompt
+
+    async def run() -> Review:
+        review: Review = await client.chat.completions.create(
+            model=MODEL,
+            response_model=Review,
+            max_retries=2,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": TASK}],
+        )
+        return review
+
+    return Contender("instructor (tools)", run, raw.close)
+
+
+def pydantic_ai_tool(base_url: str, config: AgentConfig) -> Contender:
+    """pydantic-ai with tool output named ``submit_result`` (its default retries: one)."""
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.output import ToolOutput
+    from pydantic_ai.providers.openai import OpenAIProvider as PydanticOpenAIProvider
+
+    raw = _client(base_url)
+    model = OpenAIChatModel(MODEL, provider=PydanticOpenAIProvider(openai_client=raw))
+    agent = PydanticAgent(
+        model,
+        output_type=ToolOutput(Review, name="submit_result"),
+        system_prompt=config.system_prompt,
+    )
+
+    async def run() -> Review:
+        result = await agent.run(TASK)
+        return result.output
+
+    return Contender("pydantic-ai (tool output)", run, raw.close)

@@ -1,0 +1,318 @@
+"""A fast local stand-in for an OpenAI Chat Completions server, for the framework benchmarks.
+
+It answers every ``POST .../v1/chat/completions`` at once with a tool call carrying a pr-reviewer
+result (the seed 000 schema, as in ``agents/pr-reviewer/agent.yml``), so a benchmark measures
+the client framework and nothing else. Plain asyncio (a ``Protocol`` and a minimal HTTP/1.1
+parser with keep-alive), standard library only.
+
+The base URL picks the behaviour: ``http://127.0.0.1:PORT/<mode>/<latency_ms>/v1``, where
+
+- ``mode`` is ``valid`` (every answer is a valid result) or ``invalid-first`` (the first turn of
+  a conversation gets arguments that break the schema, a conversation that already holds a tool
+  result gets a valid one: stateless, so it works at any concurrency);
+- ``latency_ms`` is a delay before answering (``0`` for none).
+
+The tool called is the one ``tool_choice`` forces, else the first tool offered, so every
+framework's own output-tool name works. A request without tools is answered with the result as
+JSON text. ``GET /stats`` returns the request counters as JSON.
+
+It runs in its own process and stops by itself: when its standard input closes (the parent
+closed the pipe or died), after ``--idle`` seconds without a request, or after ``--lifetime``
+seconds in all. It prints ``PORT <n>`` on its first line of output once it listens.
+
+    python bench/fleet_server.py [--port 0] [--idle 120] [--lifetime 1800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+MAX_BODY = 16 * 1024 * 1024
+"""Largest request body accepted (bytes)."""
+
+REVIEW: dict[str, Any] = {
+    "summary": (
+        "Adds exponential back-off to the payment retry loop and an idempotency key per charge. "
+        "The logic is sound; the retry cap and one unchecked error need fixing before merge."
+    ),
+    "approval": "request_changes",
+    "comments": [
+        {
+            "file": "src/payments/retry.py",
+            "line": 42,
+            "severity": "blocker",
+            "message": "The loop never stops on a 4xx: cap retries and give up on client errors.",
+        },
+        {
+            "file": "src/payments/retry.py",
+            "line": 57,
+            "severity": "concern",
+            "message": "The jitter uses random.random(); seed it per charge so tests repeat.",
+        },
+        {
+            "file": "src/payments/client.py",
+            "line": 118,
+            "severity": "suggestion",
+            "message": "Log the idempotency key with the charge id so support can trace retries.",
+        },
+        {
+            "file": "tests/test_retry.py",
+            "line": 9,
+            "severity": "nitpick",
+            "message": "Name the test after the behaviour: test_gives_up_after_five_attempts.",
+        },
+    ],
+    "metrics": {"files_reviewed": 3, "lines_changed": 214, "complexity_score": 4.5},
+}
+"""The valid result: a pr-reviewer output (seed 000 schema) with four comments and metrics."""
+
+INVALID_REVIEW: dict[str, Any] = {
+    **REVIEW,
+    "approval": "lgtm",
+    "comments": [{**REVIEW["comments"][0], "line": 0}, *REVIEW["comments"][1:]],
+}
+"""An invalid result: ``approval`` is not in the enum and a comment's ``line`` is 0 (minimum 1)."""
+
+_VALID_ARGS = json.dumps(REVIEW)
+_INVALID_ARGS = json.dumps(INVALID_REVIEW)
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too Large"}
+
+
+class Stats:
+    """Request counters, and the time of the last request (for the idle timeout)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.valid = 0
+        self.invalid = 0
+        self.errors = 0
+        self.last = time.monotonic()
+
+    def as_json(self) -> dict[str, int]:
+        """Return the counters."""
+        return {
+            "requests": self.requests,
+            "valid": self.valid,
+            "invalid": self.invalid,
+            "errors": self.errors,
+        }
+
+
+def _tool_name(body: dict[str, Any]) -> str | None:
+    """Return the tool to call: the forced one, else the first offered, else ``None``."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        if isinstance(name, str):
+            return name
+    tools = body.get("tools") or []
+    if choice != "none" and tools and isinstance(tools[0], dict):
+        name = (tools[0].get("function") or {}).get("name")
+        if isinstance(name, str):
+            return name
+    return None
+
+
+def completion(body: dict[str, Any], *, mode: str, number: int) -> tuple[dict[str, Any], bool]:
+    """Return the chat completion answering ``body``, and whether its result is valid.
+
+    Args:
+        body: The parsed request.
+        mode: ``valid`` or ``invalid-first``.
+        number: A request number, for unique ids.
+    """
+    messages = body.get("messages") or []
+    answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
+    valid = mode == "valid" or answered
+    arguments = _VALID_ARGS if valid else _INVALID_ARGS
+    name = _tool_name(body)
+    message: dict[str, Any]
+    if name is None:
+        message = {"role": "assistant", "content": arguments, "refusal": None}
+        finish = "stop"
+    else:
+        call = {
+            "id": f"call_{number:08d}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+        finish = "tool_calls"
+    return (
+        {
+            "id": f"chatcmpl-{number:08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "bench",
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 260, "total_tokens": 1160},
+        },
+        valid,
+    )
+
+
+class HTTPProtocol(asyncio.Protocol):
+    """One client connection: parse HTTP/1.1 requests (with keep-alive) and answer them."""
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.busy = False  # a delayed answer is pending; later requests wait in the buffer
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Keep the transport."""
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Forget the transport."""
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        """Buffer the bytes and answer every complete request."""
+        self.buffer += data
+        self._drain()
+
+    def _drain(self) -> None:
+        while not self.busy and self.transport is not None:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(self.buffer[:end]).decode("latin-1")
+            lines = head.split("\r\n")
+            try:
+                method, target, _ = lines[0].split(" ", 2)
+            except ValueError:
+                self._reply(400, {"error": {"message": "bad request line"}}, close=True)
+                return
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                key, _, value = line.partition(":")
+                headers[key.strip().lower()] = value.strip()
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                self._reply(400, {"error": {"message": "chunked bodies are not supported"}}, True)
+                return
+            length = int(headers.get("content-length") or 0)
+            if length > MAX_BODY:
+                self._reply(413, {"error": {"message": "body too large"}}, close=True)
+                return
+            if len(self.buffer) < end + 4 + length:
+                return
+            raw = bytes(self.buffer[end + 4 : end + 4 + length])
+            del self.buffer[: end + 4 + length]
+            close = headers.get("connection", "").lower() == "close"
+            self._handle(method, target, raw, close)
+
+    def _handle(self, method: str, target: str, raw: bytes, close: bool) -> None:
+        stats = self.stats
+        stats.last = time.monotonic()
+        path = target.split("?", 1)[0]
+        if method == "GET" and path == "/stats":
+            self._reply(200, stats.as_json(), close)
+            return
+        parts = path.strip("/").split("/")
+        if (
+            method != "POST"
+            or len(parts) != 5
+            or parts[2:] != ["v1", "chat", "completions"]
+            or parts[0] not in ("valid", "invalid-first")
+            or not parts[1].isdigit()
+        ):
+            stats.errors += 1
+            message = f"no route {method} {path}; use POST /<valid|invalid-first>/<ms>/v1/..."
+            self._reply(404, {"error": {"message": message}}, close)
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict) or body.get("stream"):
+                raise ValueError("expected a non-streaming chat completion request")
+        except ValueError as exc:
+            stats.errors += 1
+            self._reply(400, {"error": {"message": str(exc)}}, close)
+            return
+        stats.requests += 1
+        answer, valid = completion(body, mode=parts[0], number=stats.requests)
+        if valid:
+            stats.valid += 1
+        else:
+            stats.invalid += 1
+        delay = int(parts[1]) / 1000
+        if delay <= 0:
+            self._reply(200, answer, close)
+            return
+        self.busy = True
+        asyncio.get_running_loop().call_later(delay, self._delayed, answer, close)
+
+    def _delayed(self, answer: dict[str, Any], close: bool) -> None:
+        self.busy = False
+        self._reply(200, answer, close)
+        self._drain()
+
+    def _reply(self, status: int, body: dict[str, Any], close: bool = False) -> None:
+        if self.transport is None:
+            return
+        payload = json.dumps(body).encode()
+        head = (
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
+            f"{'connection: close' if close else 'connection: keep-alive'}\r\n\r\n"
+        )
+        self.transport.write(head.encode() + payload)
+        if close:
+            self.transport.close()
+
+
+async def serve(port: int, idle_s: float, lifetime_s: float) -> None:
+    """Serve until stdin closes, ``idle_s`` pass without a request, or ``lifetime_s`` pass."""
+    loop = asyncio.get_running_loop()
+    stats = Stats()
+    server = await loop.create_server(
+        lambda: HTTPProtocol(stats), "127.0.0.1", port, backlog=1024, reuse_address=True
+    )
+    bound = server.sockets[0].getsockname()[1]
+    print(f"PORT {bound}", flush=True)
+    stop = asyncio.Event()
+
+    def stdin_ready() -> None:
+        try:
+            data = os.read(sys.stdin.fileno(), 4096)
+        except OSError:
+            data = b""
+        if not data:
+            stop.set()
+
+    with contextlib.suppress(OSError, ValueError, NotImplementedError):
+        loop.add_reader(sys.stdin.fileno(), stdin_ready)
+    started = time.monotonic()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+        now = time.monotonic()
+        if now - stats.last > idle_s or now - started > lifetime_s:
+            break
+    server.close()
+
+
+def main() -> int:
+    """Parse the options and serve."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--idle", type=float, default=120.0, help="stop after this idle time (s)")
+    parser.add_argument("--lifetime", type=float, default=1800.0, help="stop after this time (s)")
+    args = parser.parse_args()
+    asyncio.run(serve(args.port, args.idle, args.lifetime))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
