@@ -354,33 +354,31 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
         schema_source=contract.source if contract else None,
         recovered_by_extraction=recovered,
     )
+    ending = {
+        "run_id": state.run_id,
+        "agent_id": spec.agent_id,
+        "usage": state.usage,
+        "duration_ms": duration_ms,
+        "attempts": len(state.attempts),
+        "retries": state.retries,
+    }
     if error is None:
         _emit(
             state,
-            RunCompletedEvent(
-                run_id=state.run_id,
-                agent_id=spec.agent_id,
-                usage=state.usage,
-                duration_ms=duration_ms,
-                attempts=len(state.attempts),
-                retries=state.retries,
-                model=name,
-                model_tier=spec.model_tier,
-                recovered_by_extraction=recovered,
+            RunCompletedEvent.model_validate(
+                {
+                    **ending,
+                    "model": name,
+                    "model_tier": spec.model_tier,
+                    "recovered_by_extraction": recovered,
+                }
             ),
         )
     else:
         _emit(
             state,
-            RunFailedEvent(
-                run_id=state.run_id,
-                agent_id=spec.agent_id,
-                error_type=error.type,
-                message=error.message,
-                usage=state.usage,
-                duration_ms=duration_ms,
-                attempts=len(state.attempts),
-                retries=state.retries,
+            RunFailedEvent.model_validate(
+                {**ending, "error_type": error.type, "message": error.message}
             ),
         )
     return RunOutcome(result=result, output=output)
