@@ -18,6 +18,7 @@ from pydantic import (
     TypeAdapter,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    computed_field,
     field_serializer,
     model_validator,
 )
@@ -275,7 +276,13 @@ class Attempt(BaseModel):
 
 
 class RunError(BaseModel):
-    """Why a run failed, in the shape of the design's failure response."""
+    """Why a run failed, in the shape of the design's failure response (seed 000).
+
+    ``validation_errors`` are the seed's ``"$.path: message"`` strings; ``issues`` holds the same
+    problems as structured :class:`ValidationIssue` objects (path, message, keyword, schema
+    path). Give either when building one: issues given as ``validation_errors`` are moved to
+    ``issues`` and rendered, so the two always agree.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -283,10 +290,27 @@ class RunError(BaseModel):
     """The kind of failure."""
     message: str
     """What went wrong, for a person."""
-    validation_errors: list[ValidationIssue] = Field(default_factory=list)
-    """The last attempt's problems, for validation failures."""
+    validation_errors: list[str] = Field(default_factory=list)
+    """The last attempt's problems as ``"$.path: message"`` strings, for validation failures."""
+    issues: list[ValidationIssue] = Field(default_factory=list)
+    """The same problems, structured: path, message, keyword and schema path."""
     last_output: JsonValue = None
     """The last thing the model produced (parsed value or raw text), kept so nothing is lost."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _issues_beside_strings(cls, data: object) -> object:
+        """Render structured problems given as ``validation_errors`` into the seed's strings."""
+        if not isinstance(data, dict) or "validation_errors" not in data:
+            return data
+        given = data["validation_errors"]
+        if not isinstance(given, list) or all(isinstance(item, str) for item in given):
+            return data
+        issues = [
+            item if isinstance(item, ValidationIssue) else ValidationIssue.model_validate(item)
+            for item in given
+        ]
+        return {**data, "validation_errors": [str(i) for i in issues], "issues": issues}
 
 
 class SchemaValidation(BaseModel):
@@ -377,9 +401,22 @@ class RunResult(BaseModel):
         """Whether the run completed."""
         return self.status == "completed"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived(cls, data: object) -> object:
+        """Accept a dump back: ``schema_validation`` is derived, so it is not read in."""
+        if isinstance(data, dict) and "schema_validation" in data:
+            return {key: value for key, value in data.items() if key != "schema_validation"}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def schema_validation(self) -> SchemaValidation | None:
-        """The result API's validation metadata, or ``None`` for a run without a contract."""
+        """The result API's validation metadata, or ``None`` for a run without a contract.
+
+        Included in ``model_dump`` and ``--json`` output: ``valid``, ``schema_name`` and
+        ``retry_count``.
+        """
         if self.schema_hash is None:
             return None
         return SchemaValidation(

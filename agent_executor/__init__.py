@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_executor.agent import (
-    ESCALATING_ERRORS,
-    Agent,
-    AgentResult,
-    format_child_result,
-    run_many,
-)
+from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import (
     DEFAULT_ANALYTICS_DIR,
     AnalyticsSink,
@@ -24,7 +18,10 @@ from agent_executor.analytics import (
     ReadResult,
     read_events,
 )
+from agent_executor.batch import run_many
+from agent_executor.escalation import ESCALATING_ERRORS
 from agent_executor.providers import FunctionModel, Provider, TestModel, resolve_model
+from agent_executor.result import AgentResult, format_child_result
 from agent_executor.tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
 
 if TYPE_CHECKING:
@@ -43,6 +40,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",
+    "ENV_ANALYTICS_DIR",
     "ESCALATING_ERRORS",
     "KNOWN_TOOLS",
     "Agent",

@@ -1,165 +1,119 @@
-"""The public way to run an agent: ``Agent``, ``run_many`` and ``format_child_result``.
+"""The public way to run an agent: :class:`Agent`.
 
 ``Agent.run`` is the one implementation (async); ``run_sync`` is a thin wrapper over it. A run
-returns an :class:`AgentResult`; a failed run is a result too (``status == "failed"`` with a typed
-``error``), so only a developer's mistake (a caller overriding the agent's own contract, an
-invalid schema, an unknown option) raises.
+takes a :class:`~agent_contracts.runs.RunRequest` (or just a task) and returns an
+:class:`~agent_executor.result.AgentResult`; a failed run is a result too (``status ==
+"failed"`` with a typed ``error``), so only a developer's mistake (a caller overriding the
+agent's own contract, an invalid or unknown schema, no model to run on) raises.
 
-Model escalation (seed 004): an agent with ``model_tiers`` (YAML ``llm.tiers``) escalates a run
-that fails its *contract* (``output_schema_validation_failed``, ``output_tool_not_called``,
-``no_json_found``, ``strict_json_only_violated``) on one model: the whole run is done again, from
-the task, on the next tier's model. The run's model (the caller's ``model=``, else the agent's)
-is tier 0; ``model_tiers[n - 1]`` is tier ``n``. Any other failure (a provider error, a timeout,
-bad run parameters, a step or token limit) is returned as it is, without escalating. Each tier's
-run is a run of its own in analytics; the returned result is the last tier's, with every tier's
-attempts (each naming its model), and the tokens and time of them all.
+Model escalation (see :mod:`agent_executor.escalation`): the run's model (the caller's
+``model=``, else the agent's) is tier 0; ``model_tiers[n - 1]`` is tier ``n``. Each tier's run is
+a run of its own in analytics; the returned result folds them all.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, cast
 
-from pydantic import BaseModel, JsonValue
+from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigError, RunFailedError
+from agent_contracts.errors import ConfigError
 from agent_contracts.messages import Message
 from agent_contracts.runs import (
     JsonSchema,
-    OutputMode,
-    RunError,
     RunOptions,
+    RunRequest,
     RunResult,
     merge_options,
     options_from_env,
 )
-from agent_contracts.validation import ValidationIssue
 from agent_core.loading import load_agent_config
+from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
-from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, AnalyticsSink, JsonlAnalytics
+from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
 from agent_executor.contract import OutputContract, resolve_contract
+from agent_executor.escalation import fold_escalation, should_escalate
+from agent_executor.planning import (
+    Rung,
+    RunPlan,
+    choose_mode,
+    model_ladder,
+    parameter_failure,
+    request_of,
+    run_spec,
+)
 from agent_executor.providers.base import Provider
 from agent_executor.providers.resolve import resolve_model
-from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec, execute
+from agent_executor.result import AgentResult, OutputT
+from agent_executor.run import execute
 from agent_executor.tools import InputTool, build_input_tools
 
-__all__ = ["ESCALATING_ERRORS", "Agent", "AgentResult", "format_child_result", "run_many"]
+__all__ = ["ENV_ANALYTICS_DIR", "Agent"]
 
 logger = logging.getLogger(__name__)
 
-ESCALATING_ERRORS: frozenset[str] = frozenset(
-    {
-        "output_schema_validation_failed",
-        "output_tool_not_called",
-        "no_json_found",
-        "strict_json_only_violated",
-    }
-)
-"""The failures of a run's output contract that escalate it to the agent's next model tier."""
-
-OutputT = TypeVar("OutputT", bound=BaseModel)
-
-
-class AgentResult(Generic[OutputT]):
-    """A run's result (``.result``, a ``RunResult``) with the typed output object.
-
-    Attribute access falls through to the ``RunResult``: ``result.status``,
-    ``result.result_data``, ``result.error``, ``result.attempts``, ``result.usage``...
-    """
-
-    def __init__(self, result: RunResult, output: OutputT | None) -> None:
-        self.result = result
-        self._output = output
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.result, name)
-
-    def __repr__(self) -> str:
-        return f"AgentResult(status={self.result.status!r}, run_id={self.result.run_id!r})"
-
-    @property
-    def ok(self) -> bool:
-        """Whether the run completed."""
-        return self.result.status == "completed"
-
-    @property
-    def status(self) -> str:
-        """``completed`` or ``failed``."""
-        return self.result.status
-
-    @property
-    def error(self) -> RunError | None:
-        """Why the run failed, or ``None``."""
-        return self.result.error
-
-    @property
-    def output(self) -> OutputT:
-        """The validated output as an instance of the contract's class.
-
-        Raises:
-            RunFailedError: The run failed (carries the error type, problems and last output).
-            ConfigError: The run had no output contract (read ``result_text`` instead).
-        """
-        self.raise_for_status()
-        if self._output is None:
-            raise ConfigError("this run had no output contract; its answer is in result_text")
-        return self._output
-
-    def raise_for_status(self) -> None:
-        """Raise :class:`RunFailedError` when the run failed; do nothing when it completed.
-
-        Raises:
-            RunFailedError: The run failed.
-        """
-        error = self.result.error
-        if error is not None:
-            raise RunFailedError(
-                error.message,
-                type=error.type,
-                errors=error.validation_errors,
-                last_output=error.last_output,
-            )
+ENV_ANALYTICS_DIR = "AGENTSHAPE_ANALYTICS_DIR"
+"""Environment variable naming a directory for analytics JSONL files, when no sink is given."""
 
 
 class Agent(Generic[OutputT]):
     """An agent with its contract, ready to run against a model.
 
+    Give a config (from YAML, or an ``AgentConfig``), or build a one-off from its parts:
+    ``Agent(output_type=Person, system_prompt="...", model="openai:gpt-4.1-mini")``.
+
     Args:
-        config: The agent's configuration.
-        model: A provider, or a model string such as ``openai:gpt-4.1-mini``,
-            ``anthropic:claude-sonnet-4-5``, ``ollama:qwen3`` or ``test``; ``None`` uses the
-            agent's own model, else picks from the environment (the offline test model when no
-            API key is set).
+        config: The agent's configuration; ``None`` builds one from ``name``,
+            ``system_prompt``, ``output_schema`` and ``tools``.
         output_type: A Pydantic class as the agent's output contract, instead of a JSON Schema.
+        output_schema: A JSON Schema as the output contract of a one-off agent (no ``config``).
+        system_prompt: The instructions of a one-off agent (no ``config``).
+        name: The id of a one-off agent (default ``agent``).
+        tools: The input tools of a one-off agent, such as ``["fs:read"]``.
+        model: A provider, or a model string such as ``openai:gpt-4.1-mini``,
+            ``anthropic:claude-sonnet-4-5``, ``ollama:qwen3`` or ``test`` (the offline test
+            model); ``None`` uses the agent's own model, else the default model of the provider
+            whose API key is in the environment.
         workspace: The directory the input tools may read (default: the current directory).
-        analytics: Where events go (default: JSONL files under ``.agentshape/analytics``).
+        analytics: Where events go. Without one, events go to JSONL files under
+            ``analytics_dir`` or ``$AGENTSHAPE_ANALYTICS_DIR`` when either is given, and
+            nowhere otherwise.
+        analytics_dir: A directory for JSONL analytics files (when no ``analytics`` sink).
         env: The environment for defaults and keys (default: ``os.environ``).
-        model_tiers: The models to escalate to, in order, instead of the config's
-            ``model_tiers`` (providers or model strings).
+        model_tiers: The models to escalate to, in order, instead of the config's.
+        registry: The named schema registry a request's ``schema_name`` is looked up in
+            (default: ``.agentshape/schemas.db`` under the current directory).
 
     Raises:
-        ConfigError: The config names an unknown tool, or gives both an ``output_schema`` and an
-            ``output_type``.
+        ConfigError: The config names an unknown tool, gives both an ``output_schema`` and an
+            ``output_type``, or both a ``config`` and one-off parts.
         InvalidSchemaError: The agent's output or parameters schema is invalid.
     """
 
     def __init__(
         self,
-        config: AgentConfig,
+        config: AgentConfig | None = None,
         *,
-        model: Provider | str | None = None,
         output_type: type[OutputT] | None = None,
+        output_schema: JsonSchema | None = None,
+        system_prompt: str | None = None,
+        name: str | None = None,
+        tools: Sequence[str] = (),
+        model: Provider | str | None = None,
         workspace: str | os.PathLike[str] | None = None,
         analytics: AnalyticsSink | None = None,
+        analytics_dir: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         model_tiers: Sequence[Provider | str] | None = None,
+        registry: SchemaRegistry | None = None,
     ) -> None:
+        config = _config_of(config, output_schema, system_prompt, name, tools)
         if output_type is not None and config.output_schema is not None:
             raise ConfigError(
                 f"agent {config.id!r} has an output_schema and an output_type; give one contract"
@@ -169,7 +123,8 @@ class Agent(Generic[OutputT]):
         self.output_type = output_type
         self.workspace = Path(workspace) if workspace is not None else Path.cwd()
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
-        self.analytics: AnalyticsSink = analytics or JsonlAnalytics(DEFAULT_ANALYTICS_DIR)
+        self.analytics: AnalyticsSink = _sink(analytics, analytics_dir, self.env)
+        self.registry = registry if registry is not None else SchemaRegistry()
         self._model = model
         self.model_tiers: list[Provider | str] = list(
             config.model_tiers if model_tiers is None else model_tiers
@@ -185,13 +140,29 @@ class Agent(Generic[OutputT]):
         self._contract = self._resolve(None, None, lenient=lenient)
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike[str], **kwargs: object) -> Agent[BaseModel]:
+    def from_yaml(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        model: Provider | str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        analytics: AnalyticsSink | None = None,
+        analytics_dir: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        model_tiers: Sequence[Provider | str] | None = None,
+        registry: SchemaRegistry | None = None,
+    ) -> Agent:
         """Load an agent from an ``agent.yml`` file.
 
         Args:
             path: The YAML file.
-            **kwargs: Passed to :class:`Agent` (``model``, ``workspace``, ``analytics``, ``env``,
-                ``model_tiers``).
+            model: As for :class:`Agent`.
+            workspace: As for :class:`Agent`.
+            analytics: As for :class:`Agent`.
+            analytics_dir: As for :class:`Agent`.
+            env: As for :class:`Agent`.
+            model_tiers: As for :class:`Agent`.
+            registry: As for :class:`Agent`.
 
         Returns:
             The agent.
@@ -200,7 +171,16 @@ class Agent(Generic[OutputT]):
             ConfigFileError: The file cannot be read or is not a valid agent config.
             InvalidSchemaError: Its output or parameters schema is invalid.
         """
-        return Agent(load_agent_config(path), **kwargs)  # type: ignore[arg-type]
+        return Agent(
+            load_agent_config(path),
+            model=model,
+            workspace=workspace,
+            analytics=analytics,
+            analytics_dir=analytics_dir,
+            env=env,
+            model_tiers=model_tiers,
+            registry=registry,
+        )
 
     @property
     def id(self) -> str:
@@ -219,7 +199,8 @@ class Agent(Generic[OutputT]):
             model: A provider or model string overriding the agent's.
 
         Raises:
-            ConfigError: The model string is unknown or its key is missing.
+            ConfigError: The model string is unknown or its key is missing, or no model was
+                given anywhere and no API key is set (the message says how to pick one).
         """
         chosen = model if model is not None else self._model
         if chosen is None:
@@ -243,282 +224,195 @@ class Agent(Generic[OutputT]):
             lenient=lenient,
         )
 
-    def _options(self, options: RunOptions | None) -> RunOptions:
-        return merge_options(options_from_env(self.env), self.config.options, options)
-
     async def run(
         self,
-        task: str,
+        request: RunRequest | str,
         *,
         parameters: Mapping[str, JsonValue] | None = None,
         output_schema: JsonSchema | None = None,
         schema_name: str | None = None,
-        named_schema: JsonSchema | None = None,
         options: RunOptions | None = None,
         messages: Sequence[Message] | None = None,
         model: Provider | str | None = None,
         model_tier: int = 0,
         escalate: bool = True,
     ) -> AgentResult[OutputT]:
-        """Run the agent on ``task`` and return its result.
-
-        When the agent has ``model_tiers`` and ``escalate`` is on, a run that fails its output
-        contract is done again on the next tier (see the module docstring); every tier's model
-        is resolved before the first model call, so a missing key fails fast.
+        """Run the agent on a request (or a task) and return its result.
 
         Args:
-            task: The user's task.
-            parameters: Input values, validated against the agent's ``parameters_schema``
-                before any model call.
-            output_schema: An inline output schema for this run (only for an agent without an
-                ``output_schema`` of its own; it replaces a ``default_output_schema``).
-            schema_name: The registered name of ``named_schema``, recorded in the result.
-            named_schema: A registered schema's content (the CLI looks it up by name).
-            options: This run's options; unset fields fall through to the agent's, then to the
-                environment defaults ``SCHEMA_ENFORCEMENT_MAX_RETRIES`` and
-                ``SCHEMA_ENFORCEMENT_EXTRACT_JSON``.
-            messages: A previous run's transcript, to resume that conversation (never mutated).
-            model: A provider or model string for this run: tier 0 (or tier ``model_tier``).
-            model_tier: The tier to start on. Without ``model`` the run starts on that tier's
-                model (``model_tiers[model_tier - 1]``); with ``model``, ``model`` is taken as
-                that tier's model (and recorded so).
-            escalate: Escalate a contract failure to the next tier (when there is one).
+            request: A :class:`RunRequest`, or the task alone (the keywords below then fill
+                the request).
+            parameters: Input values, checked against the agent's ``parameters_schema``.
+            output_schema: An inline output schema for this run.
+            schema_name: A registered output schema for this run, from :attr:`registry`.
+            options: This run's options (over the agent's, over the environment's).
+            messages: A previous run's transcript, to resume that conversation.
+            model: A provider or model string for this run (tier ``model_tier``).
+            model_tier: The tier to start on (``model_tiers[model_tier - 1]`` without ``model``).
+            escalate: Escalate a contract failure to the next tier, when there is one.
 
         Returns:
             The result: completed with ``result_data`` (and ``output``) or ``result_text``, or
             failed with a typed ``error``.
 
         Raises:
-            ConfigError: The caller gave a schema to an agent with its own contract, a model
-                string (the run's or a tier's) is unknown or lacks its key, the output mode does
-                not fit a provider, native mode was asked for with a schema a provider's
-                structured output cannot take, or ``model_tier`` is past the last tier.
+            ConfigError: Keywords given with a ``RunRequest``; the run's schema would replace the
+                agent's own; no model can be resolved; the output mode does not fit a provider;
+                or ``model_tier`` is past the last tier.
+            SchemaNotFoundError: ``schema_name`` is not in the registry.
             InvalidSchemaError: The inline or named schema is invalid.
         """
-        merged = self._options(options)
-        named = (schema_name or "named", named_schema) if named_schema is not None else None
-        contract = self._resolve(output_schema, named, lenient=merged.lenient_formats)
-        ladder = self._ladder(model, model_tier, escalate=escalate)
-        modes: list[OutputMode] = []
-        for _, provider in ladder:
-            mode = self._mode(merged.output_mode, contract, provider)
-            if mode == "native" and contract is not None:
-                contract.response_format(provider.name)  # a schema native output cannot take
-            modes.append(mode)
-        precheck = None
-        if self._params is not None:
-            issues = self._params.issues(dict(parameters or {}))
-            if issues:
-                precheck = self._input_failure(issues, parameters)
-        task_text = task
-        if parameters:
-            task_text = f"{task}\n\nParameters:\n{_json(dict(parameters))}"
+        fields = {
+            "parameters": parameters,
+            "output_schema": output_schema,
+            "schema_name": schema_name,
+            "options": options,
+            "messages": messages,
+        }
+        plan = self.plan(request_of(request, fields), model, model_tier, escalate=escalate)
         results: list[RunResult] = []
-        for (tier, provider), mode in zip(ladder, modes, strict=True):
-            spec = RunSpec(
-                agent_id=self.config.id,
-                provider=provider,
-                system_prompt=self.config.system_prompt,
-                task=task_text,
-                history=tuple(messages or ()),
-                contract=contract,
-                tools=self.tools,
-                options=merged,
-                mode=mode,
-                max_steps=self.config.max_steps or DEFAULT_MAX_STEPS,
-                max_tokens=self.config.max_tokens,
-                temperature=self.config.temperature,
-                model_tier=tier,
-                precheck=precheck,
-            )
+        output = None
+        for rung in plan.ladder:
+            spec = run_spec(self.config, self.tools, plan, rung)
             outcome = await execute(spec, self.analytics)
             results.append(outcome.result)
-            error = outcome.result.error
-            if error is None or error.type not in ESCALATING_ERRORS or tier == ladder[-1][0]:
+            output = outcome.output
+            if not should_escalate(outcome.result) or rung is plan.ladder[-1]:
                 break
             logger.info(
-                "agent %s: %s on tier %d (%s); escalating to tier %d",
+                "agent %s: escalating from tier %d (%s) after %s",
                 self.config.id,
-                error.type,
-                tier,
+                rung[0],
                 outcome.result.model,
-                tier + 1,
+                outcome.result.error.type if outcome.result.error else "",
             )
-        return AgentResult(_escalated(results), outcome.output)  # type: ignore[arg-type]
+        return AgentResult(fold_escalation(results), cast("OutputT | None", output))
 
-    def _ladder(
-        self, model: Provider | str | None, start: int, *, escalate: bool
-    ) -> list[tuple[int, Provider]]:
-        """Return ``(tier, provider)`` for the tiers this run may use, starting at ``start``.
-
-        Raises:
-            ConfigError: ``start`` is negative or past the last tier, or a model is unknown or
-                lacks its key.
-        """
-        if start < 0 or (model is None and start > len(self.model_tiers)):
-            raise ConfigError(
-                f"model_tier {start} does not exist: agent {self.config.id!r} has tiers 0 to "
-                f"{len(self.model_tiers)}"
-            )
-        if model is None and start > 0:
-            first = self.provider(self.model_tiers[start - 1])
-        else:
-            first = self.provider(model)
-        ladder = [(start, first)]
-        if escalate:
-            for tier in range(start + 1, len(self.model_tiers) + 1):
-                choice = self.model_tiers[tier - 1]
-                try:
-                    ladder.append((tier, self.provider(choice)))
-                except ConfigError as exc:
-                    raise ConfigError(
-                        f"agent {self.config.id!r} cannot escalate to tier {tier}: "
-                        f"{exc.format_message()}"
-                    ) from exc
-        return ladder
-
-    def run_sync(self, task: str, **kwargs: object) -> AgentResult[OutputT]:
+    def run_sync(
+        self,
+        request: RunRequest | str,
+        *,
+        parameters: Mapping[str, JsonValue] | None = None,
+        output_schema: JsonSchema | None = None,
+        schema_name: str | None = None,
+        options: RunOptions | None = None,
+        messages: Sequence[Message] | None = None,
+        model: Provider | str | None = None,
+        model_tier: int = 0,
+        escalate: bool = True,
+    ) -> AgentResult[OutputT]:
         """Run the agent without an event loop; the same arguments and result as :meth:`run`.
 
         Raises:
             ConfigError: As :meth:`run`; also when called from inside a running event loop.
+            SchemaNotFoundError: As :meth:`run`.
+            InvalidSchemaError: As :meth:`run`.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(task, **kwargs))  # type: ignore[arg-type]
+            return asyncio.run(
+                self.run(
+                    request,
+                    parameters=parameters,
+                    output_schema=output_schema,
+                    schema_name=schema_name,
+                    options=options,
+                    messages=messages,
+                    model=model,
+                    model_tier=model_tier,
+                    escalate=escalate,
+                )
+            )
         raise ConfigError("run_sync cannot be called from a running event loop; await run()")
 
-    @staticmethod
-    def _mode(
-        requested: OutputMode | None, contract: OutputContract | None, provider: Provider
-    ) -> OutputMode:
-        if contract is None:
-            return "text"
-        if requested == "text":
-            raise ConfigError("output_mode 'text' needs a run without an output contract")
-        if requested is None:
-            return "tool" if provider.supports_tools else "prompted"
-        if requested == "tool" and not provider.supports_tools:
-            raise ConfigError(
-                f"{provider.name} cannot call tools; use output_mode 'prompted' or 'native'"
-            )
-        return requested
+    def plan(
+        self,
+        request: RunRequest,
+        model: Provider | str | None = None,
+        model_tier: int = 0,
+        *,
+        escalate: bool = True,
+    ) -> RunPlan:
+        """Resolve a request before any model call, so every mistake surfaces up front.
 
-    def _input_failure(
-        self, issues: Sequence[ValidationIssue], parameters: Mapping[str, JsonValue] | None
-    ) -> RunError:
-        return RunError(
-            type="input_validation_failed",
-            message=f"the run parameters do not match agent {self.config.id!r}'s "
-            "parameters_schema; no model call was made",
-            validation_errors=list(issues),
-            last_output=dict(parameters or {}),
+        Args:
+            request: The run's request.
+            model: As for :meth:`run`.
+            model_tier: As for :meth:`run`.
+            escalate: As for :meth:`run`.
+
+        Returns:
+            The plan: merged options, the contract, every tier's provider and output mode,
+            and the run parameters' failure when they break the ``parameters_schema``.
+
+        Raises:
+            ConfigError: As :meth:`run`.
+            SchemaNotFoundError: The request's ``schema_name`` is not in the registry.
+            InvalidSchemaError: The request's schema is invalid.
+        """
+        options = merge_options(options_from_env(self.env), self.config.options, request.options)
+        named = None
+        if request.schema_name is not None:
+            named = (request.schema_name, self.registry.get(request.schema_name))
+        contract = self._resolve(request.output_schema, named, lenient=options.lenient_formats)
+        ladder: list[Rung] = []
+        tiers = model_ladder(
+            self.config.id, self.model_tiers, self.provider, model, model_tier, escalate=escalate
         )
+        for tier, provider in tiers:
+            mode = choose_mode(options.output_mode, contract, provider)
+            if mode == "native" and contract is not None:
+                contract.response_format(provider.name)  # a schema native output cannot take
+            ladder.append((tier, provider, mode))
+        issues = self._params.issues(dict(request.parameters)) if self._params else []
+        precheck = parameter_failure(self.config.id, issues, request.parameters)
+        return RunPlan(request, options, contract, ladder, precheck)
 
 
-def _json(value: JsonValue) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def _escalated(results: Sequence[RunResult]) -> RunResult:
-    """Fold the runs of an escalation into the last one's result.
-
-    The result is the last tier's, with every tier's attempts (numbered on from one tier to the
-    next), and the tokens and time of every tier.
-    """
-    final = results[-1]
-    if len(results) == 1:
-        return final
-    attempts = [attempt for result in results for attempt in result.attempts]
-    usage = results[0].usage
-    for result in results[1:]:
-        usage = usage + result.usage
-    return final.model_copy(
-        update={
-            "attempts": [
-                attempt.model_copy(update={"number": number})
-                for number, attempt in enumerate(attempts, start=1)
-            ],
-            "retries": max(0, len(attempts) - 1),
-            "usage": usage,
-            "duration_ms": sum(result.duration_ms for result in results),
-        }
-    )
-
-
-async def run_many(
-    agent: Agent[OutputT],
-    tasks: Iterable[str],
-    *,
-    concurrency: int = 10,
-    on_result: Callable[[int, AgentResult[OutputT]], Awaitable[None] | None] | None = None,
-    **kwargs: object,
-) -> list[AgentResult[OutputT]]:
-    """Run ``agent`` on many tasks with at most ``concurrency`` runs in flight.
-
-    Args:
-        agent: The agent to run.
-        tasks: The tasks, one run each.
-        concurrency: Most runs in flight at once (at least 1).
-        on_result: Called with ``(index, result)`` as each run finishes (may be async).
-        **kwargs: Passed to :meth:`Agent.run` for every task.
-
-    Returns:
-        The results, in the order of ``tasks``.
+def _config_of(
+    config: AgentConfig | None,
+    output_schema: JsonSchema | None,
+    system_prompt: str | None,
+    name: str | None,
+    tools: Sequence[str],
+) -> AgentConfig:
+    """Return ``config``, or a one-off agent's config built from its parts.
 
     Raises:
-        ConfigError: ``concurrency`` is below 1, or a run's arguments are invalid.
+        ConfigError: Both a config and one-off parts were given.
     """
-    if concurrency < 1:
-        raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
-    items = list(tasks)
-    results: list[AgentResult[OutputT] | None] = [None] * len(items)
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(index: int, task: str) -> None:
-        async with gate:
-            result = await agent.run(task, **kwargs)  # type: ignore[arg-type]
-        results[index] = result
-        if on_result is not None:
-            maybe = on_result(index, result)
-            if maybe is not None:
-                await maybe
-
-    runs = [asyncio.ensure_future(one(i, task)) for i, task in enumerate(items)]
-    try:
-        await asyncio.gather(*runs)
-    except BaseException:
-        # A developer's mistake (or a cancellation) stops the whole batch, not just one run.
-        for run in runs:
-            run.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
-        raise
-    done = [r for r in results if r is not None]
-    assert len(done) == len(items)
-    return done
+    parts = {
+        "output_schema": output_schema,
+        "system_prompt": system_prompt,
+        "name": name,
+        "tools": list(tools) or None,
+    }
+    given = sorted(key for key, value in parts.items() if value is not None)
+    if config is not None:
+        if given:
+            raise ConfigError(
+                f"give an AgentConfig or the parts of a one-off agent, not both "
+                f"(got a config and {', '.join(given)}); put them in the config instead"
+            )
+        return config
+    data: dict[str, object] = {"name": name or "agent", "system_prompt": system_prompt or ""}
+    if output_schema is not None:
+        data["output_schema"] = output_schema
+    if tools:
+        data["tools"] = list(tools)
+    return AgentConfig.model_validate(data)
 
 
-def format_child_result(
-    result: RunResult | AgentResult[BaseModel] | Mapping[str, JsonValue],
-) -> str:
-    """Render a child run's result for its parent agent (seed 000's callback rule).
-
-    ``result_data`` as indented JSON when present, otherwise ``result_text``, otherwise
-    ``(No result available)``.
-
-    Args:
-        result: A run result, an agent result, or a result as a JSON mapping.
-
-    Returns:
-        The text the parent receives.
-    """
-    if isinstance(result, AgentResult):
-        result = result.result
-    if isinstance(result, RunResult):
-        return result.as_text()
-    data = result.get("result_data")
-    if data is not None:
-        return _json(data)
-    text = result.get("result_text")
-    return text if isinstance(text, str) and text else "(No result available)"
+def _sink(
+    analytics: AnalyticsSink | None,
+    directory: str | os.PathLike[str] | None,
+    env: Mapping[str, str],
+) -> AnalyticsSink:
+    """Return the sink a run writes to: the given one, a directory's, or none at all."""
+    if analytics is not None:
+        return analytics
+    if directory is not None:
+        return JsonlAnalytics(os.fspath(directory))
+    from_env = env.get(ENV_ANALYTICS_DIR, "").strip()
+    return JsonlAnalytics(from_env) if from_env else NullAnalytics()

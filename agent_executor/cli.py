@@ -21,9 +21,11 @@ from typing import TextIO
 from pydantic import BaseModel
 
 from agent_contracts.errors import AgentshapeError
+from agent_contracts.runs import RunRequest
+from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor import cli_analytics, cli_batch, cli_fleet, cli_inspect, cli_schemas
-from agent_executor.agent import Agent, AgentResult
-from agent_executor.analytics import JsonlAnalytics
+from agent_executor.agent import Agent
+from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.cli_inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -38,6 +40,7 @@ from agent_executor.cli_inputs import (
     resolve_provider,
     run_options,
 )
+from agent_executor.result import AgentResult
 
 __all__ = ["find_agent_file", "main", "parse_param"]
 
@@ -72,16 +75,24 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = run_options(args)
     _, config = load_agent(args.agent, args.agents_dir)
     schema = caller_schema(args, config)
-    analytics = JsonlAnalytics(args.analytics_dir) if args.analytics_dir is not None else None
-    agent: Agent[BaseModel] = Agent(config, workspace=args.workspace, analytics=analytics)
+    analytics = JsonlAnalytics(args.analytics_dir or DEFAULT_ANALYTICS_DIR)
+    agent: Agent[BaseModel] = Agent(
+        config,
+        workspace=args.workspace,
+        analytics=analytics,
+        registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
+    )
     provider = resolve_provider(agent, args.model, err)
     result = agent.run_sync(
-        args.task,
-        parameters=params,
-        options=options,
+        RunRequest(
+            task=args.task,
+            parameters=params,
+            options=options,
+            output_schema=schema.inline,
+            schema_name=schema.name if schema.inline is None else None,
+        ),
         model=provider,
         escalate=not args.no_escalate,
-        **schema.run_arguments(),
     )
     if args.json:
         out.write(result.result.model_dump_json(indent=2) + "\n")

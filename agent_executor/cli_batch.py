@@ -26,8 +26,9 @@ from typing import TextIO
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from agent_contracts.runs import RunResult
+from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.agent import Agent
-from agent_executor.analytics import JsonlAnalytics
+from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.cli_inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -366,8 +367,13 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _, config = load_agent(args.agent, args.agents_dir)
     schema = caller_schema(args, config)
     items = read_tasks(args.tasks)
-    analytics = JsonlAnalytics(args.analytics_dir) if args.analytics_dir is not None else None
-    agent: Agent[BaseModel] = Agent(config, workspace=args.workspace, analytics=analytics)
+    analytics = JsonlAnalytics(args.analytics_dir or DEFAULT_ANALYTICS_DIR)
+    agent: Agent[BaseModel] = Agent(
+        config,
+        workspace=args.workspace,
+        analytics=analytics,
+        registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
+    )
     provider = resolve_provider(agent, args.model, err)
     done, dropped = read_done(args.out, items)
     pending = [item for item in items if item.key not in done]

@@ -307,7 +307,7 @@ class CallerSchema:
         if self.inline is not None:
             return {"output_schema": self.inline}
         if self.named is not None:
-            return {"schema_name": self.name, "named_schema": self.named}
+            return {"schema_name": self.name}
         return {}
 
 
@@ -351,11 +351,11 @@ def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) ->
     """
     provider = agent.provider(model)
     if provider.name == "test":
-        why = "as asked" if model or agent.config.model else "no API key set and no --model given"
+        why = "as asked" if model or agent.config.model else "named by AGENTSHAPE_MODEL"
         print(
             f"note: using the offline test model ({why}); its answers are generated from the "
-            "schema, not by a language model. Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass "
-            "--model openai:gpt-4.1-mini, to use a real model.",
+            "schema, not by a language model. Pass --model openai:gpt-4.1-mini (with "
+            "OPENAI_API_KEY set), or another real model, to use a language model.",
             file=err,
         )
     return provider

@@ -60,8 +60,9 @@ from fleet_contenders import (
 from pydantic import BaseModel
 
 from agent_contracts.config import AgentConfig
-from agent_executor.agent import Agent, run_many
+from agent_executor.agent import Agent
 from agent_executor.analytics import JsonlAnalytics, NullAnalytics
+from agent_executor.batch import run_many
 from agent_executor.providers.openai import OpenAIProvider
 
 SERVER = Path(__file__).resolve().parent / "fleet_server.py"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fake_llm import FakeLLM
 
-_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "OLLAMA_")
+_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "OLLAMA_", "AGENTSHAPE_")
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
@@ -65,6 +65,12 @@ def _isolate_provider_env(monkeypatch: pytest.MonkeyPatch, _empty_config_dir: Pa
         if name.upper().startswith(_ENV_PREFIXES) or name.upper() in _PROXY_VARIABLES:
             monkeypatch.delenv(name)
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(_empty_config_dir))
+
+
+@pytest.fixture
+def offline_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Name the offline test model as the default model (``AGENTSHAPE_MODEL=test``)."""
+    monkeypatch.setenv("AGENTSHAPE_MODEL", "test")
 
 
 @pytest.fixture

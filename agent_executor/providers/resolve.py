@@ -19,7 +19,9 @@ __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
     "DEFAULT_OLLAMA_BASE_URL",
     "DEFAULT_OPENAI_MODEL",
+    "ENV_MODEL",
     "KNOWN_PREFIXES",
+    "NO_MODEL",
     "resolve_model",
 ]
 
@@ -29,6 +31,19 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 """The model used when no spec is given and only ``ANTHROPIC_API_KEY`` is set."""
 DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434/v1"
 """Ollama's OpenAI-compatible endpoint when ``OLLAMA_BASE_URL`` is not set."""
+
+
+ENV_MODEL = "AGENTSHAPE_MODEL"
+"""Environment variable with the model to use when neither the run nor the agent names one."""
+
+NO_MODEL = (
+    "no model to run on: none was given, the agent names none (llm.model), and neither "
+    "AGENTSHAPE_MODEL, OPENAI_API_KEY nor ANTHROPIC_API_KEY is set. Pick one: set "
+    "OPENAI_API_KEY (or ANTHROPIC_API_KEY), or name a model such as openai:gpt-4.1-mini, "
+    "anthropic:claude-sonnet-4-5 or ollama:qwen3 (--model on the command line, model= in "
+    "Python, llm.model in agent.yml); model 'test' is the offline test model"
+)
+"""The error for a run with no model anywhere and no API key: it says how to pick one."""
 
 
 def _openai(model: str, env: Mapping[str, str]) -> Provider:
@@ -94,8 +109,10 @@ def resolve_model(spec: str | None, *, env: Mapping[str, str]) -> Provider:
     joined by ``,``; ``fail_first=text+invalid_arguments`` scripts failures). A bare
     ``gpt-...``/``o1``-style name means OpenAI and ``claude-...`` means Anthropic.
 
-    With no spec: OpenAI's default model when ``OPENAI_API_KEY`` is set, else Anthropic's when
-    ``ANTHROPIC_API_KEY`` is set, else the offline test model (``provider.name == "test"``).
+    With no spec: the model named by ``AGENTSHAPE_MODEL``, else OpenAI's default model when
+    ``OPENAI_API_KEY`` is set, else Anthropic's when ``ANTHROPIC_API_KEY`` is set; with none,
+    a ``ConfigError`` that says how to pick a model (never a silent fake answer: the offline
+    test model is used only when named).
 
     Args:
         spec: The model spec, or ``None``/empty to choose from the environment.
@@ -106,15 +123,16 @@ def resolve_model(spec: str | None, *, env: Mapping[str, str]) -> Provider:
 
     Raises:
         ConfigError: The prefix is unknown (the message lists the known ones), the model name is
-            missing, a test option is unknown, or the provider's API key is not in ``env``.
+            missing, a test option is unknown, the provider's API key is not in ``env``, or no
+            spec was given and no API key is set.
     """
-    spec = (spec or "").strip()
+    spec = (spec or "").strip() or env.get(ENV_MODEL, "").strip()
     if not spec:
         if env.get("OPENAI_API_KEY"):
             return _openai(DEFAULT_OPENAI_MODEL, env)
         if env.get("ANTHROPIC_API_KEY"):
             return _anthropic(DEFAULT_ANTHROPIC_MODEL, env)
-        return TestModel()
+        raise ConfigError(NO_MODEL)
     prefix, colon, model = spec.partition(":")
     if not colon:
         prefix, model = _infer_prefix(spec), spec

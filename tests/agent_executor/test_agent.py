@@ -16,14 +16,17 @@ from agent_contracts.errors import (
     RunFailedError,
 )
 from agent_contracts.messages import Message
-from agent_contracts.runs import RunError, RunOptions, RunResult
+from agent_contracts.runs import RunError, RunOptions, RunRequest, RunResult
+from agent_core.registry import SchemaRegistry
 from agent_core.validation import validate_output
-from agent_executor.agent import Agent, AgentResult, format_child_result, run_many
+from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics, read_events
+from agent_executor.batch import run_many
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 from agent_executor.providers.function import FunctionModel
 from agent_executor.providers.openai import OpenAIProvider
 from agent_executor.providers.test import TestModel
+from agent_executor.result import AgentResult, format_child_result
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -106,7 +109,10 @@ def test_output_type_and_output_schema_conflict() -> None:
 
 def test_provider_resolution(tmp_path: Path) -> None:
     agent = Agent(config(output_schema=SCHEMA), **quiet())
-    assert isinstance(agent.provider(), TestModel)  # no key in env: the offline model
+    with pytest.raises(ConfigError, match="no model to run on"):
+        agent.provider()  # no model anywhere and no key: never a silent fake answer
+    with pytest.raises(ConfigError, match="no model to run on"):
+        agent.run_sync("Grade.")
     keyed = Agent(config(output_schema=SCHEMA), **quiet(env={"OPENAI_API_KEY": "sk-test"}))
     chosen = keyed.provider()
     assert isinstance(chosen, OpenAIProvider) and chosen.model == "gpt-4.1-mini"
@@ -116,15 +122,22 @@ def test_provider_resolution(tmp_path: Path) -> None:
         agent.provider("openai:gpt-4.1-mini")
 
 
-def test_default_analytics_write_jsonl_under_the_working_directory(
+def test_analytics_are_written_only_where_told(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    agent = Agent(config(output_schema=SCHEMA), model="test", env={})
-    result = agent.run_sync("Grade.")
-    events = list(read_events(tmp_path / ".agentshape" / "analytics"))
+    Agent(config(output_schema=SCHEMA), model="test", env={}).run_sync("Grade.")
+    assert list(tmp_path.iterdir()) == []  # no sink, no directory: nothing written
+
+    by_dir = Agent(config(output_schema=SCHEMA), model="test", env={}, analytics_dir="logs")
+    result = by_dir.run_sync("Grade.")
+    events = list(read_events(tmp_path / "logs"))
     assert events[0]["event"] == "run_started"
     assert events[-1]["event"] == "run_completed" and events[-1]["run_id"] == result.run_id
+
+    env = {"AGENTSHAPE_ANALYTICS_DIR": str(tmp_path / "from-env")}
+    by_env = Agent(config(output_schema=SCHEMA), model="test", env=env).run_sync("Grade.")
+    assert list(read_events(tmp_path / "from-env"))[-1]["run_id"] == by_env.run_id
 
 
 # Running ----------------------------------------------------------------------------------------
@@ -195,9 +208,11 @@ async def test_failed_result_raises_only_on_request() -> None:
     assert result.usage.requests == 1  # attribute access falls through to the RunResult
 
 
-async def test_named_schema_is_recorded() -> None:
-    agent = Agent(config(), model="test", **quiet())
-    result = await agent.run("Grade.", schema_name="review", named_schema=SCHEMA)
+async def test_named_schema_is_recorded(tmp_path: Path) -> None:
+    registry = SchemaRegistry(tmp_path / "schemas.db")
+    registry.add("review", SCHEMA)
+    agent = Agent(config(), model="test", registry=registry, **quiet())
+    result = await agent.run(RunRequest(task="Grade.", schema_name="review"))
     assert result.ok and result.schema_source == "named" and result.schema_name == "review"
     assert result.schema_validation is not None
     assert result.schema_validation.schema_name == "review"
@@ -233,15 +248,14 @@ async def test_run_many_keeps_order_and_bounds_concurrency() -> None:
     assert sorted(finished) == list(range(6)) and finished != list(range(6))
 
 
-async def test_run_many_sync_callback_and_kwargs() -> None:
+async def test_run_many_sync_callback_and_requests() -> None:
     seen: list[tuple[int, str]] = []
     agent = Agent(config(), model="test", **quiet())
     results = await run_many(
         agent,
-        ["a", "b"],
+        [RunRequest(task="a", output_schema=SCHEMA), RunRequest(task="b", output_schema=SCHEMA)],
         concurrency=5,
         on_result=lambda i, r: seen.append((i, r.status)),
-        output_schema=SCHEMA,
     )
     assert [r.schema_source for r in results] == ["inline", "inline"]
     assert sorted(seen) == [(0, "completed"), (1, "completed")]
@@ -263,7 +277,8 @@ async def test_run_many_stops_the_batch_on_a_developer_mistake() -> None:
 
     agent = Agent(config(output_schema=SCHEMA), model=FunctionModel(model), **quiet())
     with pytest.raises(ConfigError, match="cannot override"):
-        await run_many(agent, ["a", "b", "c"], concurrency=3, output_schema=SCHEMA)
+        requests = [RunRequest(task=task, output_schema=SCHEMA) for task in "abc"]
+        await run_many(agent, requests, concurrency=3)
     assert started == []  # the mistake is found before any model call
 
 

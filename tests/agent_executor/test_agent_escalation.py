@@ -9,8 +9,9 @@ from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStartedEvent
 from agent_contracts.messages import Message
-from agent_executor.agent import ESCALATING_ERRORS, Agent
+from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics
+from agent_executor.escalation import ESCALATING_ERRORS
 from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.function import FunctionModel
 

@@ -13,6 +13,8 @@ from agent_contracts.runs import RunResult
 from agent_executor.cli import find_agent_file, main, parse_param
 from tests.fake_llm import FakeLLM, openai_tool_call
 
+pytestmark = pytest.mark.usefixtures("offline_model")
+
 AGENT_YML = """\
 schema: kb.agent/1
 id: grader
@@ -64,8 +66,21 @@ def test_run_completes_with_the_offline_model(
     assert out.startswith("completed: agent grader on test, 1 attempt, ")
     body = json.loads(out[out.index("{") :])
     assert set(body) == {"title", "score"}
-    assert NOTE in err and "no API key set and no --model given" in err
+    assert NOTE in err and "named by AGENTSHAPE_MODEL" in err
     assert (fleet.parent / "analytics").is_dir()
+
+
+def test_no_model_and_no_key_exits_2_saying_how_to_pick_one(
+    fleet: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTSHAPE_MODEL")
+    code = run_cli(fleet, "grader", "--task", "Grade the essay.")
+    out, err = capsys.readouterr()
+
+    assert code == 2 and out == ""
+    assert err.startswith("agentshape: no model to run on")
+    assert "--model" in err and "OPENAI_API_KEY" in err and "'test'" in err
+    assert "Traceback" not in err
 
 
 def test_note_does_not_claim_no_model_when_test_was_asked_for(

@@ -10,7 +10,7 @@ from tests.agent_executor.test_cli import AGENT_YML
 
 
 @pytest.fixture(autouse=True)
-def logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline_model: None) -> Path:
     """Two runs of the grader logged to the default analytics directory: one ok, one failed."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "agents" / "grader").mkdir(parents=True)

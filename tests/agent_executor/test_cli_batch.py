@@ -20,6 +20,8 @@ from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.function import FunctionModel
 from tests.agent_executor.test_cli import AGENT_YML, PARAMS_YML
 
+pytestmark = pytest.mark.usefixtures("offline_model")
+
 
 @pytest.fixture(autouse=True)
 def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -84,7 +86,8 @@ def test_failed_tasks_exit_1_and_a_rerun_retries_only_them(
     failed = {line["id"]: line for line in results()}["b"]
     assert failed["status"] == "failed" and failed["result_data"] is None
     assert failed["error"]["type"] == "input_validation_failed"
-    assert failed["error"]["validation_errors"][0]["path"] == "$.count"
+    assert failed["error"]["issues"][0]["path"] == "$.count"
+    assert failed["error"]["validation_errors"][0].startswith("$.count: ")
 
     write_tasks(
         {"id": "a", "task": "Count.", "parameters": {"count": 1}},

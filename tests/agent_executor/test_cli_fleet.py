@@ -10,6 +10,8 @@ from agent_executor.cli import main
 from agent_executor.cli_fleet import output_fields
 from tests.agent_executor.test_cli import AGENT_YML
 
+pytestmark = pytest.mark.usefixtures("offline_model")
+
 TIERED_YML = AGENT_YML.replace(
     "context:", "llm:\n  model: test\n  tiers: [openai:gpt-4o]\ncontext:"
 ).replace("properties:\n      title", "properties:\n      note: { type: string }\n      title")

@@ -16,6 +16,8 @@ from agent_executor.cli_inputs import (
     run_options,
 )
 
+pytestmark = pytest.mark.usefixtures("offline_model")
+
 
 def test_read_json_file(tmp_path: Path) -> None:
     path = tmp_path / "o.json"
@@ -78,7 +80,6 @@ def test_caller_schema_resolution(tmp_path: Path) -> None:
     assert caller_schema(namespace(tmp_path), OWN).run_arguments() == {}
     assert caller_schema(namespace(tmp_path, schema="named"), DEFAULTED).run_arguments() == {
         "schema_name": "named",
-        "named_schema": {"type": "array"},
     }
     assert caller_schema(namespace(tmp_path, schema_file=file), DEFAULTED).run_arguments() == {
         "output_schema": {"type": "string"}

@@ -14,6 +14,8 @@ from agent_executor.cli_inspect import class_name_for
 from tests.agent_executor.test_cli import AGENT_YML
 from tests.fake_llm import FakeLLM, anthropic_tool_use, openai_tool_call
 
+pytestmark = pytest.mark.usefixtures("offline_model")
+
 TOOLS_YML = AGENT_YML.replace("output:", "tools: [fs:read]\noutput:")
 FREE_YML = "id: chatty\nsystem_prompt: You chat.\n"
 DEFAULT_YML = (

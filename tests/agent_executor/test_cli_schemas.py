@@ -8,6 +8,8 @@ import pytest
 from agent_core.registry import SchemaRegistry
 from agent_executor.cli import main
 
+pytestmark = pytest.mark.usefixtures("offline_model")
+
 SCHEMA = {"type": "object", "required": ["files"], "properties": {"files": {"type": "integer"}}}
 
 

@@ -24,12 +24,13 @@ from agent_contracts.events import (
 )
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.runs import RunOptions
-from agent_executor.agent import Agent, AgentResult
+from agent_executor.agent import Agent
 from agent_executor.analytics import JsonlAnalytics, MemoryAnalytics
 from agent_executor.providers.anthropic import AnthropicProvider
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest, Provider
 from agent_executor.providers.function import FunctionModel
 from agent_executor.providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider
+from agent_executor.result import AgentResult
 from agent_executor.run import FORCE_REMINDER, TOOLS_REQUIRED_REMINDER, model_name
 from tests.fake_llm import (
     FakeLLM,

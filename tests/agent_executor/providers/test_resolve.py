@@ -85,7 +85,7 @@ async def test_base_urls_come_from_the_given_env(fake_llm: FakeLLM) -> None:
     [
         ({**OPENAI_ENV, **ANTHROPIC_ENV}, "openai", DEFAULT_OPENAI_MODEL),
         (ANTHROPIC_ENV, "anthropic", DEFAULT_ANTHROPIC_MODEL),
-        ({}, "test", "test"),
+        ({"AGENTSHAPE_MODEL": "test", **OPENAI_ENV}, "test", "test"),
     ],
 )
 @pytest.mark.parametrize("spec", [None, "", "  "])
@@ -153,9 +153,21 @@ def test_config_errors(spec: str, env: dict[str, str], match: str) -> None:
         resolve_model(spec, env=env)
 
 
+@pytest.mark.parametrize("spec", [None, "", "  "])
+def test_no_spec_and_no_key_is_an_error_that_says_how_to_pick(spec: str | None) -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_model(spec, env={})
+
+    message = caught.value.format_message()
+    assert message.startswith("no model to run on")
+    for hint in ("OPENAI_API_KEY", "openai:gpt-4.1-mini", "--model", "model=", "'test'"):
+        assert hint in message
+
+
 def test_keys_in_os_environ_are_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "from-os-environ")
 
-    assert resolve_model(None, env={}).name == "test"
+    with pytest.raises(ConfigError, match="no model to run on"):
+        resolve_model(None, env={})
     with pytest.raises(ConfigError, match="needs OPENAI_API_KEY"):
         resolve_model("openai:gpt-4.1", env={})

@@ -1,0 +1,203 @@
+"""A run resolved before its first model call: :class:`RunPlan` and the steps that build it.
+
+Everything a developer can get wrong is found here, before any model is called: keywords that
+clash with a ``RunRequest``, a schema that would replace the agent's own, an unknown schema name, a
+model that cannot be resolved, an output mode a provider cannot serve. Run parameters that break
+the agent's ``parameters_schema`` are not a mistake of the developer's but of the run's input:
+they become the run's ``precheck`` failure, returned as a failed result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError
+from agent_contracts.runs import OutputMode, RunError, RunOptions, RunRequest
+from agent_contracts.validation import ValidationIssue
+from agent_executor.contract import OutputContract
+from agent_executor.providers.base import Provider
+from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec
+from agent_executor.tools import InputTool
+
+__all__ = [
+    "RunPlan",
+    "Rung",
+    "choose_mode",
+    "model_ladder",
+    "parameter_failure",
+    "request_of",
+    "run_spec",
+]
+
+Rung = tuple[int, Provider, OutputMode]
+"""One tier of a run: its number, its provider and the output mode used on it."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run, resolved before the first model call.
+
+    Attributes:
+        request: The run's request.
+        options: The merged options (run over agent over environment).
+        contract: The output contract, or ``None`` for a free-text run.
+        ladder: The tiers the run may use, first to last.
+        precheck: A failure found before any model call (bad run parameters), or ``None``.
+    """
+
+    request: RunRequest
+    options: RunOptions
+    contract: OutputContract | None
+    ladder: list[Rung]
+    precheck: RunError | None
+
+
+def request_of(request: RunRequest | str, fields: Mapping[str, object]) -> RunRequest:
+    """Return the run's request: ``request`` itself, or one built from a task and keywords.
+
+    Args:
+        request: A request, or the task alone.
+        fields: The keyword arguments a caller gave (``None`` values count as not given).
+
+    Raises:
+        ConfigError: Keywords were given together with a ``RunRequest``, or the request is
+            neither a request nor a string.
+        pydantic.ValidationError: A keyword's value does not fit the request.
+    """
+    given = {key: value for key, value in fields.items() if value is not None}
+    if isinstance(request, RunRequest):
+        if given:
+            raise ConfigError(
+                f"give these in the RunRequest, not as keywords: {', '.join(sorted(given))}"
+            )
+        return request
+    if not isinstance(request, str):
+        kind = type(request).__name__
+        raise ConfigError(f"a run takes a RunRequest or a task string, not {kind}")
+    return RunRequest.model_validate({"task": request, **given}, strict=False)
+
+
+def choose_mode(
+    requested: OutputMode | None, contract: OutputContract | None, provider: Provider
+) -> OutputMode:
+    """Return the output mode a run uses on ``provider``.
+
+    Args:
+        requested: The mode the options ask for, or ``None`` to let the provider decide.
+        contract: The run's contract (``None``: free text).
+        provider: The provider of this tier.
+
+    Raises:
+        ConfigError: ``text`` was asked for a run with a contract, or ``tool`` for a provider
+            that cannot call tools.
+    """
+    if contract is None:
+        return "text"
+    if requested == "text":
+        raise ConfigError("output_mode 'text' needs a run without an output contract")
+    if requested is None:
+        return "tool" if provider.supports_tools else "prompted"
+    if requested == "tool" and not provider.supports_tools:
+        raise ConfigError(
+            f"{provider.name} cannot call tools; use output_mode 'prompted' or 'native'"
+        )
+    return requested
+
+
+def model_ladder(
+    agent_id: str,
+    tiers: Sequence[Provider | str],
+    resolve: Callable[[Provider | str | None], Provider],
+    model: Provider | str | None,
+    start: int,
+    *,
+    escalate: bool,
+) -> list[tuple[int, Provider]]:
+    """Return ``(tier, provider)`` for the tiers a run may use, starting at ``start``.
+
+    Args:
+        agent_id: The agent's id, for messages.
+        tiers: The escalation tiers (tier ``n`` is ``tiers[n - 1]``).
+        resolve: Turns a model (or ``None``: the agent's own) into a provider.
+        model: The run's model for tier ``start``, or ``None``.
+        start: The first tier.
+        escalate: Whether later tiers are part of the ladder.
+
+    Raises:
+        ConfigError: ``start`` is negative or past the last tier, or a model is unknown or
+            lacks its key.
+    """
+    if start < 0 or (model is None and start > len(tiers)):
+        raise ConfigError(
+            f"model_tier {start} does not exist: agent {agent_id!r} has tiers 0 to {len(tiers)}"
+        )
+    first = resolve(tiers[start - 1]) if model is None and start > 0 else resolve(model)
+    ladder = [(start, first)]
+    if escalate:
+        for tier in range(start + 1, len(tiers) + 1):
+            try:
+                ladder.append((tier, resolve(tiers[tier - 1])))
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"agent {agent_id!r} cannot escalate to tier {tier}: {exc.format_message()}"
+                ) from exc
+    return ladder
+
+
+def parameter_failure(
+    agent_id: str, issues: Sequence[ValidationIssue], parameters: Mapping[str, JsonValue]
+) -> RunError | None:
+    """Return the failure for run parameters that break the agent's ``parameters_schema``.
+
+    Args:
+        agent_id: The agent's id.
+        issues: The problems found with the parameters (empty: no failure).
+        parameters: The parameters, kept as the failure's last output.
+    """
+    if not issues:
+        return None
+    return RunError(
+        type="input_validation_failed",
+        message=f"the run parameters do not match agent {agent_id!r}'s parameters_schema; "
+        "no model call was made",
+        validation_errors=[str(issue) for issue in issues],
+        issues=list(issues),
+        last_output=dict(parameters),
+    )
+
+
+def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, rung: Rung) -> RunSpec:
+    """Return the run loop's spec for one tier of a plan.
+
+    Args:
+        config: The agent's configuration.
+        tools: The agent's input tools.
+        plan: The resolved run.
+        rung: The tier to run.
+    """
+    tier, provider, mode = rung
+    task = plan.request.task
+    if plan.request.parameters:
+        parameters = json.dumps(plan.request.parameters, indent=2, ensure_ascii=False)
+        task = f"{task}\n\nParameters:\n{parameters}"
+    return RunSpec(
+        agent_id=config.id,
+        provider=provider,
+        system_prompt=config.system_prompt,
+        task=task,
+        history=tuple(plan.request.messages),
+        contract=plan.contract,
+        tools=tools,
+        options=plan.options,
+        mode=mode,
+        max_steps=config.max_steps or DEFAULT_MAX_STEPS,
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+        model_tier=tier,
+        precheck=plan.precheck,
+    )
