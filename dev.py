@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-PACKAGES = ["agent_contracts", "agent_core", "agent_executor"]
+PACKAGES = ["agent_contracts", "agent_core", "agent_executor", "agentshape"]
 
 
 def _bin(name: str) -> str:
@@ -49,14 +49,23 @@ def ensure_env(extras: str) -> None:
 
 
 def demo(args: list[str]) -> int:
-    """Run the demo agent end to end with the offline test model (or a real one if asked)."""
+    """Run the demo agent end to end on the offline test model (``--model X`` picks another)."""
     ensure_env("")
+    model = [] if "--model" in args else ["--model", "test"]
+    if model:
+        print(
+            "demo: running on the offline test model (--model test): its answers are generated "
+            "from the schema; pass --model openai:gpt-4.1-mini (with OPENAI_API_KEY set) for a "
+            "real one",
+            flush=True,
+        )
     return _run(
         _bin("agentshape"),
         "run",
         "pr-reviewer",
         "--task",
         "Review the change in src/payments.py that retries failed card charges.",
+        *model,
         *args,
     )
 

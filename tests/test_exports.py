@@ -7,7 +7,13 @@ import inspect
 
 import pytest
 
-PACKAGES = ["agent_contracts", "agent_core", "agent_executor", "agent_executor.providers"]
+PACKAGES = [
+    "agent_contracts",
+    "agent_core",
+    "agent_executor",
+    "agent_executor.providers",
+    "agentshape",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -43,3 +49,38 @@ def test_headline_names_are_exported() -> None:
         agent_core.__all__
     )
     assert {"Agent", "run_many", "format_child_result", "TestModel"} <= set(agent_executor.__all__)
+
+
+def test_agentshape_is_the_one_import_a_user_writes() -> None:
+    import agentshape
+
+    assert {
+        "Agent",
+        "AgentConfig",
+        "AgentResult",
+        "RunRequest",
+        "RunOptions",
+        "RunResult",
+        "RunFailedError",
+        "SchemaNotFoundError",
+        "run_many",
+        "__version__",
+    } <= set(agentshape.__all__)
+    for name in agentshape.__all__:
+        if name == "__version__":
+            continue
+        obj = getattr(agentshape, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):  # re-exported, never redefined
+            assert obj.__module__.split(".")[0] in {
+                "agent_contracts",
+                "agent_core",
+                "agent_executor",
+            }
+
+
+def test_version_is_the_installed_distribution_version() -> None:
+    from importlib.metadata import version
+
+    import agentshape
+
+    assert agentshape.__version__ == version("agentshape")

@@ -2,9 +2,11 @@
 
 The examples run in order, each in bash, in a scratch project directory holding a copy of the
 fleet (and, beside it, a link to ``../shared`` when the conformance data is there), with the
-installed ``agentshape`` and ``python`` first on ``PATH`` and no API keys (so the offline test
-model answers). A block fails the test when bash exits non-zero. A block that reads
-``../shared`` is skipped when the data is absent.
+installed ``agentshape`` and ``python`` first on ``PATH``, no API keys, and
+``AGENTSHAPE_MODEL=test`` exported as the README's command-line section tells the reader to (so
+the offline test model answers). ``bash`` blocks (installing, activating a virtual environment)
+change the machine and are not run here. A block fails the test when bash exits non-zero; a
+block that reads ``../shared`` is skipped when the data is absent.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ def test_readme_shell_examples_run(tmp_path: Path) -> None:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("OPENAI_", "ANTHROPIC_", "OLLAMA_"))
+        if not key.startswith(("OPENAI_", "ANTHROPIC_", "OLLAMA_", "AGENTSHAPE_"))
     }
+    env["AGENTSHAPE_MODEL"] = "test"
     env["PATH"] = f"{scripts}{os.pathsep}{env.get('PATH', '')}"
     for line, code in examples:
         if "../shared" in code and not shared.is_dir():

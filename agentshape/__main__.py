@@ -1,0 +1,9 @@
+"""``python -m agentshape``: the ``agentshape`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from agentshape.cli import main
+
+sys.exit(main())
