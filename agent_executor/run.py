@@ -678,7 +678,7 @@ async def _tool_loop(state: _State) -> Verdict:
                     content = f"Ignored: an earlier {SUBMIT} call in this turn was accepted."
                 else:
                     verdicts.append(judged)
-                    content = tool_retry_prompt(judged.errors)
+                    content = tool_retry_prompt(judged.errors, schema=contract.schema)
                 results.append(
                     ToolResult(
                         tool_call_id=call.id, name=SUBMIT, content=content, is_error=not judged.ok

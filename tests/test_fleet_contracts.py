@@ -30,6 +30,8 @@ from agent_contracts.outputs import (
     TaskSummary,
     TestResults,
 )
+from agent_contracts.runs import merge_options
+from agent_core.fleet import load_fleet
 from agent_core.loading import load_agent_config
 from agent_core.schema_model import model_from_schema
 from agent_core.validation import validate_output
@@ -609,3 +611,15 @@ SEED_004: list[tuple[str, JsonValue, bool]] = [
 @pytest.mark.parametrize(("agent_id", "value", "valid"), SEED_004)
 def test_seed_004_schemas_are_closed(agent_id: str, value: JsonValue, valid: bool) -> None:
     assert schema_accepts(agent_id, value) is valid
+
+
+def test_shipped_agents_keep_the_seeds_one_retry() -> None:
+    """One re-prompt (seed 002), unless the agent's YAML says, on that line, why not."""
+    fleet = load_fleet(AGENTS, known_tools=None)
+    for agent_id in fleet.ids:
+        retries = merge_options(fleet[agent_id].options).max_retries
+        if retries == 1:
+            continue
+        text = (AGENTS / agent_id / "agent.yml").read_text(encoding="utf-8")
+        line = next(line for line in text.splitlines() if "maxRetries" in line)
+        assert "#" in line, f"{agent_id}: maxRetries {retries} without a comment saying why"

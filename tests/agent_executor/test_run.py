@@ -240,6 +240,10 @@ async def test_invalid_then_valid_sends_every_error_back_in_the_session(
     assert "<output-validation-error>" in answer["content"]
     assert set(error_lines(answer["content"])) == INVALID_ERRORS
     assert len(error_lines(answer["content"])) == 2  # each error stated once
+    # seed 000: the re-prompt repeats the schema under "## Required Schema" before it closes
+    schema_block = answer["content"].split("## Required Schema\n```json\n", 1)[1]
+    assert json.loads(schema_block.split("\n```", 1)[0]) == SCHEMA
+    assert answer["content"].rstrip().endswith("</output-validation-error>")
     assert forced(api, retry) == "submit_result"
 
 
