@@ -7,6 +7,9 @@
   ``submit_result`` call that failed validation.
 * :func:`text_retry_prompt` is the text-mode re-prompt, which quotes the previous response.
 * :func:`tool_not_called_prompt` reminds a model that answered in text instead of calling the tool.
+* :data:`FORCE_REMINDER` and :data:`TOOLS_REQUIRED_REMINDER` stand in for a forced tool choice on
+  a provider that cannot force one; the other constants and functions below are the tool results
+  the run loop answers tool calls with. Every word a model reads from agentshape is here.
 
 Every function is deterministic: the same input gives the same text, and each validation error
 is stated once, in the order first given.
@@ -24,15 +27,103 @@ from agent_core.dialects import WRAPPER_PROPERTY, needs_wrapping
 from agent_core.output_tool import OUTPUT_TOOL_NAME, Contract, json_schema_of
 
 __all__ = [
+    "FORCE_REMINDER",
+    "RESULT_ACCEPTED",
+    "TOOLS_REQUIRED_REMINDER",
+    "UNANSWERED_TOOL_CALL",
     "PromptMode",
+    "bad_tool_arguments",
+    "duplicate_result_ignored",
+    "parameters_section",
     "enriched_system_prompt",
     "text_retry_prompt",
     "tool_not_called_prompt",
     "tool_retry_prompt",
+    "unknown_tool",
+    "wrong_tool",
 ]
 
 PromptMode = Literal["tool", "prompted"]
 """How the model hands in its result: by calling ``submit_result``, or as JSON text."""
+
+FORCE_REMINDER = (
+    "<output-tool-required>\n"
+    f"Call the `{OUTPUT_TOOL_NAME}` tool now, with your final result as its arguments. A reply "
+    f"without a `{OUTPUT_TOOL_NAME}` call is not accepted.\n"
+    "</output-tool-required>"
+)
+"""The reminder sent before a turn that should force ``submit_result`` when the provider cannot
+force a tool (Anthropic with extended thinking)."""
+
+TOOLS_REQUIRED_REMINDER = (
+    "<tool-call-required>\n"
+    "Answer only by calling tools: use the other tools to look things up, and hand in your final "
+    f"result by calling `{OUTPUT_TOOL_NAME}`. A reply in plain text is not accepted.\n"
+    "</tool-call-required>"
+)
+"""The reminder added to the task when the provider cannot be made to call a tool."""
+
+UNANSWERED_TOOL_CALL = "not run: the conversation ended before this call was answered"
+"""The error result filled in for a tool call a run ended before answering."""
+
+RESULT_ACCEPTED = "Result accepted."
+"""The tool result for an accepted ``submit_result`` call."""
+
+
+def duplicate_result_ignored(tool_name: str = OUTPUT_TOOL_NAME) -> str:
+    """Return the tool result for a second valid ``submit_result`` call in one turn.
+
+    Args:
+        tool_name: The output tool's name.
+    """
+    return f"Ignored: an earlier {tool_name} call in this turn was accepted."
+
+
+def wrong_tool(
+    name: str, offered: Sequence[str], *, known: bool, tool_name: str = OUTPUT_TOOL_NAME
+) -> str:
+    """Return the error result for a tool call made when only ``submit_result`` counts.
+
+    Args:
+        name: The tool the model called.
+        offered: The tools offered on that turn.
+        known: Whether ``name`` is one of the agent's input tools (not callable now).
+        tool_name: The output tool's name.
+    """
+    what = "is not a tool you can call now" if known else "is not one of your tools"
+    return (
+        f"{name!r} {what}; call {tool_name} with your final result "
+        f"(tools offered: {', '.join(offered)})"
+    )
+
+
+def unknown_tool(name: str, offered: Sequence[str]) -> str:
+    """Return the error result for a call to a tool the agent does not have.
+
+    Args:
+        name: The tool the model called.
+        offered: The agent's input tools.
+    """
+    return f"there is no tool named {name!r} (tools: {', '.join(offered) or 'none'})"
+
+
+def bad_tool_arguments(reason: str) -> str:
+    """Return the error result for a tool call whose arguments are not JSON.
+
+    Args:
+        reason: Why the arguments did not parse.
+    """
+    return f"the arguments are not valid JSON: {reason}"
+
+
+def parameters_section(task: str, parameters_json: str) -> str:
+    """Return the task with the run's parameters appended, as the model reads them.
+
+    Args:
+        task: The user's task.
+        parameters_json: The parameters, rendered as indented JSON.
+    """
+    return f"{task}\n\nParameters:\n{parameters_json}"
 
 
 def enriched_system_prompt(

@@ -19,6 +19,7 @@ from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
 from agent_contracts.runs import OutputMode, RunError, RunOptions, RunRequest
 from agent_contracts.validation import ValidationIssue
+from agent_core.prompts import parameters_section
 from agent_executor.contract import OutputContract
 from agent_executor.providers.base import Provider
 from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec
@@ -184,7 +185,7 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
     task = plan.request.task
     if plan.request.parameters:
         parameters = json.dumps(plan.request.parameters, indent=2, ensure_ascii=False)
-        task = f"{task}\n\nParameters:\n{parameters}"
+        task = parameters_section(task, parameters)
     return RunSpec(
         agent_id=config.id,
         provider=provider,

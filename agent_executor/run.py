@@ -28,54 +28,26 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts.errors import (
-    AgentshapeError,
-    ConfigError,
-    ProviderError,
-    ToolExecutionError,
-)
-from agent_contracts.events import (
-    AttemptEvent,
-    ModelTurnEvent,
-    RetryEvent,
-    RunCompletedEvent,
-    RunFailedEvent,
-    RunStartedEvent,
-)
-from agent_contracts.messages import Message, ToolCall, ToolResult, Usage
-from agent_contracts.runs import (
-    RUN_ERROR_TYPES,
-    Attempt,
-    OutputMode,
-    RunError,
-    RunErrorType,
-    RunOptions,
-    RunResult,
-)
-from agent_contracts.validation import ValidationIssue
+from agent_contracts.errors import AgentshapeError, ConfigError, ProviderError
+from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStartedEvent
+from agent_contracts.messages import Message, ToolCall, ToolResult
+from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
 from agent_core.prompts import (
+    FORCE_REMINDER,
+    TOOLS_REQUIRED_REMINDER,
+    UNANSWERED_TOOL_CALL,
     PromptMode,
     enriched_system_prompt,
-    text_retry_prompt,
-    tool_not_called_prompt,
-    tool_retry_prompt,
 )
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.contract import OutputContract, Verdict
-from agent_executor.providers.base import (
-    ModelTurn,
-    ModelTurnRequest,
-    Provider,
-    ResponseFormat,
-    ToolChoice,
-    ToolDefinition,
-)
-from agent_executor.tools import InputTool
+from agent_executor.providers.base import ModelTurnRequest, Provider, ToolChoice
+from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
+from agent_executor.run_state import RunFailure, RunSpec, RunState, emit, model_name
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -84,6 +56,7 @@ __all__ = [
     "RunOutcome",
     "RunSpec",
     "execute",
+    "first_request",
     "model_name",
 ]
 
@@ -92,68 +65,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_STEPS = 10
 """Model turns a run with input tools may take when the agent sets no ``limits.maxSteps``."""
 
-SUBMIT = "submit_result"
-
-FORCE_REMINDER = (
-    "<output-tool-required>\n"
-    f"Call the `{SUBMIT}` tool now, with your final result as its arguments. A reply without a "
-    f"`{SUBMIT}` call is not accepted.\n"
-    "</output-tool-required>"
-)
-"""The reminder sent before a turn that should force ``submit_result`` when the provider cannot
-force a tool (Anthropic with extended thinking)."""
-
-TOOLS_REQUIRED_REMINDER = (
-    "<tool-call-required>\n"
-    "Answer only by calling tools: use the other tools to look things up, and hand in your final "
-    f"result by calling `{SUBMIT}`. A reply in plain text is not accepted.\n"
-    "</tool-call-required>"
-)
-"""The reminder added to the task when the provider cannot be made to call a tool."""
-
-_UNANSWERED = "not run: the conversation ended before this call was answered"
-
 
 @dataclass(frozen=True)
-class RunSpec:
-    """Everything one run needs, resolved by the caller (``Agent``).
-
-    Attributes:
-        agent_id: The agent's id, for results and analytics.
-        provider: The model to call.
-        system_prompt: The agent's own system prompt (the contract section is appended here).
-        task: The user's task for this run.
-        history: An earlier transcript to resume (never mutated).
-        contract: The output contract, or ``None`` for a free-text run.
-        tools: The agent's input tools.
-        options: The merged run options.
-        mode: The output mode.
-        max_steps: Most model turns before ``submit_result`` is forced (text mode: before the
-            model is asked to answer without tools).
-        max_tokens: Output-token cap per model call.
-        temperature: Sampling temperature.
-        model_tier: 0 for the agent's own model, ``n`` for an escalation tier.
-        precheck: A failure found before any model call (run parameters that break the
-            agent's ``parameters_schema``): the run ends with it at once, events included.
-    """
-
-    agent_id: str
-    provider: Provider
-    system_prompt: str
-    task: str
-    history: Sequence[Message]
-    contract: OutputContract | None
-    tools: Sequence[InputTool]
-    options: RunOptions
-    mode: OutputMode
-    max_steps: int
-    max_tokens: int | None = None
-    temperature: float | None = None
-    model_tier: int = 0
-    precheck: RunError | None = None
-
-
-@dataclass
 class RunOutcome:
     """A finished run: the serialisable result and the typed output object.
 
@@ -164,61 +77,6 @@ class RunOutcome:
 
     result: RunResult
     output: BaseModel | None = None
-
-
-class _Failure(Exception):
-    """Ends the loop with a failed run of the given type."""
-
-    def __init__(
-        self,
-        type_: RunErrorType,
-        message: str,
-        *,
-        errors: Sequence[ValidationIssue] = (),
-        last_output: JsonValue = None,
-    ) -> None:
-        super().__init__(message)
-        self.error = RunError(
-            type=type_, message=message, validation_errors=list(errors), last_output=last_output
-        )
-
-
-@dataclass
-class _State:
-    """What the loop has done so far."""
-
-    spec: RunSpec
-    sink: AnalyticsSink
-    run_id: str
-    messages: list[Message]
-    usage: Usage = field(default_factory=Usage)
-    attempts: list[Attempt] = field(default_factory=list)
-    steps: int = 0
-    last_output: JsonValue = None
-    last_turn_usage: Usage = field(default_factory=Usage)
-    last_latency_ms: float = 0.0
-    cannot_force: bool = False
-
-    @property
-    def retries(self) -> int:
-        return max(0, len(self.attempts) - 1)
-
-
-def _issue(message: str, keyword: str | None = None) -> ValidationIssue:
-    return ValidationIssue(path="$", message=message, keyword=keyword)
-
-
-def model_name(provider: Provider) -> str:
-    """Return the model spec a provider stands for: ``openai:gpt-4.1-mini``, ``test``...
-
-    Args:
-        provider: The provider.
-
-    Returns:
-        ``name:model``, or just the name when the model repeats it or is empty.
-    """
-    name, model = provider.name, provider.model
-    return name if not model or model == name else f"{name}:{model}"
 
 
 def _cannot_force(provider: Provider) -> bool:
@@ -246,6 +104,67 @@ def _system_prompt(system: str, contract: OutputContract, mode: PromptMode) -> s
     return prompt
 
 
+def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
+    """Return the conversation a run opens with, and whether reminders stand in for forcing.
+
+    The system prompt carries the contract's output section last; an earlier transcript follows
+    (its unanswered tool calls answered); the task comes last, with the written reminder when
+    the provider cannot force ``submit_result``.
+    """
+    contract = spec.contract
+    system = spec.system_prompt
+    if contract is not None:
+        prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
+        system = _system_prompt(system, contract, prompt_mode)
+    cannot_force = spec.mode == "tool" and contract is not None and _cannot_force(spec.provider)
+    task = spec.task
+    if cannot_force:
+        task += f"\n\n{TOOLS_REQUIRED_REMINDER if spec.tools else FORCE_REMINDER}"
+    messages = [Message.system(system)] if system else []
+    messages += _answered([m for m in spec.history if m.role != "system"])
+    messages.append(Message.user(task))
+    return messages, cannot_force
+
+
+def first_request(spec: RunSpec) -> ModelTurnRequest:
+    """Return the first model call a run of ``spec`` makes, exactly as the run loop builds it.
+
+    ``agentshape show`` prints this, so what it shows is what a run sends: the enriched system
+    prompt, any reminder, the tools offered and the tool choice.
+
+    Args:
+        spec: The run.
+
+    Returns:
+        The first request, in neutral form (each provider translates it to its wire format).
+    """
+    messages, _ = _opening(spec)
+    contract = spec.contract
+    inputs = [tool.definition() for tool in spec.tools]
+    if contract is None or spec.mode != "tool":
+        tools = inputs if contract is None else []
+        response_format = None
+        if contract is not None and spec.mode == "native":
+            response_format = contract.response_format(spec.provider.name)
+        return ModelTurnRequest(
+            messages=messages,
+            tools=tools,
+            tool_choice=ToolChoice.none() if tools and spec.max_steps <= 1 else ToolChoice.auto(),
+            max_tokens=spec.max_tokens,
+            temperature=spec.temperature,
+            response_format=response_format,
+        )
+    submit = contract.tool_definition(spec.provider.name)
+    forced = not inputs or spec.max_steps <= 1
+    return ModelTurnRequest(
+        messages=messages,
+        tools=[submit] if forced else [*inputs, submit],
+        tool_choice=ToolChoice.tool(submit.name) if forced else ToolChoice.required(),
+        max_tokens=spec.max_tokens,
+        temperature=spec.temperature,
+    )
+
+
 async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     """Run one agent conversation to a result; never raises for what a model or provider did.
 
@@ -259,129 +178,109 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     """
     started = time.perf_counter()
     contract = spec.contract
-    system = spec.system_prompt
-    if contract is not None:
-        prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
-        system = _system_prompt(system, contract, prompt_mode)
-    cannot_force = spec.mode == "tool" and contract is not None and _cannot_force(spec.provider)
-    task = spec.task
-    if cannot_force:
-        task += f"\n\n{TOOLS_REQUIRED_REMINDER if spec.tools else FORCE_REMINDER}"
-    messages = [Message.system(system)] if system else []
-    messages += _answered([m for m in spec.history if m.role != "system"])
-    messages.append(Message.user(task))
-    state = _State(
-        spec=spec,
-        sink=sink,
-        run_id=uuid.uuid4().hex,
-        messages=messages,
-        cannot_force=cannot_force,
-    )
-    name = model_name(spec.provider)
-    _emit(
+    messages, cannot_force = _opening(spec)
+    state = RunState(spec, sink, uuid.uuid4().hex, messages, cannot_force=cannot_force)
+    emit(
         state,
         RunStartedEvent(
             run_id=state.run_id,
             agent_id=spec.agent_id,
-            model=name,
+            model=model_name(spec.provider),
             output_mode=spec.mode if contract is not None else None,
             schema_hash=contract.hash if contract else None,
             schema_name=contract.name if contract else None,
             max_retries=spec.options.max_retries,
         ),
     )
+    judged: Verdict | None = None
     output: BaseModel | None = None
-    text: str | None = None
-    data: JsonValue = None
-    error: RunError | None = spec.precheck
-    recovered = False
+    error = spec.precheck
+    if error is None:
+        judged, output, error = await _settle(state)
+    result = _result(state, judged, error, started)
+    _emit_ending(state, result)
+    return RunOutcome(result=result, output=output)
+
+
+_Settled = tuple[Verdict | None, BaseModel | None, RunError | None]
+
+
+async def _settle(state: RunState) -> _Settled:
+    """Run the mode's loop within the timeout; return the verdict and output, or the error.
+
+    Every way a run can end becomes a value here: a failure of the contract, the timeout, a
+    provider error, a developer's ``FunctionModel`` mistake, or a bug (``internal_error``).
+    """
+    spec, contract = state.spec, state.spec.contract
+    loop = text_loop if contract is None else tool_loop if spec.mode == "tool" else json_text_loop
+    timeout = spec.options.timeout_s
     try:
-        if error is None:
-            loop = _loop(state)
-            timeout = spec.options.timeout_s
-            judged = await (asyncio.wait_for(loop, timeout) if timeout else loop)
-            if contract is None:
-                text = judged.raw
-            else:
-                data, recovered = judged.value, judged.recovered
-                output = contract.build(data)
-    except _Failure as failure:
-        error = failure.error
+        run = loop(state)
+        judged = await (asyncio.wait_for(run, timeout) if timeout else run)
+        return judged, contract.build(judged.value) if contract else None, None
+    except RunFailure as failure:
+        return None, None, failure.error
     except TimeoutError:
-        error = RunError(
-            type="run_timeout",
-            message=f"the run took longer than its timeout of {spec.options.timeout_s} s",
-            last_output=state.last_output,
-        )
+        kind, message = "run_timeout", f"the run took longer than its timeout of {timeout} s"
     except ProviderError as exc:
         kind = exc.kind if exc.kind in RUN_ERROR_TYPES else "provider_error"
-        error = RunError(
-            type=kind,
-            message=exc.format_message(),
-            last_output=state.last_output,
-        )
+        message = exc.format_message()
     except ConfigError as exc:  # e.g. a FunctionModel that returned something unusable
-        error = RunError(
-            type="config_error", message=exc.format_message(), last_output=state.last_output
-        )
+        kind, message = "config_error", exc.format_message()
     except Exception as exc:  # a bug of ours or of a user's FunctionModel: still a result
         logger.exception("run %s of agent %s failed unexpectedly", state.run_id, spec.agent_id)
         detail = exc.format_message() if isinstance(exc, AgentshapeError) else str(exc)
-        error = RunError(
-            type="internal_error",
-            message=f"unexpected {type(exc).__name__}: {detail}",
-            last_output=state.last_output,
-        )
-    if error is not None:
-        text, data, output, recovered = None, None, None, False
-    duration_ms = (time.perf_counter() - started) * 1000
-    result = RunResult(
+        kind, message = "internal_error", f"unexpected {type(exc).__name__}: {detail}"
+    error = {"type": kind, "message": message, "last_output": state.last_output}
+    return None, None, RunError.model_validate(error)
+
+
+def _result(
+    state: RunState, judged: Verdict | None, error: RunError | None, started: float
+) -> RunResult:
+    """Return the run's result from its state and how it ended."""
+    spec, contract = state.spec, state.spec.contract
+    return RunResult(
         status="failed" if error else "completed",
-        result_text=text,
-        result_data=data,
+        result_text=judged.raw if judged is not None and contract is None else None,
+        result_data=judged.value if judged is not None and contract is not None else None,
         error=error,
         attempts=state.attempts,
         retries=state.retries,
         usage=state.usage,
-        duration_ms=duration_ms,
+        duration_ms=(time.perf_counter() - started) * 1000,
         transcript=_answered(state.messages),
         run_id=state.run_id,
         agent_id=spec.agent_id,
-        model=name,
+        model=model_name(spec.provider),
         model_tier=spec.model_tier,
         schema_hash=contract.hash if contract else None,
         schema_name=contract.name if contract else None,
         schema_source=contract.source if contract else None,
-        recovered_by_extraction=recovered,
+        recovered_by_extraction=judged.recovered if judged is not None else False,
     )
+
+
+def _emit_ending(state: RunState, result: RunResult) -> None:
+    """Send ``run_completed`` or ``run_failed``, with the fields both share."""
     ending = {
         "run_id": state.run_id,
-        "agent_id": spec.agent_id,
-        "usage": state.usage,
-        "duration_ms": duration_ms,
-        "attempts": len(state.attempts),
-        "retries": state.retries,
+        "agent_id": state.spec.agent_id,
+        "usage": result.usage,
+        "duration_ms": result.duration_ms,
+        "attempts": len(result.attempts),
+        "retries": result.retries,
     }
-    if error is None:
-        _emit(
-            state,
-            RunCompletedEvent.model_validate(
-                {
-                    **ending,
-                    "model": name,
-                    "model_tier": spec.model_tier,
-                    "recovered_by_extraction": recovered,
-                }
-            ),
-        )
+    if result.error is None:
+        completed = {
+            "model": result.model,
+            "model_tier": result.model_tier,
+            "recovered_by_extraction": result.recovered_by_extraction,
+        }
+        emit(state, RunCompletedEvent.model_validate({**ending, **completed}))
     else:
-        _emit(
-            state,
-            RunFailedEvent.model_validate(
-                {**ending, "error_type": error.type, "message": error.message}
-            ),
-        )
-    return RunOutcome(result=result, output=output)
+        failed = {"error_type": result.error.type, "message": result.error.message}
+        emit(state, RunFailedEvent.model_validate({**ending, **failed}))
 
 
 def _answered(messages: list[Message]) -> list[Message]:
@@ -397,7 +296,9 @@ def _answered(messages: list[Message]) -> list[Message]:
     def close() -> None:
         if pending:
             results = [
-                ToolResult(tool_call_id=c.id, name=c.name, content=_UNANSWERED, is_error=True)
+                ToolResult(
+                    tool_call_id=c.id, name=c.name, content=UNANSWERED_TOOL_CALL, is_error=True
+                )
                 for c in pending
             ]
             out.append(Message(role="tool", tool_results=results))
@@ -415,301 +316,3 @@ def _answered(messages: list[Message]) -> list[Message]:
             pending.extend(message.tool_calls)
     close()
     return out
-
-
-def _emit(state: _State, event: BaseModel) -> None:
-    try:
-        state.sink.emit(event)
-    except Exception:  # analytics must never break a run
-        logger.warning("analytics sink failed; event dropped", exc_info=True)
-
-
-async def _loop(state: _State) -> Verdict:
-    mode = state.spec.mode
-    if state.spec.contract is None:
-        return await _text_loop(state)
-    if mode == "tool":
-        return await _tool_loop(state)
-    return await _json_text_loop(state)
-
-
-async def _call(
-    state: _State,
-    tools: list[ToolDefinition],
-    choice: ToolChoice,
-    response_format: ResponseFormat | None = None,
-) -> ModelTurn:
-    spec = state.spec
-    request = ModelTurnRequest(
-        messages=list(state.messages),
-        tools=tools,
-        tool_choice=choice if tools else ToolChoice.auto(),
-        max_tokens=spec.max_tokens,
-        temperature=spec.temperature,
-        response_format=response_format,
-    )
-    turn = await spec.provider.request(request)
-    state.steps += 1
-    state.usage = state.usage + turn.usage
-    state.last_turn_usage = turn.usage
-    state.last_latency_ms = turn.latency_ms
-    state.cannot_force = state.cannot_force or turn.tool_choice_downgraded
-    state.messages.append(turn.to_message())
-    _emit(
-        state,
-        ModelTurnEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            step=state.steps,
-            model=model_name(spec.provider),
-            usage=turn.usage,
-            latency_ms=turn.latency_ms,
-            stop_reason=turn.raw_stop_reason or turn.stop_reason,
-            tool_calls=[call.name for call in turn.tool_calls],
-        ),
-    )
-    budget = spec.options.token_budget
-    if budget is not None and state.usage.total_tokens > budget:
-        raise _Failure(
-            "token_budget_exceeded",
-            f"the run spent {state.usage.total_tokens} tokens, over its budget of {budget}",
-            last_output=turn.text or _raw_of_calls(turn.tool_calls) or state.last_output,
-        )
-    return turn
-
-
-def _raw_of_calls(calls: Sequence[ToolCall]) -> str:
-    return "\n".join(call.raw_arguments for call in calls)
-
-
-def _record(state: _State, judged: Verdict, mode: OutputMode, tool_name: str | None) -> None:
-    """Record an attempt and its analytics event; raise ``_Failure`` when retries are spent."""
-    spec = state.spec
-    number = len(state.attempts) + 1
-    state.last_output = judged.value if judged.value is not None else judged.raw
-    state.attempts.append(
-        Attempt(
-            number=number,
-            mode=mode,
-            raw_output=judged.raw,
-            parsed=judged.value,
-            errors=judged.errors,
-            usage=state.last_turn_usage,
-            latency_ms=state.last_latency_ms,
-            recovered_by_extraction=judged.recovered,
-            tool_name=tool_name,
-            model=model_name(spec.provider),
-        )
-    )
-    _emit(
-        state,
-        AttemptEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            number=number,
-            mode=mode,
-            schema_hash=spec.contract.hash if spec.contract else None,
-            raw_output=judged.raw,
-            errors=judged.errors,
-            recovered_by_extraction=judged.recovered,
-        ),
-    )
-    if judged.ok:
-        return
-    if number > spec.options.max_retries:
-        what = _FAILURE_WORDS.get(judged.failure, "the output did not match the schema")
-        raise _Failure(
-            judged.failure,
-            f"{what} after {number} attempt{'s' if number > 1 else ''}",
-            errors=judged.errors,
-            last_output=state.last_output,
-        )
-    _emit(
-        state,
-        RetryEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            number=number,
-            reason=judged.failure,
-            error_count=len(judged.errors),
-            model=model_name(spec.provider),
-            model_tier=spec.model_tier,
-        ),
-    )
-
-
-_FAILURE_WORDS: dict[str, str] = {
-    "output_tool_not_called": f"the model did not call {SUBMIT}",
-    "no_json_found": "the reply held no JSON value",
-    "strict_json_only_violated": "the reply was not JSON alone (strict_json_only)",
-}
-
-
-async def _json_text_loop(state: _State) -> Verdict:
-    spec = state.spec
-    contract = spec.contract
-    assert contract is not None
-    response_format = None
-    if spec.mode == "native":
-        response_format = contract.response_format(spec.provider.name)
-    while True:
-        turn = await _call(state, [], ToolChoice.auto(), response_format)
-        judged = contract.judge_text(
-            turn.text,
-            spec.provider.name,
-            extract=spec.options.extract_json,
-            strict_json_only=spec.options.strict_json_only,
-            cut_off=turn.stop_reason == "max_tokens",
-        )
-        _record(state, judged, spec.mode, None)
-        if judged.ok:
-            return judged
-        retry = text_retry_prompt(turn.text, judged.errors, schema=contract.schema)
-        state.messages.append(Message.user(retry))
-
-
-async def _text_loop(state: _State) -> Verdict:
-    """Free text: input tools for up to ``max_steps - 1`` turns, then an answer without tools.
-
-    The tools stay offered on the last turn (Anthropic refuses tool history without tool
-    definitions) with ``tool_choice`` ``none``; a model that still calls tools then fails the
-    run with ``max_steps_exceeded``.
-    """
-    spec = state.spec
-    tools = [tool.definition() for tool in spec.tools]
-    while True:
-        last = state.steps >= spec.max_steps - 1
-        choice = ToolChoice.none() if last else ToolChoice.auto()
-        turn = await _call(state, tools, choice)
-        if not turn.tool_calls:
-            judged = Verdict(raw=turn.text)
-            _record(state, judged, "text", None)
-            return judged
-        results = [await _run_input_tool(spec.tools, call) for call in turn.tool_calls]
-        state.messages.append(Message(role="tool", tool_results=results))
-        if last:
-            raise _Failure(
-                "max_steps_exceeded",
-                f"the model still called tools after its {spec.max_steps} steps "
-                "instead of answering",
-                last_output=turn.text or _raw_of_calls(turn.tool_calls),
-            )
-
-
-async def _run_input_tool(tools: Sequence[InputTool], call: ToolCall) -> ToolResult:
-    tool = next((t for t in tools if t.name == call.name), None)
-    if tool is None:
-        offered = ", ".join(t.name for t in tools) or "none"
-        return ToolResult(
-            tool_call_id=call.id,
-            name=call.name,
-            content=f"there is no tool named {call.name!r} (tools: {offered})",
-            is_error=True,
-        )
-    if call.arguments is None and call.parse_error:
-        return ToolResult(
-            tool_call_id=call.id,
-            name=call.name,
-            content=f"the arguments are not valid JSON: {call.parse_error}",
-            is_error=True,
-        )
-    try:
-        content = await tool.call(call.arguments)
-    except ToolExecutionError as exc:
-        content = exc.format_message()
-        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
-    return ToolResult(tool_call_id=call.id, name=call.name, content=content)
-
-
-def _remind(state: _State, forced: bool) -> None:
-    """Before a turn that should force ``submit_result`` on a provider that cannot, say so.
-
-    Added after a round of input-tool results (a rejected call's result and the text-reply
-    reminder already ask for ``submit_result``), so a reminder never repeats itself.
-    """
-    if not (forced and state.cannot_force):
-        return
-    last = state.messages[-1]
-    if last.role == "tool" and all(r.name != SUBMIT for r in last.tool_results):
-        state.messages.append(Message.user(FORCE_REMINDER))
-
-
-async def _tool_loop(state: _State) -> Verdict:
-    spec = state.spec
-    contract = spec.contract
-    assert contract is not None
-    submit = contract.tool_definition(spec.provider.name)
-    inputs = [tool.definition() for tool in spec.tools]
-    input_names = {tool.name for tool in spec.tools}
-    output_phase = False
-    while True:
-        forced = output_phase or not inputs or state.steps >= spec.max_steps - 1
-        tools = [submit] if forced else [*inputs, submit]
-        choice = ToolChoice.tool(SUBMIT) if forced else ToolChoice.required()
-        _remind(state, forced)
-        turn = await _call(state, tools, choice)
-        cut_off = turn.stop_reason == "max_tokens"
-        if not turn.tool_calls:
-            judged = contract.judge_reply_without_tool(
-                turn.text,
-                spec.provider.name,
-                extract=spec.options.extract_json,
-                strict_json_only=spec.options.strict_json_only,
-                cut_off=cut_off,
-            )
-            _record(state, judged, "tool", None)
-            if judged.ok:
-                return judged
-            output_phase = True
-            state.messages.append(Message.user(tool_not_called_prompt(SUBMIT)))
-            continue
-        results: list[ToolResult] = []
-        accepted: Verdict | None = None
-        verdicts: list[Verdict] = []
-        for call in turn.tool_calls:
-            if call.name == SUBMIT:
-                judged = contract.judge_call(
-                    call, spec.provider.name, extract=spec.options.extract_json, cut_off=cut_off
-                )
-                if judged.ok and accepted is None:
-                    accepted = judged
-                    content = "Result accepted."
-                elif judged.ok:
-                    content = f"Ignored: an earlier {SUBMIT} call in this turn was accepted."
-                else:
-                    verdicts.append(judged)
-                    content = tool_retry_prompt(judged.errors, schema=contract.schema)
-                results.append(
-                    ToolResult(
-                        tool_call_id=call.id, name=SUBMIT, content=content, is_error=not judged.ok
-                    )
-                )
-            elif call.name in input_names and not forced:
-                results.append(await _run_input_tool(spec.tools, call))
-            else:
-                offered = ", ".join(t.name for t in tools)
-                what = "is not one of your tools"
-                if call.name in input_names:
-                    what = "is not a tool you can call now"
-                message = (
-                    f"{call.name!r} {what}; call {SUBMIT} with your final result "
-                    f"(tools offered: {offered})"
-                )
-                verdicts.append(
-                    Verdict(
-                        raw=call.raw_arguments,
-                        errors=[_issue(message, "tool")],
-                        failure="output_tool_not_called",
-                    )
-                )
-                results.append(
-                    ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
-                )
-        state.messages.append(Message(role="tool", tool_results=results))
-        if accepted is not None:
-            _record(state, accepted, "tool", SUBMIT)
-            return accepted
-        if verdicts:
-            called = any(call.name == SUBMIT for call in turn.tool_calls)
-            _record(state, Verdict.merge(verdicts), "tool", SUBMIT if called else None)
-            output_phase = True

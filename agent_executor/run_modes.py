@@ -1,0 +1,248 @@
+"""The run loop of each output mode: tool, native and prompted (JSON text), and free text.
+
+Each loop calls the model until an attempt meets the contract (or, for free text, the model
+answers without tools), recording every attempt; :func:`~agent_executor.run_state.record_attempt`
+ends the run when the re-prompts are spent. Every word the model reads comes from
+:mod:`agent_core.prompts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_contracts.errors import ToolExecutionError
+from agent_contracts.messages import Message, ToolCall, ToolResult
+from agent_core.output_tool import OUTPUT_TOOL_NAME
+from agent_core.prompts import (
+    FORCE_REMINDER,
+    RESULT_ACCEPTED,
+    bad_tool_arguments,
+    duplicate_result_ignored,
+    text_retry_prompt,
+    tool_not_called_prompt,
+    tool_retry_prompt,
+    unknown_tool,
+    wrong_tool,
+)
+from agent_executor.contract import Verdict
+from agent_executor.providers.base import ToolChoice
+from agent_executor.run_state import (
+    RunFailure,
+    RunState,
+    call_model,
+    raw_of_calls,
+    record_attempt,
+    whole_reply_issue,
+)
+from agent_executor.tools import InputTool
+
+__all__ = ["json_text_loop", "run_input_tool", "text_loop", "tool_loop"]
+
+SUBMIT = OUTPUT_TOOL_NAME
+
+
+async def json_text_loop(state: RunState) -> Verdict:
+    """Native and prompted modes: the reply text is judged as JSON; a failure re-prompts.
+
+    Args:
+        state: The run.
+
+    Returns:
+        The accepted attempt.
+
+    Raises:
+        RunFailure: The re-prompts are spent, or the run hit a limit.
+    """
+    spec = state.spec
+    contract = spec.contract
+    assert contract is not None
+    response_format = None
+    if spec.mode == "native":
+        response_format = contract.response_format(spec.provider.name)
+    while True:
+        turn = await call_model(state, [], ToolChoice.auto(), response_format)
+        judged = contract.judge_text(
+            turn.text,
+            spec.provider.name,
+            extract=spec.options.extract_json,
+            strict_json_only=spec.options.strict_json_only,
+            cut_off=turn.stop_reason == "max_tokens",
+        )
+        record_attempt(state, judged, spec.mode, None)
+        if judged.ok:
+            return judged
+        retry = text_retry_prompt(turn.text, judged.errors, schema=contract.schema)
+        state.messages.append(Message.user(retry))
+
+
+async def text_loop(state: RunState) -> Verdict:
+    """Free text: input tools for up to ``max_steps - 1`` turns, then an answer without tools.
+
+    The tools stay offered on the last turn (Anthropic refuses tool history without tool
+    definitions) with ``tool_choice`` ``none``; a model that still calls tools then fails the
+    run with ``max_steps_exceeded``.
+
+    Args:
+        state: The run.
+
+    Returns:
+        The answer.
+
+    Raises:
+        RunFailure: The model still called tools on its last step, or the run hit a limit.
+    """
+    spec = state.spec
+    tools = [tool.definition() for tool in spec.tools]
+    while True:
+        last = state.steps >= spec.max_steps - 1
+        choice = ToolChoice.none() if last else ToolChoice.auto()
+        turn = await call_model(state, tools, choice)
+        if not turn.tool_calls:
+            judged = Verdict(raw=turn.text)
+            record_attempt(state, judged, "text", None)
+            return judged
+        results = [await run_input_tool(spec.tools, call) for call in turn.tool_calls]
+        state.messages.append(Message(role="tool", tool_results=results))
+        if last:
+            raise RunFailure(
+                "max_steps_exceeded",
+                f"the model still called tools after its {spec.max_steps} steps "
+                "instead of answering",
+                last_output=turn.text or raw_of_calls(turn.tool_calls),
+            )
+
+
+async def run_input_tool(tools: Sequence[InputTool], call: ToolCall) -> ToolResult:
+    """Run one input-tool call and return its result (an error result when it cannot run).
+
+    Args:
+        tools: The agent's input tools.
+        call: The model's call.
+    """
+    tool = next((t for t in tools if t.name == call.name), None)
+    if tool is None:
+        content = unknown_tool(call.name, [t.name for t in tools])
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
+    if call.arguments is None and call.parse_error:
+        content = bad_tool_arguments(call.parse_error)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
+    try:
+        content = await tool.call(call.arguments)
+    except ToolExecutionError as exc:
+        content = exc.format_message()
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
+    return ToolResult(tool_call_id=call.id, name=call.name, content=content)
+
+
+def _remind(state: RunState, forced: bool) -> None:
+    """Before a turn that should force ``submit_result`` on a provider that cannot, say so.
+
+    Added after a round of input-tool results (a rejected call's result and the text-reply
+    reminder already ask for ``submit_result``), so a reminder never repeats itself.
+    """
+    if not (forced and state.cannot_force):
+        return
+    last = state.messages[-1]
+    if last.role == "tool" and all(r.name != SUBMIT for r in last.tool_results):
+        state.messages.append(Message.user(FORCE_REMINDER))
+
+
+async def tool_loop(state: RunState) -> Verdict:
+    """Tool mode: input tools while allowed, ``submit_result`` forced on the last step.
+
+    Args:
+        state: The run.
+
+    Returns:
+        The accepted ``submit_result`` call's verdict.
+
+    Raises:
+        RunFailure: The re-prompts are spent, or the run hit a limit.
+    """
+    spec = state.spec
+    contract = spec.contract
+    assert contract is not None
+    submit = contract.tool_definition(spec.provider.name)
+    inputs = [tool.definition() for tool in spec.tools]
+    output_phase = False
+    while True:
+        forced = output_phase or not inputs or state.steps >= spec.max_steps - 1
+        tools = [submit] if forced else [*inputs, submit]
+        choice = ToolChoice.tool(SUBMIT) if forced else ToolChoice.required()
+        _remind(state, forced)
+        turn = await call_model(state, tools, choice)
+        cut_off = turn.stop_reason == "max_tokens"
+        if not turn.tool_calls:
+            judged = contract.judge_reply_without_tool(
+                turn.text,
+                spec.provider.name,
+                extract=spec.options.extract_json,
+                strict_json_only=spec.options.strict_json_only,
+                cut_off=cut_off,
+            )
+            record_attempt(state, judged, "tool", None)
+            if judged.ok:
+                return judged
+            output_phase = True
+            state.messages.append(Message.user(tool_not_called_prompt(SUBMIT)))
+            continue
+        offered = [tool.name for tool in tools]
+        accepted = await _answer_calls(state, turn.tool_calls, offered, forced, cut_off)
+        if isinstance(accepted, Verdict) and accepted.ok:
+            record_attempt(state, accepted, "tool", SUBMIT)
+            return accepted
+        if accepted is not None:
+            called = any(call.name == SUBMIT for call in turn.tool_calls)
+            record_attempt(state, accepted, "tool", SUBMIT if called else None)
+            output_phase = True
+
+
+async def _answer_calls(
+    state: RunState, calls: Sequence[ToolCall], offered: list[str], forced: bool, cut_off: bool
+) -> Verdict | None:
+    """Answer one turn's tool calls; return the accepted verdict, the failed one, or ``None``.
+
+    ``None`` means the turn only used input tools: no attempt was made.
+    """
+    spec = state.spec
+    contract = spec.contract
+    assert contract is not None
+    input_names = {tool.name for tool in spec.tools}
+    results: list[ToolResult] = []
+    accepted: Verdict | None = None
+    verdicts: list[Verdict] = []
+    for call in calls:
+        if call.name == SUBMIT:
+            judged = contract.judge_call(
+                call, spec.provider.name, extract=spec.options.extract_json, cut_off=cut_off
+            )
+            if judged.ok and accepted is None:
+                accepted, content = judged, RESULT_ACCEPTED
+            elif judged.ok:
+                content = duplicate_result_ignored(SUBMIT)
+            else:
+                verdicts.append(judged)
+                content = tool_retry_prompt(judged.errors, schema=contract.schema)
+            results.append(
+                ToolResult(
+                    tool_call_id=call.id, name=SUBMIT, content=content, is_error=not judged.ok
+                )
+            )
+        elif call.name in input_names and not forced:
+            results.append(await run_input_tool(spec.tools, call))
+        else:
+            message = wrong_tool(call.name, offered, known=call.name in input_names)
+            verdicts.append(
+                Verdict(
+                    raw=call.raw_arguments,
+                    errors=[whole_reply_issue(message, "tool")],
+                    failure="output_tool_not_called",
+                )
+            )
+            results.append(
+                ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+            )
+    state.messages.append(Message(role="tool", tool_results=results))
+    if accepted is not None:
+        return accepted
+    return Verdict.merge(verdicts) if verdicts else None

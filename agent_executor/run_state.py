@@ -1,0 +1,328 @@
+"""What a run has done so far, and the steps every output mode shares.
+
+:class:`RunState` carries a run's conversation, usage and attempts; :func:`call_model` makes one
+model call (usage, the budget, a ``model_turn`` event); :func:`record_attempt` records one attempt
+and its events and ends the run with :class:`RunFailure` when the re-prompts are spent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, JsonValue
+
+from agent_contracts.events import AttemptEvent, ModelTurnEvent, RetryEvent
+from agent_contracts.messages import Message, ToolCall, Usage
+from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, RunOptions
+from agent_contracts.validation import ValidationIssue
+from agent_core.output_tool import OUTPUT_TOOL_NAME
+from agent_executor.analytics import AnalyticsSink
+from agent_executor.contract import OutputContract, Verdict
+from agent_executor.providers.base import (
+    ModelTurn,
+    ModelTurnRequest,
+    Provider,
+    ResponseFormat,
+    ToolChoice,
+    ToolDefinition,
+)
+from agent_executor.tools import InputTool
+
+__all__ = [
+    "RunFailure",
+    "RunSpec",
+    "RunState",
+    "call_model",
+    "emit",
+    "model_name",
+    "raw_of_calls",
+    "record_attempt",
+    "whole_reply_issue",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one run needs, resolved by the caller (``Agent``).
+
+    Attributes:
+        agent_id: The agent's id, for results and analytics.
+        provider: The model to call.
+        system_prompt: The agent's own system prompt (the contract section is appended here).
+        task: The user's task for this run.
+        history: An earlier transcript to resume (never mutated).
+        contract: The output contract, or ``None`` for a free-text run.
+        tools: The agent's input tools.
+        options: The merged run options.
+        mode: The output mode.
+        max_steps: Most model turns before ``submit_result`` is forced (text mode: before the
+            model is asked to answer without tools).
+        max_tokens: Output-token cap per model call.
+        temperature: Sampling temperature.
+        model_tier: 0 for the agent's own model, ``n`` for an escalation tier.
+        precheck: A failure found before any model call (run parameters that break the
+            agent's ``parameters_schema``): the run ends with it at once, events included.
+    """
+
+    agent_id: str
+    provider: Provider
+    system_prompt: str
+    task: str
+    history: Sequence[Message]
+    contract: OutputContract | None
+    tools: Sequence[InputTool]
+    options: RunOptions
+    mode: OutputMode
+    max_steps: int
+    max_tokens: int | None = None
+    temperature: float | None = None
+    model_tier: int = 0
+    precheck: RunError | None = None
+
+
+class RunFailure(Exception):
+    """Ends the run loop with a failed run of the given type.
+
+    Args:
+        type_: The run error type.
+        message: What went wrong, for a person.
+        errors: The problems of the last attempt.
+        last_output: The last thing the model produced.
+    """
+
+    def __init__(
+        self,
+        type_: RunErrorType,
+        message: str,
+        *,
+        errors: Sequence[ValidationIssue] = (),
+        last_output: JsonValue = None,
+    ) -> None:
+        super().__init__(message)
+        self.error = RunError(
+            type=type_,
+            message=message,
+            validation_errors=[str(issue) for issue in errors],
+            issues=list(errors),
+            last_output=last_output,
+        )
+
+
+@dataclass
+class RunState:
+    """What the loop has done so far.
+
+    Attributes:
+        spec: The run.
+        sink: Where analytics events go.
+        run_id: The run's id.
+        messages: The conversation so far.
+        usage: Tokens spent so far.
+        attempts: Every attempt so far.
+        steps: Model calls made.
+        last_output: The last thing the model produced (kept for a failure).
+        last_turn_usage: The last call's usage (an attempt's usage).
+        last_latency_ms: The last call's latency (an attempt's latency).
+        cannot_force: The provider will not force a tool choice (reminders stand in).
+    """
+
+    spec: RunSpec
+    sink: AnalyticsSink
+    run_id: str
+    messages: list[Message]
+    usage: Usage = field(default_factory=Usage)
+    attempts: list[Attempt] = field(default_factory=list)
+    steps: int = 0
+    last_output: JsonValue = None
+    last_turn_usage: Usage = field(default_factory=Usage)
+    last_latency_ms: float = 0.0
+    cannot_force: bool = False
+
+    @property
+    def retries(self) -> int:
+        """Re-prompts made so far (attempts after the first)."""
+        return max(0, len(self.attempts) - 1)
+
+
+def whole_reply_issue(message: str, keyword: str | None = None) -> ValidationIssue:
+    """Return a problem with the reply as a whole (path ``$``).
+
+    Args:
+        message: What is wrong.
+        keyword: The schema keyword or rule that failed, when there is one.
+    """
+    return ValidationIssue(path="$", message=message, keyword=keyword)
+
+
+def model_name(provider: Provider) -> str:
+    """Return the model spec a provider stands for: ``openai:gpt-4.1-mini``, ``test``...
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        ``name:model``, or just the name when the model repeats it or is empty.
+    """
+    name, model = provider.name, provider.model
+    return name if not model or model == name else f"{name}:{model}"
+
+
+def raw_of_calls(calls: Sequence[ToolCall]) -> str:
+    """Return the raw arguments of tool calls, one call a line.
+
+    Args:
+        calls: The calls.
+    """
+    return "\n".join(call.raw_arguments for call in calls)
+
+
+def emit(state: RunState, event: BaseModel) -> None:
+    """Send an analytics event; a failing sink is logged and never breaks the run.
+
+    Args:
+        state: The run.
+        event: The event.
+    """
+    try:
+        state.sink.emit(event)
+    except Exception:  # analytics must never break a run
+        logger.warning("analytics sink failed; event dropped", exc_info=True)
+
+
+async def call_model(
+    state: RunState,
+    tools: list[ToolDefinition],
+    choice: ToolChoice,
+    response_format: ResponseFormat | None = None,
+) -> ModelTurn:
+    """Make one model call on the conversation so far and append the reply to it.
+
+    Args:
+        state: The run.
+        tools: The tools offered on this turn.
+        choice: The tool choice (ignored when no tools are offered).
+        response_format: Native structured output, when asked for.
+
+    Returns:
+        The reply.
+
+    Raises:
+        RunFailure: The run's token budget is spent.
+        ProviderError: The provider failed.
+    """
+    spec = state.spec
+    request = ModelTurnRequest(
+        messages=list(state.messages),
+        tools=tools,
+        tool_choice=choice if tools else ToolChoice.auto(),
+        max_tokens=spec.max_tokens,
+        temperature=spec.temperature,
+        response_format=response_format,
+    )
+    turn = await spec.provider.request(request)
+    state.steps += 1
+    state.usage = state.usage + turn.usage
+    state.last_turn_usage = turn.usage
+    state.last_latency_ms = turn.latency_ms
+    state.cannot_force = state.cannot_force or turn.tool_choice_downgraded
+    state.messages.append(turn.to_message())
+    emit(
+        state,
+        ModelTurnEvent(
+            run_id=state.run_id,
+            agent_id=spec.agent_id,
+            step=state.steps,
+            model=model_name(spec.provider),
+            usage=turn.usage,
+            latency_ms=turn.latency_ms,
+            stop_reason=turn.raw_stop_reason or turn.stop_reason,
+            tool_calls=[call.name for call in turn.tool_calls],
+        ),
+    )
+    budget = spec.options.token_budget
+    if budget is not None and state.usage.total_tokens > budget:
+        raise RunFailure(
+            "token_budget_exceeded",
+            f"the run spent {state.usage.total_tokens} tokens, over its budget of {budget}",
+            last_output=turn.text or raw_of_calls(turn.tool_calls) or state.last_output,
+        )
+    return turn
+
+
+_FAILURE_WORDS: dict[str, str] = {
+    "output_tool_not_called": f"the model did not call {OUTPUT_TOOL_NAME}",
+    "no_json_found": "the reply held no JSON value",
+    "strict_json_only_violated": "the reply was not JSON alone (strict_json_only)",
+}
+
+
+def record_attempt(
+    state: RunState, judged: Verdict, mode: OutputMode, tool_name: str | None
+) -> None:
+    """Record an attempt and its analytics events.
+
+    Args:
+        state: The run.
+        judged: The attempt's verdict.
+        mode: The output mode of the attempt.
+        tool_name: The tool the model answered with, when it called one.
+
+    Raises:
+        RunFailure: The attempt failed and the run's re-prompts are spent.
+    """
+    spec = state.spec
+    number = len(state.attempts) + 1
+    state.last_output = judged.value if judged.value is not None else judged.raw
+    state.attempts.append(
+        Attempt(
+            number=number,
+            mode=mode,
+            raw_output=judged.raw,
+            parsed=judged.value,
+            errors=judged.errors,
+            usage=state.last_turn_usage,
+            latency_ms=state.last_latency_ms,
+            recovered_by_extraction=judged.recovered,
+            tool_name=tool_name,
+            model=model_name(spec.provider),
+        )
+    )
+    emit(
+        state,
+        AttemptEvent(
+            run_id=state.run_id,
+            agent_id=spec.agent_id,
+            number=number,
+            mode=mode,
+            schema_hash=spec.contract.hash if spec.contract else None,
+            raw_output=judged.raw,
+            errors=judged.errors,
+            recovered_by_extraction=judged.recovered,
+        ),
+    )
+    if judged.ok:
+        return
+    if number > spec.options.max_retries:
+        what = _FAILURE_WORDS.get(judged.failure, "the output did not match the schema")
+        raise RunFailure(
+            judged.failure,
+            f"{what} after {number} attempt{'s' if number > 1 else ''}",
+            errors=judged.errors,
+            last_output=state.last_output,
+        )
+    emit(
+        state,
+        RetryEvent(
+            run_id=state.run_id,
+            agent_id=spec.agent_id,
+            number=number,
+            reason=judged.failure,
+            error_count=len(judged.errors),
+            model=model_name(spec.provider),
+            model_tier=spec.model_tier,
+        ),
+    )
