@@ -13,7 +13,6 @@ a run of its own in analytics; the returned result folds them all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -52,6 +51,7 @@ from agent_executor.providers.base import Provider
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.run import execute
+from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
 
 __all__ = ["ENV_ANALYTICS_DIR", "Agent"]
@@ -301,30 +301,30 @@ class Agent(Generic[OutputT]):
         model_tier: int = 0,
         escalate: bool = True,
     ) -> AgentResult[OutputT]:
-        """Run the agent without an event loop; the same arguments and result as :meth:`run`.
+        """Run the agent from synchronous code; the same arguments and result as :meth:`run`.
+
+        Every ``run_sync`` in the process runs on one kept event loop (see
+        :mod:`agent_executor.sync`), so connections are reused from call to call and several
+        threads may call at once.
 
         Raises:
             ConfigError: As :meth:`run`; also when called from inside a running event loop.
             SchemaNotFoundError: As :meth:`run`.
             InvalidSchemaError: As :meth:`run`.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.run(
-                    request,
-                    parameters=parameters,
-                    output_schema=output_schema,
-                    schema_name=schema_name,
-                    options=options,
-                    messages=messages,
-                    model=model,
-                    model_tier=model_tier,
-                    escalate=escalate,
-                )
+        return run_coroutine_sync(
+            self.run(
+                request,
+                parameters=parameters,
+                output_schema=output_schema,
+                schema_name=schema_name,
+                options=options,
+                messages=messages,
+                model=model,
+                model_tier=model_tier,
+                escalate=escalate,
             )
-        raise ConfigError("run_sync cannot be called from a running event loop; await run()")
+        )
 
     def plan(
         self,

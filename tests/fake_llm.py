@@ -63,6 +63,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Json
+    client_port: int = 0
+    """The client's TCP port: two requests with the same port came over one connection."""
 
 
 def delayed(response: ScriptedResponse, seconds: float) -> ScriptedResponse:
@@ -301,6 +303,7 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 path=self.path.split("?", 1)[0],
                 headers={name.lower(): value for name, value in self.headers.items()},
                 body=body,
+                client_port=int(self.client_address[1]),
             )
             response = fake._next(request)
             if response.delay_s and fake._stopping.wait(response.delay_s):

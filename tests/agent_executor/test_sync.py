@@ -1,0 +1,95 @@
+"""``run_sync`` runs on one kept event loop: connections reused, threads welcome."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import httpx2
+import pytest
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError
+from agent_executor.agent import Agent
+from agent_executor.analytics import NullAnalytics
+from agent_executor.providers.openai import OpenAIProvider
+from agent_executor.sync import run_coroutine_sync, shutdown_sync_loop
+from tests.fake_llm import FakeLLM, openai_tool_call
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["n"],
+    "properties": {"n": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+def agent(model: Any) -> Agent:
+    config = AgentConfig.model_validate({"name": "counter", "output_schema": SCHEMA})
+    return Agent(config, model=model, analytics=NullAnalytics(), env={})
+
+
+def test_run_sync_reuses_one_connection_across_calls(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", '{"n": 1}'))
+    provider = OpenAIProvider("gpt-test", api_key="sk-x", base_url=fake_llm.openai_base_url)
+    counter = agent(provider)
+
+    results = [counter.run_sync("Count.") for _ in range(3)]
+
+    assert [r.result_data for r in results] == [{"n": 1}] * 3
+    assert len({request.client_port for request in fake_llm.requests}) == 1
+
+
+def test_run_sync_from_several_threads_at_once() -> None:
+    counter = agent("test")
+    results: dict[int, Any] = {}
+
+    def worker(index: int) -> None:
+        results[index] = counter.run_sync(f"Count {index}.")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(results) == list(range(8))
+    assert all(result.ok for result in results.values())
+
+
+def test_inside_a_running_loop_is_a_clear_error() -> None:
+    async def inside() -> None:
+        agent("test").run_sync("Count.")
+
+    with pytest.raises(ConfigError, match="await run"):
+        asyncio.run(inside())
+
+
+def test_other_event_loops_still_work_after_run_sync(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", '{"n": 2}'))
+    provider = OpenAIProvider("gpt-test", api_key="sk-x", base_url=fake_llm.openai_base_url)
+    assert agent(provider).run_sync("Count.").ok
+
+    async def elsewhere() -> int:
+        async with httpx2.AsyncClient() as client:
+            response = await client.post(f"{fake_llm.openai_base_url}/chat/completions", json={})
+            return response.status_code
+
+    assert asyncio.run(elsewhere()) == 200
+    assert asyncio.run(agent(provider).run("Count.")).ok  # a run on the caller's own loop
+
+
+def test_a_shut_down_loop_is_replaced_on_the_next_call() -> None:
+    assert agent("test").run_sync("Count.").ok
+    shutdown_sync_loop()
+    shutdown_sync_loop()  # twice is fine
+    assert agent("test").run_sync("Count.").ok
+
+
+def test_exceptions_come_back_to_the_caller() -> None:
+    async def boom() -> None:
+        raise ValueError("from the loop")
+
+    with pytest.raises(ValueError, match="from the loop"):
+        run_coroutine_sync(boom())
