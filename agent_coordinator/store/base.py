@@ -128,8 +128,9 @@ class SqlStore(ABC):
     def _cursor(self, connection: object) -> Cursor:
         """Return a cursor of ``connection``."""
 
+    @abstractmethod
     def _lock_migrations(self, cursor: Cursor) -> None:
-        """Keep two processes from migrating at once (the write transaction does it in SQLite)."""
+        """Keep two processes from migrating at once, inside the migration's transaction."""
 
     def _connection(self) -> object:
         connection = getattr(self._local, "connection", None)

@@ -46,6 +46,9 @@ class SqliteStore(SqlStore):
         connection.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         return connection
 
+    def _lock_migrations(self, cursor: Cursor) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` already holds the only write lock."""
+
     def _close(self, connection: object) -> None:
         assert isinstance(connection, sqlite3.Connection)
         connection.close()
