@@ -26,7 +26,6 @@ from agent_contracts.runs import JsonSchema, RunError, RunOptions, RunResult, me
 from agent_coordinator.errors import (
     ErrorDetail,
     NotFound,
-    PayloadTooLarge,
     Unprocessable,
     from_library,
 )
@@ -72,7 +71,6 @@ class Execution:
         default_model: The model for runs that name none and whose agent names none.
         env: The environment for API keys and base URLs.
         workspace: The directory the agents' input tools may read.
-        max_schema_bytes: The largest output schema a request may carry.
     """
 
     def __init__(
@@ -83,14 +81,12 @@ class Execution:
         default_model: str | None,
         env: Mapping[str, str],
         workspace: Path,
-        max_schema_bytes: int = 256 * 1024,
     ) -> None:
         self.fleet = fleet
         self.registry = registry
         self.default_model = default_model
         self.env = env
         self.workspace = workspace
-        self.max_schema_bytes = max_schema_bytes
 
     def config(self, agent_name: str) -> AgentConfig:
         """Return an agent's config.
@@ -118,7 +114,6 @@ class Execution:
             ConfigError: The request replaces the agent's own contract (400).
             InvalidRequest: The options are not valid ``RunOptions`` (422).
             InputValidationFailed: The parameters break ``parameters_schema`` (422, every one).
-            PayloadTooLarge: The inline schema is larger than allowed (413).
         """
         config = self.config(agent_name)
         options = self.options(run.options)
@@ -126,13 +121,6 @@ class Execution:
             raise Unprocessable(
                 "InvalidRequest", "give output_schema or output_schema_name, not both"
             )
-        if run.output_schema is not None:
-            size = len(RunInput(prompt="", output_schema=run.output_schema).model_dump_json())
-            if size > self.max_schema_bytes:
-                raise PayloadTooLarge(
-                    "SchemaTooLarge",
-                    f"output_schema is {size} bytes; the limit is {self.max_schema_bytes}",
-                )
         named: JsonSchema | None = None
         try:
             if run.output_schema_name is not None:

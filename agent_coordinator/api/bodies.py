@@ -82,7 +82,8 @@ class RunCreate(BaseModel):
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     """The task for the agent."""
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
-    """Input values, checked against the agent's ``parameters_schema`` before anything runs."""
+    """Input values, checked against the agent's ``parameters_schema`` before anything runs; a
+    resume that gives none keeps the ones its session started with."""
     session_id: str | None = Field(default=None, max_length=100)
     """The session to resume (``resume_session`` only)."""
     output_schema: JsonSchema | None = Field(default=None, examples=[_PR_REVIEW])

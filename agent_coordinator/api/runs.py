@@ -16,7 +16,7 @@ from fastapi.responses import StreamingResponse
 from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.views import run_view
-from agent_coordinator.errors import NotFound, Unprocessable
+from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
 __all__ = ["router", "wait_for_end"]
@@ -59,6 +59,7 @@ async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> Run
 
 
 async def _stored(services: Services, body: RunCreate, key: str | None) -> RunRecord:
+    parameters = body.parameters
     if body.type == "start_session":
         if body.agent_name is None:
             raise Unprocessable("InvalidRequest", "start_session needs agent_name")
@@ -80,10 +81,21 @@ async def _stored(services: Services, body: RunCreate, key: str | None) -> RunRe
                 f"not {body.agent_name!r}",
             )
         agent_name, session_id = session.agent_name, session.id
+        if "parameters" not in body.model_fields_set:
+            # A resume without parameters keeps the ones the session started with.
+            earlier = await asyncio.to_thread(services.store.session_runs, session_id)
+            parameters = earlier[0].input.parameters if earlier else {}
+    if body.output_schema is not None:
+        limit = services.limits.max_schema_bytes
+        size = len(body.model_dump_json(include={"output_schema"}))
+        if size > limit:
+            raise PayloadTooLarge(
+                "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
+            )
     options = body.output_schema_options
     wanted = RunInput(
         prompt=body.prompt,
-        parameters=body.parameters,
+        parameters=parameters,
         output_schema=body.output_schema,
         output_schema_name=body.output_schema_name,
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
