@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeAlias
 
 from agent_coordinator.api.app import create_app
 from agent_coordinator.api.deps import Limits, Services
@@ -31,7 +31,7 @@ DEFAULT_PORT = 8600
 TOKEN_ENV = "AGENTSHAPE_TOKEN"
 """The environment variable holding the bearer token when ``--token`` is not given."""
 
-Subcommands = argparse._SubParsersAction  # type: ignore[type-arg]
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

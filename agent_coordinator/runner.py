@@ -194,7 +194,8 @@ class Runner:
             else result.schema_validation.model_dump(mode="json")
         )
         error = data["error"] if isinstance(data.get("error"), dict) else None
-        attempts = [a for a in data.get("attempts") or [] if isinstance(a, dict)]
+        listed = data.get("attempts")
+        attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
         transcript = data.get("transcript")
         return await asyncio.to_thread(
             self.store.finish,

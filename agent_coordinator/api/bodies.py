@@ -38,7 +38,7 @@ __all__ = [
 MAX_PROMPT_CHARS = 200_000
 """The longest prompt a run may have."""
 
-_PR_REVIEW = {
+_PR_REVIEW: dict[str, JsonValue] = {
     "type": "object",
     "required": ["summary", "approval"],
     "properties": {

@@ -26,7 +26,8 @@ def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
     if error is None:
         return None
     raw = error.get("validation_errors")
-    issues = [ValidationIssue.model_validate(item) for item in raw or [] if isinstance(item, dict)]
+    items = raw if isinstance(raw, list) else []
+    issues = [ValidationIssue.model_validate(item) for item in items if isinstance(item, dict)]
     return RunFailure(
         type=str(error.get("type", "internal_error")),
         message=str(error.get("message", "")),
