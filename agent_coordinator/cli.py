@@ -147,6 +147,10 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out.flush()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the
+    # handler it found; a no-op handler makes that a normal exit, after "stopped" is printed.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _ignore_signal)
     try:
         server.run(sockets=[sock])
     finally:
@@ -154,6 +158,10 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         sock.close()
     out.write("agentshape serve: stopped\n")
     return 0
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    """Do nothing: the server has already stopped when uvicorn passes the signal on."""
 
 
 def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
