@@ -15,14 +15,16 @@ import sys
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from agent_coordinator.api.app import create_app
-from agent_coordinator.api.deps import Limits, Services
+from agent_contracts.errors import ConfigError
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.tools import KNOWN_TOOLS
+
+# FastAPI and uvicorn (the ``server`` extra) are imported by ``serve`` itself, so adding these
+# commands to ``agentshape`` costs nothing and works without the extra until ``serve`` is run.
 
 __all__ = ["DEFAULT_PORT", "TOKEN_ENV", "register", "runner_command", "serve_command"]
 
@@ -114,7 +116,14 @@ def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -
 
 def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve the API until interrupted; print where it listens, the fleet and the database."""
-    import uvicorn
+    try:
+        import uvicorn
+
+        from agent_coordinator.api import Limits, Services, create_app
+    except ImportError as error:
+        raise ConfigError(
+            f"agentshape serve needs the server extra: pip install 'agentshape[server]' ({error})"
+        ) from error
 
     store, execution = _open(args)
     services = Services(
