@@ -154,7 +154,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
     )
     out.flush()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=75)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the
     # handler it found; a no-op handler makes that a normal exit, after "stopped" is printed.

@@ -45,7 +45,7 @@ class Runner:
     Args:
         store: Where runs wait.
         execution: How a run is executed.
-        workers: Runs executed at once.
+        workers: Runs executed at once (one claimer feeds them).
         lease_s: Seconds a claim lasts without renewal.
         poll_s: Seconds an idle worker waits before looking for work again.
         grace_s: Seconds runs in flight may take to end at shutdown.
@@ -73,30 +73,32 @@ class Runner:
         self.id = runner_id()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._active: set[asyncio.Task[None]] = set()
         self._running: dict[str, asyncio.Task[RunResult]] = {}
 
     def wake(self) -> None:
-        """Tell idle workers there may be work (a run was just stored)."""
+        """Tell the runner there may be work (a run was just stored)."""
         self._wake.set()
 
     def start(self) -> None:
-        """Start the workers on the running event loop."""
-        self._tasks = [
-            asyncio.create_task(self._work(), name=f"runner-{n}") for n in range(self.workers)
-        ]
+        """Start claiming on the running event loop."""
+        self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
 
     async def stop(self) -> None:
         """Stop claiming, let runs in flight end within the grace period, requeue the rest."""
         self._stopping.set()
         self._wake.set()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=self.grace_s)
-            for run_id, task in list(self._running.items()):
-                if not task.done():
-                    logger.info("runner %s: requeueing run %s at shutdown", self.id, run_id)
-                    task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._dispatcher is not None:
+            await self._dispatcher
+        if self._active:
+            await asyncio.wait(self._active, timeout=self.grace_s)
+        for run_id, task in list(self._running.items()):
+            if not task.done():
+                logger.info("runner %s: requeueing run %s at shutdown", self.id, run_id)
+                task.cancel()
+        if self._active:
+            await asyncio.gather(*self._active, return_exceptions=True)
 
     async def run_until(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set, then shut down as :meth:`stop` does."""
@@ -104,28 +106,35 @@ class Runner:
         await stop.wait()
         await self.stop()
 
-    async def _work(self) -> None:
+    async def _dispatch(self) -> None:
+        """Claim runs one at a time while a worker slot is free.
+
+        One claimer per runner, so a new run costs one claim, not one per idle worker.
+        """
+        slots = asyncio.Semaphore(self.workers)
         while not self._stopping.is_set():
+            await slots.acquire()
+            if self._stopping.is_set():
+                break
+            self._wake.clear()
             try:
                 claim = await asyncio.to_thread(self.store.claim, self.id, self.lease_s)
             except Exception:
                 logger.exception("runner %s: cannot claim a run", self.id)
                 claim = None
             if claim is None:
-                self._wake.clear()
+                slots.release()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.poll_s)
                 continue
-            await self._execute(claim)
+            task = asyncio.create_task(self._execute(claim))
+            self._active.add(task)
+            task.add_done_callback(self._active.discard)
+            task.add_done_callback(lambda _: slots.release())
 
     async def _execute(self, claim: Claim) -> None:
         run = claim.run
         events = EventBuffer()
-        await asyncio.to_thread(
-            self.store.add_events,
-            run.id,
-            [("run_claimed", {"runner": self.id, "claim": run.claims})],
-        )
         task = asyncio.create_task(
             self.execution.run(run.agent_name, run.input, claim.transcript, events)
         )

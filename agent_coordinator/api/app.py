@@ -8,8 +8,10 @@ one handler as :class:`ErrorBody` with a stable ``error`` code.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
@@ -91,6 +93,9 @@ def create_app(services: Services) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+        )
         if services.runner is not None:
             services.runner.start()
         try:

@@ -37,15 +37,23 @@ class LeaseQueries(SqlBase):
         """
         now = time.time()
         with self._tx() as cursor:
-            row = self._exec(
-                cursor,
-                f"UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
-                "claims = claims + 1, started_at = COALESCE(started_at, ?) "
-                "WHERE id = (SELECT id FROM runs WHERE status = 'queued' OR "
-                "(status = 'running' AND lease_expires_at < ?) ORDER BY seq LIMIT 1"
-                f"{self.skip_locked}) RETURNING {RUN_COLUMNS}",
-                (owner, now + lease_s, now, now),
-            ).fetchone()
+            # Waiting runs first, then runs whose runner's lease ran out; two statements, so
+            # each one walks the (status, seq) index instead of scanning every run.
+            row = None
+            for condition, params in (
+                ("status = 'queued'", ()),
+                ("status = 'running' AND lease_expires_at < ?", (now,)),
+            ):
+                row = self._exec(
+                    cursor,
+                    "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
+                    "claims = claims + 1, started_at = COALESCE(started_at, ?) "
+                    f"WHERE id = (SELECT id FROM runs WHERE {condition} ORDER BY seq LIMIT 1"
+                    f"{self.skip_locked}) RETURNING {RUN_COLUMNS}",
+                    (owner, now + lease_s, now, *params),
+                ).fetchone()
+                if row is not None:
+                    break
             if row is None:
                 return None
             run = run_record(row)
@@ -53,6 +61,9 @@ class LeaseQueries(SqlBase):
                 cursor,
                 "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
                 (now, run.session_id),
+            )
+            self._insert_events(
+                cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
             )
             found = self._exec(
                 cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)

@@ -12,7 +12,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Protocol
 
 from pydantic import JsonValue
@@ -111,11 +111,15 @@ class SqlBase(ABC):
     """How the driver writes a query parameter."""
     integrity_errors: tuple[type[Exception], ...] = ()
     """The driver's unique-constraint violation exceptions."""
+    serialize_writes: bool = False
+    """Queue this process's write transactions behind one lock (SQLite has one writer anyway, and
+    its busy handler sleeps far longer than a lock hand-over takes)."""
 
     def __init__(self) -> None:
         self._local = threading.local()
         self._connections: list[object] = []
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
 
     # -- connections and transactions ---------------------------------------------------------
 
@@ -150,14 +154,15 @@ class SqlBase(ABC):
     @contextmanager
     def _tx(self, *, write: bool = True) -> Iterator[Cursor]:
         cursor = self._cursor(self._connection())
-        cursor.execute(self.begin_write if write else "BEGIN")
-        try:
-            yield cursor
-        except BaseException:
-            with suppress(Exception):
-                cursor.execute("ROLLBACK")
-            raise
-        cursor.execute("COMMIT")
+        with self._write_lock if write and self.serialize_writes else nullcontext():
+            cursor.execute(self.begin_write if write else "BEGIN")
+            try:
+                yield cursor
+            except BaseException:
+                with suppress(Exception):
+                    cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
 
     def _exec(self, cursor: Cursor, query: str, params: Sequence[object] = ()) -> Cursor:
         cursor.execute(self._q(query), tuple(params))

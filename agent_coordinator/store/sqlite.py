@@ -28,6 +28,7 @@ class SqliteStore(SqlStore):
 
     serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
     begin_write = "BEGIN IMMEDIATE"
+    serialize_writes = True
     integrity_errors = (sqlite3.IntegrityError,)
 
     def __init__(self, path: str | Path = DEFAULT_DATABASE, *, timeout: float = 30.0) -> None:

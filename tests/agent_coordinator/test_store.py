@@ -110,7 +110,11 @@ def test_release_puts_a_run_back_for_another_runner(store: SqlStore) -> None:
     assert store.release("run_1", "r")
     again = store.claim("s", 30)
     assert again is not None and again.run.claims == 2
-    assert [event.type for event in store.events_after("run_1")] == ["run_requeued"]
+    assert [event.type for event in store.events_after("run_1")] == [
+        "run_claimed",
+        "run_requeued",
+        "run_claimed",
+    ]
 
 
 def test_cancel_of_a_running_run_is_a_request_the_runner_sees(store: SqlStore) -> None:
