@@ -33,11 +33,11 @@ from agent_coordinator.store.records import RunInput
 from agent_core.fleet import Fleet
 from agent_core.registry import SchemaRegistry
 from agent_core.validation import compile_schema, issues_from_pydantic
-from agent_executor.agent import Agent
+from agent_executor.agent import Agent, format_child_result
 from agent_executor.contract import resolve_contract
 from agent_executor.tools import InputTool
 
-__all__ = ["COORDINATOR_TOOLS", "EventBuffer", "Execution"]
+__all__ = ["COORDINATOR_TOOLS", "EventBuffer", "Execution", "child_result_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -242,3 +242,12 @@ class Execution:
 def _failed(kind: str, message: str) -> RunResult:
     error = RunError.model_validate({"type": kind, "message": message})
     return RunResult(status="failed", error=error)
+
+
+def child_result_text(result: Mapping[str, JsonValue]) -> str:
+    """Return a child run's stored result as its parent receives it (seed 000's callback).
+
+    ``result_data`` as indented JSON when present, else ``result_text``, else
+    ``(No result available)``.
+    """
+    return format_child_result(result)

@@ -24,14 +24,20 @@ from collections.abc import Callable
 
 from pydantic import JsonValue
 
+from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunResult
+from agent_coordinator.children import TOOL_NAME, StartSession
 from agent_coordinator.execution import EventBuffer, Execution
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.records import Claim
+from agent_executor.tools import InputTool
 
 __all__ = ["Runner", "runner_id"]
 
 logger = logging.getLogger(__name__)
+
+_NO_TOOLS = AgentConfig(id="none", name="none")
+"""Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
 
 
 def runner_id() -> str:
@@ -127,16 +133,24 @@ class Runner:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.poll_s)
                 continue
-            task = asyncio.create_task(self._execute(claim))
+            task = asyncio.create_task(self.execute(claim))
             self._active.add(task)
             task.add_done_callback(self._active.discard)
             task.add_done_callback(lambda _: slots.release())
 
-    async def _execute(self, claim: Claim) -> None:
+    async def execute(self, claim: Claim) -> None:
+        """Execute a claimed run to its end, renewing the lease, and store how it ended.
+
+        A parent's ``agents:start_session`` tool calls this for its child, in the parent's task.
+        """
         run = claim.run
         events = EventBuffer()
+        tools: list[InputTool] = []
+        if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
+            session = await asyncio.to_thread(self.store.get_session, run.session_id)
+            tools.append(StartSession(self, run, session.depth if session is not None else 0))
         task = asyncio.create_task(
-            self.execution.run(run.agent_name, run.input, claim.transcript, events)
+            self.execution.run(run.agent_name, run.input, claim.transcript, events, tools=tools)
         )
         self._running[run.id] = task
         outcome = "done"

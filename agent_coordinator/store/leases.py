@@ -39,35 +39,59 @@ class LeaseQueries(SqlBase):
         with self._tx() as cursor:
             # Waiting runs first, then runs whose runner's lease ran out; two statements, so
             # each one walks the (status, seq) index instead of scanning every run.
-            row = None
             for condition, params in (
                 ("status = 'queued'", ()),
                 ("status = 'running' AND lease_expires_at < ?", (now,)),
             ):
-                row = self._exec(
-                    cursor,
-                    "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
-                    "claims = claims + 1, started_at = COALESCE(started_at, ?) "
-                    f"WHERE id = (SELECT id FROM runs WHERE {condition} ORDER BY seq LIMIT 1"
-                    f"{self.skip_locked}) RETURNING {RUN_COLUMNS}",
-                    (owner, now + lease_s, now, *params),
-                ).fetchone()
-                if row is not None:
-                    break
-            if row is None:
-                return None
-            run = run_record(row)
-            self._exec(
-                cursor,
-                "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
-                (now, run.session_id),
-            )
-            self._insert_events(
-                cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
-            )
-            found = self._exec(
-                cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
-            ).fetchone()
+                subquery = (
+                    f"SELECT id FROM runs WHERE {condition} ORDER BY seq LIMIT 1{self.skip_locked}"
+                )
+                claim = self._take(cursor, subquery, params, owner, lease_s, now)
+                if claim is not None:
+                    return claim
+        return None
+
+    def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
+        """Hand one particular waiting run to ``owner`` (a parent running its child itself).
+
+        Returns:
+            The claim, or ``None`` when the run is no longer waiting (another runner has it).
+        """
+        now = time.time()
+        with self._tx() as cursor:
+            subquery = f"SELECT id FROM runs WHERE id = ? AND status = 'queued'{self.skip_locked}"
+            return self._take(cursor, subquery, (run_id,), owner, lease_s, now)
+
+    def _take(
+        self,
+        cursor: Cursor,
+        subquery: str,
+        params: Sequence[object],
+        owner: str,
+        lease_s: float,
+        now: float,
+    ) -> Claim | None:
+        row = self._exec(
+            cursor,
+            "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
+            "claims = claims + 1, started_at = COALESCE(started_at, ?) "
+            f"WHERE id = ({subquery}) RETURNING {RUN_COLUMNS}",
+            (owner, now + lease_s, now, *params),
+        ).fetchone()
+        if row is None:
+            return None
+        run = run_record(row)
+        self._exec(
+            cursor,
+            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
+            (now, run.session_id),
+        )
+        self._insert_events(
+            cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
+        )
+        found = self._exec(
+            cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
+        ).fetchone()
         transcript = loads(found[0]) if found is not None else []
         return Claim(run=run, transcript=transcript if isinstance(transcript, list) else [])
 

@@ -56,6 +56,11 @@ FLEET = {
         "output_schema": REVIEW_SCHEMA,
     },
     "writer": {"id": "writer", "system_prompt": "You write short answers."},
+    "orchestrator": {
+        "id": "orchestrator",
+        "system_prompt": "You hand work to other agents.",
+        "tools": ["agents:start_session"],
+    },
     "summariser": {
         "id": "summariser",
         "system_prompt": "You summarise text.",

@@ -57,7 +57,7 @@ def test_a_near_miss_schema_name_gets_a_suggestion(service: Service) -> None:
 
 def test_agents_are_listed_with_their_contracts(service: Service) -> None:
     agents = {a["name"]: a for a in service.client.get("/agents").json()}
-    assert sorted(agents) == ["reviewer", "summariser", "writer"]
+    assert sorted(agents) == ["orchestrator", "reviewer", "summariser", "writer"]
     assert agents["reviewer"]["contract"] == "agent" and agents["reviewer"]["has_parameters"]
     assert agents["summariser"]["contract"] == "default"
     assert agents["writer"]["contract"] is None

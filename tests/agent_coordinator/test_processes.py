@@ -23,7 +23,7 @@ def test_serve_prints_where_it_listens_and_answers(tmp_path: Path, database: str
         process.read_until("auth:")
         text = "".join(process.lines)
         assert url.startswith("http://127.0.0.1:")
-        assert "fleet:    agents (3 agents)" in text
+        assert "fleet:    agents (4 agents)" in text
         assert "database:" in text and "model:    test" in text
         run = httpx.post(f"{url}/runs", params={"wait": 20}, json=REVIEW).json()
         assert run["status"] == "completed"
