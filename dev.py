@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-PACKAGES = ["agent_contracts", "agent_core", "agent_executor", "agentshape"]
+PACKAGES = ["agent_contracts", "agent_core", "agent_executor", "agent_coordinator", "agentshape"]
 
 
 def _bin(name: str) -> str:

@@ -1,0 +1,10 @@
+"""``python -m agent_coordinator serve|runner``.
+
+The service's commands, without the ``agentshape`` entry point.
+"""
+
+import sys
+
+from agent_coordinator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,102 @@
+"""``/agents``: the fleet's agents, their contracts, and ``agentshape list``'s schema checks."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
+from agent_coordinator.api.bodies import (
+    AgentDetail,
+    AgentSummary,
+    SchemaCheck,
+    SchemaFindingView,
+    ValidateSchemaRequest,
+)
+from agent_coordinator.api.deps import ServicesDep
+from agent_core.schema_checks import check_output_schema
+from agent_core.schema_model import model_from_schema
+from agent_core.validation import compile_schema
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["agents"])
+
+
+def _summary(config: AgentConfig) -> AgentSummary:
+    contract = (
+        "agent"
+        if config.output_schema is not None
+        else "default"
+        if config.default_output_schema is not None
+        else None
+    )
+    return AgentSummary(
+        name=config.id,
+        description=config.description,
+        model=config.model,
+        tools=list(config.tools),
+        contract=contract,
+        has_parameters=config.parameters_schema is not None,
+    )
+
+
+@router.get("/agents")
+def list_agents(services: ServicesDep) -> list[AgentSummary]:
+    """List the fleet's agents, by name."""
+    return [_summary(config) for config in services.execution.fleet.configs]
+
+
+@router.get("/agents/{name}")
+def get_agent(name: str, services: ServicesDep) -> AgentDetail:
+    """Return an agent's blueprint with its contracts (404 ``AgentNotFound``)."""
+    config = services.execution.config(name)
+    return AgentDetail(
+        **_summary(config).model_dump(),
+        type=config.type,
+        model_tiers=list(config.model_tiers),
+        system_prompt=config.system_prompt,
+        parameters_schema=config.parameters_schema,
+        output_schema=config.output_schema,
+        default_output_schema=config.default_output_schema,
+        options=config.options.model_dump(mode="json", exclude_unset=True),
+        max_steps=config.max_steps,
+    )
+
+
+@router.post("/agents/validate-schema")
+def validate_schema(body: ValidateSchemaRequest) -> SchemaCheck:
+    """Check a schema as ``agentshape list`` checks an agent's.
+
+    Every error and warning comes with its path; ``valid`` is false when any is an error.
+    """
+    schema = body.schema_
+    findings: list[SchemaFindingView] = []
+    if body.kind == "output":
+        findings = [
+            SchemaFindingView(
+                path=f.path, severity=f.severity, message=f.message, keyword=f.keyword
+            )
+            for f in check_output_schema(schema, source="request")
+        ]
+    elif not isinstance(schema, dict | bool):
+        findings = [
+            SchemaFindingView(
+                path="$",
+                severity="error",
+                message=f"a JSON Schema is an object or a boolean, not {type(schema).__name__}",
+            )
+        ]
+    if not any(f.severity == "error" for f in findings) and isinstance(schema, dict | bool):
+        try:
+            if body.kind == "output":
+                model_from_schema(schema, name="Output", source="request")
+            else:
+                compile_schema(schema, source="request")
+        except InvalidSchemaError as error:
+            findings.append(
+                SchemaFindingView(path=error.path, severity="error", message=error.message)
+            )
+        except SchemaReferenceError as error:
+            findings.append(SchemaFindingView(path="$", severity="error", message=error.message))
+    return SchemaCheck(valid=not any(f.severity == "error" for f in findings), findings=findings)

@@ -1,0 +1,127 @@
+"""The FastAPI application: routers per resource, one error shape, runners in the lifespan.
+
+:func:`create_app` wires the services (store, fleet, registry, runners) into the app; every
+endpoint but ``GET /health`` requires the bearer token when one is set. Every error, whether the
+service's own, the library's, FastAPI's request validation or an unknown route, is rendered by
+one handler as :class:`ErrorBody` with a stable ``error`` code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from agent_contracts.errors import AgentshapeError
+from agent_coordinator.api import agents, runs, schemas, sessions
+from agent_coordinator.api.bodies import Health
+from agent_coordinator.api.deps import Services, require_token
+from agent_coordinator.api.limits import BodyLimit
+from agent_coordinator.errors import (
+    ErrorBody,
+    ErrorDetail,
+    ServiceError,
+    Unprocessable,
+    from_library,
+)
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
+
+_HTTP_CODES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+
+def _as_service_error(error: Exception) -> ServiceError:
+    if isinstance(error, ServiceError):
+        return error
+    if isinstance(error, AgentshapeError):
+        return from_library(error)
+    if isinstance(error, RequestValidationError):
+        return Unprocessable(
+            "InvalidRequest",
+            "the request is not valid",
+            details=[
+                ErrorDetail(
+                    path="$"
+                    + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]),
+                    message=str(e["msg"]),
+                )
+                for e in error.errors()
+            ],
+        )
+    if isinstance(error, HTTPException):
+        code = _HTTP_CODES.get(error.status_code, "HttpError")
+        wrapped = ServiceError(code, str(error.detail))
+        wrapped.status_code = error.status_code
+        return wrapped
+    logger.exception("unexpected error", exc_info=error)
+    return ServiceError("InternalError", "the service failed unexpectedly; see its log")
+
+
+async def _render(request: Request, error: Exception) -> JSONResponse:
+    """The one exception handler: every error becomes the one error body."""
+    service_error = _as_service_error(error)
+    body: ErrorBody = service_error.body()
+    return JSONResponse(body.model_dump(mode="json"), status_code=service_error.status_code)
+
+
+def create_app(services: Services) -> FastAPI:
+    """Build the API over ``services``; its runner (if any) starts and stops with the app.
+
+    Args:
+        services: The store, execution, token, limits and in-process runner.
+
+    Returns:
+        The ASGI application.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+        )
+        if services.runner is not None:
+            services.runner.start()
+        try:
+            yield
+        finally:
+            if services.runner is not None:
+                await services.runner.stop()
+
+    app = FastAPI(
+        title="agentshape coordinator",
+        version="0.1.0",
+        description="Runs, sessions, validated results and the schema registry of an agent fleet.",
+        lifespan=lifespan,
+        responses={"default": {"model": ErrorBody, "description": "Any error"}},
+    )
+    app.state.services = services
+    for kind in (ServiceError, AgentshapeError, RequestValidationError, HTTPException, Exception):
+        app.add_exception_handler(kind, _render)
+    app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
+    secured = [Depends(require_token)]
+    for module in (runs, sessions, schemas, agents):
+        app.include_router(module.router, dependencies=secured)
+
+    @app.get("/health", tags=["health"])
+    async def health() -> Health:
+        """Answer ``ok`` while the service is up (no token needed)."""
+        return Health()
+
+    return app

@@ -1,0 +1,97 @@
+"""What every handler needs, as FastAPI dependencies: the services, the store, and auth."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from agent_coordinator.errors import Unauthorized
+from agent_coordinator.execution import Execution
+from agent_coordinator.runner import Runner
+from agent_coordinator.store.base import SqlStore
+
+__all__ = ["Limits", "Notifier", "Services", "ServicesDep", "require_token"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The sizes the API accepts."""
+
+    max_body_bytes: int = 1024 * 1024
+    """The largest request body (413 above it)."""
+    max_schema_bytes: int = 256 * 1024
+    """The largest output schema (413 above it)."""
+    max_page: int = 200
+    """The most items a page may ask for (422 above it)."""
+    max_wait_s: float = 120.0
+    """The longest ``wait`` a ``POST /runs`` may ask for (422 above it)."""
+
+
+class Notifier:
+    """Wakes requests waiting for a run to end (runs ended by this process's runners)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, tuple[asyncio.Event, int]] = {}
+
+    def subscribe(self, run_id: str) -> asyncio.Event:
+        """Return the event set when ``run_id`` ends; call :meth:`unsubscribe` when done."""
+        event, count = self._waiters.get(run_id, (asyncio.Event(), 0))
+        self._waiters[run_id] = (event, count + 1)
+        return event
+
+    def unsubscribe(self, run_id: str) -> None:
+        """Stop waiting for ``run_id``."""
+        event, count = self._waiters.get(run_id, (None, 0))
+        if event is None:
+            return
+        if count <= 1:
+            del self._waiters[run_id]
+        else:
+            self._waiters[run_id] = (event, count - 1)
+
+    def notify(self, run_id: str) -> None:
+        """Wake whoever waits for ``run_id``."""
+        found = self._waiters.get(run_id)
+        if found is not None:
+            found[0].set()
+
+
+@dataclass
+class Services:
+    """Everything the handlers use; one per app, kept on ``app.state.services``."""
+
+    store: SqlStore
+    execution: Execution
+    token: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    runner: Runner | None = None
+    notifier: Notifier = field(default_factory=Notifier)
+
+
+def _services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(_services)]
+"""The app's services, for a handler's signature."""
+
+
+def require_token(request: Request, services: ServicesDep) -> None:
+    """Check the bearer token when the service has one (compared in constant time).
+
+    Raises:
+        Unauthorized: The ``Authorization`` header is missing or holds another token.
+    """
+    if services.token is None:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        given.strip().encode(), services.token.encode()
+    ):
+        raise Unauthorized("Unauthorized", "a valid 'Authorization: Bearer <token>' is required")

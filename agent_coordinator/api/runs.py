@@ -1,0 +1,218 @@
+"""``/runs``: create (start or resume a session), list, read, cancel, and follow a run's events."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import secrets
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import StreamingResponse
+
+from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
+from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.views import run_view
+from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
+
+__all__ = ["router", "wait_for_end"]
+
+router = APIRouter(tags=["runs"])
+
+_EVENT_POLL_S = 0.2
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+async def _get(services: Services, run_id: str) -> RunRecord:
+    run = await asyncio.to_thread(services.store.get_run, run_id)
+    if run is None:
+        raise NotFound("RunNotFound", f"no run {run_id!r}")
+    return run
+
+
+async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> RunRecord:
+    """Wait up to ``timeout_s`` for a run to end; return it as it is then.
+
+    Runs ended by this process's runners wake the wait at once; runs ended by other runners are
+    seen by polling the store twice a second.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    ended = services.notifier.subscribe(run_id)
+    try:
+        while True:
+            run = await _get(services, run_id)
+            left = deadline - loop.time()
+            if run.status in TERMINAL or left <= 0:
+                return run
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), min(left, 0.5))
+    finally:
+        services.notifier.unsubscribe(run_id)
+
+
+async def _stored(services: Services, body: RunCreate, key: str | None) -> RunRecord:
+    parameters = body.parameters
+    if body.type == "start_session":
+        if body.agent_name is None:
+            raise Unprocessable("InvalidRequest", "start_session needs agent_name")
+        if body.session_id is not None:
+            raise Unprocessable(
+                "InvalidRequest", "start_session starts a new session; leave out session_id"
+            )
+        agent_name, session_id = body.agent_name, _new_id("ses")
+    else:
+        if body.session_id is None:
+            raise Unprocessable("InvalidRequest", "resume_session needs session_id")
+        session = await asyncio.to_thread(services.store.get_session, body.session_id)
+        if session is None:
+            raise NotFound("SessionNotFound", f"no session {body.session_id!r}")
+        if body.agent_name is not None and body.agent_name != session.agent_name:
+            raise Unprocessable(
+                "InvalidRequest",
+                f"session {session.id} belongs to agent {session.agent_name!r}, "
+                f"not {body.agent_name!r}",
+            )
+        agent_name, session_id = session.agent_name, session.id
+        if "parameters" not in body.model_fields_set:
+            # A resume without parameters keeps the ones the session started with.
+            earlier = await asyncio.to_thread(services.store.session_runs, session_id)
+            parameters = earlier[0].input.parameters if earlier else {}
+    if body.output_schema is not None:
+        limit = services.limits.max_schema_bytes
+        size = len(body.model_dump_json(include={"output_schema"}))
+        if size > limit:
+            raise PayloadTooLarge(
+                "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
+            )
+    options = body.output_schema_options
+    wanted = RunInput(
+        prompt=body.prompt,
+        parameters=parameters,
+        output_schema=body.output_schema,
+        output_schema_name=body.output_schema_name,
+        options=options.model_dump(mode="json", exclude_unset=True) if options else {},
+        model=body.model,
+    )
+    checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
+    digest = hashlib.sha256(body.model_dump_json(exclude_unset=True).encode()).hexdigest()
+    new = NewRun(
+        id=_new_id("run"),
+        session_id=session_id,
+        kind=body.type,
+        agent_name=agent_name,
+        input=checked,
+        idempotency_key=key,
+        request_hash=digest if key is not None else None,
+    )
+    run, created = await asyncio.to_thread(services.store.create_run, new)
+    if created and services.runner is not None:
+        services.runner.wake()
+    return run
+
+
+@router.post(
+    "/runs",
+    status_code=202,
+    responses={200: {"model": RunView, "description": "The run had already ended (see wait)"}},
+)
+async def create_run(
+    body: RunCreate,
+    services: ServicesDep,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    wait: Annotated[float, Query(ge=0, le=120)] = 0,
+) -> RunView:
+    """Store a run (202), then optionally wait up to ``wait`` seconds for it to end (200).
+
+    The parameters, the schema (inline or named) and the options are checked before anything is
+    stored: 422 lists every parameter problem, 404 an unknown agent or schema name, 400 an invalid
+    inline schema. The same ``Idempotency-Key`` returns the same run, never a second one.
+    """
+    run = await _stored(services, body, idempotency_key)
+    if wait > 0 and run.status not in TERMINAL:
+        run = await wait_for_end(services, run.id, min(wait, services.limits.max_wait_s))
+    response.status_code = 200 if run.status in TERMINAL else 202
+    return run_view(run)
+
+
+@router.get("/runs")
+async def list_runs(
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[int | None, Query(ge=1)] = None,
+    status: RunState | None = None,
+    agent_name: Annotated[str | None, Query(max_length=200)] = None,
+    session_id: Annotated[str | None, Query(max_length=100)] = None,
+) -> RunPage:
+    """List runs, newest first, a page at a time."""
+    runs = await asyncio.to_thread(
+        services.store.list_runs,
+        limit=limit,
+        after=cursor,
+        status=status,
+        agent_name=agent_name,
+        session_id=session_id,
+    )
+    next_cursor = runs[-1].seq if len(runs) == limit else None
+    return RunPage(items=[run_view(run) for run in runs], next_cursor=next_cursor)
+
+
+@router.get("/runs/{run_id}")
+async def get_run(run_id: str, services: ServicesDep) -> RunView:
+    """Return one run."""
+    return run_view(await _get(services, run_id))
+
+
+@router.post("/runs/{run_id}/cancel")
+async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
+    """Cancel a run.
+
+    A queued run is cancelled at once, a running one as soon as its runner sees the request;
+    409 ``RunNotCancellable`` when it has already ended.
+    """
+    run = await asyncio.to_thread(services.store.request_cancel, run_id)
+    return run_view(run)
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
+)
+async def run_events(
+    run_id: str,
+    services: ServicesDep,
+    after: Annotated[int, Query(ge=0)] = 0,
+    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+) -> StreamingResponse:
+    """Follow a run's events as server-sent events, ending with an ``end`` event."""
+    await _get(services, run_id)
+    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+
+    async def stream() -> AsyncIterator[str]:
+        cursor = start
+        while True:
+            events = await asyncio.to_thread(services.store.events_after, run_id, cursor)
+            for event in events:
+                cursor = event.id
+                yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
+            if events:
+                continue
+            run = await _get(services, run_id)
+            if run.status in TERMINAL:
+                rest = await asyncio.to_thread(services.store.events_after, run_id, cursor)
+                for event in rest:
+                    yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
+                yield f"event: end\ndata: {json.dumps({'status': run.status})}\n\n"
+                return
+            await asyncio.sleep(_EVENT_POLL_S)
+
+    return StreamingResponse(stream(), media_type="text/event-stream")

@@ -1,0 +1,88 @@
+"""``/sessions``: list, read (runs, attempts, parent and children), and the validated result."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from agent_coordinator.api.bodies import SessionPage, SessionResult, SessionView
+from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.views import session_result, session_run_view, session_view
+from agent_coordinator.errors import NotFound
+from agent_coordinator.store.records import RunState, SessionRecord
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["sessions"])
+
+_MAX_CHILDREN = 1000
+
+
+async def _get(services: Services, session_id: str) -> SessionRecord:
+    session = await asyncio.to_thread(services.store.get_session, session_id)
+    if session is None:
+        raise NotFound("SessionNotFound", f"no session {session_id!r}")
+    return session
+
+
+def _children(services: Services, session_id: str) -> list[str]:
+    children = services.store.list_sessions(limit=_MAX_CHILDREN, parent_session_id=session_id)
+    return [child.id for child in reversed(children)]
+
+
+@router.get("/sessions")
+async def list_sessions(
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[int | None, Query(ge=1)] = None,
+    status: RunState | None = None,
+    agent_name: Annotated[str | None, Query(max_length=200)] = None,
+    parent_session_id: Annotated[str | None, Query(max_length=100)] = None,
+) -> SessionPage:
+    """List sessions, newest first, a page at a time (without their runs)."""
+    sessions = await asyncio.to_thread(
+        services.store.list_sessions,
+        limit=limit,
+        after=cursor,
+        status=status,
+        agent_name=agent_name,
+        parent_session_id=parent_session_id,
+    )
+    next_cursor = sessions[-1].seq if len(sessions) == limit else None
+    return SessionPage(
+        items=[session_view(session, children=[]) for session in sessions],
+        next_cursor=next_cursor,
+    )
+
+
+@router.get("/sessions/{session_id}")
+async def get_session(session_id: str, services: ServicesDep) -> SessionView:
+    """Return a session.
+
+    Its status, agent, every run with its attempts (raw output and errors), usage and timings,
+    its parent and its children.
+    """
+    session = await _get(services, session_id)
+
+    def details() -> SessionView:
+        runs = [
+            session_run_view(run, services.store.attempts(run.id))
+            for run in services.store.session_runs(session_id)
+        ]
+        return session_view(session, children=_children(services, session_id), runs=runs)
+
+    return await asyncio.to_thread(details)
+
+
+@router.get("/sessions/{session_id}/result")
+async def get_result(session_id: str, services: ServicesDep) -> SessionResult:
+    """Return the session's latest result.
+
+    Seed 001's body with seed 000's ``result_text``/``result_data``, or seed 000's failure body;
+    409 ``ResultNotReady`` while the latest run has not ended.
+    """
+    await _get(services, session_id)
+    runs = await asyncio.to_thread(services.store.session_runs, session_id)
+    return session_result(runs[-1])

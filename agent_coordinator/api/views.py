@@ -1,0 +1,135 @@
+"""Stored records turned into the API's response bodies (the one place that shapes them)."""
+
+from __future__ import annotations
+
+from pydantic import JsonValue
+
+from agent_contracts.validation import ValidationIssue
+from agent_coordinator.api.bodies import (
+    AttemptView,
+    RunFailure,
+    RunView,
+    SchemaValidationView,
+    SessionResult,
+    SessionRunView,
+    SessionView,
+    timestamp,
+)
+from agent_coordinator.errors import Conflict
+from agent_coordinator.store.records import RunRecord, SessionRecord
+
+__all__ = ["failure", "run_view", "session_result", "session_run_view", "session_view"]
+
+
+def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
+    """Return a stored run error in seed 000's failure shape, with the structured issues beside."""
+    if error is None:
+        return None
+    raw = error.get("validation_errors")
+    items = raw if isinstance(raw, list) else []
+    issues = [ValidationIssue.model_validate(item) for item in items if isinstance(item, dict)]
+    return RunFailure(
+        type=str(error.get("type", "internal_error")),
+        message=str(error.get("message", "")),
+        validation_errors=[str(issue) for issue in issues],
+        issues=issues,
+        last_output=error.get("last_output"),
+    )
+
+
+def run_view(run: RunRecord) -> RunView:
+    """Return a run as the API shows it."""
+    return RunView(
+        run_id=run.id,
+        session_id=run.session_id,
+        type=run.kind,
+        agent_name=run.agent_name,
+        status=run.status,
+        error=failure(run.error),
+        created_at=timestamp(run.created_at),
+        started_at=timestamp(run.started_at),
+        finished_at=timestamp(run.finished_at),
+        claims=run.claims,
+        cancel_requested=run.cancel_requested,
+    )
+
+
+def session_run_view(run: RunRecord, attempts: list[dict[str, JsonValue]]) -> SessionRunView:
+    """Return a run as part of its session: with its attempts, usage and timings."""
+    result = run.result or {}
+    usage = result.get("usage")
+    duration = result.get("duration_ms")
+    model = result.get("model")
+    return SessionRunView(
+        **run_view(run).model_dump(),
+        prompt=run.input.prompt,
+        model=str(model) if model is not None else run.input.model,
+        attempts=[AttemptView.model_validate(attempt) for attempt in attempts],
+        usage=usage if isinstance(usage, dict) else None,
+        duration_ms=float(duration) if isinstance(duration, int | float) else None,
+    )
+
+
+def session_view(
+    session: SessionRecord,
+    *,
+    children: list[str],
+    runs: list[SessionRunView] | None = None,
+) -> SessionView:
+    """Return a session as the API shows it."""
+    return SessionView(
+        session_id=session.id,
+        agent_name=session.agent_name,
+        status=session.status,
+        parent_session_id=session.parent_session_id,
+        children=children,
+        depth=session.depth,
+        messages=len(session.transcript),
+        created_at=timestamp(session.created_at),
+        updated_at=timestamp(session.updated_at),
+        runs=runs or [],
+    )
+
+
+def _raw_output(result: dict[str, JsonValue]) -> str | None:
+    attempts = result.get("attempts")
+    if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict):
+        raw = attempts[-1].get("raw_output")
+        if isinstance(raw, str) and raw:
+            return raw
+    text = result.get("result_text")
+    return text if isinstance(text, str) else None
+
+
+def session_result(run: RunRecord) -> SessionResult:
+    """Return the result body of a session whose latest run is ``run``.
+
+    Raises:
+        ResultNotReady: The run has not ended yet (409).
+    """
+    if run.status in ("queued", "running"):
+        raise Conflict(
+            "ResultNotReady",
+            f"run {run.id} of session {run.session_id} is {run.status}; ask again when it ends",
+        )
+    result = run.result or {}
+    error = failure(run.error)
+    validation = result.get("schema_validation")
+    checked: SchemaValidationView | None = None
+    if isinstance(validation, dict):
+        checked = SchemaValidationView.model_validate(
+            {**validation, "errors": error.validation_errors if error else []}
+        )
+    text = result.get("result_text")
+    data = result.get("result_data") if run.status == "completed" else None
+    return SessionResult(
+        session_id=run.session_id,
+        run_id=run.id,
+        status=run.status,
+        result=_raw_output(result),
+        validated_output=data,
+        schema_validation=checked,
+        result_text=text if isinstance(text, str) else None,
+        result_data=data,
+        error=error,
+    )

@@ -1,0 +1,172 @@
+"""``agents:start_session``: an agent starts a child session of another agent and gets its result.
+
+An agent that lists the tool in its config (``tools: [agents:start_session]``) may call it with
+an ``agent_name``, a ``prompt`` and optionally ``parameters``, an inline ``output_schema`` or an
+``output_schema_name``. The child is stored like any run, linked to its parent session (the child's
+``parent_session_id``, the parent's ``children``), and run by the parent's runner itself, so a
+parent waiting for a child never waits for a free worker. The parent receives the child's result
+in seed 000's callback format: ``result_data`` as indented JSON, else ``result_text``; a failed
+child is an error tool result naming its error type and problems.
+
+Depth (a child of a child...) and fan-out (children of one session) are bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
+
+from agent_contracts.errors import ToolExecutionError
+from agent_coordinator.errors import ServiceError
+from agent_coordinator.execution import child_result_text
+from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord
+from agent_executor.tools import InputTool
+
+if TYPE_CHECKING:
+    from agent_coordinator.runner import Runner
+
+__all__ = ["MAX_CHILDREN", "MAX_DEPTH", "TOOL_NAME", "StartSession"]
+
+TOOL_NAME = "agents:start_session"
+"""The tool's name in an agent config."""
+MAX_DEPTH = 3
+"""The deepest a child may be (a top-level session is depth 0)."""
+MAX_CHILDREN = 10
+"""The most children one session may start."""
+
+_PARAMETERS: dict[str, JsonValue] = {
+    "type": "object",
+    "required": ["agent_name", "prompt"],
+    "properties": {
+        "agent_name": {"type": "string", "description": "The agent to start"},
+        "prompt": {"type": "string", "description": "The task for it"},
+        "parameters": {"type": "object", "description": "Its input parameters"},
+        "output_schema": {
+            "type": "object",
+            "description": "A JSON Schema its result must meet (agents without their own)",
+        },
+        "output_schema_name": {"type": "string", "description": "A registered schema's name"},
+    },
+    "additionalProperties": False,
+}
+
+
+class StartSession(InputTool):
+    """The ``agents:start_session`` tool of one parent run.
+
+    Args:
+        runner: The runner executing the parent (it runs the child too).
+        parent: The parent run.
+        depth: The parent session's depth.
+    """
+
+    def __init__(self, runner: Runner, parent: RunRecord, depth: int) -> None:
+        super().__init__(
+            name=TOOL_NAME,
+            description=(
+                "Start a session of another agent with a task and get its result back: its "
+                "validated JSON when it has an output schema, else its text."
+            ),
+            parameters=_PARAMETERS,
+        )
+        self.runner = runner
+        self.parent = parent
+        self.depth = depth
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def call(self, arguments: JsonValue) -> str:
+        """Start the child, run it, and return its result as the parent receives it.
+
+        Raises:
+            ToolExecutionError: The arguments are invalid, a bound is reached, the request is
+                refused (unknown agent, bad parameters or schema), or the child failed.
+        """
+        checked = self.validate_arguments(arguments)
+        self._loop = asyncio.get_running_loop()
+        return await self._start(checked)
+
+    def execute(self, arguments: dict[str, JsonValue]) -> str:
+        """Run :meth:`call` from a worker thread on the parent's event loop.
+
+        Raises:
+            ToolExecutionError: As :meth:`call`; also when no parent loop is known yet.
+        """
+        if self._loop is None:
+            raise ToolExecutionError("the tool has no event loop to run on", tool=self.name)
+        return asyncio.run_coroutine_threadsafe(self._start(arguments), self._loop).result()
+
+    async def _start(self, arguments: dict[str, JsonValue]) -> str:
+        store = self.runner.store
+        if self.depth + 1 > MAX_DEPTH:
+            raise ToolExecutionError(
+                f"child sessions may nest {MAX_DEPTH} deep; this session is at depth {self.depth}",
+                tool=self.name,
+            )
+        children = await asyncio.to_thread(
+            store.list_sessions, limit=MAX_CHILDREN + 1, parent_session_id=self.parent.session_id
+        )
+        if len(children) >= MAX_CHILDREN:
+            raise ToolExecutionError(
+                f"a session may start at most {MAX_CHILDREN} children", tool=self.name
+            )
+        agent_name = str(arguments["agent_name"])
+        parameters = arguments.get("parameters")
+        schema = arguments.get("output_schema")
+        name = arguments.get("output_schema_name")
+        try:
+            wanted = RunInput(
+                prompt=str(arguments["prompt"]),
+                parameters=parameters if isinstance(parameters, dict) else {},
+                output_schema=schema if isinstance(schema, dict) else None,
+                output_schema_name=name if isinstance(name, str) else None,
+            )
+            checked = await asyncio.to_thread(self.runner.execution.check, agent_name, wanted)
+        except ServiceError as error:
+            details = [f"{d.path}: {d.message}" for d in error.details]
+            raise ToolExecutionError(
+                f"{error.code}: {error.message}" + "".join(f"\n- {d}" for d in details),
+                tool=self.name,
+            ) from error
+        child = NewRun(
+            id=f"run_{secrets.token_hex(8)}",
+            session_id=f"ses_{secrets.token_hex(8)}",
+            kind="start_session",
+            agent_name=agent_name,
+            input=checked,
+            parent_session_id=self.parent.session_id,
+            depth=self.depth + 1,
+        )
+        stored, _ = await asyncio.to_thread(store.create_run, child)
+        claim = await asyncio.to_thread(
+            store.claim_run, stored.id, self.runner.id, self.runner.lease_s
+        )
+        if claim is not None:
+            await self.runner.execute(claim)
+        ended = await self._wait(stored.id)
+        return self._render(ended)
+
+    async def _wait(self, run_id: str) -> RunRecord:
+        while True:
+            run = await asyncio.to_thread(self.runner.store.get_run, run_id)
+            if run is None or run.status in TERMINAL:
+                assert run is not None
+                return run
+            await asyncio.sleep(0.2)
+
+    def _render(self, run: RunRecord) -> str:
+        if run.status == "completed" and run.result is not None:
+            return child_result_text(run.result)
+        error = run.error or {}
+        issues = error.get("validation_errors")
+        lines = [
+            f"child session {run.session_id} ({run.agent_name}) {run.status}: "
+            f"[{error.get('type', run.status)}] {error.get('message', '')}"
+        ]
+        if isinstance(issues, list):
+            lines += [
+                f"- {i.get('path')}: {i.get('message')}" for i in issues if isinstance(i, dict)
+            ]
+        raise ToolExecutionError("\n".join(lines), tool=self.name)

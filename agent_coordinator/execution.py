@@ -1,0 +1,253 @@
+"""Every call the service makes into the library, in one place.
+
+The API checks a request here before storing it (:meth:`Execution.check`), and a runner executes
+a claimed run here (:meth:`Execution.run`); nothing else in the service imports ``Agent`` or the
+contract resolver. When the library's entry point changes (``Agent.run(RunRequest)``), this module
+is the one to change.
+
+Model choice, in order: the request's ``model``, the agent's ``llm.model``, the server's
+``--model``; with none of them the library picks from the environment (and, once it stops falling
+back to the offline test model, fails the run with a ``config_error`` saying how to pick one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, JsonValue
+from pydantic import ValidationError as PydanticValidationError
+
+from agent_contracts.config import AgentConfig, suggest_key
+from agent_contracts.errors import AgentshapeError, SchemaNotFoundError
+from agent_contracts.messages import Message
+from agent_contracts.runs import JsonSchema, RunError, RunOptions, RunResult, merge_options
+from agent_coordinator.errors import (
+    ErrorDetail,
+    NotFound,
+    Unprocessable,
+    from_library,
+)
+from agent_coordinator.store.records import RunInput
+from agent_core.fleet import Fleet
+from agent_core.registry import SchemaRegistry
+from agent_core.validation import compile_schema, issues_from_pydantic
+from agent_executor.agent import Agent, format_child_result
+from agent_executor.contract import resolve_contract
+from agent_executor.tools import InputTool
+
+__all__ = ["COORDINATOR_TOOLS", "EventBuffer", "Execution", "child_result_text"]
+
+logger = logging.getLogger(__name__)
+
+COORDINATOR_TOOLS: frozenset[str] = frozenset({"agents:start_session"})
+"""Tools the service gives agents itself (the library's input tools do not include them)."""
+
+
+class EventBuffer:
+    """The analytics sink of one run: keeps the library's events until the runner stores them."""
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[str, dict[str, JsonValue]]] = []
+
+    def emit(self, event: BaseModel) -> None:
+        """Keep one event."""
+        data: dict[str, JsonValue] = event.model_dump(mode="json")
+        self._pending.append((str(data.get("event", type(event).__name__)), data))
+
+    def drain(self) -> list[tuple[str, dict[str, JsonValue]]]:
+        """Return the events kept since the last drain and forget them."""
+        pending, self._pending = self._pending, []
+        return pending
+
+
+class Execution:
+    """Checks run requests against the fleet and runs them with the library.
+
+    Args:
+        fleet: The agents the service runs.
+        registry: The named schema registry.
+        default_model: The model for runs that name none and whose agent names none.
+        env: The environment for API keys and base URLs.
+        workspace: The directory the agents' input tools may read.
+    """
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        registry: SchemaRegistry,
+        *,
+        default_model: str | None,
+        env: Mapping[str, str],
+        workspace: Path,
+    ) -> None:
+        self.fleet = fleet
+        self.registry = registry
+        self.default_model = default_model
+        self.env = env
+        self.workspace = workspace
+
+    def config(self, agent_name: str) -> AgentConfig:
+        """Return an agent's config.
+
+        Raises:
+            AgentNotFound: The fleet has no agent of that name (with a did-you-mean).
+        """
+        try:
+            return self.fleet[agent_name]
+        except KeyError:
+            known = list(self.fleet.ids)
+            raise NotFound(
+                "AgentNotFound",
+                f"no agent {agent_name!r} in {self.fleet.directory}",
+                suggestion=suggest_key(agent_name, known) if known else None,
+            ) from None
+
+    def check(self, agent_name: str, run: RunInput) -> RunInput:
+        """Check a run request before it is stored; return it with a named schema's content.
+
+        Raises:
+            AgentNotFound: No such agent (404).
+            SchemaNotFound: ``output_schema_name`` is not registered (404).
+            InvalidSchema: The inline schema is invalid (400, with the fault's path).
+            ConfigError: The request replaces the agent's own contract (400).
+            InvalidRequest: The options are not valid ``RunOptions`` (422).
+            InputValidationFailed: The parameters break ``parameters_schema`` (422, every one).
+        """
+        config = self.config(agent_name)
+        options = self.options(run.options)
+        if run.output_schema is not None and run.output_schema_name is not None:
+            raise Unprocessable(
+                "InvalidRequest", "give output_schema or output_schema_name, not both"
+            )
+        named: JsonSchema | None = None
+        try:
+            if run.output_schema_name is not None:
+                named = self.registry.get(run.output_schema_name)
+            resolve_contract(
+                config,
+                output_type=None,
+                inline=run.output_schema,
+                named=(run.output_schema_name, named)
+                if run.output_schema_name is not None and named is not None
+                else None,
+                lenient=merge_options(config.options, options).lenient_formats,
+            )
+        except AgentshapeError as error:
+            raise from_library(error) from error
+        self._check_parameters(config, run.parameters)
+        return run.model_copy(update={"named_schema": named})
+
+    @staticmethod
+    def options(options: Mapping[str, JsonValue]) -> RunOptions:
+        """Return a request's ``output_schema_options`` as ``RunOptions``.
+
+        Raises:
+            InvalidRequest: An option is unknown or has the wrong type (422, every problem).
+        """
+        try:
+            return RunOptions.model_validate(dict(options))
+        except PydanticValidationError as error:
+            raise Unprocessable(
+                "InvalidRequest",
+                "output_schema_options is not valid",
+                details=[
+                    ErrorDetail(
+                        path=issue.path.replace("$", "$.output_schema_options", 1),
+                        message=issue.message,
+                    )
+                    for issue in issues_from_pydantic(error)
+                ],
+            ) from error
+
+    @staticmethod
+    def _check_parameters(config: AgentConfig, parameters: Mapping[str, JsonValue]) -> None:
+        if config.parameters_schema is None:
+            return
+        compiled = compile_schema(
+            config.parameters_schema, source=f"agent {config.id!r} parameters"
+        )
+        issues = compiled.issues(dict(parameters))
+        if issues:
+            raise Unprocessable(
+                "InputValidationFailed",
+                f"the parameters do not match agent {config.id!r}'s parameters_schema; "
+                "nothing was run",
+                details=[
+                    ErrorDetail(path=issue.path, message=issue.message, keyword=issue.keyword)
+                    for issue in issues
+                ],
+            )
+
+    def model_for(self, config: AgentConfig, run: RunInput) -> str | None:
+        """Return the model string a run uses, or ``None`` to let the library choose."""
+        if run.model:
+            return run.model
+        if config.model:
+            return None
+        return self.default_model
+
+    async def run(
+        self,
+        agent_name: str,
+        run: RunInput,
+        transcript: Sequence[JsonValue],
+        events: EventBuffer,
+        *,
+        tools: Sequence[InputTool] = (),
+    ) -> RunResult:
+        """Execute one run with the library and return its result (a failed one, never raising).
+
+        Args:
+            agent_name: The agent.
+            run: The stored request.
+            transcript: The session's conversation so far (empty for a new session).
+            events: Where the library's analytics events go.
+            tools: Tools the service adds to the agent's own (``agents:start_session``).
+        """
+        try:
+            config = self.config(agent_name)
+            own_tools = [name for name in config.tools if name not in COORDINATOR_TOOLS]
+            agent: Agent[BaseModel] = Agent(
+                config.model_copy(update={"tools": own_tools}),
+                analytics=events,
+                env=self.env,
+                workspace=self.workspace,
+            )
+            agent.tools.extend(tools)
+            messages = [Message.model_validate(message) for message in transcript]
+            result = await agent.run(
+                run.prompt,
+                parameters=run.parameters,
+                output_schema=run.output_schema,
+                schema_name=run.output_schema_name,
+                named_schema=run.named_schema,
+                options=self.options(run.options),
+                messages=messages,
+                model=self.model_for(config, run),
+            )
+            return result.result
+        except (AgentshapeError, NotFound, Unprocessable) as error:
+            text = error.format_message() if isinstance(error, AgentshapeError) else str(error)
+            kind = "schema_not_found" if isinstance(error, SchemaNotFoundError) else "config_error"
+            return _failed(kind, text)
+
+    @staticmethod
+    def known_tools(library_tools: Collection[str]) -> list[str]:
+        """Return the tool names a fleet may list: the library's and the service's."""
+        return sorted({*library_tools, *COORDINATOR_TOOLS})
+
+
+def _failed(kind: str, message: str) -> RunResult:
+    error = RunError.model_validate({"type": kind, "message": message})
+    return RunResult(status="failed", error=error)
+
+
+def child_result_text(result: Mapping[str, JsonValue]) -> str:
+    """Return a child run's stored result as its parent receives it (seed 000's callback).
+
+    ``result_data`` as indented JSON when present, else ``result_text``, else
+    ``(No result available)``.
+    """
+    return format_child_result(result)

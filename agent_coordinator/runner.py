@@ -1,0 +1,233 @@
+"""Runners: workers that claim stored runs with a lease, execute them, and write the result back.
+
+A worker claims the oldest waiting run (or one whose runner's lease ran out), runs it through
+:class:`Execution`, renews its lease every third of the lease while the run goes on, stores the
+library's events as they come, and ends the run with :meth:`SqlStore.finish`, which only succeeds
+while the lease is still its own. So a runner killed mid-run loses the run to the next runner once
+its lease expires, and a run is completed once.
+
+Cancel: a renewal that finds the run asked to cancel stops it and ends it ``cancelled``.
+Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
+them and put them back in the queue (event ``run_requeued``), so another runner or the next start
+finishes them; nothing hangs and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+
+from pydantic import JsonValue
+
+from agent_contracts.config import AgentConfig
+from agent_contracts.runs import RunResult
+from agent_coordinator.children import TOOL_NAME, StartSession
+from agent_coordinator.execution import EventBuffer, Execution
+from agent_coordinator.store.base import SqlStore
+from agent_coordinator.store.records import Claim
+from agent_executor.tools import InputTool
+
+__all__ = ["Runner", "runner_id"]
+
+logger = logging.getLogger(__name__)
+
+_NO_TOOLS = AgentConfig(id="none", name="none")
+"""Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
+
+
+def runner_id() -> str:
+    """Return a new runner id naming its host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Runner:
+    """A pool of workers over one store.
+
+    Args:
+        store: Where runs wait.
+        execution: How a run is executed.
+        workers: Runs executed at once (one claimer feeds them).
+        lease_s: Seconds a claim lasts without renewal.
+        poll_s: Seconds an idle worker waits before looking for work again.
+        grace_s: Seconds runs in flight may take to end at shutdown.
+        on_finished: Called with the run id when this runner ends a run (wakes waiting requests).
+    """
+
+    def __init__(
+        self,
+        store: SqlStore,
+        execution: Execution,
+        *,
+        workers: int = 4,
+        lease_s: float = 30.0,
+        poll_s: float = 0.5,
+        grace_s: float = 10.0,
+        on_finished: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.execution = execution
+        self.workers = workers
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.grace_s = grace_s
+        self.on_finished = on_finished
+        self.id = runner_id()
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._active: set[asyncio.Task[None]] = set()
+        self._running: dict[str, asyncio.Task[RunResult]] = {}
+
+    def wake(self) -> None:
+        """Tell the runner there may be work (a run was just stored)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start claiming on the running event loop."""
+        self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
+
+    async def stop(self) -> None:
+        """Stop claiming, let runs in flight end within the grace period, requeue the rest."""
+        self._stopping.set()
+        self._wake.set()
+        if self._dispatcher is not None:
+            await self._dispatcher
+        if self._active:
+            await asyncio.wait(self._active, timeout=self.grace_s)
+        for run_id, task in list(self._running.items()):
+            if not task.done():
+                logger.info("runner %s: requeueing run %s at shutdown", self.id, run_id)
+                task.cancel()
+        if self._active:
+            await asyncio.gather(*self._active, return_exceptions=True)
+
+    async def run_until(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set, then shut down as :meth:`stop` does."""
+        self.start()
+        await stop.wait()
+        await self.stop()
+
+    async def _dispatch(self) -> None:
+        """Claim runs one at a time while a worker slot is free.
+
+        One claimer per runner, so a new run costs one claim, not one per idle worker.
+        """
+        slots = asyncio.Semaphore(self.workers)
+        while not self._stopping.is_set():
+            await slots.acquire()
+            if self._stopping.is_set():
+                break
+            self._wake.clear()
+            try:
+                claim = await asyncio.to_thread(self.store.claim, self.id, self.lease_s)
+            except Exception:
+                logger.exception("runner %s: cannot claim a run", self.id)
+                claim = None
+            if claim is None:
+                slots.release()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+                continue
+            task = asyncio.create_task(self.execute(claim))
+            self._active.add(task)
+            task.add_done_callback(self._active.discard)
+            task.add_done_callback(lambda _: slots.release())
+
+    async def execute(self, claim: Claim) -> None:
+        """Execute a claimed run to its end, renewing the lease, and store how it ended.
+
+        A parent's ``agents:start_session`` tool calls this for its child, in the parent's task.
+        """
+        run = claim.run
+        events = EventBuffer()
+        tools: list[InputTool] = []
+        if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
+            session = await asyncio.to_thread(self.store.get_session, run.session_id)
+            tools.append(StartSession(self, run, session.depth if session is not None else 0))
+        task = asyncio.create_task(
+            self.execution.run(run.agent_name, run.input, claim.transcript, events, tools=tools)
+        )
+        self._running[run.id] = task
+        outcome = "done"
+        try:
+            outcome = await self._watch(run.id, task, events)
+        finally:
+            self._running.pop(run.id, None)
+        if outcome == "lost":
+            logger.warning(
+                "runner %s: lost the lease on run %s; dropping its result", self.id, run.id
+            )
+            return
+        if outcome == "shutdown":
+            await asyncio.to_thread(self.store.release, run.id, self.id)
+            return
+        if outcome == "cancelled":
+            ended = await asyncio.to_thread(
+                self.store.finish,
+                run.id,
+                self.id,
+                status="cancelled",
+                result=None,
+                error={"type": "cancelled", "message": "the run was cancelled while it ran"},
+                events=[*events.drain(), ("run_cancelled", {})],
+            )
+        else:
+            ended = await self._store_result(run.id, task.result(), events)
+        if ended and self.on_finished is not None:
+            self.on_finished(run.id)
+
+    async def _watch(self, run_id: str, task: asyncio.Task[RunResult], events: EventBuffer) -> str:
+        """Renew the lease and store events until the run ends; say how it ended."""
+        flush_s = min(0.25, self.lease_s / 3)
+        renew_every = max(1, round((self.lease_s / 3) / flush_s))
+        tick = 0
+        while True:
+            try:
+                await asyncio.wait_for(asyncio.shield(task), flush_s)
+                return "done"
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                if task.cancelled():
+                    return "shutdown"
+                raise
+            pending = events.drain()
+            if pending:
+                await asyncio.to_thread(self.store.add_events, run_id, pending)
+            tick += 1
+            if tick % renew_every:
+                continue
+            state = await asyncio.to_thread(self.store.renew, run_id, self.id, self.lease_s)
+            if not state.held or state.cancel_requested:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                return "lost" if not state.held else "cancelled"
+
+    async def _store_result(self, run_id: str, result: RunResult, events: EventBuffer) -> bool:
+        data: dict[str, JsonValue] = result.model_dump(mode="json")
+        data["schema_validation"] = (
+            None
+            if result.schema_validation is None
+            else result.schema_validation.model_dump(mode="json")
+        )
+        error = data["error"] if isinstance(data.get("error"), dict) else None
+        listed = data.get("attempts")
+        attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
+        transcript = data.get("transcript")
+        return await asyncio.to_thread(
+            self.store.finish,
+            run_id,
+            self.id,
+            status=result.status,
+            result=data,
+            error=error,  # type: ignore[arg-type]
+            attempts=attempts,
+            events=events.drain(),
+            transcript=transcript if isinstance(transcript, list) else None,
+        )

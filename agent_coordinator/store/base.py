@@ -1,0 +1,21 @@
+"""The store: one implementation over SQL, for SQLite and PostgreSQL alike.
+
+:class:`SqlStore` is every query (:class:`RunQueries`, :class:`LeaseQueries`) over the plumbing of
+:class:`SqlBase`. Every method is one transaction, so a run is stored before it is answered, a
+claim hands a run to exactly one runner, and a run ends at most once: :meth:`SqlStore.finish` only
+succeeds for the runner that still holds the run's lease.
+
+Methods block; async callers run them in a thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+from agent_coordinator.store.leases import LeaseQueries
+from agent_coordinator.store.runs import RunQueries
+from agent_coordinator.store.sql import Cursor
+
+__all__ = ["Cursor", "SqlStore"]
+
+
+class SqlStore(RunQueries, LeaseQueries):
+    """Runs, sessions, attempts and events in a SQL database (SQLite or PostgreSQL)."""

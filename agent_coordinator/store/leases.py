@@ -1,0 +1,266 @@
+"""Runners' side of the store: claims with a lease, renewals, the one finish, cancel, events."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from pydantic import JsonValue
+
+from agent_coordinator.errors import Conflict, NotFound
+from agent_coordinator.store.records import (
+    TERMINAL,
+    Claim,
+    EventRecord,
+    LeaseState,
+    RunRecord,
+    RunState,
+)
+from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, SqlBase, dumps, loads, run_record
+
+__all__ = ["LeaseQueries"]
+
+
+class LeaseQueries(SqlBase):
+    """Claims, leases, the end of a run, cancel, and the event log."""
+
+    def claim(self, owner: str, lease_s: float) -> Claim | None:
+        """Hand the oldest waiting run (or one whose runner's lease ran out) to ``owner``.
+
+        Args:
+            owner: The runner's id.
+            lease_s: Seconds the lease lasts unless renewed.
+
+        Returns:
+            The claimed run and its session's transcript, or ``None`` when nothing waits.
+        """
+        now = time.time()
+        with self._tx() as cursor:
+            # Waiting runs first, then runs whose runner's lease ran out; two statements, so
+            # each one walks the (status, seq) index instead of scanning every run.
+            for condition, params in (
+                ("status = 'queued'", ()),
+                ("status = 'running' AND lease_expires_at < ?", (now,)),
+            ):
+                subquery = (
+                    f"SELECT id FROM runs WHERE {condition} ORDER BY seq LIMIT 1{self.skip_locked}"
+                )
+                claim = self._take(cursor, subquery, params, owner, lease_s, now)
+                if claim is not None:
+                    return claim
+        return None
+
+    def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
+        """Hand one particular waiting run to ``owner`` (a parent running its child itself).
+
+        Returns:
+            The claim, or ``None`` when the run is no longer waiting (another runner has it).
+        """
+        now = time.time()
+        with self._tx() as cursor:
+            subquery = f"SELECT id FROM runs WHERE id = ? AND status = 'queued'{self.skip_locked}"
+            return self._take(cursor, subquery, (run_id,), owner, lease_s, now)
+
+    def _take(
+        self,
+        cursor: Cursor,
+        subquery: str,
+        params: Sequence[object],
+        owner: str,
+        lease_s: float,
+        now: float,
+    ) -> Claim | None:
+        row = self._exec(
+            cursor,
+            "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
+            "claims = claims + 1, started_at = COALESCE(started_at, ?) "
+            f"WHERE id = ({subquery}) RETURNING {RUN_COLUMNS}",
+            (owner, now + lease_s, now, *params),
+        ).fetchone()
+        if row is None:
+            return None
+        run = run_record(row)
+        self._exec(
+            cursor,
+            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
+            (now, run.session_id),
+        )
+        self._insert_events(
+            cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
+        )
+        found = self._exec(
+            cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
+        ).fetchone()
+        transcript = loads(found[0]) if found is not None else []
+        return Claim(run=run, transcript=transcript if isinstance(transcript, list) else [])
+
+    def renew(self, run_id: str, owner: str, lease_s: float) -> LeaseState:
+        """Extend ``owner``'s lease on a run and say whether it was asked to cancel."""
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? "
+                "AND status = 'running' RETURNING cancel_requested",
+                (time.time() + lease_s, run_id, owner),
+            ).fetchone()
+        if row is None:
+            return LeaseState(held=False)
+        return LeaseState(held=True, cancel_requested=bool(row[0]))
+
+    def finish(
+        self,
+        run_id: str,
+        owner: str,
+        *,
+        status: RunState,
+        result: dict[str, JsonValue] | None,
+        error: dict[str, JsonValue] | None,
+        attempts: Sequence[dict[str, JsonValue]] = (),
+        events: Sequence[tuple[str, dict[str, JsonValue]]] = (),
+        transcript: Sequence[JsonValue] | None = None,
+    ) -> bool:
+        """End a run ``owner`` still holds, with its attempts, last events and transcript.
+
+        Returns:
+            Whether the run was ended; ``False`` when the lease was lost (another runner has the
+            run), in which case nothing is written.
+        """
+        now = time.time()
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
+                "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
+                "AND status = 'running' RETURNING session_id",
+                (
+                    status,
+                    None if result is None else dumps(result),
+                    None if error is None else dumps(error),
+                    now,
+                    run_id,
+                    owner,
+                ),
+            ).fetchone()
+            if row is None:
+                return False
+            session_id = str(row[0])
+            self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
+            for number, attempt in enumerate(attempts, start=1):
+                self._exec(
+                    cursor,
+                    "INSERT INTO attempts (run_id, number, data) VALUES (?, ?, ?)",
+                    (run_id, number, dumps(attempt)),
+                )
+            self._insert_events(cursor, run_id, events, now)
+            if transcript:
+                self._exec(
+                    cursor,
+                    "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? WHERE id = ?",
+                    (status, dumps(list(transcript)), now, session_id),
+                )
+            else:
+                self._exec(
+                    cursor,
+                    "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
+                    (status, now, session_id),
+                )
+        return True
+
+    def release(self, run_id: str, owner: str) -> bool:
+        """Put a run ``owner`` holds back in the queue (a runner shutting down)."""
+        now = time.time()
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE id = ? AND lease_owner = ? AND status = 'running' RETURNING session_id",
+                (run_id, owner),
+            ).fetchone()
+            if row is None:
+                return False
+            self._exec(
+                cursor,
+                "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
+                (now, str(row[0])),
+            )
+            self._insert_events(cursor, run_id, [("run_requeued", {"reason": "shutdown"})], now)
+        return True
+
+    def request_cancel(self, run_id: str) -> RunRecord:
+        """Cancel a queued run at once, or ask the runner of a running one to stop it.
+
+        Raises:
+            RunNotFound: No run has this id.
+            RunNotCancellable: The run has already ended.
+        """
+        now = time.time()
+        error = dumps({"type": "cancelled", "message": "the run was cancelled before it started"})
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor, "SELECT status, session_id FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound("RunNotFound", f"no run {run_id!r}")
+            status, session_id = str(row[0]), str(row[1])
+            if status in TERMINAL:
+                raise Conflict("RunNotCancellable", f"run {run_id!r} has already {status}")
+            if status == "queued":
+                self._exec(
+                    cursor,
+                    "UPDATE runs SET status = 'cancelled', error = ?, finished_at = ? WHERE id = ?",
+                    (error, now, run_id),
+                )
+                self._exec(
+                    cursor,
+                    "UPDATE sessions SET status = 'cancelled', updated_at = ? WHERE id = ?",
+                    (now, session_id),
+                )
+                self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
+            else:
+                self._exec(cursor, "UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
+            found = self._exec(
+                cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+        assert found is not None
+        return run_record(found)
+
+    def _insert_events(
+        self,
+        cursor: Cursor,
+        run_id: str,
+        events: Sequence[tuple[str, dict[str, JsonValue]]],
+        now: float,
+    ) -> None:
+        for kind, data in events:
+            self._exec(
+                cursor,
+                "INSERT INTO events (run_id, type, data, created_at) VALUES (?, ?, ?, ?)",
+                (run_id, kind, dumps(data), now),
+            )
+
+    def add_events(self, run_id: str, events: Sequence[tuple[str, dict[str, JsonValue]]]) -> None:
+        """Append events to a run's log."""
+        if events:
+            with self._tx() as cursor:
+                self._insert_events(cursor, run_id, events, time.time())
+
+    def events_after(self, run_id: str, after: int = 0, limit: int = 500) -> list[EventRecord]:
+        """Return a run's events with an id above ``after``, oldest first."""
+        with self._tx(write=False) as cursor:
+            rows = self._exec(
+                cursor,
+                "SELECT id, run_id, type, data, created_at FROM events "
+                "WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (run_id, after, limit),
+            ).fetchall()
+        return [
+            EventRecord(
+                id=int(str(row[0])),
+                run_id=str(row[1]),
+                type=str(row[2]),
+                data=json.loads(str(row[3])),
+                created_at=float(str(row[4])),
+            )
+            for row in rows
+        ]

@@ -1,0 +1,67 @@
+"""The store's tables, as numbered migrations applied in order and recorded.
+
+Each migration is a list of statements written once for both databases; ``{serial}`` stands for an
+auto-numbered 64-bit key column (``INTEGER PRIMARY KEY AUTOINCREMENT`` in SQLite, ``BIGSERIAL
+PRIMARY KEY`` in PostgreSQL). A new version appends a migration; an applied one is never edited.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            """CREATE TABLE sessions (
+                seq {serial},
+                id TEXT NOT NULL UNIQUE,
+                agent_name TEXT NOT NULL,
+                status TEXT NOT NULL,
+                transcript TEXT NOT NULL,
+                parent_session_id TEXT,
+                depth INTEGER NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX sessions_parent ON sessions (parent_session_id)",
+            """CREATE TABLE runs (
+                seq {serial},
+                id TEXT NOT NULL UNIQUE,
+                session_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                status TEXT NOT NULL,
+                input TEXT NOT NULL,
+                idempotency_key TEXT UNIQUE,
+                request_hash TEXT,
+                result TEXT,
+                error TEXT,
+                lease_owner TEXT,
+                lease_expires_at DOUBLE PRECISION,
+                claims INTEGER NOT NULL,
+                cancel_requested INTEGER NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                started_at DOUBLE PRECISION,
+                finished_at DOUBLE PRECISION
+            )""",
+            "CREATE INDEX runs_status ON runs (status, seq)",
+            "CREATE INDEX runs_session ON runs (session_id, seq)",
+            """CREATE TABLE attempts (
+                run_id TEXT NOT NULL,
+                number INTEGER NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (run_id, number)
+            )""",
+            """CREATE TABLE events (
+                id {serial},
+                run_id TEXT NOT NULL,
+                type TEXT NOT NULL,
+                data TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX events_run ON events (run_id, id)",
+        ),
+    ),
+)
+"""``(version, statements)``, oldest first."""

@@ -1,0 +1,151 @@
+"""What the store keeps: runs, sessions, attempts and events, as plain records.
+
+Times are seconds since the epoch (UTC) as floats, so leases compare the same way in SQLite and
+PostgreSQL; the API turns them into ISO 8601 strings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agent_contracts.runs import JsonSchema
+
+__all__ = [
+    "TERMINAL",
+    "Claim",
+    "EventRecord",
+    "LeaseState",
+    "NewRun",
+    "RunInput",
+    "RunKind",
+    "RunRecord",
+    "RunState",
+    "SessionRecord",
+]
+
+RunKind = Literal["start_session", "resume_session"]
+"""A run starts a new session or continues an existing one."""
+
+RunState = Literal["queued", "running", "completed", "failed", "cancelled"]
+"""Where a run (and its session, which mirrors its latest run) is."""
+
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+"""The states a run never leaves."""
+
+
+class RunInput(BaseModel):
+    """What a run was asked to do, kept with the run so any runner can execute it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str
+    """The task sent to the agent."""
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    """Input values, already checked against the agent's ``parameters_schema``."""
+    output_schema: JsonSchema | None = None
+    """The caller's inline output schema."""
+    output_schema_name: str | None = None
+    """The registered name of the output schema the caller named."""
+    named_schema: JsonSchema | None = None
+    """That registered schema's content, fixed when the run was created."""
+    options: dict[str, JsonValue] = Field(default_factory=dict)
+    """The ``RunOptions`` fields the caller set."""
+    model: str | None = None
+    """The model the caller asked for, else ``None``."""
+
+
+class NewRun(BaseModel):
+    """A run to store, with the session it starts (or resumes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    session_id: str
+    kind: RunKind
+    agent_name: str
+    input: RunInput
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    parent_session_id: str | None = None
+    """For a child session: the session whose agent started it."""
+    depth: int = 0
+    """0 for a top-level session, its parent's depth plus one for a child."""
+
+
+class RunRecord(BaseModel):
+    """A stored run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    seq: int
+    session_id: str
+    kind: RunKind
+    agent_name: str
+    status: RunState
+    input: RunInput
+    idempotency_key: str | None
+    request_hash: str | None
+    result: dict[str, JsonValue] | None
+    """The library's ``RunResult`` as JSON, once the run ended with one."""
+    error: dict[str, JsonValue] | None
+    """Why the run failed or was cancelled, as a ``RunError``-shaped object."""
+    lease_owner: str | None
+    lease_expires_at: float | None
+    claims: int
+    """How many times a runner claimed it (more than one after a runner was lost)."""
+    cancel_requested: bool
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+
+class SessionRecord(BaseModel):
+    """A stored session: an agent's conversation over one or more runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    seq: int
+    agent_name: str
+    status: RunState
+    transcript: list[JsonValue]
+    """The conversation so far (the library's messages as JSON), resumable after a restart."""
+    parent_session_id: str | None
+    depth: int
+    created_at: float
+    updated_at: float
+
+
+class Claim(BaseModel):
+    """A run a runner has claimed, with the conversation to continue."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: RunRecord
+    transcript: list[JsonValue]
+
+
+class LeaseState(BaseModel):
+    """What a runner learns when it renews its lease."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    held: bool
+    """Whether the runner still holds the run."""
+    cancel_requested: bool = False
+    """Whether someone asked for the run to be cancelled."""
+
+
+class EventRecord(BaseModel):
+    """One stored event of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int
+    run_id: str
+    type: str
+    data: dict[str, JsonValue]
+    created_at: float

@@ -1,0 +1,220 @@
+"""A real service for tests: uvicorn on a free loopback port in a thread, httpx as the client.
+
+Also a throwaway PostgreSQL cluster (Debian's ``postgresql`` binaries, ``initdb``/``pg_ctl`` in a
+temporary directory, run as the ``postgres`` user when the tests run as root).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from agent_coordinator.api.app import create_app
+from agent_coordinator.api.deps import Limits, Services
+from agent_coordinator.execution import Execution
+from agent_coordinator.runner import Runner
+from agent_coordinator.store import SqlStore, open_store
+from agent_core.fleet import load_fleet
+from agent_core.registry import SchemaRegistry
+from agent_executor.tools import KNOWN_TOOLS
+
+REVIEW_SCHEMA = {
+    "type": "object",
+    "required": ["summary", "approval"],
+    "properties": {
+        "summary": {"type": "string", "minLength": 1},
+        "approval": {"enum": ["approve", "request_changes", "comment"]},
+    },
+    "additionalProperties": False,
+}
+
+FLEET = {
+    "reviewer": {
+        "id": "reviewer",
+        "description": "Reviews pull requests.",
+        "system_prompt": "You review pull requests.",
+        "parameters_schema": {
+            "type": "object",
+            "required": ["pr_url"],
+            "properties": {
+                "pr_url": {"type": "string"},
+                "focus": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "output_schema": REVIEW_SCHEMA,
+    },
+    "writer": {"id": "writer", "system_prompt": "You write short answers."},
+    "orchestrator": {
+        "id": "orchestrator",
+        "system_prompt": "You hand work to other agents.",
+        "tools": ["agents:start_session"],
+    },
+    "summariser": {
+        "id": "summariser",
+        "system_prompt": "You summarise text.",
+        "default_output_schema": {
+            "type": "object",
+            "required": ["summary"],
+            "properties": {"summary": {"type": "string"}},
+        },
+    },
+}
+
+
+def write_fleet(directory: Path) -> Path:
+    """Write the test fleet (JSON is YAML) and return its directory."""
+    for name, config in FLEET.items():
+        folder = directory / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "agent.yml").write_text(json.dumps(config))
+    return directory
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class Service:
+    """The API served for real on 127.0.0.1, with in-process runners."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        database: str,
+        *,
+        model: str | None = "test",
+        env: Mapping[str, str] | None = None,
+        token: str | None = None,
+        workers: int = 2,
+        limits: Limits | None = None,
+        lease_s: float = 5.0,
+    ) -> None:
+        fleet = load_fleet(
+            write_fleet(tmp / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
+        )
+        self.store: SqlStore = open_store(database)
+        self.execution = Execution(
+            fleet,
+            SchemaRegistry(tmp / "schemas.db"),
+            default_model=model,
+            env=dict(env or {}),
+            workspace=tmp,
+        )
+        self.services = Services(
+            store=self.store, execution=self.execution, token=token, limits=limits or Limits()
+        )
+        if workers:
+            self.services.runner = Runner(
+                self.store,
+                self.execution,
+                workers=workers,
+                lease_s=lease_s,
+                poll_s=0.1,
+                grace_s=2.0,
+                on_finished=self.services.notifier.notify,
+            )
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            create_app(self.services), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test service did not start")
+            time.sleep(0.02)
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def run(self, body: dict[str, object], *, wait: float = 20, **kwargs: object) -> httpx.Response:
+        """POST /runs and wait for the end."""
+        return self.client.post("/runs", params={"wait": wait}, json=body, **kwargs)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.client.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        self.store.close()
+
+
+# PostgreSQL -------------------------------------------------------------------------------------
+
+
+def postgres_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+class Postgres:
+    """A throwaway PostgreSQL cluster on a free loopback port."""
+
+    def __init__(self, root: Path) -> None:
+        bindir = postgres_bin()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
+        self.bindir = bindir
+        self.root = root
+        self.data = root / "data"
+        self.port = free_port()
+        self._user: list[str] = []
+        if os.geteuid() == 0:
+            pwd.getpwnam("postgres")  # KeyError when the package did not create the user
+            shutil.chown(root, "postgres", "postgres")
+            root.chmod(0o700)
+            self._user = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(root / "log"),
+            "-w",
+            "-o",
+            f"-p {self.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c max_connections=300",
+            "start",
+        )
+        self._count = 0
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run(
+            [*self._user, str(self.bindir / tool), *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=self.root,
+        )
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        import psycopg
+
+        self._count += 1
+        name = f"t{os.getpid()}_{self._count}"
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")

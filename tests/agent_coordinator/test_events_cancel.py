@@ -1,0 +1,98 @@
+"""Server-sent events, cancelling a running run, and shutdown with runs in flight."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from agent_coordinator.store import open_store
+from tests.agent_coordinator.conftest import ServiceFactory
+from tests.agent_coordinator.harness import Service
+from tests.fake_llm import FakeLLM, delayed, openai_tool_call
+
+REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+VALID = {"summary": "ok", "approval": "approve"}
+
+
+def _env(fake_llm: FakeLLM) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+
+
+def _sse(text: str) -> list[tuple[str, dict[str, object]]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def test_a_runs_events_stream_as_server_sent_events(service: Service) -> None:
+    run = service.client.post(
+        "/runs", json={**REVIEW, "model": "test:fail_first=invalid_arguments"}
+    )
+    run_id = run.json()["run_id"]
+    with service.client.stream("GET", f"/runs/{run_id}/events") as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        text = "".join(response.iter_text())
+    events = _sse(text)
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "run_claimed"
+    assert kinds[-1] == "end" and events[-1][1] == {"status": "completed"}
+    assert "run_started" in kinds and "retry" in kinds and "run_completed" in kinds
+    assert kinds.count("attempt") == 2
+    assert service.client.get("/runs/run_nope/events").status_code == 404
+
+
+def test_cancelling_a_running_run_ends_it_cancelled(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 20))
+    service = make_service(env=_env(fake_llm), model="openai:gpt-test", lease_s=1.5)
+    run = service.client.post("/runs", json=REVIEW).json()
+    deadline = time.monotonic() + 10
+    while service.client.get(f"/runs/{run['run_id']}").json()["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    asked = service.client.post(f"/runs/{run['run_id']}/cancel").json()
+    assert asked["status"] == "running" and asked["cancel_requested"] is True
+    ended = service.client.post(
+        "/runs",
+        json={"type": "resume_session", "session_id": run["session_id"], "prompt": "x"},
+    )
+    assert ended.status_code == 409  # still busy until the runner sees the cancel
+    started = time.monotonic()
+    while service.client.get(f"/runs/{run['run_id']}").json()["status"] == "running":
+        assert time.monotonic() - started < 5, "the cancel was not seen"
+        time.sleep(0.05)
+    final = service.client.get(f"/runs/{run['run_id']}").json()
+    assert final["status"] == "cancelled" and final["error"]["type"] == "cancelled"
+    session = service.client.get(f"/sessions/{run['session_id']}").json()
+    assert session["status"] == "cancelled"
+
+
+def test_shutdown_puts_runs_in_flight_back_in_the_queue(
+    make_service: ServiceFactory, fake_llm: FakeLLM, database: str
+) -> None:
+    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 30))
+    service = make_service(env=_env(fake_llm), model="openai:gpt-test")
+    run = service.client.post("/runs", json=REVIEW).json()
+    deadline = time.monotonic() + 10
+    while service.client.get(f"/runs/{run['run_id']}").json()["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    started = time.monotonic()
+    service.close()
+    assert time.monotonic() - started < 10, "shutdown hung"
+    store = open_store(database)
+    try:
+        stored = store.get_run(run["run_id"])
+        assert stored is not None and stored.status == "queued"
+        assert [e.type for e in store.events_after(run["run_id"])][-1] == "run_requeued"
+    finally:
+        store.close()
+    fake_llm.respond(openai_tool_call("submit_result", VALID))
+    again = make_service(env=_env(fake_llm), model="openai:gpt-test")
+    deadline = time.monotonic() + 15
+    while again.client.get(f"/runs/{run['run_id']}").json()["status"] != "completed":
+        assert time.monotonic() < deadline, "the requeued run was not finished after a restart"
+        time.sleep(0.1)

@@ -1,0 +1,94 @@
+"""The commands as a user runs them: ``serve`` and ``runner`` in their own processes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+
+from agent_coordinator.store import open_store
+from tests.agent_coordinator.harness import write_fleet
+from tests.agent_coordinator.processes import Process, serve
+from tests.fake_llm import FakeLLM, delayed, openai_tool_call
+
+REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+VALID = {"summary": "ok", "approval": "approve"}
+
+
+def test_serve_prints_where_it_listens_and_answers(tmp_path: Path, database: str) -> None:
+    write_fleet(tmp_path / "agents")
+    process, url = serve(tmp_path, database, {}, "--model", "test")
+    try:
+        process.read_until("auth:")
+        text = "".join(process.lines)
+        assert url.startswith("http://127.0.0.1:")
+        assert "fleet:    agents (4 agents)" in text
+        assert "database:" in text and "model:    test" in text
+        run = httpx.post(f"{url}/runs", params={"wait": 20}, json=REVIEW).json()
+        assert run["status"] == "completed"
+    finally:
+        assert process.stop() == 0
+    assert "agentshape serve: stopped" in process.rest
+
+
+def test_serve_refuses_a_fleet_with_problems(tmp_path: Path) -> None:
+    bad = tmp_path / "agents" / "broken"
+    bad.mkdir(parents=True)
+    (bad / "agent.yml").write_text("id: broken\nsytem_prompt: hi\n")
+    process = Process(["serve", "--port", "0"], cwd=tmp_path, env={})
+    assert process.popen.wait(60) == 2
+    process.stop()
+    assert process.rest.startswith("agentshape: ") and "system_prompt" in process.rest
+
+
+def test_a_runner_killed_mid_run_loses_it_and_another_finishes_it_once(
+    tmp_path: Path, database: str, fake_llm: FakeLLM
+) -> None:
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond(
+        delayed(openai_tool_call("submit_result", VALID), 60),
+        openai_tool_call("submit_result", VALID),
+    )
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    common = ["--database", database, "--model", "openai:gpt-test", "--lease", "1.5"]
+    server, url = serve(tmp_path, database, env, "--workers", "0", *common[2:])
+    first = Process(["runner", "--workers", "1", *common], cwd=tmp_path, env=env)
+    second: Process | None = None
+    try:
+        first.read_until("workers")
+        run = httpx.post(f"{url}/runs", json=REVIEW).json()
+        deadline = time.monotonic() + 30
+        while not fake_llm.requests:  # the first runner is inside the model call
+            assert time.monotonic() < deadline, "the first runner never called the model"
+            time.sleep(0.05)
+        first.kill()
+        assert httpx.get(f"{url}/runs/{run['run_id']}").json()["status"] == "running"
+        second = Process(["runner", "--workers", "1", *common], cwd=tmp_path, env=env)
+        ended = httpx.post(
+            f"{url}/runs",
+            json={"type": "resume_session", "session_id": run["session_id"], "prompt": "x"},
+        )
+        assert ended.status_code == 409  # still the first run's, until it is finished
+        deadline = time.monotonic() + 60
+        while (view := httpx.get(f"{url}/runs/{run['run_id']}").json())["status"] == "running":
+            assert time.monotonic() < deadline, "no runner took the run over"
+            time.sleep(0.1)
+        assert view["status"] == "completed"
+        assert view["claims"] == 2
+        assert second.popen.poll() is None
+    finally:
+        for process in (second, first):
+            if process is not None and process.popen.poll() is None:
+                assert process.stop() == 0
+        server.stop()
+    store = open_store(database)
+    try:
+        events = [event.type for event in store.events_after(run["run_id"])]
+        assert events.count("run_claimed") == 2
+        assert events.count("run_completed") == 1
+        assert len(store.attempts(run["run_id"])) == 1
+        assert store.count_runs() == 1
+    finally:
+        store.close()
+    assert len(fake_llm.requests) == 2
