@@ -160,13 +160,11 @@ class StartSession(InputTool):
         if run.status == "completed" and run.result is not None:
             return child_result_text(run.result)
         error = run.error or {}
-        issues = error.get("validation_errors")
+        problems = error.get("validation_errors")
         lines = [
             f"child session {run.session_id} ({run.agent_name}) {run.status}: "
             f"[{error.get('type', run.status)}] {error.get('message', '')}"
         ]
-        if isinstance(issues, list):
-            lines += [
-                f"- {i.get('path')}: {i.get('message')}" for i in issues if isinstance(i, dict)
-            ]
+        if isinstance(problems, list):
+            lines += [f"- {problem}" for problem in problems]
         raise ToolExecutionError("\n".join(lines), tool=self.name)

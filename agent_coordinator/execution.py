@@ -22,7 +22,14 @@ from pydantic import ValidationError as PydanticValidationError
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, SchemaNotFoundError
 from agent_contracts.messages import Message
-from agent_contracts.runs import JsonSchema, RunError, RunOptions, RunResult, merge_options
+from agent_contracts.runs import (
+    JsonSchema,
+    RunError,
+    RunOptions,
+    RunRequest,
+    RunResult,
+    merge_options,
+)
 from agent_coordinator.errors import (
     ErrorDetail,
     NotFound,
@@ -33,8 +40,9 @@ from agent_coordinator.store.records import RunInput
 from agent_core.fleet import Fleet
 from agent_core.registry import SchemaRegistry
 from agent_core.validation import compile_schema, issues_from_pydantic
-from agent_executor.agent import Agent, format_child_result
+from agent_executor.agent import Agent
 from agent_executor.contract import resolve_contract
+from agent_executor.result import format_child_result
 from agent_executor.tools import InputTool
 
 __all__ = ["COORDINATOR_TOOLS", "EventBuffer", "Execution", "child_result_text"]
@@ -214,19 +222,19 @@ class Execution:
                 analytics=events,
                 env=self.env,
                 workspace=self.workspace,
+                registry=self.registry,
             )
             agent.tools.extend(tools)
             messages = [Message.model_validate(message) for message in transcript]
-            result = await agent.run(
-                run.prompt,
-                parameters=run.parameters,
+            request = RunRequest(
+                task=run.prompt,
+                parameters=dict(run.parameters),
                 output_schema=run.output_schema,
                 schema_name=run.output_schema_name,
-                named_schema=run.named_schema,
                 options=self.options(run.options),
                 messages=messages,
-                model=self.model_for(config, run),
             )
+            result = await agent.run(request, model=self.model_for(config, run))
             return result.result
         except (AgentshapeError, NotFound, Unprocessable) as error:
             text = error.format_message() if isinstance(error, AgentshapeError) else str(error)
@@ -250,4 +258,5 @@ def child_result_text(result: Mapping[str, JsonValue]) -> str:
     ``result_data`` as indented JSON when present, else ``result_text``, else
     ``(No result available)``.
     """
-    return format_child_result(result)
+    text: str = format_child_result(result)
+    return text

@@ -25,13 +25,16 @@ def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
     """Return a stored run error in seed 000's failure shape, with the structured issues beside."""
     if error is None:
         return None
-    raw = error.get("validation_errors")
+    raw = error.get("issues")
     items = raw if isinstance(raw, list) else []
     issues = [ValidationIssue.model_validate(item) for item in items if isinstance(item, dict)]
+    lines = error.get("validation_errors")
     return RunFailure(
         type=str(error.get("type", "internal_error")),
         message=str(error.get("message", "")),
-        validation_errors=[str(issue) for issue in issues],
+        validation_errors=(
+            [str(line) for line in lines] if isinstance(lines, list) else [str(i) for i in issues]
+        ),
         issues=issues,
         last_output=error.get("last_output"),
     )
