@@ -51,6 +51,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
+from agent_contracts.profiles import ProfileOverride
 from agent_contracts.runs import JsonSchema, RunOptions
 
 __all__ = ["CONFIG_SCHEMA_ID", "AgentConfig", "AgentType", "suggest_key"]
@@ -95,6 +96,9 @@ _OPTION_SPELLINGS: dict[str, _Loc] = {
     "timeout_s": ("limits", "timeoutSeconds"),
 }
 
+# Where provider-profile overrides may be written (blueprint form, then file form).
+_PROFILE_SPELLINGS: tuple[_Loc, ...] = (("profile",), ("llm", "profile"))
+
 _KeyTree = dict[str, "_KeyTree | None"]
 
 
@@ -113,6 +117,14 @@ def _key_tree() -> _KeyTree:
         node[str(loc[-1])] = None
     for section in _OPTION_SECTIONS:
         tree[section] = dict.fromkeys(RunOptions.model_fields)
+    for loc in _PROFILE_SPELLINGS:
+        node = tree
+        for key in loc[:-1]:
+            child = node.get(str(key))
+            if child is None:
+                child = node[str(key)] = {}
+            node = child
+        node[str(loc[-1])] = dict.fromkeys(ProfileOverride.model_fields)
     return tree
 
 
@@ -277,6 +289,14 @@ def _normalise(
             origins[f"options.{option}"], options[option] = picked
     if options:
         normalised["options"] = options
+    profile: dict[str, object] = {}
+    for key in ProfileOverride.model_fields:
+        spelled = [(*loc, key) for loc in _PROFILE_SPELLINGS]
+        picked = _pick(f"profile.{key}", spelled, leaves, problems)
+        if picked is not None:
+            origins[f"profile.{key}"], profile[key] = picked
+    if profile:
+        normalised["profile"] = profile
 
     if "output_schema" in normalised and "default_output_schema" in normalised:
         problems.append(
@@ -301,8 +321,9 @@ def _normalise(
 
 def _source_loc(loc: _Loc, origins: dict[str, _Loc]) -> _Loc:
     """Map the location of an error in the normalised input back to the key the user wrote."""
-    if len(loc) >= 2 and loc[0] == "options" and f"options.{loc[1]}" in origins:
-        return origins[f"options.{loc[1]}"] + loc[2:]
+    for section in ("options", "profile"):
+        if len(loc) >= 2 and loc[0] == section and f"{section}.{loc[1]}" in origins:
+            return origins[f"{section}.{loc[1]}"] + loc[2:]
     if loc and isinstance(loc[0], str) and loc[0] in origins:
         return origins[loc[0]] + loc[1:]
     return loc
@@ -364,6 +385,9 @@ class AgentConfig(BaseModel):
     """An output contract used when the caller gives none; a caller's schema replaces it."""
     options: RunOptions = Field(default_factory=RunOptions)
     """The agent's option layer; fields it does not set fall through to environment defaults."""
+    profile: ProfileOverride = Field(default_factory=ProfileOverride)
+    """Provider-profile fields to override (``llm.profile``), such as ``strict_tools: false``
+    for a server that rejects strict tools; unset fields keep the provider's own."""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -387,6 +411,12 @@ class AgentConfig(BaseModel):
         if problems or config is None:
             raise ValidationError.from_exception_data(cls.__name__, problems)
         return config
+
+    @field_serializer("profile")
+    def _dump_set_profile(self, profile: ProfileOverride) -> dict[str, JsonValue]:
+        """Dump only the profile fields the agent overrides."""
+        dumped: dict[str, JsonValue] = profile.model_dump(mode="json", exclude_none=True)
+        return dumped
 
     @field_serializer("options")
     def _dump_set_options(self, options: RunOptions) -> dict[str, JsonValue]:

@@ -24,6 +24,7 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
 from agent_contracts.messages import Message
+from agent_contracts.profiles import ProviderProfile, apply_profile_overrides
 from agent_contracts.runs import (
     JsonSchema,
     RunOptions,
@@ -47,7 +48,7 @@ from agent_executor.planning import (
     request_of,
     run_spec,
 )
-from agent_executor.providers.base import Provider
+from agent_executor.providers.base import Provider, profile_of
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.run import execute
@@ -89,6 +90,8 @@ class Agent(Generic[OutputT]):
         model_tiers: The models to escalate to, in order, instead of the config's.
         registry: The named schema registry a request's ``schema_name`` is looked up in
             (default: ``.agentshape/schemas.db`` under the current directory).
+        profile: Provider-profile fields to override for every run, over the config's
+            ``llm.profile`` (such as ``{"strict_tools": False}``).
 
     Raises:
         ConfigError: The config names an unknown tool, gives both an ``output_schema`` and an
@@ -112,6 +115,7 @@ class Agent(Generic[OutputT]):
         env: Mapping[str, str] | None = None,
         model_tiers: Sequence[Provider | str] | None = None,
         registry: SchemaRegistry | None = None,
+        profile: Mapping[str, object] | None = None,
     ) -> None:
         config = _config_of(config, output_schema, system_prompt, name, tools)
         if output_type is not None and config.output_schema is not None:
@@ -125,6 +129,9 @@ class Agent(Generic[OutputT]):
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
         self.analytics: AnalyticsSink = _sink(analytics, analytics_dir, self.env)
         self.registry = registry if registry is not None else SchemaRegistry()
+        self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
+        """Provider-profile fields overridden for every run: the config's, then ``profile=``."""
+        apply_profile_overrides(ProviderProfile(), self.profile_overrides, source="profile=")
         self._model = model
         self.model_tiers: list[Provider | str] = list(
             config.model_tiers if model_tiers is None else model_tiers
@@ -361,10 +368,13 @@ class Agent(Generic[OutputT]):
             self.config.id, self.model_tiers, self.provider, model, model_tier, escalate=escalate
         )
         for tier, provider in tiers:
-            mode = choose_mode(options.output_mode, contract, provider)
+            profile = apply_profile_overrides(
+                profile_of(provider), self.profile_overrides, source=f"agent {self.id!r} profile"
+            )
+            mode = choose_mode(options.output_mode, contract, profile)
             if mode == "native" and contract is not None:
-                contract.response_format(provider.name)  # a schema native output cannot take
-            ladder.append((tier, provider, mode))
+                contract.bind(profile).response_format()  # refused here, not mid-run
+            ladder.append((tier, provider, mode, profile))
         issues = self._params.issues(dict(request.parameters)) if self._params else []
         precheck = parameter_failure(self.config.id, issues, request.parameters)
         return RunPlan(request, options, contract, ladder, precheck)

@@ -37,6 +37,7 @@ from agent_executor.cli_inputs import (
     find_agent_file,
     load_agent,
     parse_param,
+    profile_overrides,
     resolve_provider,
     run_options,
 )
@@ -81,6 +82,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         workspace=args.workspace,
         analytics=analytics,
         registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
+        profile=profile_overrides(args),
     )
     provider = resolve_provider(agent, args.model, err)
     result = agent.run_sync(

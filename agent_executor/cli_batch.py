@@ -40,6 +40,7 @@ from agent_executor.cli_inputs import (
     caller_schema,
     load_agent,
     parse_param,
+    profile_overrides,
     resolve_provider,
     run_options,
 )
@@ -373,6 +374,7 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         workspace=args.workspace,
         analytics=analytics,
         registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
+        profile=profile_overrides(args),
     )
     provider = resolve_provider(agent, args.model, err)
     done, dropped = read_done(args.out, items)

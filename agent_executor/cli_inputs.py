@@ -241,8 +241,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--model",
-        help="openai:MODEL, anthropic:MODEL, ollama:MODEL or test (default: the agent's model, "
-        "else from OPENAI_API_KEY / ANTHROPIC_API_KEY, else the offline test model)",
+        help="openai:MODEL, anthropic:MODEL, ollama:/vllm:/llamacpp:/compatible:MODEL or test "
+        "(default: the agent's llm.model, else AGENTSHAPE_MODEL, else from OPENAI_API_KEY / "
+        "ANTHROPIC_API_KEY; with none of these the run stops with exit 2)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a provider-profile field, such as strict_tools=false (repeatable)",
     )
     parser.add_argument(
         "--no-escalate",
@@ -260,6 +268,22 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _FLAGS = {"max_retries": "--max-retries", "output_mode": "--mode"}
+
+
+def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """Return the ``--profile KEY=VALUE`` overrides (``true``/``false`` read as booleans).
+
+    Raises:
+        UsageError: An override is not ``KEY=VALUE``.
+    """
+    overrides: dict[str, object] = {}
+    for item in getattr(args, "profile", []):
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise UsageError(f"--profile takes KEY=VALUE, such as strict_tools=false; got {item!r}")
+        lowered = value.strip().lower()
+        overrides[key.strip()] = {"true": True, "false": False}.get(lowered, value.strip())
+    return overrides
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError, NoJSONFoundError
 from agent_contracts.messages import ToolCall
+from agent_contracts.profiles import ProviderProfile
 from agent_contracts.runs import JsonSchema, RunErrorType, SchemaSource
 from agent_contracts.validation import ValidationIssue
 from agent_core.dialects import Dialect
@@ -30,26 +31,13 @@ from agent_executor.providers.base import ResponseFormat, ToolDefinition
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CUT_OFF", "OutputContract", "Verdict", "dialect_for", "resolve_contract"]
+__all__ = ["CUT_OFF", "BoundContract", "OutputContract", "Verdict", "resolve_contract"]
 
 CUT_OFF = (
     "the reply was cut off by the max_tokens limit before it was complete; "
     "send a shorter, complete answer"
 )
 """The problem reported for a reply the ``max_tokens`` limit cut short (never recovered)."""
-
-
-def dialect_for(provider_name: str) -> Dialect:
-    """Return the tool dialect a provider gets: strict OpenAI, Anthropic, or neutral.
-
-    OpenAI-compatible servers (``ollama`` and the like) get the neutral schema, since many of
-    them reject OpenAI's strict mode; test doubles get it too.
-    """
-    if provider_name == "openai":
-        return "openai"
-    if provider_name == "anthropic":
-        return "anthropic"
-    return "neutral"
 
 
 def _issue(message: str, keyword: str | None = None) -> ValidationIssue:
@@ -130,9 +118,20 @@ class OutputContract:
         """Return ``value`` (already judged valid) as an instance of :attr:`model`."""
         return self.model.model_validate(value)
 
-    def tool_definition(self, provider_name: str) -> ToolDefinition:
-        """Return ``submit_result`` compiled for the provider's dialect."""
-        dialect = dialect_for(provider_name)
+    def bind(self, profile: ProviderProfile) -> BoundContract:
+        """Return this contract bound to a provider's profile, once per run.
+
+        Args:
+            profile: The profile of the provider the run calls.
+        """
+        return BoundContract(self, profile)
+
+    def tool_definition(self, dialect: Dialect) -> ToolDefinition:
+        """Return ``submit_result`` compiled for a dialect.
+
+        Args:
+            dialect: The tool dialect (``openai``, ``anthropic`` or ``neutral``).
+        """
         if dialect == "anthropic":
             tool = self.tool.anthropic_tool()
             parameters = tool["input_schema"]
@@ -150,13 +149,15 @@ class OutputContract:
             strict=strict,
         )
 
-    def response_format(self, provider_name: str) -> ResponseFormat:
-        """Return the native structured-output request for the provider's dialect.
+    def response_format(self, dialect: Dialect) -> ResponseFormat:
+        """Return the native structured-output request for a dialect.
+
+        Args:
+            dialect: The tool dialect of the provider.
 
         Raises:
             ConfigError: The schema cannot be used with the provider's native structured output.
         """
-        dialect = dialect_for(provider_name)
         if dialect == "anthropic":
             schema = self.tool.anthropic_output_format()["schema"]
             strict = True
@@ -170,34 +171,34 @@ class OutputContract:
         assert isinstance(schema, dict)
         return ResponseFormat(name=self.tool.name, json_schema=schema, strict=strict)
 
-    def unwrap(self, value: JsonValue, provider_name: str) -> JsonValue:
+    def unwrap(self, value: JsonValue, dialect: Dialect) -> JsonValue:
         """Map the provider's arguments back to a value for the designer's schema."""
-        return self.tool.unwrap(value, dialect_for(provider_name))
+        return self.tool.unwrap(value, dialect)
 
-    def judge_value(self, raw: str, value: JsonValue, provider_name: str) -> Verdict:
+    def judge_value(self, raw: str, value: JsonValue, dialect: Dialect) -> Verdict:
         """Judge a parsed answer (in the provider's shape) against the contract.
 
         Args:
             raw: Exactly what the model sent.
             value: The parsed arguments or reply, unwrapped here for the designer's schema.
-            provider_name: The provider that answered (picks the dialect to unwrap).
+            dialect: The dialect the answer came in (to unwrap it).
 
         Returns:
             The verdict; ``null`` is never a result, even when the schema would allow it.
         """
-        value = self.unwrap(value, provider_name)
+        value = self.unwrap(value, dialect)
         errors = self.issues(value)
         if value is None and not errors:  # a run's result_data cannot be null
             errors = [_issue("null is not a result: send the result value itself", "type")]
         return Verdict(raw=raw, value=value, errors=errors)
 
-    def _fits(self, provider_name: str) -> Callable[[JsonValue], bool]:
-        return lambda value: not self.issues(self.unwrap(value, provider_name))
+    def _fits(self, dialect: Dialect) -> Callable[[JsonValue], bool]:
+        return lambda value: not self.issues(self.unwrap(value, dialect))
 
     def judge_text(
         self,
         text: str,
-        provider_name: str,
+        dialect: Dialect,
         *,
         extract: bool,
         strict_json_only: bool,
@@ -213,7 +214,7 @@ class OutputContract:
 
         Args:
             text: The reply text.
-            provider_name: The provider that answered.
+            dialect: The dialect the answer came in.
             extract: Dig the JSON out of surrounding prose or fences.
             strict_json_only: The reply must be the JSON value alone.
             cut_off: The reply was cut short by ``max_tokens`` (it is then never recovered).
@@ -233,13 +234,13 @@ class OutputContract:
                     failure="no_json_found",
                 )
         else:
-            return self.judge_value(text, value, provider_name)
+            return self.judge_value(text, value, dialect)
         try:
             value = extract_json(
                 text,
                 self.schema,
                 strict_json_only=strict_json_only,
-                is_valid=self._fits(provider_name),
+                is_valid=self._fits(dialect),
             )
         except NoJSONFoundError as exc:
             # No valid value in the text: judge the best candidate, so the model hears what is
@@ -255,13 +256,13 @@ class OutputContract:
                     errors=[_issue(exc.message)],
                     failure="strict_json_only_violated",
                 )
-            return self.judge_value(text, best, provider_name)
-        verdict = self.judge_value(text, value, provider_name)
+            return self.judge_value(text, best, dialect)
+        verdict = self.judge_value(text, value, dialect)
         verdict.recovered = True
         return verdict
 
     def judge_call(
-        self, call: ToolCall, provider_name: str, *, extract: bool, cut_off: bool = False
+        self, call: ToolCall, dialect: Dialect, *, extract: bool, cut_off: bool = False
     ) -> Verdict:
         """Judge one ``submit_result`` call's arguments against the contract.
 
@@ -271,7 +272,7 @@ class OutputContract:
 
         Args:
             call: The tool call.
-            provider_name: The provider that answered.
+            dialect: The dialect the answer came in.
             extract: Try to recover arguments that are not valid JSON.
             cut_off: The reply was cut short by ``max_tokens``.
 
@@ -280,16 +281,16 @@ class OutputContract:
         """
         raw = call.raw_arguments or json.dumps(call.arguments)
         if call.arguments is not None or call.parse_error is None:
-            return self.judge_value(raw, call.arguments, provider_name)
+            return self.judge_value(raw, call.arguments, dialect)
         if cut_off:
             return Verdict(raw=raw, errors=[_issue(CUT_OFF)])
         if extract:
             try:
-                value = extract_json(raw, None, is_valid=self._fits(provider_name))
+                value = extract_json(raw, None, is_valid=self._fits(dialect))
             except NoJSONFoundError:
                 pass
             else:
-                verdict = self.judge_value(raw, value, provider_name)
+                verdict = self.judge_value(raw, value, dialect)
                 verdict.recovered = verdict.ok
                 if verdict.ok:
                     return verdict
@@ -300,7 +301,7 @@ class OutputContract:
     def judge_reply_without_tool(
         self,
         text: str,
-        provider_name: str,
+        dialect: Dialect,
         *,
         extract: bool,
         strict_json_only: bool = False,
@@ -314,7 +315,7 @@ class OutputContract:
 
         Args:
             text: The reply text.
-            provider_name: The provider that answered.
+            dialect: The dialect the answer came in.
             extract: Accept a valid JSON value found in the text.
             strict_json_only: Accept it only when the text is the JSON value alone.
             cut_off: The reply was cut short by ``max_tokens``.
@@ -324,7 +325,7 @@ class OutputContract:
         """
         if extract and text.strip() and not cut_off:
             verdict = self.judge_text(
-                text, provider_name, extract=True, strict_json_only=strict_json_only
+                text, dialect, extract=True, strict_json_only=strict_json_only
             )
             if verdict.ok:
                 verdict.recovered = True
@@ -440,3 +441,76 @@ def resolve_contract(
         where = f"agent {config.id!r} default_output_schema"
         return _for_schema(config.default_output_schema, "default", None, lenient, where)
     return None
+
+
+@dataclass(frozen=True)
+class BoundContract:
+    """An output contract bound to one provider's profile: what one run sends and judges.
+
+    Attributes:
+        contract: The contract.
+        profile: The provider's profile (its tool dialect, strict tools, native output).
+    """
+
+    contract: OutputContract
+    profile: ProviderProfile
+
+    @property
+    def schema(self) -> JsonSchema:
+        """The designer's schema."""
+        return self.contract.schema
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect this provider is sent: its own when it takes strict tools, else neutral.
+
+        A provider without strict tools gets the schema as written (``neutral``), which every
+        OpenAI-compatible server and Anthropic's non-strict tools accept.
+        """
+        return self.profile.tool_dialect if self.profile.strict_tools else "neutral"
+
+    def tool_definition(self) -> ToolDefinition:
+        """Return ``submit_result`` as this provider is sent it."""
+        return self.contract.tool_definition(self.dialect)
+
+    def response_format(self) -> ResponseFormat:
+        """Return the native structured-output request for this provider.
+
+        Raises:
+            ConfigError: The provider has no native structured output, or the schema cannot be
+                used with it.
+        """
+        if not self.profile.native_output:
+            raise ConfigError(
+                "this provider's profile has no native structured output (native_output is "
+                "false); use output_mode 'tool' or 'prompted', or override the profile"
+            )
+        return self.contract.response_format(self.dialect)
+
+    def judge_text(
+        self, text: str, *, extract: bool, strict_json_only: bool, cut_off: bool = False
+    ) -> Verdict:
+        """Judge a reply whose text should hold the answer as JSON (see the contract's)."""
+        return self.contract.judge_text(
+            text,
+            self.dialect,
+            extract=extract,
+            strict_json_only=strict_json_only,
+            cut_off=cut_off,
+        )
+
+    def judge_call(self, call: ToolCall, *, extract: bool, cut_off: bool = False) -> Verdict:
+        """Judge one ``submit_result`` call's arguments (see the contract's)."""
+        return self.contract.judge_call(call, self.dialect, extract=extract, cut_off=cut_off)
+
+    def judge_reply_without_tool(
+        self, text: str, *, extract: bool, strict_json_only: bool = False, cut_off: bool = False
+    ) -> Verdict:
+        """Judge a reply that called no tool where ``submit_result`` was required."""
+        return self.contract.judge_reply_without_tool(
+            text,
+            self.dialect,
+            extract=extract,
+            strict_json_only=strict_json_only,
+            cut_off=cut_off,
+        )

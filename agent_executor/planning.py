@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
+from agent_contracts.profiles import ProviderProfile
 from agent_contracts.runs import OutputMode, RunError, RunOptions, RunRequest
 from agent_contracts.validation import ValidationIssue
 from agent_core.prompts import parameters_section
@@ -35,8 +36,8 @@ __all__ = [
     "run_spec",
 ]
 
-Rung = tuple[int, Provider, OutputMode]
-"""One tier of a run: its number, its provider and the output mode used on it."""
+Rung = tuple[int, Provider, OutputMode, ProviderProfile]
+"""One tier of a run: its number, its provider, the output mode and the profile used on it."""
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,14 @@ def request_of(request: RunRequest | str, fields: Mapping[str, object]) -> RunRe
 
 
 def choose_mode(
-    requested: OutputMode | None, contract: OutputContract | None, provider: Provider
+    requested: OutputMode | None, contract: OutputContract | None, profile: ProviderProfile
 ) -> OutputMode:
     """Return the output mode a run uses on ``provider``.
 
     Args:
         requested: The mode the options ask for, or ``None`` to let the provider decide.
         contract: The run's contract (``None``: free text).
-        provider: The provider of this tier.
+        profile: The profile of this tier's provider.
 
     Raises:
         ConfigError: ``text`` was asked for a run with a contract, or ``tool`` for a provider
@@ -102,10 +103,11 @@ def choose_mode(
     if requested == "text":
         raise ConfigError("output_mode 'text' needs a run without an output contract")
     if requested is None:
-        return "tool" if provider.supports_tools else "prompted"
-    if requested == "tool" and not provider.supports_tools:
+        return "tool" if profile.supports_tools else "prompted"
+    if requested == "tool" and not profile.supports_tools:
         raise ConfigError(
-            f"{provider.name} cannot call tools; use output_mode 'prompted' or 'native'"
+            "this provider cannot call tools (its profile says supports_tools: false); use "
+            "output_mode 'prompted' or 'native'"
         )
     return requested
 
@@ -181,7 +183,7 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
         plan: The resolved run.
         rung: The tier to run.
     """
-    tier, provider, mode = rung
+    tier, provider, mode, profile = rung
     task = plan.request.task
     if plan.request.parameters:
         parameters = json.dumps(plan.request.parameters, indent=2, ensure_ascii=False)
@@ -201,4 +203,5 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
         temperature=config.temperature,
         model_tier=tier,
         precheck=plan.precheck,
+        profile=profile,
     )

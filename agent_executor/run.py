@@ -45,7 +45,7 @@ from agent_core.prompts import (
 )
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.contract import OutputContract, Verdict
-from agent_executor.providers.base import ModelTurnRequest, Provider, ToolChoice
+from agent_executor.providers.base import ModelTurnRequest, ToolChoice
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import RunFailure, RunSpec, RunState, emit, model_name
 
@@ -77,11 +77,6 @@ class RunOutcome:
 
     result: RunResult
     output: BaseModel | None = None
-
-
-def _cannot_force(provider: Provider) -> bool:
-    """Whether the provider is known up front to downgrade a forced tool choice to ``auto``."""
-    return getattr(provider, "thinking_budget", None) is not None
 
 
 _SYSTEM_PROMPTS: dict[tuple[str, str, PromptMode], tuple[JsonValue, str]] = {}
@@ -116,7 +111,7 @@ def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
     if contract is not None:
         prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
         system = _system_prompt(system, contract, prompt_mode)
-    cannot_force = spec.mode == "tool" and contract is not None and _cannot_force(spec.provider)
+    cannot_force = spec.mode == "tool" and contract is not None and not spec.wire.can_force_tool
     task = spec.task
     if cannot_force:
         task += f"\n\n{TOOLS_REQUIRED_REMINDER if spec.tools else FORCE_REMINDER}"
@@ -139,13 +134,13 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
         The first request, in neutral form (each provider translates it to its wire format).
     """
     messages, _ = _opening(spec)
-    contract = spec.contract
+    contract = spec.contract.bind(spec.wire) if spec.contract else None
     inputs = [tool.definition() for tool in spec.tools]
     if contract is None or spec.mode != "tool":
         tools = inputs if contract is None else []
         response_format = None
         if contract is not None and spec.mode == "native":
-            response_format = contract.response_format(spec.provider.name)
+            response_format = contract.response_format()
         return ModelTurnRequest(
             messages=messages,
             tools=tools,
@@ -154,12 +149,16 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
             temperature=spec.temperature,
             response_format=response_format,
         )
-    submit = contract.tool_definition(spec.provider.name)
+    submit = contract.tool_definition()
     forced = not inputs or spec.max_steps <= 1
+    if not forced and not spec.wire.supports_required_tool_choice:
+        any_tool = ToolChoice.auto()
+    else:
+        any_tool = ToolChoice.required()
     return ModelTurnRequest(
         messages=messages,
         tools=[submit] if forced else [*inputs, submit],
-        tool_choice=ToolChoice.tool(submit.name) if forced else ToolChoice.required(),
+        tool_choice=ToolChoice.tool(submit.name) if forced else any_tool,
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
     )
@@ -180,6 +179,7 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     contract = spec.contract
     messages, cannot_force = _opening(spec)
     state = RunState(spec, sink, uuid.uuid4().hex, messages, cannot_force=cannot_force)
+    state.bound = contract.bind(spec.wire) if contract else None
     emit(
         state,
         RunStartedEvent(

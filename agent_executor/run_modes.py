@@ -54,16 +54,13 @@ async def json_text_loop(state: RunState) -> Verdict:
         RunFailure: The re-prompts are spent, or the run hit a limit.
     """
     spec = state.spec
-    contract = spec.contract
+    contract = state.bound
     assert contract is not None
-    response_format = None
-    if spec.mode == "native":
-        response_format = contract.response_format(spec.provider.name)
+    response_format = contract.response_format() if spec.mode == "native" else None
     while True:
         turn = await call_model(state, [], ToolChoice.auto(), response_format)
         judged = contract.judge_text(
             turn.text,
-            spec.provider.name,
             extract=spec.options.extract_json,
             strict_json_only=spec.options.strict_json_only,
             cut_off=turn.stop_reason == "max_tokens",
@@ -160,22 +157,22 @@ async def tool_loop(state: RunState) -> Verdict:
         RunFailure: The re-prompts are spent, or the run hit a limit.
     """
     spec = state.spec
-    contract = spec.contract
+    contract = state.bound
     assert contract is not None
-    submit = contract.tool_definition(spec.provider.name)
+    submit = contract.tool_definition()
+    any_tool = ToolChoice.required() if spec.wire.supports_required_tool_choice else None
     inputs = [tool.definition() for tool in spec.tools]
     output_phase = False
     while True:
         forced = output_phase or not inputs or state.steps >= spec.max_steps - 1
         tools = [submit] if forced else [*inputs, submit]
-        choice = ToolChoice.tool(SUBMIT) if forced else ToolChoice.required()
+        choice = ToolChoice.tool(SUBMIT) if forced else any_tool or ToolChoice.auto()
         _remind(state, forced)
         turn = await call_model(state, tools, choice)
         cut_off = turn.stop_reason == "max_tokens"
         if not turn.tool_calls:
             judged = contract.judge_reply_without_tool(
                 turn.text,
-                spec.provider.name,
                 extract=spec.options.extract_json,
                 strict_json_only=spec.options.strict_json_only,
                 cut_off=cut_off,
@@ -205,7 +202,7 @@ async def _answer_calls(
     ``None`` means the turn only used input tools: no attempt was made.
     """
     spec = state.spec
-    contract = spec.contract
+    contract = state.bound
     assert contract is not None
     input_names = {tool.name for tool in spec.tools}
     results: list[ToolResult] = []
@@ -213,9 +210,7 @@ async def _answer_calls(
     verdicts: list[Verdict] = []
     for call in calls:
         if call.name == SUBMIT:
-            judged = contract.judge_call(
-                call, spec.provider.name, extract=spec.options.extract_json, cut_off=cut_off
-            )
+            judged = contract.judge_call(call, extract=spec.options.extract_json, cut_off=cut_off)
             if judged.ok and accepted is None:
                 accepted, content = judged, RESULT_ACCEPTED
             elif judged.ok:

@@ -15,11 +15,12 @@ from pydantic import BaseModel, JsonValue
 
 from agent_contracts.events import AttemptEvent, ModelTurnEvent, RetryEvent
 from agent_contracts.messages import Message, ToolCall, Usage
+from agent_contracts.profiles import ProviderProfile
 from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, RunOptions
 from agent_contracts.validation import ValidationIssue
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_executor.analytics import AnalyticsSink
-from agent_executor.contract import OutputContract, Verdict
+from agent_executor.contract import BoundContract, OutputContract, Verdict
 from agent_executor.providers.base import (
     ModelTurn,
     ModelTurnRequest,
@@ -27,6 +28,7 @@ from agent_executor.providers.base import (
     ResponseFormat,
     ToolChoice,
     ToolDefinition,
+    profile_of,
 )
 from agent_executor.tools import InputTool
 
@@ -66,6 +68,8 @@ class RunSpec:
         model_tier: 0 for the agent's own model, ``n`` for an escalation tier.
         precheck: A failure found before any model call (run parameters that break the
             agent's ``parameters_schema``): the run ends with it at once, events included.
+        profile: The provider profile with the agent's and caller's overrides applied, decided
+            once for the run; ``None`` uses the provider's own.
     """
 
     agent_id: str
@@ -82,6 +86,12 @@ class RunSpec:
     temperature: float | None = None
     model_tier: int = 0
     precheck: RunError | None = None
+    profile: ProviderProfile | None = None
+
+    @property
+    def wire(self) -> ProviderProfile:
+        """The provider profile this run follows: ``profile``, else the provider's own."""
+        return self.profile if self.profile is not None else profile_of(self.provider)
 
 
 class RunFailure(Exception):
@@ -128,6 +138,7 @@ class RunState:
         last_turn_usage: The last call's usage (an attempt's usage).
         last_latency_ms: The last call's latency (an attempt's latency).
         cannot_force: The provider will not force a tool choice (reminders stand in).
+        bound: The output contract bound to the provider's profile, or ``None`` (free text).
     """
 
     spec: RunSpec
@@ -141,6 +152,7 @@ class RunState:
     last_turn_usage: Usage = field(default_factory=Usage)
     last_latency_ms: float = 0.0
     cannot_force: bool = False
+    bound: BoundContract | None = None
 
     @property
     def retries(self) -> int:

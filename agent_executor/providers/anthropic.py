@@ -23,6 +23,7 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall, Usage
+from agent_contracts.profiles import ProviderProfile
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -32,6 +33,7 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
 )
+from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 
 if TYPE_CHECKING:
     from anthropic.types import (
@@ -81,6 +83,7 @@ class AnthropicProvider:
         timeout_s: float = 120.0,
         thinking_budget: int | None = None,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        profile: ProviderProfile | None = None,
     ) -> None:
         """Create the provider (credentials are checked now, no request is made).
 
@@ -96,6 +99,8 @@ class AnthropicProvider:
                 1024). They come on top of the request's ``max_tokens``. Forced tool choices are
                 then sent as ``auto``.
             default_max_tokens: ``max_tokens`` when a request sets none.
+            profile: What the API can be sent; ``None`` is Anthropic's own. With extended
+                thinking a forced tool choice cannot be honoured, so ``can_force_tool`` is off.
 
         Raises:
             ConfigError: No credentials were given or found, or ``thinking_budget`` is too small.
@@ -108,6 +113,10 @@ class AnthropicProvider:
         self.model = model
         self.timeout_s = timeout_s
         self.thinking_budget = thinking_budget
+        base = profile if profile is not None else ANTHROPIC_PROFILE
+        self.profile = (
+            base if thinking_budget is None else base.model_copy(update={"can_force_tool": False})
+        )
         self.default_max_tokens = default_max_tokens
         self._max_retries = max_retries
         missing = f"{name}: no API key: pass api_key= or set ANTHROPIC_API_KEY"

@@ -15,6 +15,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from agent_contracts.messages import Message, ToolCall, Usage
+from agent_contracts.profiles import ProviderProfile
 
 __all__ = [
     "JsonObject",
@@ -28,6 +29,7 @@ __all__ = [
     "ToolNameMap",
     "error_body",
     "error_kind_for_status",
+    "profile_of",
 ]
 
 JsonObject = dict[str, JsonValue]
@@ -204,6 +206,9 @@ class Provider(Protocol):
     """The model it calls."""
     supports_tools: bool
     """Whether it can be offered tools."""
+    profile: ProviderProfile
+    """What it can be sent (tool dialect, strict tools, forcing, native output); the run loop
+    and the contract decide from this, never from ``name``."""
 
     async def request(self, turn: ModelTurnRequest) -> ModelTurn:
         """Make one model call.
@@ -218,6 +223,27 @@ class Provider(Protocol):
             ProviderError: The provider failed after the SDK's bounded retries.
         """
         ...
+
+
+def profile_of(provider: Provider) -> ProviderProfile:
+    """Return a provider's profile; one written before profiles existed gets a neutral one.
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        ``provider.profile``, or a neutral profile; a provider whose ``supports_tools`` is
+        false never gets a profile that offers it tools.
+    """
+    tools = bool(getattr(provider, "supports_tools", True))
+    profile = getattr(provider, "profile", None)
+    if not isinstance(profile, ProviderProfile):
+        return ProviderProfile(supports_tools=tools)
+    return (
+        profile
+        if tools or not profile.supports_tools
+        else profile.model_copy(update={"supports_tools": False})
+    )
 
 
 def error_kind_for_status(status: int) -> str:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, JsonValue
 from agent_contracts.errors import ConfigError
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
+from agent_executor.providers.profiles import TEST_PROFILE
 
 __all__ = ["FunctionModel", "FunctionReply", "TurnFunction"]
 
@@ -39,6 +40,8 @@ class FunctionModel:
 
     supports_tools = True
     """The function sees the tools and may call them."""
+    profile = TEST_PROFILE
+    """Neutral tools; every output mode is answered."""
 
     def __init__(
         self,

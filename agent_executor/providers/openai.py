@@ -34,6 +34,7 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall, Usage
+from agent_contracts.profiles import ProviderProfile
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -44,6 +45,7 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
 )
+from agent_executor.providers.profiles import OPENAI_PROFILE
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
 
@@ -84,6 +86,7 @@ class OpenAIProvider:
         max_retries: int = 2,
         timeout_s: float = 120.0,
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
+        profile: ProviderProfile | None = None,
     ) -> None:
         """Create the provider (credentials are checked now, no request is made).
 
@@ -97,12 +100,15 @@ class OpenAIProvider:
             timeout_s: The default per-request timeout in seconds.
             max_tokens_param: Which field carries ``max_tokens``; ``None`` picks
                 ``max_completion_tokens`` for OpenAI itself and ``max_tokens`` for other servers.
+            profile: What the server can be sent; ``None`` is OpenAI's own (strict tools, native
+                structured output). ``resolve_model`` gives compatible servers theirs.
 
         Raises:
             ConfigError: No API key was given or found in the environment, or an option is invalid.
         """
         self.name = name
         self.model = model
+        self.profile = profile if profile is not None else OPENAI_PROFILE
         self.timeout_s = timeout_s
         self._max_retries = max_retries
         try:

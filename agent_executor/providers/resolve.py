@@ -5,11 +5,14 @@ The environment is passed in (the CLI passes ``os.environ``); nothing here reads
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from agent_contracts.errors import ConfigError
 from agent_executor.providers.base import Provider
+from agent_executor.providers.profiles import COMPATIBLE_PROFILE
 from agent_executor.providers.test import TestModel
 
 # The SDK-backed providers are imported where they are built: importing both SDKs costs about
@@ -17,8 +20,11 @@ from agent_executor.providers.test import TestModel
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
+    "DEFAULT_LLAMACPP_BASE_URL",
     "DEFAULT_OLLAMA_BASE_URL",
     "DEFAULT_OPENAI_MODEL",
+    "DEFAULT_VLLM_BASE_URL",
+    "ENV_COMPATIBLE_BASE_URL",
     "ENV_MODEL",
     "KNOWN_PREFIXES",
     "NO_MODEL",
@@ -31,6 +37,15 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 """The model used when no spec is given and only ``ANTHROPIC_API_KEY`` is set."""
 DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434/v1"
 """Ollama's OpenAI-compatible endpoint when ``OLLAMA_BASE_URL`` is not set."""
+DEFAULT_VLLM_BASE_URL = "http://localhost:8000/v1"
+"""vLLM's OpenAI-compatible endpoint when ``VLLM_BASE_URL`` is not set."""
+DEFAULT_LLAMACPP_BASE_URL = "http://127.0.0.1:8080/v1"
+"""llama.cpp's server endpoint when ``LLAMACPP_BASE_URL`` is not set."""
+ENV_COMPATIBLE_BASE_URL = "OPENAI_COMPATIBLE_BASE_URL"
+"""Environment variable with the URL of the server a ``compatible:`` model runs on."""
+
+Factory = Callable[[str, Mapping[str, str]], Provider]
+"""Builds a provider from a model name and the environment."""
 
 
 ENV_MODEL = "AGENTSHAPE_MODEL"
@@ -46,31 +61,65 @@ NO_MODEL = (
 """The error for a run with no model anywhere and no API key: it says how to pick one."""
 
 
+def _sdk_provider(module: str, extra: str) -> Any:
+    """Import a provider module whose SDK is an extra, or say which extra to install.
+
+    Raises:
+        ConfigError: The SDK is not installed (the message names the extra).
+    """
+    try:
+        return importlib.import_module(f"agent_executor.providers.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in (extra, f"agent_executor.providers.{module}"):
+            raise
+        raise ConfigError(
+            f"this model needs the {extra} SDK, which is not installed: "
+            f"pip install 'agentshape[{extra}]'"
+        ) from exc
+
+
 def _openai(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("OPENAI_API_KEY")
     if not key:
         raise ConfigError(f"model 'openai:{model}' needs OPENAI_API_KEY to be set")
-    from agent_executor.providers.openai import OpenAIProvider
-
-    return OpenAIProvider(model, api_key=key, base_url=env.get("OPENAI_BASE_URL") or None)
+    sdk = _sdk_provider("openai", "openai")
+    provider: Provider = sdk.OpenAIProvider(
+        model, api_key=key, base_url=env.get("OPENAI_BASE_URL") or None
+    )
+    return provider
 
 
 def _anthropic(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("ANTHROPIC_API_KEY")
     if not key:
         raise ConfigError(f"model 'anthropic:{model}' needs ANTHROPIC_API_KEY to be set")
-    from agent_executor.providers.anthropic import AnthropicProvider
+    sdk = _sdk_provider("anthropic", "anthropic")
+    provider: Provider = sdk.AnthropicProvider(
+        model, api_key=key, base_url=env.get("ANTHROPIC_BASE_URL") or None
+    )
+    return provider
 
-    return AnthropicProvider(model, api_key=key, base_url=env.get("ANTHROPIC_BASE_URL") or None)
 
+def _compatible(prefix: str, variable: str, default: str | None) -> Factory:
+    """Return the factory for an OpenAI-compatible server named by ``prefix``."""
 
-def _ollama(model: str, env: Mapping[str, str]) -> Provider:
-    base_url = env.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_BASE_URL
-    if urlsplit(base_url).path.strip("/") == "":  # "http://host:11434" means its /v1 endpoint
-        base_url = base_url.rstrip("/") + "/v1"
-    from agent_executor.providers.openai import OpenAIProvider
+    def make(model: str, env: Mapping[str, str]) -> Provider:
+        base_url = env.get(variable) or default
+        if not base_url:
+            raise ConfigError(
+                f"model '{prefix}:{model}' needs {variable} to be set to the server's URL "
+                "(such as http://localhost:8000/v1)"
+            )
+        if urlsplit(base_url).path.strip("/") == "":  # "http://host:port" means its /v1 endpoint
+            base_url = base_url.rstrip("/") + "/v1"
+        key = env.get(f"{prefix.upper()}_API_KEY") or prefix  # local servers take any key
+        sdk = _sdk_provider("openai", "openai")
+        provider: Provider = sdk.OpenAIProvider(
+            model, api_key=key, base_url=base_url, name=prefix, profile=COMPATIBLE_PROFILE
+        )
+        return provider
 
-    return OpenAIProvider(model, api_key="ollama", base_url=base_url, name="ollama")
+    return make
 
 
 def _test(options: str, env: Mapping[str, str]) -> Provider:
@@ -90,11 +139,14 @@ def _test(options: str, env: Mapping[str, str]) -> Provider:
     return TestModel(seed=seed, fail_first=fail_first)
 
 
-_FACTORIES: dict[str, Callable[[str, Mapping[str, str]], Provider]] = {
+_FACTORIES: dict[str, Factory] = {
     "anthropic": _anthropic,
-    "ollama": _ollama,
+    "compatible": _compatible("compatible", ENV_COMPATIBLE_BASE_URL, None),
+    "llamacpp": _compatible("llamacpp", "LLAMACPP_BASE_URL", DEFAULT_LLAMACPP_BASE_URL),
+    "ollama": _compatible("ollama", "OLLAMA_BASE_URL", DEFAULT_OLLAMA_BASE_URL),
     "openai": _openai,
     "test": _test,
+    "vllm": _compatible("vllm", "VLLM_BASE_URL", DEFAULT_VLLM_BASE_URL),
 }
 
 KNOWN_PREFIXES = tuple(sorted(_FACTORIES))
@@ -104,8 +156,12 @@ KNOWN_PREFIXES = tuple(sorted(_FACTORIES))
 def resolve_model(spec: str | None, *, env: Mapping[str, str]) -> Provider:
     """Return the provider a model spec names.
 
-    Specs: ``openai:MODEL``, ``anthropic:MODEL``, ``ollama:MODEL`` (OpenAI-compatible, at
-    ``OLLAMA_BASE_URL`` or ``http://localhost:11434/v1``), ``test`` or ``test:seed=3`` (options
+    Specs: ``openai:MODEL``, ``anthropic:MODEL``; OpenAI-compatible servers with the
+    compatible profile: ``ollama:MODEL`` (``OLLAMA_BASE_URL``, default
+    ``http://localhost:11434/v1``), ``vllm:MODEL`` (``VLLM_BASE_URL``, default
+    ``http://localhost:8000/v1``), ``llamacpp:MODEL`` (``LLAMACPP_BASE_URL``, default
+    ``http://127.0.0.1:8080/v1``), ``compatible:MODEL`` (``OPENAI_COMPATIBLE_BASE_URL``,
+    required); each reads an optional ``<PREFIX>_API_KEY``; ``test`` or ``test:seed=3`` (options
     joined by ``,``; ``fail_first=text+invalid_arguments`` scripts failures). A bare
     ``gpt-...``/``o1``-style name means OpenAI and ``claude-...`` means Anthropic.
 

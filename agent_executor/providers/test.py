@@ -38,6 +38,7 @@ from pydantic import JsonValue
 from agent_contracts.errors import ConfigError
 from agent_contracts.messages import ToolCall, Usage
 from agent_executor.providers.base import JsonObject, ModelTurn, ModelTurnRequest, ToolDefinition
+from agent_executor.providers.profiles import TEST_PROFILE
 
 __all__ = ["FAILURE_MODES", "FailureMode", "TestModel", "generate_value"]
 
@@ -114,6 +115,8 @@ class TestModel:
     __test__ = False  # not a pytest test class
     supports_tools = True
     """The test model takes tools."""
+    profile = TEST_PROFILE
+    """Neutral tools; every output mode is answered."""
 
     def __init__(
         self,

@@ -9,8 +9,15 @@ from pydantic import BaseModel
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError, InvalidSchemaError
 from agent_contracts.messages import ToolCall
+from agent_contracts.profiles import ProviderProfile
 from agent_contracts.validation import ValidationIssue
-from agent_executor.contract import CUT_OFF, OutputContract, Verdict, dialect_for, resolve_contract
+from agent_executor.contract import CUT_OFF, OutputContract, Verdict, resolve_contract
+from agent_executor.providers.profiles import (
+    ANTHROPIC_PROFILE,
+    COMPATIBLE_PROFILE,
+    OPENAI_PROFILE,
+    TEST_PROFILE,
+)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -55,11 +62,29 @@ def must(contract: OutputContract | None) -> OutputContract:
 
 
 @pytest.mark.parametrize(
-    ("provider", "dialect"),
-    [("openai", "openai"), ("anthropic", "anthropic"), ("ollama", "neutral"), ("test", "neutral")],
+    ("profile", "dialect"),
+    [
+        (OPENAI_PROFILE, "openai"),
+        (ANTHROPIC_PROFILE, "anthropic"),
+        (COMPATIBLE_PROFILE, "neutral"),
+        (TEST_PROFILE, "neutral"),
+        (OPENAI_PROFILE.model_copy(update={"strict_tools": False}), "neutral"),
+        (ProviderProfile(tool_dialect="anthropic", strict_tools=False), "neutral"),
+    ],
 )
-def test_dialect_for_provider(provider: str, dialect: str) -> None:
-    assert dialect_for(provider) == dialect
+def test_the_profile_alone_decides_the_dialect(profile: ProviderProfile, dialect: str) -> None:
+    contract = must(
+        resolve_contract(
+            AgentConfig.model_validate({"id": "a", "output_schema": SCHEMA}),
+            output_type=None,
+            inline=None,
+            named=None,
+            lenient=False,
+        )
+    )
+    bound = contract.bind(profile)
+    assert bound.dialect == dialect
+    assert bound.tool_definition() == contract.tool_definition(dialect)  # type: ignore[arg-type]
 
 
 def test_agents_own_schema() -> None:
@@ -134,7 +159,7 @@ def test_tool_definition_per_dialect() -> None:
     contract = must(resolve(config(output_schema=SCHEMA)))
     openai = contract.tool_definition("openai")
     anthropic = contract.tool_definition("anthropic")
-    ollama = contract.tool_definition("ollama")
+    ollama = contract.tool_definition("neutral")
     assert openai.name == anthropic.name == ollama.name == "submit_result"
     assert openai.strict and anthropic.strict and not ollama.strict
     assert openai.parameters["additionalProperties"] is False
@@ -150,7 +175,7 @@ def test_non_object_root_is_wrapped_and_unwrapped() -> None:
     tool = contract.tool_definition("openai")
     assert tool.parameters["required"] == ["result"]
     assert "`result` argument" in tool.description
-    for provider in ("openai", "anthropic", "ollama"):
+    for provider in ("openai", "anthropic", "neutral"):
         assert contract.unwrap({"result": [1, 2]}, provider) == [1, 2]
     assert contract.issues(contract.unwrap({"result": [1, "x"]}, "openai")) != []
 
@@ -171,7 +196,7 @@ def test_optional_fields_openai_strict_nulls_are_removed() -> None:
 def test_response_format_per_dialect() -> None:
     contract = must(resolve(config(output_schema=SCHEMA)))
     openai = contract.response_format("openai")
-    ollama = contract.response_format("ollama")
+    ollama = contract.response_format("neutral")
     anthropic = contract.response_format("anthropic")
     assert openai.strict and not ollama.strict and anthropic.strict
     assert ollama.json_schema == SCHEMA
@@ -251,7 +276,7 @@ def test_judge_call() -> None:
 
 
 def test_judge_reply_without_tool() -> None:
-    accepted = contract().judge_reply_without_tool(json.dumps(VALID), "ollama", extract=True)
+    accepted = contract().judge_reply_without_tool(json.dumps(VALID), "neutral", extract=True)
     assert accepted.ok and accepted.recovered
     text = contract().judge_reply_without_tool("It is fine.", "openai", extract=True)
     assert text.failure == "output_tool_not_called"

@@ -135,7 +135,7 @@ def test_unknown_prefix_lists_the_known_ones() -> None:
 
     message = str(caught.value)
     assert "'mistral'" in message
-    assert "known: anthropic, ollama, openai, test" in message
+    assert "known: anthropic, compatible, llamacpp, ollama, openai, test, vllm" in message
 
 
 @pytest.mark.parametrize(

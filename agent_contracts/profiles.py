@@ -1,0 +1,112 @@
+"""What a provider can be sent: :class:`ProviderProfile`, decided once, never from a name.
+
+Each provider hands over a small profile; the run loop and the output contract ask it, and only
+the provider modules spell wire format. The model string picks a provider and so its profile
+(``openai:`` OpenAI's, ``ollama:``/``vllm:``/``llamacpp:``/``compatible:`` an OpenAI-compatible
+server's conservative one); an agent's ``llm.profile`` and the command line's ``--profile
+KEY=VALUE`` override single fields (:func:`apply_profile_overrides`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent_contracts.errors import ConfigError
+
+__all__ = [
+    "ProfileOverride",
+    "ProfileOverrides",
+    "ProviderProfile",
+    "ToolDialect",
+    "apply_profile_overrides",
+]
+
+ToolDialect = Literal["neutral", "openai", "anthropic"]
+"""The JSON Schema rules a tool's parameters are compiled for: OpenAI's function tools,
+Anthropic's tools, or neutral (the schema as written, for OpenAI-compatible servers)."""
+
+
+class ProviderProfile(BaseModel):
+    """What one provider accepts, as far as the run loop and the contract need to know."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_dialect: ToolDialect = "neutral"
+    """The rules ``submit_result``'s parameters are compiled for."""
+    strict_tools: bool = False
+    """Send tools strict (the provider constrains arguments to the schema) when the schema
+    allows it without narrowing what is accepted."""
+    supports_tools: bool = True
+    """The provider takes tools at all; without them the output is asked for in the prompt."""
+    can_force_tool: bool = True
+    """A forced tool choice is honoured; when not, a written reminder stands in for it."""
+    supports_required_tool_choice: bool = True
+    """``tool_choice: required`` (any tool) is accepted; when not, ``auto`` is sent with the
+    reminder, and ``submit_result`` is still forced by name on the last step."""
+    native_output: bool = False
+    """The provider's native structured output (a response schema) can be asked for."""
+
+
+ProfileOverrides = Mapping[str, object]
+"""Profile fields to override, by name: ``{"strict_tools": False}``."""
+
+
+class ProfileOverride(BaseModel):
+    """An agent's ``llm.profile``: the provider-profile fields it overrides (unset: kept)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tool_dialect: ToolDialect | None = None
+    """Override :attr:`ProviderProfile.tool_dialect`."""
+    strict_tools: bool | None = None
+    """Override :attr:`ProviderProfile.strict_tools`."""
+    supports_tools: bool | None = None
+    """Override :attr:`ProviderProfile.supports_tools`."""
+    can_force_tool: bool | None = None
+    """Override :attr:`ProviderProfile.can_force_tool`."""
+    supports_required_tool_choice: bool | None = None
+    """Override :attr:`ProviderProfile.supports_required_tool_choice`."""
+    native_output: bool | None = None
+    """Override :attr:`ProviderProfile.native_output`."""
+
+    def fields(self) -> dict[str, object]:
+        """Return the overridden fields only."""
+        return self.model_dump(exclude_none=True)
+
+
+def apply_profile_overrides(
+    profile: ProviderProfile, overrides: ProfileOverrides, *, source: str = "profile"
+) -> ProviderProfile:
+    """Return ``profile`` with the given fields replaced.
+
+    Args:
+        profile: The provider's own profile.
+        overrides: Field values by name; booleans may be given as ``true``/``false`` text.
+        source: Where the overrides came from, for messages (``agent 'x' llm.profile``...).
+
+    Returns:
+        The new profile (``profile`` itself when there is nothing to override).
+
+    Raises:
+        ConfigError: A field is unknown (with the nearest field name) or a value does not fit.
+    """
+    if not overrides:
+        return profile
+    fields = list(ProviderProfile.model_fields)
+    for key in overrides:
+        if key not in ProviderProfile.model_fields:
+            from agent_contracts.config import suggest_key
+
+            hint = suggest_key(key, fields)
+            more = f" (did you mean {hint!r}?)" if hint else ""
+            raise ConfigError(
+                f"{source}: unknown profile field {key!r}{more}; fields: {', '.join(fields)}"
+            )
+    try:
+        return ProviderProfile.model_validate({**profile.model_dump(), **dict(overrides)})
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{source}: {problems}") from exc

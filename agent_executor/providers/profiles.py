@@ -1,0 +1,49 @@
+"""The profile each kind of provider starts from; the model string's prefix picks one.
+
+Overrides (an agent's ``llm.profile``, the command line's ``--profile``) are applied on top by
+:func:`agent_contracts.profiles.apply_profile_overrides`.
+"""
+
+from __future__ import annotations
+
+from agent_contracts.profiles import ProviderProfile
+
+__all__ = ["ANTHROPIC_PROFILE", "COMPATIBLE_PROFILE", "OPENAI_PROFILE", "TEST_PROFILE"]
+
+OPENAI_PROFILE = ProviderProfile(
+    tool_dialect="openai",
+    strict_tools=True,
+    can_force_tool=True,
+    supports_required_tool_choice=True,
+    native_output=True,
+)
+"""OpenAI itself (``openai:``): strict function tools, ``json_schema`` response formats."""
+
+ANTHROPIC_PROFILE = ProviderProfile(
+    tool_dialect="anthropic",
+    strict_tools=True,
+    can_force_tool=True,
+    supports_required_tool_choice=True,
+    native_output=True,
+)
+"""Anthropic Messages (``anthropic:``); with extended thinking, ``can_force_tool`` is off."""
+
+COMPATIBLE_PROFILE = ProviderProfile(
+    tool_dialect="neutral",
+    strict_tools=False,
+    can_force_tool=True,
+    supports_required_tool_choice=False,
+    native_output=False,
+)
+"""An OpenAI-compatible server (``ollama:``, ``vllm:``, ``llamacpp:``, ``compatible:``): the
+schema as written, no strict mode, a tool forced by name only (several servers refuse
+``required``), no native structured output unless overridden."""
+
+TEST_PROFILE = ProviderProfile(
+    tool_dialect="neutral",
+    strict_tools=False,
+    can_force_tool=True,
+    supports_required_tool_choice=True,
+    native_output=True,
+)
+"""The offline test model and ``FunctionModel``: neutral tools; every mode is answered."""
