@@ -240,6 +240,9 @@ class Execution:
             text = error.format_message() if isinstance(error, AgentshapeError) else str(error)
             kind = "schema_not_found" if isinstance(error, SchemaNotFoundError) else "config_error"
             return _failed(kind, text)
+        except Exception as error:  # a library bug must end the run, not leave it to be retried
+            logger.exception("run of agent %s failed unexpectedly", agent_name)
+            return _failed("internal_error", f"the run failed unexpectedly: {error!r}")
 
     @staticmethod
     def known_tools(library_tools: Collection[str]) -> list[str]:

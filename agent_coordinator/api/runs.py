@@ -147,7 +147,7 @@ async def create_run(
 async def list_runs(
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[int | None, Query(ge=1, le=2**62)] = None,
     status: RunState | None = None,
     agent_name: Annotated[str | None, Query(max_length=200)] = None,
     session_id: Annotated[str | None, Query(max_length=100)] = None,
@@ -190,12 +190,12 @@ async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
 async def run_events(
     run_id: str,
     services: ServicesDep,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> StreamingResponse:
     """Follow a run's events as server-sent events, ending with an ``end`` event."""
     await _get(services, run_id)
-    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+    start = min(int(last_event_id), 2**62) if last_event_id and last_event_id.isdigit() else after
 
     async def stream() -> AsyncIterator[str]:
         cursor = start

@@ -36,7 +36,7 @@ def _children(services: Services, session_id: str) -> list[str]:
 async def list_sessions(
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[int | None, Query(ge=1, le=2**62)] = None,
     status: RunState | None = None,
     agent_name: Annotated[str | None, Query(max_length=200)] = None,
     parent_session_id: Annotated[str | None, Query(max_length=100)] = None,
