@@ -226,6 +226,9 @@ class RunRequest(BaseModel):
     """This run's options; fields it does not set fall through to the agent and environment."""
     messages: list[Message] = Field(default_factory=list)
     """An earlier conversation to resume (the transcript of a previous run), oldest first."""
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
+    """The id the run's result and analytics events carry (a service passes its own, so the
+    two match); ``None`` makes a new one. An escalated tier ``n`` gets ``<run_id>.tier<n>``."""
 
     @model_validator(mode="after")
     def _one_schema_source(self) -> RunRequest:

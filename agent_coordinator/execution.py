@@ -204,6 +204,7 @@ class Execution:
         events: EventBuffer,
         *,
         tools: Sequence[InputTool] = (),
+        run_id: str | None = None,
     ) -> RunResult:
         """Execute one run with the library and return its result (a failed one, never raising).
 
@@ -213,6 +214,7 @@ class Execution:
             transcript: The session's conversation so far (empty for a new session).
             events: Where the library's analytics events go.
             tools: Tools the service adds to the agent's own (``agents:start_session``).
+            run_id: The service's run id, carried by the library's result and events.
         """
         try:
             config = self.config(agent_name)
@@ -233,6 +235,7 @@ class Execution:
                 schema_name=run.output_schema_name,
                 options=self.options(run.options),
                 messages=messages,
+                run_id=run_id,
             )
             result = await agent.run(request, model=self.model_for(config, run))
             return result.result

@@ -150,7 +150,9 @@ class Runner:
             session = await asyncio.to_thread(self.store.get_session, run.session_id)
             tools.append(StartSession(self, run, session.depth if session is not None else 0))
         task = asyncio.create_task(
-            self.execution.run(run.agent_name, run.input, claim.transcript, events, tools=tools)
+            self.execution.run(
+                run.agent_name, run.input, claim.transcript, events, tools=tools, run_id=run.id
+            )
         )
         self._running[run.id] = task
         outcome = "done"

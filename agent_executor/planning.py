@@ -204,4 +204,12 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
         model_tier=tier,
         precheck=plan.precheck,
         profile=profile,
+        run_id=_tier_run_id(plan.request.run_id, tier, plan.ladder[0][0]),
     )
+
+
+def _tier_run_id(run_id: str | None, tier: int, first: int) -> str | None:
+    """Return the run id of one tier: the request's for the first, suffixed for the others."""
+    if run_id is None or tier == first:
+        return run_id
+    return f"{run_id}.tier{tier}"

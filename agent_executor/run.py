@@ -178,7 +178,8 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     started = time.perf_counter()
     contract = spec.contract
     messages, cannot_force = _opening(spec)
-    state = RunState(spec, sink, uuid.uuid4().hex, messages, cannot_force=cannot_force)
+    run_id = spec.run_id or uuid.uuid4().hex
+    state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force)
     state.bound = contract.bind(spec.wire) if contract else None
     emit(
         state,

@@ -70,6 +70,7 @@ class RunSpec:
             agent's ``parameters_schema``): the run ends with it at once, events included.
         profile: The provider profile with the agent's and caller's overrides applied, decided
             once for the run; ``None`` uses the provider's own.
+        run_id: The run's id; ``None`` makes a new one.
     """
 
     agent_id: str
@@ -87,6 +88,7 @@ class RunSpec:
     model_tier: int = 0
     precheck: RunError | None = None
     profile: ProviderProfile | None = None
+    run_id: str | None = None
 
     @property
     def wire(self) -> ProviderProfile:

@@ -40,6 +40,8 @@ def test_a_runs_events_stream_as_server_sent_events(service: Service) -> None:
     assert kinds[-1] == "end" and events[-1][1] == {"status": "completed"}
     assert "run_started" in kinds and "retry" in kinds and "run_completed" in kinds
     assert kinds.count("attempt") == 2
+    library_ids = {data.get("run_id") for kind, data in events if kind == "attempt"}
+    assert library_ids == {run_id}  # the library's events carry the service's run id
     assert service.client.get("/runs/run_nope/events").status_code == 404
 
 

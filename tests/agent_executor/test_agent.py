@@ -297,3 +297,11 @@ def test_format_child_result() -> None:
     assert format_child_result({"result_data": [1], "result_text": None}) == "[\n  1\n]"
     assert format_child_result({"result_text": "hi"}) == "hi"
     assert format_child_result({"result_text": ""}) == "(No result available)"
+
+
+def test_a_callers_run_id_is_the_results_and_the_events() -> None:
+    sink = MemoryAnalytics()
+    agent = Agent(config(output_schema=SCHEMA), model="test", analytics=sink, env={})
+    result = agent.run_sync(RunRequest(task="Grade.", run_id="run_from_a_service"))
+    assert result.run_id == "run_from_a_service"
+    assert {event.run_id for event in sink.events} == {"run_from_a_service"}
