@@ -6,6 +6,7 @@ The environment is passed in (the CLI passes ``os.environ``); nothing here reads
 from __future__ import annotations
 
 import importlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -78,26 +79,51 @@ def _sdk_provider(module: str, extra: str) -> Any:
         ) from exc
 
 
+_SHARED: OrderedDict[tuple[str, ...], Provider] = OrderedDict()
+_SHARED_MAX = 64
+
+
+def _shared(key: tuple[str, ...], build: Callable[[], Provider]) -> Provider:
+    """Return the SDK-backed provider built for ``key`` before, or build and keep it.
+
+    SDK providers hold no per-run state (their pooled clients are kept per event loop), so one
+    object serves every run with the same model, key and URL: a model string no longer builds
+    a new provider and SDK client for every run and every escalation tier. The test model keeps
+    per-run state (its scripted failures) and is never shared.
+    """
+    found = _SHARED.get(key)
+    if found is not None:
+        _SHARED.move_to_end(key)
+        return found
+    provider = build()
+    _SHARED[key] = provider
+    while len(_SHARED) > _SHARED_MAX:
+        _SHARED.popitem(last=False)
+    return provider
+
+
 def _openai(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("OPENAI_API_KEY")
     if not key:
         raise ConfigError(f"model 'openai:{model}' needs OPENAI_API_KEY to be set")
+    base_url = env.get("OPENAI_BASE_URL") or None
     sdk = _sdk_provider("openai", "openai")
-    provider: Provider = sdk.OpenAIProvider(
-        model, api_key=key, base_url=env.get("OPENAI_BASE_URL") or None
+    return _shared(
+        ("openai", model, key, base_url or ""),
+        lambda: sdk.OpenAIProvider(model, api_key=key, base_url=base_url),
     )
-    return provider
 
 
 def _anthropic(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("ANTHROPIC_API_KEY")
     if not key:
         raise ConfigError(f"model 'anthropic:{model}' needs ANTHROPIC_API_KEY to be set")
+    base_url = env.get("ANTHROPIC_BASE_URL") or None
     sdk = _sdk_provider("anthropic", "anthropic")
-    provider: Provider = sdk.AnthropicProvider(
-        model, api_key=key, base_url=env.get("ANTHROPIC_BASE_URL") or None
+    return _shared(
+        ("anthropic", model, key, base_url or ""),
+        lambda: sdk.AnthropicProvider(model, api_key=key, base_url=base_url),
     )
-    return provider
 
 
 def _compatible(prefix: str, variable: str, default: str | None) -> Factory:
@@ -114,10 +140,12 @@ def _compatible(prefix: str, variable: str, default: str | None) -> Factory:
             base_url = base_url.rstrip("/") + "/v1"
         key = env.get(f"{prefix.upper()}_API_KEY") or prefix  # local servers take any key
         sdk = _sdk_provider("openai", "openai")
-        provider: Provider = sdk.OpenAIProvider(
-            model, api_key=key, base_url=base_url, name=prefix, profile=COMPATIBLE_PROFILE
+        return _shared(
+            (prefix, model, key, base_url),
+            lambda: sdk.OpenAIProvider(
+                model, api_key=key, base_url=base_url, name=prefix, profile=COMPATIBLE_PROFILE
+            ),
         )
-        return provider
 
     return make
 

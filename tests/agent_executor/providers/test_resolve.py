@@ -171,3 +171,12 @@ def test_keys_in_os_environ_are_not_read(monkeypatch: pytest.MonkeyPatch) -> Non
         resolve_model(None, env={})
     with pytest.raises(ConfigError, match="needs OPENAI_API_KEY"):
         resolve_model("openai:gpt-4.1", env={})
+
+
+def test_sdk_providers_are_built_once_per_model_key_and_url() -> None:
+    env = {"OPENAI_API_KEY": "sk-one", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    first = resolve_model("openai:gpt-4.1", env=env)
+
+    assert resolve_model("openai:gpt-4.1", env=env) is first
+    assert resolve_model("openai:gpt-4.1", env={**env, "OPENAI_API_KEY": "sk-two"}) is not first
+    assert resolve_model("test", env={}) is not resolve_model("test", env={})  # stateful
