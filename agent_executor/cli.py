@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import TextIO
 
 from pydantic import BaseModel
@@ -23,8 +25,15 @@ from pydantic import BaseModel
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor import cli_analytics, cli_batch, cli_fleet, cli_inspect, cli_schemas
-from agent_executor.agent import Agent
+from agent_executor import (
+    cli_analytics,
+    cli_batch,
+    cli_fleet,
+    cli_init,
+    cli_inspect,
+    cli_schemas,
+)
+from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.cli_inputs import (
     EXIT_OK,
@@ -43,7 +52,7 @@ from agent_executor.cli_inputs import (
 )
 from agent_executor.result import AgentResult
 
-__all__ = ["find_agent_file", "main", "parse_param"]
+__all__ = ["EPILOG", "Registrar", "build_parser", "find_agent_file", "main", "parse_param"]
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,11 +65,36 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.set_defaults(handler=_run)
 
 
-def _parser() -> argparse.ArgumentParser:
+Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+"""Adds commands to the command line: ``register(commands)``, each sub-parser setting
+``handler(args, out, err) -> int`` with ``set_defaults``."""
+
+EPILOG = (
+    "exit codes: 0 done, 1 a run failed or a check found problems, 2 bad usage or config "
+    "(one 'agentshape: ...' line on stderr), 130 interrupted"
+)
+
+
+def _version() -> str:
+    try:
+        return version("agentshape")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown (not installed)"
+
+
+def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentParser:
+    """Return the ``agentshape`` argument parser.
+
+    Args:
+        extra_commands: More ``register(commands)`` functions, such as the service's ``serve``
+            and ``runner`` (the layers above the executor add theirs this way).
+    """
     parser = argparse.ArgumentParser(
         prog="agentshape",
         description="Run LLM agents that return data in the shape their designer asked for.",
+        epilog=EPILOG,
     )
+    parser.add_argument("--version", action="version", version=f"agentshape {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(commands)
     cli_batch.register(commands)
@@ -68,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     cli_inspect.register(commands)
     cli_schemas.register(commands)
     cli_analytics.register(commands)
+    cli_init.register(commands)
+    for register in extra_commands:
+        register(commands)
+    for sub in commands.choices.values():
+        if sub.epilog is None:
+            sub.epilog = EPILOG
     return parser
 
 
@@ -76,7 +116,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = run_options(args)
     _, config = load_agent(args.agent, args.agents_dir)
     schema = caller_schema(args, config)
-    analytics = JsonlAnalytics(args.analytics_dir or DEFAULT_ANALYTICS_DIR)
+    analytics = JsonlAnalytics(
+        args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
+    )
     agent: Agent[BaseModel] = Agent(
         config,
         workspace=args.workspace,
@@ -139,19 +181,28 @@ def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
             print(f"last output:\n{last}", file=out)
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    out: TextIO | None = None,
+    extra_commands: Sequence[Registrar] = (),
+) -> int:
     """Run the ``agentshape`` command line and return its exit code.
+
+    A reader that closes the pipe early (``agentshape list | head -1``) ends the command
+    quietly, as a Unix tool does.
 
     Args:
         argv: The arguments (default: ``sys.argv[1:]``).
         out: Where results go (default: standard output); messages go to standard error.
+        extra_commands: More commands to offer (see :func:`build_parser`).
 
     Returns:
         0 when the command did what was asked, 1 when a run failed (or an output is invalid, a
         config has problems), 2 for bad usage or config, 130 when interrupted.
     """
     stdout = out or sys.stdout
-    parser = _parser()
+    parser = build_parser(extra_commands)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -168,7 +219,23 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print("agentshape: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _quiet_closed_pipe()
+        return EXIT_OK
+    try:
+        stdout.flush()
+    except BrokenPipeError:
+        _quiet_closed_pipe()
     return code
+
+
+def _quiet_closed_pipe() -> None:
+    """Point stdout at devnull so the interpreter's last flush does not raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to redirect
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from agent_contracts.runs import RunResult
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.agent import Agent
+from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.cli_inputs import (
     EXIT_OK,
@@ -368,7 +368,9 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _, config = load_agent(args.agent, args.agents_dir)
     schema = caller_schema(args, config)
     items = read_tasks(args.tasks)
-    analytics = JsonlAnalytics(args.analytics_dir or DEFAULT_ANALYTICS_DIR)
+    analytics = JsonlAnalytics(
+        args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
+    )
     agent: Agent[BaseModel] = Agent(
         config,
         workspace=args.workspace,

@@ -18,7 +18,7 @@ from typing import TextIO, TypeAlias
 import yaml
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from agent_contracts.config import AgentConfig
+from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_core.loading import load_agent_config
@@ -91,9 +91,16 @@ def find_agent_file(agent: str, agents_dir: Path) -> Path:
     if candidate.is_file():
         return candidate
     known = sorted(p.parent.name for p in agents_dir.glob("*/agent.yml"))
-    listing = ", ".join(known) if known else "none"
+    if not known:
+        raise UsageError(
+            f"no agent {agent!r}: not a file, and no fleet in {agents_dir} (no */agent.yml); "
+            "run 'agentshape init' to write a starter agent there, or pass --agents-dir"
+        )
+    hint = suggest_key(agent, known)
+    more = f"did you mean {hint!r}? " if hint else ""
     raise UsageError(
-        f"no agent {agent!r}: not a file, and no {candidate} (agents in {agents_dir}: {listing})"
+        f"no agent {agent!r}: not a file, and no {candidate} ({more}agents in {agents_dir}: "
+        f"{', '.join(known)})"
     )
 
 
@@ -263,7 +270,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
     )
     parser.add_argument(
-        "--analytics-dir", type=Path, help="where run events go (default .agentshape/analytics)"
+        "--analytics-dir",
+        type=Path,
+        help="where run events go as JSONL (default $AGENTSHAPE_ANALYTICS_DIR, else "
+        ".agentshape/analytics; the command line always writes them)",
     )
 
 

@@ -1,7 +1,7 @@
-"""The ``agentshape`` command: the executor's commands, and the service's once installed.
+"""The ``agentshape`` command: the executor's commands and the service's ``serve``/``runner``.
 
 The executor's command line (``run``, ``list``, ``schemas``...) lives in ``agent_executor``,
-which cannot import the layers above it; this module is where those commands are put together.
+which cannot import the layers above it; this module is where the service's commands join it.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from agent_coordinator.cli import register as register_service
 from agent_executor.cli import main as executor_main
 
 __all__ = ["main"]
@@ -24,4 +25,4 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     Returns:
         The exit code: 0 done, 1 a run failed or a check found problems, 2 bad usage or config.
     """
-    return executor_main(argv, out=out)
+    return executor_main(argv, out=out, extra_commands=[register_service])
