@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +26,11 @@ from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from agent_contracts.runs import RunResult
+from agent_contracts.runs import RunRequest, RunResult
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
+from agent_executor.batch import run_many
 from agent_executor.cli_inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -45,6 +47,8 @@ from agent_executor.cli_inputs import (
     run_options,
 )
 from agent_executor.cli_progress import Progress
+from agent_executor.providers.base import Provider
+from agent_executor.result import AgentResult
 
 __all__ = ["TaskItem", "read_done", "read_tasks", "register", "result_record", "run_tasks"]
 
@@ -300,54 +304,49 @@ async def run_tasks(
     items: Sequence[TaskItem],
     *,
     concurrency: int,
-    shared: Mapping[str, JsonValue],
-    run_arguments: Mapping[str, object],
+    requests: Sequence[RunRequest],
+    model: Provider,
+    escalate: bool,
     sink: TextIO,
     progress: Progress,
-) -> int:
-    """Run every task, at most ``concurrency`` at once, writing each result as it finishes.
+) -> Counter[str]:
+    """Run every request with the library's ``run_many``, writing each result as it finishes.
 
     Args:
         agent: The agent.
-        items: The tasks.
+        items: The tasks, one per request (for their ids and lines).
         concurrency: Most runs in flight at once.
-        shared: Parameters for every task (a task's own parameters win).
-        run_arguments: Passed to :meth:`Agent.run` for every task (options, model, schema).
+        requests: One request per task.
+        model: The provider every run uses.
+        escalate: Escalate a contract failure to the agent's next model tier.
         sink: Where each result's line (:func:`result_record`) is written and flushed.
         progress: Advanced once per finished task.
 
     Returns:
-        How many tasks failed.
+        The failed tasks, counted by error type.
 
     Raises:
-        ConfigError: A run's arguments are invalid (the other runs are cancelled).
+        ConfigError: A run's request is invalid (the other runs are cancelled).
     """
-    gate = asyncio.Semaphore(concurrency)
-    failed = 0
+    failures: Counter[str] = Counter()
 
-    async def one(item: TaskItem) -> None:
-        nonlocal failed
-        async with gate:
-            outcome = await agent.run(
-                item.task,
-                parameters={**shared, **item.parameters},
-                **run_arguments,  # type: ignore[arg-type]
-            )
+    def written(index: int, outcome: AgentResult[BaseModel]) -> None:
         result = outcome.result
-        sink.write(json.dumps(result_record(item, result), ensure_ascii=False) + "\n")
+        sink.write(json.dumps(result_record(items[index], result), ensure_ascii=False) + "\n")
         sink.flush()
-        failed += int(not result.ok)
+        if result.error is not None:
+            failures[result.error.type] += 1
         progress.advance(failed=not result.ok)
 
-    runs = [asyncio.ensure_future(one(item)) for item in items]
-    try:
-        await asyncio.gather(*runs)
-    except BaseException:
-        for run in runs:
-            run.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
-        raise
-    return failed
+    await run_many(
+        agent,
+        requests,
+        concurrency=concurrency,
+        on_result=written,
+        model=model,
+        escalate=escalate,
+    )
+    return failures
 
 
 def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -388,28 +387,37 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"dropped {dropped} earlier line(s) of tasks that run again", file=err)
     progress = Progress(len(pending), err)
     progress.start()
-    failed = 0
+    failures: Counter[str] = Counter()
+    requests = [
+        RunRequest(
+            task=item.task,
+            parameters={**shared, **item.parameters},
+            options=options,
+            output_schema=schema.inline,
+            schema_name=schema.name if schema.inline is None else None,
+        )
+        for item in pending
+    ]
     if pending:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("a", encoding="utf-8") as sink:
-            failed = asyncio.run(
+            failures = asyncio.run(
                 run_tasks(
                     agent,
                     pending,
                     concurrency=args.concurrency,
-                    shared=shared,
-                    run_arguments={
-                        "options": options,
-                        "model": provider,
-                        "escalate": not args.no_escalate,
-                        **schema.run_arguments(),
-                    },
+                    requests=requests,
+                    model=provider,
+                    escalate=not args.no_escalate,
                     sink=sink,
                     progress=progress,
                 )
             )
+    failed = sum(failures.values())
     completed = len(pending) - failed
     summary = f"{len(items)} task(s): {completed} completed, {failed} failed"
+    if failures:
+        summary += " (" + ", ".join(f"{n} {kind}" for kind, n in failures.most_common()) + ")"
     if skipped:
         summary += f", {skipped} skipped (completed earlier)"
     print(f"{summary}; results in {args.out}", file=out)

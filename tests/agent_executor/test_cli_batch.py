@@ -10,6 +10,7 @@ import pytest
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.messages import Message
+from agent_contracts.runs import RunRequest
 from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics
 from agent_executor.cli import main
@@ -69,7 +70,7 @@ def test_runs_every_task_and_writes_one_line_each(capsys: pytest.CaptureFixture[
         assert line["model"] == "test" and line["model_tier"] == 0
         assert line["usage"]["requests"] == 1 and line["attempts"] == 1
     assert out == "4 task(s): 4 completed, 0 failed; results in results.jsonl\n"
-    assert err.rstrip().endswith("4/4 done")
+    assert err.rstrip().splitlines()[-1].startswith("4/4 done, ") and "elapsed" in err
 
 
 def test_failed_tasks_exit_1_and_a_rerun_retries_only_them(
@@ -82,7 +83,7 @@ def test_failed_tasks_exit_1_and_a_rerun_retries_only_them(
     )
     assert run_many("counter", "--tasks", "tasks.jsonl") == 1
     out = capsys.readouterr().out
-    assert "3 task(s): 2 completed, 1 failed" in out
+    assert "3 task(s): 2 completed, 1 failed (1 input_validation_failed)" in out
     failed = {line["id"]: line for line in results()}["b"]
     assert failed["status"] == "failed" and failed["result_data"] is None
     assert failed["error"]["type"] == "input_validation_failed"
@@ -270,13 +271,14 @@ async def test_run_tasks_writes_results_as_they_finish_with_bounded_concurrency(
         agent,
         items,
         concurrency=2,
-        shared={},
-        run_arguments={"model": FunctionModel(answer)},
+        requests=[RunRequest(task=item.task) for item in items],
+        model=FunctionModel(answer),
+        escalate=True,
         sink=sink,
         progress=progress,
     )
     order = [json.loads(line)["result_data"]["title"] for line in sink.getvalue().splitlines()]
-    assert failed == 0 and progress.done == 5
+    assert sum(failed.values()) == 0 and progress.done == 5
     assert order == ["t2", "t3", "t4", "t5", "slow"]
     assert most == 2
 
