@@ -21,13 +21,16 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
 
 from agent_contracts.config import AgentConfig
-from agent_contracts.runs import merge_options
+from agent_contracts.runs import RunOptions, RunRequest, merge_options
 from agent_contracts.validation import ValidationIssue
 from agent_core.dialects import Dialect
 from agent_core.prompts import PromptMode, enriched_system_prompt
+from agent_core.registry import SchemaRegistry
+from agent_executor.agent import Agent
+from agent_executor.analytics import NullAnalytics
 from agent_executor.cli_inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -41,7 +44,9 @@ from agent_executor.cli_inputs import (
     read_json_file,
 )
 from agent_executor.contract import OutputContract, resolve_contract
+from agent_executor.planning import run_spec
 from agent_executor.providers.base import ToolNameMap
+from agent_executor.run import first_request
 from agent_executor.tools import build_input_tools
 
 __all__ = ["class_name_for", "codegen_command", "register", "show_command", "validate_command"]
@@ -102,6 +107,13 @@ def register(commands: Subcommands) -> None:
         help="the prompt for tool mode or prompted/native mode (default: the agent's mode)",
     )
     show.add_argument("--workspace", type=Path, help="directory the input tools may read")
+    show.add_argument(
+        "--model",
+        default="test",
+        help="the model whose first request is shown, built by the run loop itself "
+        "(default: test, the offline model; e.g. openai:gpt-4.1-mini with its key set)",
+    )
+    show.add_argument("--task", default="(the task)", help="the task in the first request shown")
     show.add_argument("--json", action="store_true", help="print it all as one JSON object")
     show.set_defaults(handler=show_command)
 
@@ -140,6 +152,7 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     configured = config.options.output_mode
     mode: PromptMode = args.mode or ("prompted" if configured in ("prompted", "native") else "tool")
     tools = build_input_tools(config.tools, workspace=args.workspace or Path.cwd())
+    first = _first_request(args, config, mode)
     wire = ToolNameMap([*(tool.name for tool in tools), "submit_result"])
     system = config.system_prompt
     if contract is not None:
@@ -176,6 +189,7 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "output_tool": output_tool or None,
             "reports": reports or None,
             "input_tools": input_tools,
+            "first_request": first,
         }
         out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
@@ -198,8 +212,35 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for tool, definition in zip(tools, input_tools, strict=True):
         lines += ["", f"=== input tool {tool.name} (sent as {wire.to_wire(tool.name)}) ==="]
         lines.append(_dumps(definition))
+    lines += ["", f"=== first request to {args.model} (built by the run loop) ===", _dumps(first)]
     out.write("\n".join(lines) + "\n")
     return EXIT_OK
+
+
+def _first_request(args: argparse.Namespace, config: AgentConfig, mode: PromptMode) -> JsonValue:
+    """Return the first request a run would send, built by the run loop's own code.
+
+    Raises:
+        ConfigError: The model cannot be resolved, or the options do not fit it.
+    """
+    agent: Agent[BaseModel] = Agent(
+        config,
+        workspace=args.workspace,
+        analytics=NullAnalytics(),
+        registry=SchemaRegistry(args.registry),
+    )
+    options = RunOptions(output_mode=mode) if args.mode else RunOptions()
+    schema = caller_schema(args, config)
+    request = RunRequest(
+        task=args.task,
+        options=options,
+        output_schema=schema.inline,
+        schema_name=schema.name if schema.inline is None else None,
+    )
+    plan = agent.plan(request, args.model)
+    turn = first_request(run_spec(agent.config, agent.tools, plan, plan.ladder[0]))
+    dumped: JsonValue = turn.model_dump(mode="json", exclude_defaults=True)
+    return dumped
 
 
 def _dumps(value: JsonValue) -> str:

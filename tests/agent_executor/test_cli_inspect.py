@@ -272,3 +272,30 @@ def test_class_name_for() -> None:
     assert class_name_for("pr-reviewer") == "PrReviewerOutput"
     assert class_name_for("execution_qa") == "ExecutionQaOutput"
     assert class_name_for("9lives") == "Agent9livesOutput"
+
+
+def test_show_prints_the_first_request_a_run_really_sends(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_llm: FakeLLM,
+) -> None:
+    from tests.agent_executor.test_cli import AGENT_YML
+
+    agents = tmp_path / "show-fleet"
+    (agents / "grader").mkdir(parents=True)
+    (agents / "grader" / "agent.yml").write_text(AGENT_YML)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-show")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    model = ["--model", "openai:gpt-show", "--agents-dir", str(agents)]
+    assert main(["show", "grader", "--task", "Grade it.", "--json", *model]) == 0
+    shown = json.loads(capsys.readouterr().out)["first_request"]
+
+    fake_llm.respond(openai_tool_call("submit_result", '{"title": "t", "score": 3}'))
+    analytics = str(tmp_path / "a")
+    assert main(["run", "grader", "--task", "Grade it.", *model, "--analytics-dir", analytics]) == 0
+    sent = fake_llm.requests[0].body
+    assert isinstance(sent, dict)
+    assert [m["content"] for m in shown["messages"]] == [m["content"] for m in sent["messages"]]
+    assert [t["name"] for t in shown["tools"]] == [t["function"]["name"] for t in sent["tools"]]
+    assert shown["tool_choice"] == {"mode": "tool", "tool_name": "submit_result"}
