@@ -7,7 +7,6 @@ A run either completes with exactly one of ``result_text`` (no output contract) 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Annotated, Literal, get_args
 
 from pydantic import (
@@ -24,8 +23,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from agent_contracts.errors import ConfigError
 from agent_contracts.messages import Message, Usage
+from agent_contracts.options import (
+    ENV_EXTRACT_JSON,
+    ENV_MAX_RETRIES,
+    OutputMode,
+    RunOptions,
+    merge_options,
+    options_from_env,
+)
 from agent_contracts.validation import ValidationIssue
 
 __all__ = [
@@ -66,10 +72,6 @@ def _check_json_schema(value: object, handler: ValidatorFunctionWrapHandler) -> 
 JsonSchema = Annotated[dict[str, JsonValue] | bool, WrapValidator(_check_json_schema)]
 """A JSON Schema as data: an object, or ``true``/``false``. Not meta-validated here."""
 
-OutputMode = Literal["tool", "native", "prompted", "text"]
-"""How the output is asked for: the ``submit_result`` tool, the provider's native structured
-output, a schema in the prompt with JSON read from the text, or plain text (no contract)."""
-
 RunStatus = Literal["completed", "failed"]
 """How a run ended."""
 
@@ -106,103 +108,6 @@ RunErrorType = Literal[
 
 RUN_ERROR_TYPES: tuple[str, ...] = get_args(RunErrorType)
 """The values of ``RunErrorType``, in declaration order."""
-
-ENV_MAX_RETRIES = "SCHEMA_ENFORCEMENT_MAX_RETRIES"
-"""Environment variable with the default ``max_retries`` (read by the executor)."""
-
-ENV_EXTRACT_JSON = "SCHEMA_ENFORCEMENT_EXTRACT_JSON"
-"""Environment variable with the default ``extract_json`` (read by the executor)."""
-
-
-class RunOptions(BaseModel):
-    """How strictly and how persistently a run enforces its output contract.
-
-    Options come in layers: environment defaults, then the agent's options, then the run's own.
-    ``merge_options`` combines them; a field a layer did not set falls through to the layer below.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    max_retries: int = Field(default=1, ge=0)
-    """Re-prompts after a failed attempt (one by default: two attempts in all)."""
-    extract_json: bool = True
-    """Recover a JSON value from surrounding prose or code fences in a text reply."""
-    strict_json_only: bool = False
-    """Treat any text around the JSON value as a failed attempt."""
-    output_mode: OutputMode | None = None
-    """How to ask for the output; ``None`` lets the executor choose for the provider."""
-    token_budget: int | None = Field(default=None, ge=1)
-    """Most tokens (input plus output) the whole run may spend; ``None`` for no limit."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """Most seconds the whole run may take; ``None`` for no limit."""
-    lenient_formats: bool = False
-    """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
-
-
-def merge_options(*layers: RunOptions | None) -> RunOptions:
-    """Combine option layers, lowest precedence first: ``merge_options(env, agent, run)``.
-
-    A layer overrides a field only if it set it explicitly (the field is in its
-    ``model_fields_set``) to a value other than ``None``; otherwise the field falls through to the
-    layers below, and finally to the field's default. ``None`` layers are skipped. The result has
-    every field set, so it overrides everything if used as a layer itself.
-
-    Args:
-        *layers: Option layers, from the lowest precedence (environment defaults) to the highest
-            (the run's own options).
-
-    Returns:
-        The resolved options.
-    """
-    chosen: dict[str, object] = {}
-    for layer in layers:
-        if layer is None:
-            continue
-        for name in layer.model_fields_set:
-            value = getattr(layer, name)
-            if value is not None:
-                chosen[name] = value
-    resolved = RunOptions.model_validate(chosen)
-    return RunOptions.model_validate(
-        {name: getattr(resolved, name) for name in RunOptions.model_fields}
-    )
-
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
-
-def options_from_env(env: Mapping[str, str]) -> RunOptions:
-    """Read the environment-default option layer from a mapping such as ``os.environ``.
-
-    Only ``SCHEMA_ENFORCEMENT_MAX_RETRIES`` and ``SCHEMA_ENFORCEMENT_EXTRACT_JSON`` are read;
-    an unset or empty variable leaves its field unset, so it falls through in ``merge_options``.
-
-    Args:
-        env: The environment to read (the caller passes ``os.environ``; this function reads
-            nothing itself).
-
-    Returns:
-        A layer with only the variables that were given set.
-
-    Raises:
-        ConfigError: A variable holds something that is not a whole number >= 0 or a boolean.
-    """
-    values: dict[str, object] = {}
-    retries = env.get(ENV_MAX_RETRIES, "").strip()
-    if retries:
-        if not retries.isdigit():
-            raise ConfigError(f"{ENV_MAX_RETRIES} must be a whole number >= 0, got {retries!r}")
-        values["max_retries"] = int(retries)
-    extract = env.get(ENV_EXTRACT_JSON, "").strip().lower()
-    if extract:
-        if extract not in _TRUE | _FALSE:
-            raise ConfigError(
-                f"{ENV_EXTRACT_JSON} must be true or false (or 1/0, yes/no, on/off), "
-                f"got {env[ENV_EXTRACT_JSON]!r}"
-            )
-        values["extract_json"] = extract in _TRUE
-    return RunOptions.model_validate(values)
 
 
 class RunRequest(BaseModel):

@@ -36,7 +36,8 @@ from agent_contracts.runs import (
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
-from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
+from agent_executor.analytics import AnalyticsSink
+from agent_executor.assembly import ENV_ANALYTICS_DIR, config_of, sink_for
 from agent_executor.contract import OutputContract, resolve_contract
 from agent_executor.escalation import fold_escalation, should_escalate
 from agent_executor.planning import (
@@ -58,9 +59,6 @@ from agent_executor.tools import InputTool, build_input_tools
 __all__ = ["ENV_ANALYTICS_DIR", "Agent"]
 
 logger = logging.getLogger(__name__)
-
-ENV_ANALYTICS_DIR = "AGENTSHAPE_ANALYTICS_DIR"
-"""Environment variable naming a directory for analytics JSONL files, when no sink is given."""
 
 
 class Agent(Generic[OutputT]):
@@ -117,7 +115,7 @@ class Agent(Generic[OutputT]):
         registry: SchemaRegistry | None = None,
         profile: Mapping[str, object] | None = None,
     ) -> None:
-        config = _config_of(config, output_schema, system_prompt, name, tools)
+        config = config_of(config, output_schema, system_prompt, name, tools)
         if output_type is not None and config.output_schema is not None:
             raise ConfigError(
                 f"agent {config.id!r} has an output_schema and an output_type; give one contract"
@@ -127,7 +125,7 @@ class Agent(Generic[OutputT]):
         self.output_type = output_type
         self.workspace = Path(workspace) if workspace is not None else Path.cwd()
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
-        self.analytics: AnalyticsSink = _sink(analytics, analytics_dir, self.env)
+        self.analytics: AnalyticsSink = sink_for(analytics, analytics_dir, self.env)
         self.registry = registry if registry is not None else SchemaRegistry()
         self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
         """Provider-profile fields overridden for every run: the config's, then ``profile=``."""
@@ -378,51 +376,3 @@ class Agent(Generic[OutputT]):
         issues = self._params.issues(dict(request.parameters)) if self._params else []
         precheck = parameter_failure(self.config.id, issues, request.parameters)
         return RunPlan(request, options, contract, ladder, precheck)
-
-
-def _config_of(
-    config: AgentConfig | None,
-    output_schema: JsonSchema | None,
-    system_prompt: str | None,
-    name: str | None,
-    tools: Sequence[str],
-) -> AgentConfig:
-    """Return ``config``, or a one-off agent's config built from its parts.
-
-    Raises:
-        ConfigError: Both a config and one-off parts were given.
-    """
-    parts = {
-        "output_schema": output_schema,
-        "system_prompt": system_prompt,
-        "name": name,
-        "tools": list(tools) or None,
-    }
-    given = sorted(key for key, value in parts.items() if value is not None)
-    if config is not None:
-        if given:
-            raise ConfigError(
-                f"give an AgentConfig or the parts of a one-off agent, not both "
-                f"(got a config and {', '.join(given)}); put them in the config instead"
-            )
-        return config
-    data: dict[str, object] = {"name": name or "agent", "system_prompt": system_prompt or ""}
-    if output_schema is not None:
-        data["output_schema"] = output_schema
-    if tools:
-        data["tools"] = list(tools)
-    return AgentConfig.model_validate(data)
-
-
-def _sink(
-    analytics: AnalyticsSink | None,
-    directory: str | os.PathLike[str] | None,
-    env: Mapping[str, str],
-) -> AnalyticsSink:
-    """Return the sink a run writes to: the given one, a directory's, or none at all."""
-    if analytics is not None:
-        return analytics
-    if directory is not None:
-        return JsonlAnalytics(os.fspath(directory))
-    from_env = env.get(ENV_ANALYTICS_DIR, "").strip()
-    return JsonlAnalytics(from_env) if from_env else NullAnalytics()
