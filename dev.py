@@ -50,7 +50,7 @@ def ensure_env(extras: str) -> None:
 
 def demo(args: list[str]) -> int:
     """Run the demo agent end to end on the offline test model (``--model X`` picks another)."""
-    ensure_env("")
+    ensure_env("all")
     model = [] if "--model" in args else ["--model", "test"]
     if model:
         print(

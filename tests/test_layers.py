@@ -62,3 +62,55 @@ def test_provider_sdks_are_imported_only_in_their_adapter(sdk: str) -> None:
         if sdk in _imports(path)
     ]
     assert users in ([], [SDK_HOMES[sdk]])
+
+
+PROVIDER_NAMES = {"openai", "anthropic", "ollama", "vllm", "llamacpp", "compatible"}
+DIALECT_NAMES = {"openai", "anthropic"}
+DIALECT_HOMES = {
+    "agent_contracts/profiles.py",  # the ToolDialect type
+    "agent_core/dialects.py",  # compiling a schema to each dialect's rules
+    "agent_core/output_tool.py",  # submit_result in each dialect
+    "agent_executor/contract.py",  # a contract's tool in its bound dialect
+    "agent_executor/cli_inspect.py",  # `show` titles each dialect's tool
+}
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """Every string literal in code (docstrings left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if id(node) not in docstrings
+    ]
+
+
+def test_no_module_outside_the_providers_names_a_provider() -> None:
+    """What a model is sent is decided by its provider's profile, never by a provider's name.
+
+    A provider name as a whole string literal is allowed only inside agent_executor/providers/;
+    ``openai`` and ``anthropic`` are also the names of two *tool dialects* (which JSON Schema
+    rules a tool is compiled for), allowed as such in the few modules that compile or show them.
+    """
+    found = []
+    for package in ("agent_contracts", "agent_core", "agent_executor", "agent_coordinator"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith("agent_executor/providers/"):
+                continue
+            allowed = DIALECT_NAMES if relative in DIALECT_HOMES else set()
+            found += [
+                f"{relative}:{line}: {text!r}"
+                for line, text in _code_strings(path)
+                if text.lower() in PROVIDER_NAMES - allowed
+            ]
+    assert found == []

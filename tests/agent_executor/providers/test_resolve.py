@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from agent_contracts.errors import ConfigError
@@ -180,3 +183,39 @@ def test_sdk_providers_are_built_once_per_model_key_and_url() -> None:
     assert resolve_model("openai:gpt-4.1", env=env) is first
     assert resolve_model("openai:gpt-4.1", env={**env, "OPENAI_API_KEY": "sk-two"}) is not first
     assert resolve_model("test", env={}) is not resolve_model("test", env={})  # stateful
+
+
+@pytest.mark.parametrize(
+    ("spec", "env", "extra"),
+    [
+        ("openai:gpt-4.1", {"OPENAI_API_KEY": "sk-x"}, "openai"),
+        ("ollama:qwen3", {}, "openai"),
+        ("anthropic:claude-x", {"ANTHROPIC_API_KEY": "k"}, "anthropic"),
+    ],
+)
+def test_a_missing_sdk_names_the_extra_to_install(
+    spec: str, env: dict[str, str], extra: str
+) -> None:
+    """In a child interpreter whose import of the SDK is refused, as if it were not installed."""
+    child = f"""
+import importlib.abc, json, sys
+
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == {extra!r} or name.startswith({extra!r} + "."):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, Absent())
+from agent_contracts.errors import ConfigError
+from agent_executor.providers.resolve import resolve_model
+try:
+    resolve_model({spec!r}, env={env!r})
+except ConfigError as error:
+    print(error.format_message())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"pip install 'agentshape[{extra}]'" in done.stdout
