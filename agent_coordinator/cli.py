@@ -21,6 +21,7 @@ from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
+from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
 # FastAPI and uvicorn (the ``server`` extra) are imported by ``serve`` itself, so adding these
@@ -92,7 +93,11 @@ def register(commands: Subcommands) -> None:
 
 
 def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
-    fleet = load_fleet(args.agents_dir, known_tools=Execution.known_tools(KNOWN_TOOLS))
+    fleet = load_fleet(
+        args.agents_dir,
+        known_tools=Execution.known_tools(KNOWN_TOOLS),
+        known_model_prefixes=KNOWN_PREFIXES,
+    )
     execution = Execution(
         fleet,
         SchemaRegistry(args.registry),

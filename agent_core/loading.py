@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 from pydantic_core import ErrorDetails
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigFileError, ConfigProblems
 
-__all__ = ["dotted_field", "load_agent_config", "parse_agent_config"]
+__all__ = [
+    "AgentDocument",
+    "dotted_field",
+    "line_of",
+    "load_agent_config",
+    "parse_agent_config",
+    "read_agent_document",
+    "read_schema_file",
+]
 
 _Loc = tuple[str | int, ...]
 _MAX_VALUES = 100_000
@@ -53,13 +62,25 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
         ConfigProblems: The YAML is read but its content is wrong; ``problems`` lists every
             unknown key, duplicate key, conflicting spelling and wrong value, each with its line.
     """
+    document = read_agent_document(path)
+    if document.problems or document.config is None:
+        raise ConfigProblems(document.problems)
+    return document.config
+
+
+def _read_text(path: str | os.PathLike[str], what: str = "config file") -> tuple[str, str]:
+    """Return ``(source, text)`` of a UTF-8 file.
+
+    Raises:
+        ConfigFileError: The file is missing, a directory, unreadable or not UTF-8.
+    """
     source = os.fspath(path)
     try:
         raw = Path(source).read_bytes()
     except FileNotFoundError as exc:
         raise ConfigFileError("file not found", source=source) from exc
     except IsADirectoryError as exc:
-        raise ConfigFileError("is a directory, not a config file", source=source) from exc
+        raise ConfigFileError(f"is a directory, not a {what}", source=source) from exc
     except OSError as exc:
         raise ConfigFileError(
             f"cannot read the file: {exc.strerror or exc}", source=source
@@ -73,7 +94,87 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
             source=source,
             line=line,
         ) from exc
-    return parse_agent_config(text, source=source)
+    return source, text
+
+
+@dataclass(frozen=True)
+class AgentDocument:
+    """One agent file, read once: its YAML node tree, its data, and the config or its problems.
+
+    Attributes:
+        source: The file.
+        root: The YAML node tree, for pointing at lines (:meth:`line_of`).
+        data: The document as plain data.
+        config: The normalised config, or ``None`` when it has problems.
+        problems: Every problem of the config (unknown keys, wrong values...), each at its line.
+    """
+
+    source: str
+    root: yaml.MappingNode
+    data: object
+    config: AgentConfig | None
+    problems: list[ConfigFileError]
+
+    def line_of(self, loc: _Loc) -> int:
+        """Return the line of the key at ``loc`` (or of its nearest parent in the file)."""
+        return line_of(self.root, loc)
+
+
+def read_agent_document(path: str | os.PathLike[str]) -> AgentDocument:
+    """Read one agent file once, keeping its node tree, data and config problems.
+
+    Args:
+        path: The YAML file.
+
+    Returns:
+        The document; its ``problems`` are the config's (the file itself was readable).
+
+    Raises:
+        ConfigFileError: The file is missing, unreadable, not UTF-8, not valid YAML, empty, not
+            a mapping, or its aliases expand too far.
+    """
+    source, text = _read_text(path)
+    return _document(text, source)
+
+
+def _document(text: str, source: str) -> AgentDocument:
+    root, data = _read_yaml(text, source)
+    problems = [
+        ConfigFileError(message, source=source, line=line, field=dotted_field(loc))
+        for loc, line, message in _duplicate_keys(root, ())
+    ]
+    config: AgentConfig | None = None
+    try:
+        config = AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        problems += [_config_problem(error, root, source) for error in exc.errors()]
+    problems.sort(key=lambda problem: problem.line or 0)
+    return AgentDocument(source, root, data, None if problems else config, problems)
+
+
+def read_schema_file(path: str | os.PathLike[str]) -> JsonValue:
+    """Read a JSON Schema document from a JSON or YAML file, with an agent file's guards.
+
+    Aliases that expand too far or refer to themselves are refused exactly as in an
+    ``agent.yml``; dates stay strings, so the value is JSON data.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The document's value (``None`` for an empty file; the caller checks it is an object
+        or a boolean).
+
+    Raises:
+        ConfigFileError: The file cannot be read, is empty, is not valid YAML (``invalid
+            YAML: ...`` with its line), or expands too far.
+    """
+    source, text = _read_text(path, "schema file")
+    _, data = _read_yaml_node(
+        text, source, what="a JSON Schema is an object or a boolean", mapping=False
+    )
+    value: JsonValue = data  # type: ignore[assignment]
+    return value
 
 
 def parse_agent_config(text: str, *, source: str) -> AgentConfig:
@@ -92,23 +193,23 @@ def parse_agent_config(text: str, *, source: str) -> AgentConfig:
         ConfigProblems: The YAML is read but its content is wrong; ``problems`` lists every
             unknown key, duplicate key, conflicting spelling and wrong value, each with its line.
     """
-    root, data = _read_yaml(text, source)
-    problems = [
-        ConfigFileError(message, source=source, line=line, field=dotted_field(loc))
-        for loc, line, message in _duplicate_keys(root, ())
-    ]
-    config: AgentConfig | None = None
-    try:
-        config = AgentConfig.model_validate(data)
-    except ValidationError as exc:
-        problems += [_config_problem(error, root, source) for error in exc.errors()]
-    if problems or config is None:
-        problems.sort(key=lambda problem: problem.line or 0)
-        raise ConfigProblems(problems)
-    return config
+    document = _document(text, source)
+    if document.problems or document.config is None:
+        raise ConfigProblems(document.problems)
+    return document.config
 
 
-def _read_yaml(text: str, source: str) -> tuple[yaml.MappingNode, object]:
+def _read_yaml(
+    text: str, source: str, *, what: str = "an agent config is a YAML mapping of keys"
+) -> tuple[yaml.MappingNode, object]:
+    node, data = _read_yaml_node(text, source, what=what, mapping=True)
+    assert isinstance(node, yaml.MappingNode)
+    return node, data
+
+
+def _read_yaml_node(
+    text: str, source: str, *, what: str, mapping: bool
+) -> tuple[yaml.Node, object]:
     """Compose and construct the single YAML document, keeping its node tree for line numbers.
 
     Raises:
@@ -121,10 +222,10 @@ def _read_yaml(text: str, source: str) -> tuple[yaml.MappingNode, object]:
     try:
         node = loader.get_single_node()
         if node is None:
-            raise ConfigFileError(
-                "the file is empty; an agent config is a YAML mapping of keys", source=source
-            )
-        if not isinstance(node, yaml.MappingNode):
+            if not mapping:
+                return yaml.ScalarNode("tag:yaml.org,2002:null", ""), None
+            raise ConfigFileError(f"the file is empty; {what}", source=source)
+        if mapping and not isinstance(node, yaml.MappingNode):
             kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
             raise ConfigFileError(
                 f"the top level must be a mapping of keys, not {kind}",
@@ -230,8 +331,13 @@ def _duplicate_keys(node: yaml.Node, loc: _Loc) -> Iterator[tuple[_Loc, int, str
             yield from _duplicate_keys(item, (*loc, index))
 
 
-def _line_of(root: yaml.Node, loc: _Loc) -> int:
-    """Return the 1-based line of the key (or list item) at ``loc``, or of its nearest parent."""
+def line_of(root: yaml.Node, loc: _Loc) -> int:
+    """Return the 1-based line of the key (or list item) at ``loc``, or of its nearest parent.
+
+    Args:
+        root: A document's YAML node tree.
+        loc: The path of keys and list indexes.
+    """
     node = root
     line = root.start_mark.line + 1
     for part in loc:
@@ -270,5 +376,5 @@ def _config_problem(error: ErrorDetails, root: yaml.Node, source: str) -> Config
     if "url" in error and isinstance(value, str | int | float | bool) and value is not None:
         shown = repr(value)
         message += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-    line = _line_of(root, loc)
+    line = line_of(root, loc)
     return ConfigFileError(message, source=source, line=line, field=dotted_field(loc))

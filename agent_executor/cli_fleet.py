@@ -20,6 +20,7 @@ from agent_contracts.errors import FleetProblems
 from agent_core.fleet import load_fleet
 from agent_executor.cli_inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands
 from agent_executor.cli_table import format_table
+from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
 __all__ = ["output_fields", "register"]
@@ -86,7 +87,7 @@ def list_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ConfigFileError: The directory does not exist or is not a directory.
     """
     try:
-        fleet = load_fleet(args.dir, known_tools=KNOWN_TOOLS)
+        fleet = load_fleet(args.dir, known_tools=KNOWN_TOOLS, known_model_prefixes=KNOWN_PREFIXES)
     except FleetProblems as found:
         print(f"{found.directory}: {found.message}:", file=err)
         for problem in found.problems:

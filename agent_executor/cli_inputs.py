@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-import yaml
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from agent_contracts.config import AgentConfig, suggest_key
-from agent_contracts.errors import AgentshapeError
+from agent_contracts.errors import AgentshapeError, ConfigFileError
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_core.loading import load_agent_config
+from agent_core.loading import read_schema_file as read_yaml_value
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_core.validation import compile_schema
 from agent_executor.agent import Agent
@@ -164,16 +164,6 @@ def read_json_file(path: Path, *, what: str = "file") -> JsonValue:
     return value
 
 
-class _JsonYamlLoader(yaml.SafeLoader):
-    """``SafeLoader`` that keeps timestamps as strings, so a schema stays JSON data."""
-
-
-_JsonYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def read_schema_file(path: Path) -> JsonSchema:
     """Read a JSON Schema from a JSON or YAML file and check it against its draft.
 
@@ -200,11 +190,12 @@ def read_schema_file(path: Path) -> JsonSchema:
             raise _json_problem(path, exc) from None
     else:
         try:
-            value = yaml.load(text, Loader=_JsonYamlLoader)  # a SafeLoader subclass
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            value = read_yaml_value(path)
+        except ConfigFileError as exc:
+            if not exc.message.startswith("invalid YAML: "):
+                raise
+            where = f" at line {exc.line}" if exc.line else ""
+            problem = exc.message.removeprefix("invalid YAML: ")
             raise UsageError(f"{path} is not valid YAML: {problem}{where}") from None
     if not isinstance(value, dict | bool):
         kind = "nothing" if value is None else type(value).__name__

@@ -330,3 +330,44 @@ def test_the_repository_fleet_loads_without_problems_or_warnings() -> None:
         assert config.output_schema is not None, agent_id
         if agent_id != "pr-reviewer":  # the reviewer of seed 000 reads the diff it is given
             assert config.tools, agent_id
+
+
+def test_every_problem_of_a_file_at_once(tmp_path: Path) -> None:
+    """An unknown key and a bad schema type in one file are both reported."""
+    agent = tmp_path / "grader"
+    agent.mkdir()
+    (agent / "agent.yml").write_text(
+        "id: grader\n"
+        "system_prompt: Grade.\n"
+        "sytem: oops\n"
+        "output_schema:\n"
+        "  type: object\n"
+        "  properties:\n"
+        "    score: {type: integr}\n"
+    )
+    with pytest.raises(FleetProblems) as caught:
+        load_fleet(tmp_path, known_tools=None)
+    lines = [str(problem) for problem in caught.value.problems]
+    assert any("sytem" in line and ":3:" in line for line in lines), lines
+    assert any("integr" in line and ":7:" in line for line in lines), lines
+
+
+def test_model_prefixes_are_checked_when_known(tmp_path: Path) -> None:
+    agent = tmp_path / "grader"
+    agent.mkdir()
+    (agent / "agent.yml").write_text(
+        "schema: kb.agent/1\n"
+        "id: grader\n"
+        "llm:\n"
+        "  model: opneai:gpt-4.1\n"
+        "  tiers: [anthropic:claude-x, mistral:large]\n"
+        "context: {static: {system: Grade.}}\n"
+    )
+    assert load_fleet(tmp_path, known_tools=None)["grader"].model == "opneai:gpt-4.1"
+    with pytest.raises(FleetProblems) as caught:
+        load_fleet(tmp_path, known_tools=None, known_model_prefixes=["anthropic", "openai"])
+    lines = [str(problem) for problem in caught.value.problems]
+    assert len(lines) == 2
+    assert ":4: llm.model: unknown model provider 'opneai'" in lines[0]
+    assert "did you mean 'openai'?" in lines[0]
+    assert ":5: llm.tiers[1]: unknown model provider 'mistral'" in lines[1]

@@ -6,7 +6,13 @@ from pathlib import Path
 import pytest
 
 from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigError, InvalidSchemaError, SchemaNotFoundError
+from agent_contracts.errors import (
+    ConfigError,
+    ConfigFileError,
+    InvalidSchemaError,
+    SchemaNotFoundError,
+)
+from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
 from agent_executor.cli_inputs import (
     UsageError,
@@ -104,3 +110,30 @@ def test_run_options() -> None:
     assert run_options(argparse.Namespace(max_retries=None, mode=None)).model_fields_set == set()
     with pytest.raises(UsageError, match="--max-retries: "):
         run_options(argparse.Namespace(max_retries=-1, mode=None))
+
+
+BOMB = """\
+type: object
+a: &a [x, x, x, x, x, x, x, x, x, x]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+"""
+
+
+def test_a_schema_file_is_held_to_the_agent_files_guards(tmp_path: Path) -> None:
+    """Aliases that expand to a million values are refused in --schema-file as in agent.yml."""
+    schema_file = tmp_path / "bomb.yaml"
+    schema_file.write_text(BOMB)
+    with pytest.raises(ConfigFileError) as from_schema_file:
+        read_schema_file(schema_file)
+
+    agent_file = tmp_path / "agent.yml"
+    nested = "".join(f"    {line}\n" for line in BOMB.splitlines())
+    agent_file.write_text(f"id: bomb\nsystem_prompt: x\noutput_schema:\n{nested}")
+    with pytest.raises(ConfigFileError) as from_agent_file:
+        load_agent_config(agent_file)
+
+    assert "expand" in from_schema_file.value.message
+    assert from_schema_file.value.message == from_agent_file.value.message
