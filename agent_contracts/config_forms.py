@@ -7,7 +7,6 @@ reported with the nearest known one, and every error is moved back to the key th
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import get_args
 
@@ -16,6 +15,7 @@ from pydantic_core.core_schema import ErrorType
 
 from agent_contracts.profiles import ProfileOverride
 from agent_contracts.runs import RunOptions
+from agent_contracts.suggest import suggest
 
 __all__ = ["CONFIG_SCHEMA_ID", "normalise", "relocated", "source_loc", "suggest_key"]
 
@@ -93,27 +93,13 @@ _PYDANTIC_ERROR_TYPES = frozenset(get_args(ErrorType))
 
 
 def suggest_key(key: str, known: list[str] | tuple[str, ...]) -> str | None:
-    """Return the known key nearest to a mistyped one, or ``None`` when none is close.
-
-    Keys that differ only in case, ``_`` or ``-`` match first (``maxSteps`` for ``max_steps``);
-    otherwise ``difflib`` picks the closest spelling.
+    """Return the known key nearest to a mistyped one, or ``None`` (see :func:`suggest`).
 
     Args:
         key: The key that was written.
         known: The keys accepted at that place.
-
-    Returns:
-        The suggestion, or ``None``.
     """
-
-    def squash(text: str) -> str:
-        return text.lower().replace("_", "").replace("-", "")
-
-    for candidate in known:
-        if squash(candidate) == squash(key):
-            return candidate
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    return close[0] if close else None
+    return suggest(key, known)
 
 
 def _dotted(loc: _Loc) -> str:

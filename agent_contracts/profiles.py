@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_contracts.errors import ConfigError
+from agent_contracts.suggest import did_you_mean
 
 __all__ = [
     "ProfileOverride",
@@ -98,10 +99,7 @@ def apply_profile_overrides(
     fields = list(ProviderProfile.model_fields)
     for key in overrides:
         if key not in ProviderProfile.model_fields:
-            from agent_contracts.config import suggest_key
-
-            hint = suggest_key(key, fields)
-            more = f" (did you mean {hint!r}?)" if hint else ""
+            more = did_you_mean(key, fields)
             raise ConfigError(
                 f"{source}: unknown profile field {key!r}{more}; fields: {', '.join(fields)}"
             )

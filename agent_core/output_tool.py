@@ -17,10 +17,8 @@ collisions, and maps the provider's names back.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, JsonValue, PydanticUserError
@@ -34,6 +32,7 @@ from agent_core.dialects import (
     ProviderSchema,
     compile_for_provider,
 )
+from agent_core.tool_names import ToolNameMap, provider_tool_name
 
 __all__ = [
     "OUTPUT_TOOL_NAME",
@@ -58,8 +57,6 @@ _DESCRIPTION = (
     "its arguments are the result and must match the parameter schema."
 )
 _WRAPPED_HINT = f" Put the whole result in the `{WRAPPER_PROPERTY}` argument."
-_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_MAX_NAME = 64
 
 
 def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
@@ -304,103 +301,3 @@ def build_output_tool(
     if compiled["neutral"].wrapped:
         text += _WRAPPED_HINT
     return OutputTool(name=OUTPUT_TOOL_NAME, description=text, schema=schema, compiled=compiled)
-
-
-def provider_tool_name(name: str) -> str:
-    """Spell a tool name the way providers accept it: ``^[a-zA-Z0-9_-]{1,64}$``.
-
-    A valid name is returned unchanged; otherwise every other character becomes ``_`` (so
-    ``fs:read`` becomes ``fs_read``), and a name longer than 64 characters is cut and given a
-    hash suffix. Two names can still collide (``fs:read`` and ``fs_read``): use
-    :class:`ToolNameMap` for a whole tool set.
-
-    Args:
-        name: The tool's own name.
-
-    Returns:
-        The provider-safe name.
-
-    Raises:
-        ConfigError: When ``name`` is empty.
-    """
-    if not name:
-        raise ConfigError("a tool name must not be empty")
-    if _VALID_NAME.match(name):
-        return name
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)
-    return safe if len(safe) <= _MAX_NAME else _suffixed(safe, name)
-
-
-class ToolNameMap:
-    """Provider-safe names for a set of tools: collision-free and reversible.
-
-    Names already valid keep themselves; the others get :func:`provider_tool_name`, and a hash
-    suffix when that spelling is taken. The result depends only on the set of names, not on
-    their order.
-
-    Example:
-        >>> names = ToolNameMap(["fs:read", "fs_read", "submit_result"])
-        >>> names.provider_name("fs:read") != names.provider_name("fs_read")
-        True
-        >>> names.original_name(names.provider_name("fs:read"))
-        'fs:read'
-    """
-
-    def __init__(self, names: Iterable[str]) -> None:
-        """Assign provider names to ``names`` (duplicates count once).
-
-        Raises:
-            ConfigError: When a name is empty.
-        """
-        unique = list(dict.fromkeys(names))
-        self._forward: dict[str, str] = {}
-        self._backward: dict[str, str] = {}
-        for name in unique:
-            if name and _VALID_NAME.match(name):
-                self._claim(name, name)
-        for name in sorted(name for name in unique if name not in self._forward):
-            candidate = provider_tool_name(name)
-            counter = 1
-            while candidate in self._backward:
-                base = _suffixed(provider_tool_name(name), name)
-                candidate = base if counter == 1 else _suffixed(base, f"{name}#{counter}")
-                counter += 1
-            self._claim(name, candidate)
-        self._order = unique
-
-    def _claim(self, name: str, provider_name: str) -> None:
-        self._forward[name] = provider_name
-        self._backward[provider_name] = name
-
-    def provider_name(self, name: str) -> str:
-        """Return the provider-safe name of a tool.
-
-        Raises:
-            ConfigError: When ``name`` is not in the map.
-        """
-        try:
-            return self._forward[name]
-        except KeyError:
-            raise ConfigError(f"tool {name!r} is not in the tool name map") from None
-
-    def original_name(self, provider_name: str) -> str | None:
-        """Return the tool a provider-side name stands for, or ``None`` for an unknown name."""
-        return self._backward.get(provider_name)
-
-    def items(self) -> list[tuple[str, str]]:
-        """Return ``(name, provider_name)`` pairs in the order the names were given."""
-        return [(name, self._forward[name]) for name in self._order]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._forward
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-
-def _suffixed(safe: str, original: str) -> str:
-    digest = hashlib.sha256(original.encode("utf-8")).hexdigest()[:8]
-    return f"{safe[: _MAX_NAME - 9]}_{digest}"

@@ -20,7 +20,6 @@ The module also exposes the small schema-walking vocabulary the provider dialect
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Literal
@@ -37,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent_contracts.config import suggest_key
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
+from agent_contracts.suggest import did_you_mean
 from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref, subschemas
 from agent_core.validation import format_path, schema_draft
 
@@ -595,12 +595,8 @@ def _definition_names(root: JsonValue) -> list[str]:
 
 
 def _did_you_mean(word: str, candidates: Mapping[str, object] | frozenset[str] | list[str]) -> str:
-    options = sorted(candidates)
-    lowered = {option.lower(): option for option in options}
-    if word.lower() in lowered and lowered[word.lower()] != word:
-        return f" (did you mean {lowered[word.lower()]!r}?)"
-    matches = difflib.get_close_matches(word, options, n=1, cutoff=0.75)
-    return f" (did you mean {matches[0]!r}?)" if matches else ""
+    # Keyword typos are only warnings and must not fire on a custom keyword: a strict cutoff.
+    return did_you_mean(word, candidates, cutoff=0.75)
 
 
 def _is_number(value: JsonValue) -> bool:

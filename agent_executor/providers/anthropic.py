@@ -32,6 +32,7 @@ from agent_executor.providers.base import (
     ToolNameMap,
     error_body,
     error_kind_for_status,
+    tool_names_for,
 )
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 
@@ -167,7 +168,7 @@ class AnthropicProvider:
         Raises:
             ProviderError: The call failed after the SDK's retries, or the reply is not a message.
         """
-        names = ToolNameMap.for_request(turn)
+        names = tool_names_for(turn)
         tools: list[JsonObject] = []
         for tool in turn.tools:
             definition: JsonObject = {

@@ -9,13 +9,13 @@ anything the run loop should decide, such as re-prompting.
 from __future__ import annotations
 
 import json
-import re
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
+from agent_core.tool_names import ToolNameMap
 
 __all__ = [
     "JsonObject",
@@ -30,6 +30,7 @@ __all__ = [
     "error_body",
     "error_kind_for_status",
     "profile_of",
+    "tool_names_for",
 ]
 
 JsonObject = dict[str, JsonValue]
@@ -288,51 +289,14 @@ def error_body(body: object) -> JsonValue:
     return value
 
 
-_SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_UNSAFE_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
+    """Return the wire names for every tool a request mentions: offered ones, then history's.
 
-
-class ToolNameMap:
-    """Reversible aliases for tool names a provider rejects (it accepts ``[a-zA-Z0-9_-]{1,64}``).
-
-    ``fs:read`` becomes ``fs_read``; names that are already safe are kept, and an alias that would
-    collide with another tool's name gets a numeric suffix (``fs_read_2``).
+    Args:
+        turn: The request.
     """
-
-    def __init__(self, names: list[str]) -> None:
-        """Build the aliases for ``names``, in order.
-
-        Args:
-            names: The run loop's tool names.
-        """
-        self._to_wire: dict[str, str] = {name: name for name in names if _SAFE_NAME.match(name)}
-        taken = set(self._to_wire.values())
-        for name in names:
-            if name in self._to_wire:
-                continue
-            base = _UNSAFE_CHARS.sub("_", name)[:64] or "tool"
-            alias, n = base, 1
-            while alias in taken:
-                n += 1
-                suffix = f"_{n}"
-                alias = base[: 64 - len(suffix)] + suffix
-            self._to_wire[name] = alias
-            taken.add(alias)
-        self._from_wire = {alias: name for name, alias in self._to_wire.items()}
-
-    @classmethod
-    def for_request(cls, turn: ModelTurnRequest) -> ToolNameMap:
-        """Return the aliases for every tool a request mentions: offered ones, then history's."""
-        names = [tool.name for tool in turn.tools]
-        for message in turn.messages:
-            names.extend(call.name for call in message.tool_calls)
-            names.extend(result.name for result in message.tool_results)
-        return cls(list(dict.fromkeys(names)))
-
-    def to_wire(self, name: str) -> str:
-        """Return the name to send for the run loop's tool ``name``."""
-        return self._to_wire.get(name, name)
-
-    def from_wire(self, alias: str) -> str:
-        """Return the run loop's name for the name a provider sent (unknown names unchanged)."""
-        return self._from_wire.get(alias, alias)
+    names = [tool.name for tool in turn.tools]
+    for message in turn.messages:
+        names.extend(call.name for call in message.tool_calls)
+        names.extend(result.name for result in message.tool_results)
+    return ToolNameMap(dict.fromkeys(names))

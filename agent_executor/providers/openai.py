@@ -44,6 +44,7 @@ from agent_executor.providers.base import (
     ToolNameMap,
     error_body,
     error_kind_for_status,
+    tool_names_for,
 )
 from agent_executor.providers.profiles import OPENAI_PROFILE
 
@@ -154,7 +155,7 @@ class OpenAIProvider:
             ProviderError: The call failed after the SDK's retries, or the reply is not a chat
                 completion.
         """
-        names = ToolNameMap.for_request(turn)
+        names = tool_names_for(turn)
         messages: list[JsonValue] = [*_messages(turn.messages, names)]
         body: JsonObject = {"model": self.model, "messages": messages}
         if turn.tools:
