@@ -404,7 +404,7 @@ class SchemaRegistry:
 
         The agent's own ``output_schema`` is its contract: it is used when the caller gives
         none, and a caller who gives one is refused. The chosen schema is not compiled here; the
-        run does that (:func:`agent_executor.contract.resolve_contract` follows the same order).
+        run does that (:func:`agent_core.contract.resolve_contract` follows the same order).
         When both ``inline`` and ``name`` are given, the inline schema wins and the name is not
         looked up.
 

@@ -33,12 +33,12 @@ from agent_contracts.runs import (
     merge_options,
     options_from_env,
 )
+from agent_core.contract import OutputContract, resolve_contract
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.assembly import ENV_ANALYTICS_DIR, config_of, sink_for
-from agent_executor.contract import OutputContract, resolve_contract
 from agent_executor.escalation import fold_escalation, should_escalate
 from agent_executor.planning import (
     Rung,

@@ -26,6 +26,7 @@ from pydantic import BaseModel, JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunOptions, RunRequest, merge_options
 from agent_contracts.validation import ValidationIssue
+from agent_core.contract import OutputContract, resolve_contract
 from agent_core.dialects import Dialect
 from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
@@ -43,7 +44,6 @@ from agent_executor.cli_inputs import (
     load_agent,
     read_json_file,
 )
-from agent_executor.contract import OutputContract, resolve_contract
 from agent_executor.planning import run_spec
 from agent_executor.providers.base import ToolNameMap
 from agent_executor.run import first_request

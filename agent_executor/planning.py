@@ -20,8 +20,8 @@ from agent_contracts.errors import ConfigError
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.runs import OutputMode, RunError, RunOptions, RunRequest
 from agent_contracts.validation import ValidationIssue
+from agent_core.contract import OutputContract
 from agent_core.prompts import parameters_section
-from agent_executor.contract import OutputContract
 from agent_executor.providers.base import Provider
 from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec
 from agent_executor.tools import InputTool

@@ -36,6 +36,7 @@ from agent_contracts.errors import AgentshapeError, ConfigError, ProviderError
 from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStartedEvent
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
+from agent_core.contract import OutputContract, Verdict
 from agent_core.prompts import (
     FORCE_REMINDER,
     TOOLS_REQUIRED_REMINDER,
@@ -44,7 +45,6 @@ from agent_core.prompts import (
     enriched_system_prompt,
 )
 from agent_executor.analytics import AnalyticsSink
-from agent_executor.contract import OutputContract, Verdict
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import RunFailure, RunSpec, RunState, emit, model_name

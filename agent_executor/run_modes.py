@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from agent_contracts.errors import ToolExecutionError
 from agent_contracts.messages import Message, ToolCall, ToolResult
+from agent_core.contract import Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_core.prompts import (
     FORCE_REMINDER,
@@ -24,7 +25,6 @@ from agent_core.prompts import (
     unknown_tool,
     wrong_tool,
 )
-from agent_executor.contract import Verdict
 from agent_executor.providers.base import ToolChoice
 from agent_executor.run_state import (
     RunFailure,

@@ -18,9 +18,9 @@ from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, RunOptions
 from agent_contracts.validation import ValidationIssue
+from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_executor.analytics import AnalyticsSink
-from agent_executor.contract import BoundContract, OutputContract, Verdict
 from agent_executor.providers.base import (
     ModelTurn,
     ModelTurnRequest,

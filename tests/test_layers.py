@@ -70,7 +70,7 @@ DIALECT_HOMES = {
     "agent_contracts/profiles.py",  # the ToolDialect type
     "agent_core/dialects.py",  # compiling a schema to each dialect's rules
     "agent_core/output_tool.py",  # submit_result in each dialect
-    "agent_executor/contract.py",  # a contract's tool in its bound dialect
+    "agent_core/contract.py",  # a contract's tool in its bound dialect
     "agent_executor/cli_inspect.py",  # `show` titles each dialect's tool
 }
 

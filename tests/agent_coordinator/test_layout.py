@@ -37,7 +37,7 @@ def test_the_library_agent_is_called_from_execution_only() -> None:
     callers = [
         str(path.relative_to(ROOT))
         for path in sorted((ROOT / "agent_coordinator").rglob("*.py"))
-        if {"agent_executor.agent", "agent_executor.contract"} & _imports(path)
+        if {"agent_executor.agent", "agent_core.contract"} & _imports(path)
     ]
     assert callers == ["agent_coordinator/execution.py"]
 

@@ -11,7 +11,7 @@ from agent_contracts.errors import ConfigError, InvalidSchemaError
 from agent_contracts.messages import ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.validation import ValidationIssue
-from agent_executor.contract import CUT_OFF, OutputContract, Verdict, resolve_contract
+from agent_core.contract import CUT_OFF, OutputContract, Verdict, resolve_contract
 from agent_executor.providers.profiles import (
     ANTHROPIC_PROFILE,
     COMPATIBLE_PROFILE,
@@ -311,7 +311,7 @@ def test_config_time_checks_refuse_a_schema_no_value_can_meet() -> None:
 
 def test_config_time_checks_warn_about_a_likely_typo(caplog: pytest.LogCaptureFixture) -> None:
     schema = {"type": "object", "requried": ["a"], "properties": {"a": {"type": "string"}}}
-    with caplog.at_level("WARNING", logger="agent_executor.contract"):
+    with caplog.at_level("WARNING", logger="agent_core.contract"):
         contract = resolve(config(output_schema=schema))
     assert contract is not None
     assert "did you mean 'required'" in caplog.text

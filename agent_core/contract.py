@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 from pydantic import BaseModel, JsonValue
@@ -19,72 +19,22 @@ from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError, NoJSONFoundError
 from agent_contracts.messages import ToolCall
 from agent_contracts.profiles import ProviderProfile
-from agent_contracts.runs import JsonSchema, RunErrorType, SchemaSource
+from agent_contracts.runs import JsonSchema, SchemaSource
+from agent_contracts.tools import ResponseFormat, ToolDefinition
 from agent_contracts.validation import ValidationIssue
+from agent_core.bound_contract import BoundContract
 from agent_core.dialects import Dialect
 from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
 from agent_core.schema_checks import ensure_output_schema
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
 from agent_core.validation import validate_output
-from agent_executor.providers.base import ResponseFormat, ToolDefinition
+from agent_core.verdict import CUT_OFF, Verdict
+from agent_core.verdict import whole_reply_issue as _issue
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CUT_OFF", "BoundContract", "OutputContract", "Verdict", "resolve_contract"]
-
-CUT_OFF = (
-    "the reply was cut off by the max_tokens limit before it was complete; "
-    "send a shorter, complete answer"
-)
-"""The problem reported for a reply the ``max_tokens`` limit cut short (never recovered)."""
-
-
-def _issue(message: str, keyword: str | None = None) -> ValidationIssue:
-    """Return a problem with the reply as a whole (path ``$``)."""
-    return ValidationIssue(path="$", message=message, keyword=keyword)
-
-
-@dataclass
-class Verdict:
-    """One attempt's judgement: what the model sent, what it parsed to, what is wrong with it.
-
-    Attributes:
-        raw: Exactly what the model sent (tool arguments or reply text).
-        value: The value judged, in the designer's shape; ``None`` when nothing parsed.
-        errors: Every problem; empty when the value meets the contract.
-        recovered: Whether the value had to be dug out of surrounding text.
-        failure: The run error type this attempt would fail the run with.
-    """
-
-    raw: str
-    value: JsonValue = None
-    errors: list[ValidationIssue] = field(default_factory=list)
-    recovered: bool = False
-    failure: RunErrorType = "output_schema_validation_failed"
-
-    @property
-    def ok(self) -> bool:
-        """Whether the attempt met the contract."""
-        return not self.errors
-
-    @staticmethod
-    def merge(verdicts: list[Verdict]) -> Verdict:
-        """Fold one turn's failed verdicts into one attempt, each error stated once.
-
-        The raw output and value are the last schema failure's (the last verdict's when all
-        are wrong-tool calls); the failure type is ``output_tool_not_called`` only when every
-        verdict is one.
-        """
-        if len(verdicts) == 1:
-            return verdicts[0]
-        errors: list[ValidationIssue] = []
-        for verdict in verdicts:
-            errors += [e for e in verdict.errors if e not in errors]
-        schema_failures = [v for v in verdicts if v.failure != "output_tool_not_called"]
-        last = schema_failures[-1] if schema_failures else verdicts[-1]
-        failure: RunErrorType = last.failure if schema_failures else "output_tool_not_called"
-        return Verdict(raw=last.raw, value=last.value, errors=errors, failure=failure)
 
 
 @dataclass(frozen=True)
@@ -441,76 +391,3 @@ def resolve_contract(
         where = f"agent {config.id!r} default_output_schema"
         return _for_schema(config.default_output_schema, "default", None, lenient, where)
     return None
-
-
-@dataclass(frozen=True)
-class BoundContract:
-    """An output contract bound to one provider's profile: what one run sends and judges.
-
-    Attributes:
-        contract: The contract.
-        profile: The provider's profile (its tool dialect, strict tools, native output).
-    """
-
-    contract: OutputContract
-    profile: ProviderProfile
-
-    @property
-    def schema(self) -> JsonSchema:
-        """The designer's schema."""
-        return self.contract.schema
-
-    @property
-    def dialect(self) -> Dialect:
-        """The dialect this provider is sent: its own when it takes strict tools, else neutral.
-
-        A provider without strict tools gets the schema as written (``neutral``), which every
-        OpenAI-compatible server and Anthropic's non-strict tools accept.
-        """
-        return self.profile.tool_dialect if self.profile.strict_tools else "neutral"
-
-    def tool_definition(self) -> ToolDefinition:
-        """Return ``submit_result`` as this provider is sent it."""
-        return self.contract.tool_definition(self.dialect)
-
-    def response_format(self) -> ResponseFormat:
-        """Return the native structured-output request for this provider.
-
-        Raises:
-            ConfigError: The provider has no native structured output, or the schema cannot be
-                used with it.
-        """
-        if not self.profile.native_output:
-            raise ConfigError(
-                "this provider's profile has no native structured output (native_output is "
-                "false); use output_mode 'tool' or 'prompted', or override the profile"
-            )
-        return self.contract.response_format(self.dialect)
-
-    def judge_text(
-        self, text: str, *, extract: bool, strict_json_only: bool, cut_off: bool = False
-    ) -> Verdict:
-        """Judge a reply whose text should hold the answer as JSON (see the contract's)."""
-        return self.contract.judge_text(
-            text,
-            self.dialect,
-            extract=extract,
-            strict_json_only=strict_json_only,
-            cut_off=cut_off,
-        )
-
-    def judge_call(self, call: ToolCall, *, extract: bool, cut_off: bool = False) -> Verdict:
-        """Judge one ``submit_result`` call's arguments (see the contract's)."""
-        return self.contract.judge_call(call, self.dialect, extract=extract, cut_off=cut_off)
-
-    def judge_reply_without_tool(
-        self, text: str, *, extract: bool, strict_json_only: bool = False, cut_off: bool = False
-    ) -> Verdict:
-        """Judge a reply that called no tool where ``submit_result`` was required."""
-        return self.contract.judge_reply_without_tool(
-            text,
-            self.dialect,
-            extract=extract,
-            strict_json_only=strict_json_only,
-            cut_off=cut_off,
-        )
