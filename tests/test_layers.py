@@ -71,7 +71,7 @@ DIALECT_HOMES = {
     "agent_core/dialects.py",  # compiling a schema to each dialect's rules
     "agent_core/output_tool.py",  # submit_result in each dialect
     "agent_core/contract.py",  # a contract's tool in its bound dialect
-    "agent_executor/cli_inspect.py",  # `show` titles each dialect's tool
+    "agent_executor/cli/inspect.py",  # `show` titles each dialect's tool
 }
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from agent_contracts.config import AgentConfig
 from agent_executor.cli import main
-from agent_executor.cli_fleet import output_fields
-from tests.agent_executor.test_cli import AGENT_YML
+from agent_executor.cli.fleet import output_fields
+from tests.agent_executor.cli.test_main import AGENT_YML
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 

@@ -14,12 +14,12 @@ from agent_contracts.runs import RunRequest
 from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics
 from agent_executor.cli import main
-from agent_executor.cli_batch import TaskItem, read_done, read_tasks, run_tasks
-from agent_executor.cli_inputs import UsageError
-from agent_executor.cli_progress import Progress
+from agent_executor.cli.batch import TaskItem, read_done, read_tasks, run_tasks
+from agent_executor.cli.inputs import UsageError
+from agent_executor.cli.progress import Progress
 from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.function import FunctionModel
-from tests.agent_executor.test_cli import AGENT_YML, PARAMS_YML
+from tests.agent_executor.cli.test_main import AGENT_YML, PARAMS_YML
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 

@@ -18,8 +18,8 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import FleetProblems
 from agent_core.fleet import load_fleet
-from agent_executor.cli_inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands
-from agent_executor.cli_table import format_table
+from agent_executor.cli.inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands
+from agent_executor.cli.table import format_table
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 

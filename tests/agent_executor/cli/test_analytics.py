@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent_executor.cli import main
-from tests.agent_executor.test_cli import AGENT_YML
+from tests.agent_executor.cli.test_main import AGENT_YML
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent_executor import cli_inspect
+from agent_executor.cli import inspect as cli_inspect
 from agent_executor.cli import main
-from agent_executor.cli_inspect import class_name_for
-from tests.agent_executor.test_cli import AGENT_YML
+from agent_executor.cli.inspect import class_name_for
+from tests.agent_executor.cli.test_main import AGENT_YML
 from tests.fake_llm import FakeLLM, anthropic_tool_use, openai_tool_call
 
 pytestmark = pytest.mark.usefixtures("offline_model")
@@ -280,7 +280,7 @@ def test_show_prints_the_first_request_a_run_really_sends(
     monkeypatch: pytest.MonkeyPatch,
     fake_llm: FakeLLM,
 ) -> None:
-    from tests.agent_executor.test_cli import AGENT_YML
+    from tests.agent_executor.cli.test_main import AGENT_YML
 
     agents = tmp_path / "show-fleet"
     (agents / "grader").mkdir(parents=True)

@@ -31,7 +31,7 @@ from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.batch import run_many
-from agent_executor.cli_inputs import (
+from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     Subcommands,
@@ -46,7 +46,7 @@ from agent_executor.cli_inputs import (
     resolve_provider,
     run_options,
 )
-from agent_executor.cli_progress import Progress
+from agent_executor.cli.progress import Progress
 from agent_executor.providers.base import Provider
 from agent_executor.result import AgentResult
 

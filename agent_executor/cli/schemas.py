@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.cli_inputs import EXIT_OK, Subcommands, read_schema_file
-from agent_executor.cli_table import format_table
+from agent_executor.cli.inputs import EXIT_OK, Subcommands, read_schema_file
+from agent_executor.cli.table import format_table
 
 __all__ = ["register"]
 

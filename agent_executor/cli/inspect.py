@@ -32,7 +32,7 @@ from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
-from agent_executor.cli_inputs import (
+from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     CallerSchema,

@@ -14,7 +14,7 @@ from agent_contracts.errors import (
 )
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
-from agent_executor.cli_inputs import (
+from agent_executor.cli.inputs import (
     UsageError,
     caller_schema,
     read_json_file,

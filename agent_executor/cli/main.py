@@ -2,8 +2,8 @@
 
 Commands: ``run``, ``run-many``, ``list``, ``show``, ``validate``, ``codegen``, ``schemas`` and
 ``analytics``. This module builds the parser, runs ``run`` itself and dispatches the others to
-their modules (``cli_batch``, ``cli_fleet``, ``cli_inspect``, ``cli_schemas``,
-``cli_analytics``).
+their modules in this package (``batch``, ``fleet``, ``inspect``, ``schemas``, ``analytics``,
+``init``).
 
 Exit codes: 0 done (the run completed, the output is valid), 1 a run failed (or an output is
 invalid, a config has problems), 2 bad usage or config. A mistake on the command line is one
@@ -25,17 +25,15 @@ from pydantic import BaseModel
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor import (
-    cli_analytics,
-    cli_batch,
-    cli_fleet,
-    cli_init,
-    cli_inspect,
-    cli_schemas,
-)
 from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
-from agent_executor.cli_inputs import (
+from agent_executor.cli import analytics as cli_analytics
+from agent_executor.cli import batch as cli_batch
+from agent_executor.cli import fleet as cli_fleet
+from agent_executor.cli import init as cli_init
+from agent_executor.cli import inspect as cli_inspect
+from agent_executor.cli import schemas as cli_schemas
+from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     EXIT_USAGE,
