@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from agent_core.schema_sample import generate_value, invalid_value
+from agent_core.validation import validate_output
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "tags", "when"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2,4}$"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 1},
+        "when": {"type": "string", "format": "date"},
+        "score": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+    },
+    "additionalProperties": False,
+}
+
+
+def test_generated_values_meet_the_schema() -> None:
+    for seed in range(20):
+        value = generate_value(SCHEMA, rng=random.Random(seed))
+        assert validate_output(value, SCHEMA) == []
+
+
+def test_generation_is_deterministic_for_a_seed() -> None:
+    first = generate_value(SCHEMA, rng=random.Random(7))
+    assert generate_value(SCHEMA, rng=random.Random(7)) == first
+
+
+def test_an_invalid_value_breaks_the_schema() -> None:
+    valid = generate_value(SCHEMA, rng=random.Random(1))
+    assert validate_output(invalid_value(SCHEMA, valid), SCHEMA) != []
