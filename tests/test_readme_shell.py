@@ -36,6 +36,7 @@ def test_readme_shell_examples_run(tmp_path: Path) -> None:
     assert len(examples) >= 5
     project = tmp_path / "project"
     shutil.copytree(ROOT / "agents", project / "agents")
+    shutil.copytree(ROOT / "bench", project / "bench")  # `python bench/conformance.py ...`
     shared = ROOT.parent / "shared"
     if shared.is_dir():
         (tmp_path / "shared").symlink_to(shared)

@@ -1,6 +1,6 @@
 """Measure the schema engine against public JSON Schema conformance data.
 
-``python -m agent_core.conformance PATH`` runs the official JSON-Schema-Test-Suite (draft-07) at
+``python bench/conformance.py PATH`` runs the official JSON-Schema-Test-Suite (draft-07) at
 ``PATH`` through :func:`~agent_core.schema_model.model_from_schema`: a test passes when
 ``Model.model_validate(data)`` succeeds exactly when the suite says ``valid``. Every file under
 ``PATH/remotes`` is registered as ``http://localhost:1234/<relative path>`` for the run, so remote
@@ -658,7 +658,7 @@ _CORPORA: dict[str, tuple[str, Callable[[Path], Iterator[LabelledSchema]]]] = {
 def _parser() -> argparse.ArgumentParser:
     """Build the command-line parser."""
     parser = argparse.ArgumentParser(
-        prog="python -m agent_core.conformance",
+        prog="python bench/conformance.py",
         description="Check agentshape's JSON Schema engine against public conformance data.",
     )
     parser.add_argument("path", nargs="?", type=Path, help="JSON-Schema-Test-Suite root")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft7Validator
 
-from agent_core.conformance import (
+from bench.conformance import (
     CorpusReport,
     LabelledCase,
     LabelledSchema,
@@ -82,7 +82,7 @@ def test_every_optional_draft7_case_is_run(suite_report: SuiteReport) -> None:
 @needs_data
 def test_command_prints_suite_summary_and_exits_zero() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "agent_core.conformance", str(SUITE)],
+        [sys.executable, "bench/conformance.py", str(SUITE)],
         capture_output=True,
         text=True,
         cwd=REPO,
