@@ -23,6 +23,7 @@ from agent_contracts.runs import JsonSchema, SchemaSource
 from agent_contracts.tools import ResponseFormat, ToolDefinition
 from agent_contracts.validation import ValidationIssue
 from agent_core.bound_contract import BoundContract
+from agent_core.caches import SchemaCache, schema_cache
 from agent_core.dialects import Dialect
 from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
@@ -290,8 +291,8 @@ class OutputContract:
         )
 
 
-_CACHE_LIMIT = 256
-_contracts: dict[tuple[str, SchemaSource, str | None, bool], OutputContract] = {}
+_contracts: SchemaCache[tuple[str, SchemaSource, str | None, bool], OutputContract]
+_contracts = schema_cache("agent_core.contracts", 256)
 
 
 def _for_schema(
@@ -320,9 +321,7 @@ def _for_schema(
         lenient=lenient,
         _judge=compiled.issues,
     )
-    if len(_contracts) >= _CACHE_LIMIT:
-        _contracts.clear()
-    _contracts[key] = contract
+    _contracts.put(key, contract)
     return contract
 
 

@@ -50,7 +50,6 @@ import keyword
 import re
 import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import (
@@ -84,10 +83,10 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from agent_contracts.errors import SchemaError
+from agent_core.caches import SchemaCache, clear_caches, schema_cache
 from agent_core.refs import lookup_schema
 from agent_core.validation import (
     CompiledSchema,
-    _clear_compiled_cache,
     canonical_json,
     compile_canonical,
     compile_schema,
@@ -683,9 +682,8 @@ class _Builder:
         return model
 
 
-_models: OrderedDict[tuple[str, str, bool], type[SchemaModel] | type[SchemaRootModel]]
-_models = OrderedDict()
-_models_lock = threading.Lock()
+_models: SchemaCache[tuple[str, str, bool], type[SchemaModel] | type[SchemaRootModel]]
+_models = schema_cache("agent_core.models", _MODEL_CACHE_SIZE)
 
 
 def model_from_schema(
@@ -721,32 +719,11 @@ def model_from_schema(
     text = canonical_json(schema, source=source)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     key = (digest, name, lenient)
-    with _models_lock:
-        cached = _models.get(key)
-        root = cached.__agentshape_root__ if cached is not None else None
-        if cached is not None and root is not None and root.fresh:
-            _models.move_to_end(key)
-            return cached
+    cached = _models.get(key)
+    root = cached.__agentshape_root__ if cached is not None else None
+    if cached is not None and root is not None and root.fresh:
+        return cached
     compiled = compile_canonical(schema, text, digest, lenient=lenient, source=source)
     model = _Builder(compiled, name).build()
-    with _models_lock:
-        _models[key] = model
-        _models.move_to_end(key)
-        while len(_models) > _MODEL_CACHE_SIZE:
-            _models.popitem(last=False)
+    _models.put(key, model)
     return model
-
-
-def clear_caches() -> None:
-    """Empty the compiled-schema cache and the model cache.
-
-    The next :func:`model_from_schema` or :func:`~agent_core.validation.compile_schema` call for
-    any schema then checks, compiles and builds it afresh, as on first use. Models and compiled
-    schemas already handed out keep working; a later ``model_from_schema`` call for the same
-    schema returns a new class (not ``is`` the old one). Caches that are fresh never give stale
-    results, so this is for measuring cold loads and freeing memory, not for correctness.
-    Thread-safe; raises nothing.
-    """
-    with _models_lock:
-        _models.clear()
-    _clear_compiled_cache()

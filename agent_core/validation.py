@@ -33,7 +33,6 @@ import hashlib
 import json
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import cast
 from urllib.parse import urlsplit
@@ -45,6 +44,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from agent_contracts.errors import InvalidSchemaError, OutputValidationError
 from agent_contracts.validation import ValidationIssue
+from agent_core.caches import SchemaCache, schema_cache
 from agent_core.ecma_patterns import PatternRewrite, rewrite_schema_patterns
 from agent_core.error_messages import (
     ErrorContext,
@@ -442,14 +442,9 @@ class CompiledSchema:
         )
 
 
-_cache: OrderedDict[tuple[str, bool], CompiledSchema] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _clear_compiled_cache() -> None:
-    """Forget every cached compiled schema (``schema_model.clear_caches`` is the public way)."""
-    with _cache_lock:
-        _cache.clear()
+_cache: SchemaCache[tuple[str, bool], CompiledSchema] = schema_cache(
+    "agent_core.compiled_schemas", _CACHE_SIZE
+)
 
 
 def compile_schema(
@@ -504,11 +499,9 @@ def compile_canonical(
         SchemaReferenceError: As :func:`compile_schema`.
     """
     key = (digest, lenient)
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is not None and cached.fresh:
-            _cache.move_to_end(key)
-            return cached
+    cached = _cache.get(key)
+    if cached is not None and cached.fresh:
+        return cached
     draft = schema_draft(schema)
     named = _named_text(schema, text, draft)
     generation = registry_generation()
@@ -543,11 +536,7 @@ def compile_canonical(
         generation=generation,
         rewrite=rewrite,
     )
-    with _cache_lock:
-        _cache[key] = compiled
-        _cache.move_to_end(key)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    _cache.put(key, compiled)
     return compiled
 
 

@@ -36,6 +36,7 @@ from agent_contracts.errors import AgentshapeError, ConfigError, ProviderError
 from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStartedEvent
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
+from agent_core.caches import SchemaCache, schema_cache
 from agent_core.contract import OutputContract, Verdict
 from agent_core.prompts import (
     FORCE_REMINDER,
@@ -79,7 +80,8 @@ class RunOutcome:
     output: BaseModel | None = None
 
 
-_SYSTEM_PROMPTS: dict[tuple[str, str, PromptMode], tuple[JsonValue, str]] = {}
+_SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode], tuple[JsonValue, str]]
+_SYSTEM_PROMPTS = schema_cache("agent_executor.system_prompts", 256)
 
 
 def _system_prompt(system: str, contract: OutputContract, mode: PromptMode) -> str:
@@ -93,9 +95,7 @@ def _system_prompt(system: str, contract: OutputContract, mode: PromptMode) -> s
     if cached is not None and cached[0] is contract.schema:
         return cached[1]
     prompt = enriched_system_prompt(system, contract.schema, mode=mode)
-    if len(_SYSTEM_PROMPTS) >= 256:
-        _SYSTEM_PROMPTS.clear()
-    _SYSTEM_PROMPTS[key] = (contract.schema, prompt)
+    _SYSTEM_PROMPTS.put(key, (contract.schema, prompt))
     return prompt
 
 

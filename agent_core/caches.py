@@ -1,0 +1,97 @@
+"""One policy for every schema-derived cache: bounded, least recently used, thread-safe.
+
+Compiled validators, dynamic models, output contracts and rendered prompts are each kept in a
+:class:`SchemaCache` made by :func:`schema_cache`, which registers it by name. Every cache holds
+at most its ``size`` entries (the least recently used goes first), and :func:`clear_caches`
+empties all of them at once (for measuring cold loads and freeing memory: a fresh cache never
+gives a stale result, so correctness never needs it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["SchemaCache", "cache_sizes", "clear_caches", "schema_cache"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class SchemaCache(Generic[K, V]):
+    """A bounded, thread-safe LRU cache of values derived from schemas.
+
+    Args:
+        name: The cache's name in :func:`cache_sizes`.
+        size: Most entries kept (at least 1).
+    """
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self.size = max(1, size)
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """Return the value kept for ``key`` (marking it recently used), or ``None``."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` for ``key``, dropping the least recently used entries past ``size``."""
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+_registry: dict[str, SchemaCache[object, object]] = {}
+_registry_lock = threading.Lock()
+
+
+def schema_cache(name: str, size: int) -> SchemaCache[K, V]:
+    """Return a new cache registered under ``name`` (so :func:`clear_caches` empties it).
+
+    Args:
+        name: A unique name, such as ``agent_core.models``.
+        size: Most entries kept.
+    """
+    cache: SchemaCache[K, V] = SchemaCache(name, size)
+    with _registry_lock:
+        _registry[name] = cache  # type: ignore[assignment]
+    return cache
+
+
+def clear_caches() -> None:
+    """Empty every registered schema-derived cache; raises nothing.
+
+    The next :func:`~agent_core.schema_model.model_from_schema` or
+    :func:`~agent_core.validation.compile_schema` call for any schema then checks, compiles and
+    builds it afresh, as on first use; what was already handed out keeps working.
+    """
+    with _registry_lock:
+        caches = list(_registry.values())
+    for cache in caches:
+        cache.clear()
+
+
+def cache_sizes() -> dict[str, int]:
+    """Return how many entries each registered cache holds, by name."""
+    with _registry_lock:
+        caches = list(_registry.values())
+    return {cache.name: len(cache) for cache in caches}

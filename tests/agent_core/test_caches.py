@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import agent_executor.run  # noqa: F401  (registers the executor's prompt cache too)
+from agent_contracts.config import AgentConfig
+from agent_core import clear_caches, model_from_schema
+from agent_core.caches import cache_sizes, schema_cache
+from agent_executor.agent import Agent
+from agent_executor.analytics import NullAnalytics
+
+
+def test_clear_caches_empties_every_registered_cache() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    model_from_schema(schema)
+    config = AgentConfig.model_validate({"name": "a", "output_schema": schema})
+    assert Agent(config, model="test", analytics=NullAnalytics(), env={}).run_sync("go").ok
+    filled = cache_sizes()
+    for name in (
+        "agent_core.compiled_schemas",
+        "agent_core.models",
+        "agent_core.contracts",
+        "agent_executor.system_prompts",
+    ):
+        assert filled[name] > 0, name
+
+    clear_caches()
+
+    assert set(cache_sizes().values()) == {0}
+
+
+def test_a_cache_keeps_at_most_its_size_dropping_the_least_recent() -> None:
+    cache = schema_cache("tests.small", 2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "a" is now the most recent
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
