@@ -9,6 +9,7 @@ error becomes a :class:`ProviderError` in :func:`_translate_errors`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import ssl
@@ -34,6 +35,7 @@ from agent_executor.providers.base import (
     error_kind_for_status,
     tool_names_for,
 )
+from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 
 if TYPE_CHECKING:
@@ -136,6 +138,7 @@ class AnthropicProvider:
         self.base_url = str(client.base_url)
         self._api_key = client.api_key
         self._auth_token = client.auth_token
+        self._client_key = (self._api_key or "", self._auth_token or "", self.base_url, max_retries)
         self._credentials = client.credentials
         self._thinking: dict[str, list[JsonValue]] = {}
 
@@ -201,7 +204,13 @@ class AnthropicProvider:
         omit = anthropic.omit
         started = time.perf_counter()
         with _translate_errors(self.name):
-            async with self._new_client() as client:
+            kept = await _CLIENTS.get(self._client_key, self._new_client)
+            async with contextlib.AsyncExitStack() as stack:
+                client = (
+                    kept
+                    if kept is not None
+                    else await stack.enter_async_context(self._new_client())
+                )
                 response = await client.messages.with_raw_response.create(
                     model=self.model,
                     max_tokens=max_tokens,
@@ -394,3 +403,7 @@ def _usage(usage: JsonValue) -> Usage:
         output_tokens=count("output_tokens"),
         requests=1,
     )
+
+
+_CLIENTS: LoopClients[anthropic.AsyncAnthropic] = LoopClients()
+"""The process's pooled Anthropic clients, one per running event loop and settings."""

@@ -16,15 +16,13 @@ each call gets a fresh client closed after it.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import json
 import logging
 import ssl
-import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal, cast
 
@@ -46,6 +44,7 @@ from agent_executor.providers.base import (
     error_kind_for_status,
     tool_names_for,
 )
+from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.profiles import OPENAI_PROFILE
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
@@ -199,79 +198,8 @@ async def _post(client: openai.AsyncOpenAI, body: JsonObject, timeout: float) ->
     return response.text
 
 
-class _LoopClients:
-    """SDK clients kept one per running event loop and settings, closed at that loop's shutdown.
-
-    The first call on a loop creates the client and starts a guard async generator there. The
-    loop registers the guard (its first-iteration hook), and ``loop.shutdown_asyncgens()``, which
-    ``asyncio.run`` and ``asyncio.Runner`` call before closing the loop, closes the guard, whose
-    ``finally`` closes the client and forgets it. A loop closed without that step leaves its entry
-    behind; it is dropped the next time a client is made (its connections cannot be closed
-    cleanly without their loop).
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[
-            tuple[asyncio.AbstractEventLoop, tuple[str, str, int]],
-            tuple[openai.AsyncOpenAI, AsyncGenerator[None, None]],
-        ] = {}
-
-    async def get(
-        self, key: tuple[str, str, int], make: Callable[[], openai.AsyncOpenAI]
-    ) -> openai.AsyncOpenAI | None:
-        """Return the running loop's client for ``key``, made with ``make`` on first use.
-
-        Returns:
-            The client, or ``None`` when no asyncio loop with async-generator hooks runs (then
-            nothing would close a kept client, so the caller uses a fresh one).
-        """
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return None
-        entry = self._entries.get((loop, key))
-        if entry is not None:
-            return entry[0]
-        hooks = sys.get_asyncgen_hooks()
-        if hooks.firstiter is None:
-            return None
-        for stale in [k for k in self._entries if k[0].is_closed()]:
-            del self._entries[stale]
-        client = make()
-        guard = self._close_at_shutdown(loop, key, client)
-        # The loop's first-iteration hook registers the guard for shutdown_asyncgens. The
-        # finalizer, called if the guard is dropped unfinished (only when its loop closed
-        # without that step), does nothing: the loop's own would fail on a closed loop.
-        sys.set_asyncgen_hooks(hooks.firstiter, _drop)
-        try:
-            first_step = guard.__anext__()
-        finally:
-            sys.set_asyncgen_hooks(*hooks)
-        self._entries[(loop, key)] = (client, guard)
-        await first_step
-        return client
-
-    async def _close_at_shutdown(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        key: tuple[str, str, int],
-        client: openai.AsyncOpenAI,
-    ) -> AsyncGenerator[None, None]:
-        try:
-            yield
-        finally:
-            entry = self._entries.get((loop, key))
-            if entry is not None and entry[0] is client:
-                del self._entries[(loop, key)]
-            await client.close()
-
-
-def _drop(generator: AsyncGenerator[None, None]) -> None:
-    """Finalise an abandoned guard generator by doing nothing (its loop is already closed)."""
-
-
-_CLIENTS = _LoopClients()
-"""The process's pooled SDK clients, one per running event loop and settings."""
+_CLIENTS: LoopClients[openai.AsyncOpenAI] = LoopClients()
+"""The process's pooled OpenAI clients, one per running event loop and settings."""
 
 
 @functools.cache

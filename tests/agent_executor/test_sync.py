@@ -93,3 +93,15 @@ def test_exceptions_come_back_to_the_caller() -> None:
 
     with pytest.raises(ValueError, match="from the loop"):
         run_coroutine_sync(boom())
+
+
+def test_the_anthropic_adapter_keeps_its_client_too(fake_llm: FakeLLM) -> None:
+    from agent_executor.providers.anthropic import AnthropicProvider
+    from tests.fake_llm import anthropic_tool_use
+
+    fake_llm.respond_always(anthropic_tool_use("submit_result", {"n": 3}))
+    provider = AnthropicProvider("claude-x", api_key="k", base_url=fake_llm.anthropic_base_url)
+    counter = agent(provider)
+
+    assert [counter.run_sync("Count.").result_data for _ in range(3)] == [{"n": 3}] * 3
+    assert len({request.client_port for request in fake_llm.requests}) == 1
