@@ -93,6 +93,10 @@ class Message(BaseModel):
     """Tool calls an assistant message made."""
     tool_results: list[ToolResult] = Field(default_factory=list)
     """Tool results a ``tool`` message returns."""
+    thinking: list[JsonValue] = Field(default_factory=list)
+    """The provider's reasoning blocks that came with an assistant message's tool calls
+    (Anthropic's ``thinking``/``redacted_thinking``), kept as sent: a provider that requires
+    them back on the next turn gets them from the transcript, so a stored transcript resumes."""
 
     @classmethod
     def system(cls, text: str) -> Message:

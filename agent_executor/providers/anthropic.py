@@ -61,7 +61,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "refusal": "refusal",
 }
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
-_THINKING_KEPT = 256
 
 
 class AnthropicProvider:
@@ -140,7 +139,6 @@ class AnthropicProvider:
         self._auth_token = client.auth_token
         self._client_key = (self._api_key or "", self._auth_token or "", self.base_url, max_retries)
         self._credentials = client.credentials
-        self._thinking: dict[str, list[JsonValue]] = {}
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
         """Return a fresh SDK client, used for one request and closed after it.
@@ -272,7 +270,7 @@ class AnthropicProvider:
             else:
                 role = message.role
             if message.role == "assistant" and message.tool_calls:
-                blocks.extend(self._thinking.get(message.tool_calls[0].id, []))
+                blocks.extend(message.thinking)
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
             for call in message.tool_calls:
@@ -294,7 +292,7 @@ class AnthropicProvider:
         return [{"role": role, "content": blocks} for role, blocks in turns]
 
     def _turn(self, body: str, names: ToolNameMap, latency_ms: float) -> ModelTurn:
-        """Normalise a Messages response body (and keep its thinking blocks for the next call).
+        """Normalise a Messages response body (its thinking blocks travel on the turn's message).
 
         Raises:
             ProviderError: The body is not a message.
@@ -329,10 +327,6 @@ class AnthropicProvider:
                         raw_arguments=json.dumps(arguments, ensure_ascii=False),
                     )
                 )
-        if thinking and calls:
-            self._thinking[calls[0].id] = thinking
-            while len(self._thinking) > _THINKING_KEPT:
-                del self._thinking[next(iter(self._thinking))]
         reason = raw.get("stop_reason")
         stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
         return ModelTurn(
@@ -345,6 +339,7 @@ class AnthropicProvider:
             usage=_usage(raw.get("usage")),
             raw=raw,
             latency_ms=latency_ms,
+            thinking=thinking if calls else [],
         )
 
 

@@ -106,12 +106,19 @@ class ModelTurn(BaseModel):
     """The raw response body as JSON."""
     latency_ms: float = 0.0
     """Wall time of the call, SDK retries included."""
+    thinking: list[JsonValue] = Field(default_factory=list)
+    """Reasoning blocks to send back with this turn's tool calls (see ``Message.thinking``)."""
     tool_choice_downgraded: bool = False
     """A forced tool choice was sent as ``auto`` (Anthropic extended thinking cannot force)."""
 
     def to_message(self) -> Message:
         """Return this reply as the assistant message to append to the conversation."""
-        return Message(role="assistant", content=self.text, tool_calls=list(self.tool_calls))
+        return Message(
+            role="assistant",
+            content=self.text,
+            tool_calls=list(self.tool_calls),
+            thinking=list(self.thinking),
+        )
 
 
 @runtime_checkable

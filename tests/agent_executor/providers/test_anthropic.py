@@ -241,6 +241,34 @@ async def test_thinking_downgrades_a_forced_choice_and_keeps_thinking_blocks(
     ]
 
 
+async def test_thinking_blocks_travel_on_the_message_so_a_stored_transcript_resumes(
+    fake_llm: FakeLLM, make_provider: MakeProvider
+) -> None:
+    thinking = {"type": "thinking", "thinking": "Hmm.", "signature": "sig2"}
+    fake_llm.respond(
+        anthropic_message(
+            [thinking, {"type": "tool_use", "id": "t7", "name": "submit_result", "input": {}}],
+            stop_reason="tool_use",
+        ),
+        anthropic_text("ok"),
+    )
+    turn = await make_provider(thinking_budget=2048).request(request())
+    stored = turn.to_message().model_dump_json()  # e.g. in a service's session store
+    assert turn.to_message().thinking == [thinking]
+
+    resumed = make_provider(thinking_budget=2048)  # another provider object: no memory
+    follow_up = [
+        *CONVERSATION,
+        Message.model_validate_json(stored),
+        Message(
+            role="tool",
+            tool_results=[ToolResult(tool_call_id="t7", name="submit_result", content="bad")],
+        ),
+    ]
+    await resumed.request(ModelTurnRequest(messages=follow_up, tools=[SUBMIT]))
+    assert fake_llm.requests[1].body["messages"][1]["content"][0] == thinking
+
+
 def test_thinking_budget_below_the_minimum_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="at least 1024"):
         AnthropicProvider("claude-test", api_key="k", thinking_budget=100)
