@@ -23,8 +23,9 @@ import httpx2
 from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
-from agent_contracts.messages import Message, ToolCall, Usage
+from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
+from agent_executor.providers.anthropic_usage import _usage
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -380,24 +381,6 @@ def _translate_errors(provider: str) -> Iterator[None]:
             status=code if isinstance(code, int) else None,
             body=error_body(getattr(exc, "body", None)),
         ) from exc
-
-
-def _usage(usage: JsonValue) -> Usage:
-    """Return token usage; cache writes and reads count as input tokens."""
-    if not isinstance(usage, dict):
-        return Usage(requests=1)
-
-    def count(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) else 0
-
-    return Usage(
-        input_tokens=count("input_tokens")
-        + count("cache_creation_input_tokens")
-        + count("cache_read_input_tokens"),
-        output_tokens=count("output_tokens"),
-        requests=1,
-    )
 
 
 _CLIENTS: LoopClients[anthropic.AsyncAnthropic] = LoopClients()

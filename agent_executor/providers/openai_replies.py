@@ -1,0 +1,138 @@
+"""How an OpenAI-compatible reply body becomes a neutral ``ModelTurn``.
+
+Text, tool calls (with the quirks of compatible servers: arguments as an object, missing ids),
+the stop reason and usage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import cast
+
+from pydantic import JsonValue
+
+from agent_contracts.errors import ProviderError
+from agent_contracts.messages import ToolCall, Usage
+from agent_executor.providers.base import (
+    ModelTurn,
+    StopReason,
+    ToolNameMap,
+)
+
+_FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def _turn(
+    provider: str, model: str, body: str, names: ToolNameMap, position: int, latency_ms: float
+) -> ModelTurn:
+    """Normalise a Chat Completions response body.
+
+    Raises:
+        ProviderError: The body is not a chat completion with at least one choice.
+    """
+    try:
+        raw = json.loads(body)
+    except ValueError as exc:
+        raise ProviderError(
+            f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
+        ) from exc
+    choices = raw.get("choices") if isinstance(raw, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ProviderError("the reply has no choices", provider=provider, body=raw)
+    choice = choices[0]
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    text = _content_text(message.get("content"))
+    refusal = message.get("refusal")
+    calls = [
+        _tool_call(item, index, names, position)
+        for index, item in enumerate(message.get("tool_calls") or [])
+        if isinstance(item, dict)
+    ]
+    finish = choice.get("finish_reason")
+    stop: StopReason = _FINISH_REASONS.get(finish, "other") if isinstance(finish, str) else "other"
+    if isinstance(refusal, str) and refusal:
+        stop, text = "refusal", text or refusal
+    elif calls and stop in ("end_turn", "other"):
+        stop = "tool_use"  # a forced tool often comes back with finish_reason "stop"
+    return ModelTurn(
+        provider=provider,
+        model=model,
+        text=text,
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=finish if isinstance(finish, str) else None,
+        usage=_usage(raw.get("usage")),
+        raw=raw,
+        latency_ms=latency_ms,
+    )
+
+
+def _content_text(content: object) -> str:
+    """Return a message's text, whether ``content`` is a string, a list of parts or missing."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _tool_call(
+    item: dict[str, JsonValue], index: int, names: ToolNameMap, position: int
+) -> ToolCall:
+    """Normalise one ``tool_calls`` entry, tolerating object arguments and missing ids."""
+    function = item.get("function")
+    function = function if isinstance(function, dict) else {}
+    name = function.get("name")
+    name = name if isinstance(name, str) else ""
+    arguments = function.get("arguments")
+    parsed: JsonValue = None
+    error: str | None = None
+    if isinstance(arguments, str):
+        raw = arguments
+        if not raw.strip():
+            parsed = {}
+        else:
+            try:
+                parsed = cast(JsonValue, json.loads(raw))
+            except ValueError as exc:
+                error = f"arguments are not valid JSON: {exc}"
+    elif arguments is None:
+        raw, parsed = "", {}
+    else:
+        parsed = arguments
+        raw = json.dumps(arguments, ensure_ascii=False)
+    call_id = item.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        digest = hashlib.sha256(f"{position}:{index}:{name}:{raw}".encode()).hexdigest()[:24]
+        call_id = f"call_{digest}"
+    return ToolCall(
+        id=call_id,
+        name=names.from_wire(name),
+        arguments=parsed,
+        raw_arguments=raw,
+        parse_error=error,
+    )
+
+
+def _usage(usage: JsonValue) -> Usage:
+    """Return token usage from a Chat Completions ``usage`` object (zeros when missing)."""
+    if not isinstance(usage, dict):
+        return Usage(requests=1)
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return Usage(
+        input_tokens=prompt if isinstance(prompt, int) else 0,
+        output_tokens=completion if isinstance(completion, int) else 0,
+        requests=1,
+    )
