@@ -11,9 +11,7 @@ draft's meta-schema. :func:`format_path` spells every path (``$.issues[0].severi
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -23,6 +21,7 @@ from pydantic import JsonValue
 
 from agent_contracts.validation import ValidationIssue
 from agent_core.ecma_patterns import designer_parts
+from agent_core.json_paths import IssueSortKey, _path_key, format_path
 
 __all__ = [
     "ErrorContext",
@@ -34,31 +33,7 @@ __all__ = [
     "non_json_issues",
 ]
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MISSING = object()
-
-
-def format_path(parts: Sequence[str | int]) -> str:
-    """Render a path as JSONPath-like text.
-
-    ``("issues", 0, "severity")`` becomes ``$.issues[0].severity``; a key that is not a plain
-    identifier is quoted, as in ``$["a-b"]``.
-
-    Args:
-        parts: Object keys (strings) and array indices (integers), outermost first.
-
-    Returns:
-        The path, ``$`` for the root.
-    """
-    out = ["$"]
-    for part in parts:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif _IDENTIFIER.match(part):
-            out.append(f".{part}")
-        else:
-            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
-    return "".join(out)
 
 
 class IssueDetail(NamedTuple):
@@ -72,12 +47,7 @@ class IssueDetail(NamedTuple):
     """The problem as a path and a message."""
 
 
-_SortKey = tuple[tuple[int, int | str], ...]
 _Docs = Sequence[JsonValue]
-
-IssueSortKey = tuple[_SortKey, _SortKey]
-"""How issues are ordered: by the offending value's path, then by the failing keyword's path
-in the schema (object keys alphabetically, array indices numerically)."""
 
 
 class ErrorContext(NamedTuple):
@@ -91,11 +61,6 @@ class ErrorContext(NamedTuple):
     renamed: Mapping[str, str]
     """Patterns the engine was given in another spelling -> the designer's spelling
     (:attr:`agent_core.ecma_patterns.PatternRewrite.renamed`; empty for most schemas)."""
-
-
-def _path_key(parts: Sequence[str | int]) -> _SortKey:
-    """Return a sort key for a path: indices numerically, keys alphabetically."""
-    return tuple((0, part) if isinstance(part, int) else (1, part) for part in parts)
 
 
 def _value_at(value: object, parts: Sequence[str | int]) -> object:

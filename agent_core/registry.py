@@ -23,19 +23,24 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
-import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
 from agent_contracts.config import suggest_key
 from agent_contracts.errors import ConfigError, SchemaNotFoundError, SchemaRegistryError
-from agent_contracts.runs import JsonSchema, SchemaSource
+from agent_contracts.runs import JsonSchema
+from agent_core.registry_entries import (
+    SCHEMA_NAME_PATTERN,
+    NamedSchema,
+    ResolvedSchema,
+    _entry,
+    check_schema_name,
+)
 from agent_core.validation import canonical_json, compile_schema, schema_hash
 
 __all__ = [
@@ -51,9 +56,6 @@ DEFAULT_REGISTRY_PATH = Path(".agentshape/schemas.db")
 """Where :class:`SchemaRegistry` keeps its schemas when given no path (relative to the working
 directory at construction)."""
 
-SCHEMA_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-"""What a schema name may look like: a letter or digit, then up to 127 letters, digits, ``.``,
-``_`` or ``-``."""
 
 _TABLE = "output_schemas"
 _CREATE = f"""
@@ -69,55 +71,6 @@ CREATE TABLE IF NOT EXISTS {_TABLE} (
 _COLUMNS = "name, description, hash, created_at, modified_at"
 
 
-class NamedSchema(BaseModel):
-    """One registered schema's entry, without the schema itself."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    """The name callers use."""
-    description: str | None = None
-    """What the schema is for, when the author said."""
-    hash: str
-    """SHA-256 of the schema's canonical JSON, as analytics log it in ``schema_hash``."""
-    created_at: AwareDatetime
-    """When the name was first registered (UTC)."""
-    modified_at: AwareDatetime
-    """When the schema or description last changed (UTC)."""
-
-
-class ResolvedSchema(NamedTuple):
-    """The output schema a run uses and where it came from."""
-
-    schema: JsonSchema
-    """The JSON Schema."""
-    source: SchemaSource
-    """``agent``, ``inline``, ``named`` or ``default``."""
-
-
-def check_schema_name(name: str, *, path: str = "<registry>") -> str:
-    """Return ``name`` when it is an allowed schema name.
-
-    Args:
-        name: The proposed name.
-        path: The registry file, named in the error.
-
-    Returns:
-        The name, unchanged.
-
-    Raises:
-        SchemaRegistryError: The name does not match :data:`SCHEMA_NAME_PATTERN`.
-    """
-    if not isinstance(name, str) or SCHEMA_NAME_PATTERN.match(name) is None:
-        raise SchemaRegistryError(
-            f"{name!r} is not a valid schema name: use 1 to 128 letters, digits, '.', '_' or "
-            "'-', starting with a letter or digit",
-            path=path,
-            name=name if isinstance(name, str) else None,
-        )
-    return name
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -127,19 +80,6 @@ def _rollback(connection: sqlite3.Connection) -> None:
     if connection.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             connection.execute("ROLLBACK")
-
-
-def _entry(row: tuple[object, ...]) -> NamedSchema:
-    name, description, digest, created, modified = row
-    return NamedSchema.model_validate(
-        {
-            "name": name,
-            "description": description,
-            "hash": digest,
-            "created_at": created,
-            "modified_at": modified,
-        }
-    )
 
 
 class SchemaRegistry:
