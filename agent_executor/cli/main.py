@@ -207,6 +207,9 @@ def main(
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
         code: int = args.handler(args, stdout, sys.stderr)
+    except BrokenPipeError:  # before OSError, of which it is one: a reader closed the pipe
+        _quiet_closed_pipe()
+        return EXIT_OK
     except AgentshapeError as exc:
         print(f"agentshape: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -217,9 +220,6 @@ def main(
     except KeyboardInterrupt:
         print("agentshape: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        _quiet_closed_pipe()
-        return EXIT_OK
     try:
         stdout.flush()
     except BrokenPipeError:
