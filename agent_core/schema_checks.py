@@ -20,7 +20,6 @@ The module also exposes the small schema-walking vocabulary the provider dialect
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -37,6 +36,25 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from agent_contracts.config import suggest_key
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
 from agent_contracts.suggest import did_you_mean
+from agent_core.json_values import (
+    _is_number,
+    _is_regex,
+    _json_equal,
+    _matches_any,
+    _matches_types,
+    _types_text,
+)
+from agent_core.schema_keywords import (
+    _BOUND_PAIRS,
+    _DRAFT_2019_ONLY,
+    _FOREIGN_KEYWORDS,
+    _QUIET_KEYWORDS,
+    _TYPE_KEYWORDS,
+    _TYPE_SUGGESTIONS,
+    JSON_TYPES,
+    KNOWN_FORMATS,
+    KNOWN_KEYWORDS,
+)
 from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref, subschemas
 from agent_core.validation import format_path, schema_draft
 
@@ -53,92 +71,9 @@ __all__ = [
 Severity = Literal["error", "warning"]
 """How bad a finding is: ``error`` makes the schema unusable, ``warning`` is probably a mistake."""
 
-JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
-"""The seven JSON Schema type names."""
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-KNOWN_FORMATS = frozenset(
-    _words(
-        "date date-time duration email hostname idn-email idn-hostname ipv4 ipv6 iri iri-reference "
-        "json-pointer regex relative-json-pointer time uri uri-reference uri-template uuid"
-    )
-)
-"""Formats defined by draft-07 and 2019-09/2020-12; validators do not check others."""
-
-_DRAFT_2019_ONLY = frozenset(
-    _words(
-        "$anchor $dynamicAnchor $dynamicRef $recursiveAnchor $recursiveRef $vocabulary "
-        "contentSchema dependentRequired dependentSchemas deprecated maxContains minContains "
-        "prefixItems unevaluatedItems unevaluatedProperties"
-    )
-)
-
-KNOWN_KEYWORDS = _DRAFT_2019_ONLY | frozenset(
-    _words(
-        "$comment $defs $id $ref $schema additionalItems additionalProperties allOf anyOf const "
-        "contains contentEncoding contentMediaType default definitions dependencies description "
-        "else enum examples exclusiveMaximum exclusiveMinimum format id if items maxItems "
-        "maxLength maxProperties maximum minItems minLength minProperties minimum multipleOf "
-        "not oneOf pattern patternProperties properties propertyNames readOnly required then "
-        "title type uniqueItems writeOnly"
-    )
-)
-"""Every keyword of JSON Schema drafts 4 to 2020-12."""
 
 # Keywords other tools emit that JSON Schema ignores, and what to do instead.
-_FOREIGN_KEYWORDS = {
-    "nullable": 'OpenAPI\'s `nullable` is not JSON Schema; add "null" to `type` instead',
-    "optional": "JSON Schema has no `optional`; leave the name out of the parent's `required`",
-    "example": "`example` is OpenAPI; JSON Schema uses `examples` (a list)",
-}
 # Annotations some generators emit (Pydantic's `discriminator`); harmless, never reported.
-_QUIET_KEYWORDS = frozenset({"discriminator"})
-
-_TYPE_SUGGESTIONS = {
-    "bool": "boolean",
-    "dict": "object",
-    "double": "number",
-    "float": "number",
-    "int": "integer",
-    "list": "array",
-    "map": "object",
-    "none": "null",
-    "str": "string",
-    "text": "string",
-}
-
-_TYPE_KEYWORDS: dict[str, frozenset[str]] = {
-    "string": frozenset(_words("minLength maxLength pattern contentEncoding contentMediaType")),
-    "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
-    "array": frozenset(
-        _words(
-            "items additionalItems prefixItems contains minItems maxItems uniqueItems minContains "
-            "maxContains unevaluatedItems"
-        )
-    ),
-    "object": frozenset(
-        _words(
-            "properties patternProperties additionalProperties required minProperties "
-            "maxProperties propertyNames dependencies dependentRequired dependentSchemas "
-            "unevaluatedProperties"
-        )
-    ),
-}
-
-_BOUND_PAIRS = (
-    ("minimum", "maximum", False),
-    ("exclusiveMinimum", "maximum", True),
-    ("minimum", "exclusiveMaximum", True),
-    ("exclusiveMinimum", "exclusiveMaximum", True),
-    ("minLength", "maxLength", False),
-    ("minItems", "maxItems", False),
-    ("minProperties", "maxProperties", False),
-    ("minContains", "maxContains", False),
-)
 
 
 class SchemaFinding(BaseModel):
@@ -597,56 +532,3 @@ def _definition_names(root: JsonValue) -> list[str]:
 def _did_you_mean(word: str, candidates: Mapping[str, object] | frozenset[str] | list[str]) -> str:
     # Keyword typos are only warnings and must not fire on a custom keyword: a strict cutoff.
     return did_you_mean(word, candidates, cutoff=0.75)
-
-
-def _is_number(value: JsonValue) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _json_type(value: JsonValue) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _matches_types(value: JsonValue, types: list[str]) -> bool:
-    kind = _json_type(value)
-    return kind in types or (kind == "integer" and "number" in types)
-
-
-def _json_equal(left: JsonValue, right: JsonValue) -> bool:
-    if isinstance(left, bool) or isinstance(right, bool):
-        return type(left) is type(right) and left == right
-    return left == right
-
-
-def _types_text(types: list[str]) -> str:
-    return types[0] if len(types) == 1 else " or ".join(types)
-
-
-def _is_regex(pattern: str) -> bool:
-    try:
-        jsonschema_rs.validator_for({"pattern": pattern})
-    except jsonschema_rs.ValidationError:
-        return False
-    return True
-
-
-def _matches_any(name: str, patterns: Mapping[str, JsonValue]) -> bool:
-    for pattern in patterns:
-        try:
-            if re.search(pattern, name):
-                return True
-        except re.error:
-            continue
-    return False
