@@ -114,3 +114,51 @@ def test_no_module_outside_the_providers_names_a_provider() -> None:
                 if text.lower() in PROVIDER_NAMES - allowed
             ]
     assert found == []
+
+
+MAX_LINES = 400
+# Modules still over the limit, each built around one large class (the strict compiler, the
+# model builder, the compiled schema, the schema checker, the lenient parser). Each may not grow
+# past the lines it has; splitting them is tracked on the re-seating issue. Nothing else may pass
+# the limit, and a module that has come under it must be taken off this list.
+OVER_THE_LIMIT = {
+    "agent_core/dialects.py": 403,
+    "agent_core/lenient_json.py": 451,
+    "agent_core/schema_checks.py": 534,
+    "agent_core/schema_model.py": 729,
+    "agent_core/strict_mode.py": 755,
+    "agent_core/validation.py": 670,
+}
+
+
+def test_library_modules_stay_under_400_lines() -> None:
+    too_long = []
+    for package in ("agent_contracts", "agent_core", "agent_executor", "agent_coordinator"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            allowed = OVER_THE_LIMIT.get(relative, MAX_LINES)
+            if lines > allowed:
+                too_long.append(f"{relative}: {lines} lines (at most {allowed})")
+            elif relative in OVER_THE_LIMIT and lines <= MAX_LINES:
+                too_long.append(f"{relative}: now {lines} lines; take it off OVER_THE_LIMIT")
+    for path in sorted((ROOT / "agentshape").rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            too_long.append(f"{path.relative_to(ROOT).as_posix()}: {lines} lines")
+    assert too_long == []
+
+
+def test_the_entry_points_stay_short() -> None:
+    """``execute`` (the run loop) and ``Agent.run`` read in one screen, about 60 lines."""
+    lengths = {}
+    for relative, name in (
+        ("agent_executor/run.py", "execute"),
+        ("agent_executor/agent.py", "run"),
+    ):
+        tree = ast.parse((ROOT / relative).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+                assert node.end_lineno is not None
+                lengths[f"{relative}:{name}"] = node.end_lineno - node.lineno + 1
+    assert len(lengths) == 2 and all(n <= 65 for n in lengths.values()), lengths
