@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from agent_contracts.runs import RunResult
+from agent_contracts.suggest import did_you_mean
 from agent_executor.cli.inputs import (
     UsageError,
 )
@@ -86,7 +87,8 @@ def _line_problem(number: int, text: str) -> tuple[TaskItem | None, str | None]:
             field = ".".join(str(part) for part in error["loc"][:1]) or "line"
             message = error["msg"]
             if error["type"] == "extra_forbidden":
-                message = "unknown key (a task line has id, task and parameters)"
+                hint = did_you_mean(field, ("id", "task", "parameters"))
+                message = f"unknown key{hint} (a task line has id, task and parameters)"
             elif field == "id":
                 message = "must be a string or an integer"
             problems.append(f"{field}: {message}")

@@ -152,7 +152,7 @@ def test_bad_lines_are_all_reported_and_nothing_runs(capsys: pytest.CaptureFixtu
     assert "tasks.jsonl has 7 bad lines; nothing was run:" in err
     assert "tasks.jsonl:2: id 'a' is already the id of line 1" in err
     assert "tasks.jsonl:3: task: String should have at least 1 character" in err
-    assert "tasks.jsonl:4: task: Field required; tsk: unknown key" in err
+    assert "tasks.jsonl:4: task: Field required; tsk: unknown key (did you mean 'task'?)" in err
     assert "tasks.jsonl:5: a task line is a JSON object, a JSON string or plain text" in err
     assert "tasks.jsonl:6: not valid JSON: Expecting property name" in err
     assert "tasks.jsonl:7: id: must be a string or an integer" in err
