@@ -36,6 +36,7 @@ _SPELLINGS: dict[str, tuple[_Loc, ...]] = {
     "max_tokens": (("max_tokens",), ("llm", "maxTokens")),
     "system_prompt": (("system_prompt",), ("context", "static", "system")),
     "tools": (("tools",),),
+    "mcp_servers": (("mcp_servers",), ("mcpServers",)),
     "max_steps": (("max_steps",), ("limits", "maxSteps")),
     "parameters_schema": (("parameters_schema",),),
     "output_schema": (("output_schema",), ("output", "schema")),
