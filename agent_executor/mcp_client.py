@@ -46,16 +46,25 @@ class McpServerError(Exception):
 def _render(result: mcp_types.CallToolResult) -> str:
     """Turn a tool result into the text the model reads: every content block, then structure."""
     parts: list[str] = []
+    structured = result.structured_content
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):
             parts.append(block.text)
+            if structured is not None and _parses_to(block.text, structured):
+                structured = None  # the text already carries the structure
         else:
             parts.append(json.dumps(block.model_dump(mode="json", exclude_none=True)))
-    if result.structured_content is not None:
-        structured = json.dumps(result.structured_content, ensure_ascii=False)
-        if structured not in parts:
-            parts.append(structured)
+    if structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False))
     return "\n".join(parts)
+
+
+def _parses_to(text: str, value: object) -> bool:
+    """Whether ``text`` is JSON equal to ``value``."""
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
 
 
 class McpTool(InputTool):

@@ -1,0 +1,48 @@
+"""An MCP server for the tests, written with the mcp SDK's server API; run as a stdio script.
+
+``python mcp_test_server.py MODE``: ``ok`` serves its tools; ``crash`` serves them but the
+``crash`` tool kills the process; ``hang_start`` never answers the handshake.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("agentshape-test")
+
+
+@server.tool()
+def add(a: int, b: int) -> dict[str, int]:
+    """Add two integers."""
+    return {"sum": a + b}
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the given reason."""
+    raise ToolError(f"refused: {reason}")
+
+
+@server.tool()
+def crash() -> str:
+    """Kill the server process mid-call."""
+    print("about to crash", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool()
+def hang() -> str:
+    """Never return."""
+    time.sleep(3600)
+    return "unreachable"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["hang_start"]:
+        time.sleep(3600)
+    server.run("stdio")
