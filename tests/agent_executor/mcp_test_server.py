@@ -1,7 +1,8 @@
 """An MCP server for the tests, written with the mcp SDK's server API; run as a stdio script.
 
 ``python mcp_test_server.py MODE``: ``ok`` serves its tools; ``crash`` serves them but the
-``crash`` tool kills the process; ``hang_start`` never answers the handshake.
+``crash`` tool kills the process; ``hang_start`` never answers the handshake. With
+``MCP_TEST_PID_FILE`` set it writes its process id there.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def hang() -> str:
 
 
 if __name__ == "__main__":
+    if "MCP_TEST_PID_FILE" in os.environ:  # lets a test check that the server was shut down
+        with open(os.environ["MCP_TEST_PID_FILE"], "w", encoding="utf-8") as pid_file:
+            pid_file.write(str(os.getpid()))
     if sys.argv[1:] == ["hang_start"]:
         time.sleep(3600)
     server.run("stdio")

@@ -130,6 +130,17 @@ async def test_a_tool_call_that_hangs_fails_the_run_after_the_call_timeout() -> 
     assert "MCP server 't'" in result.error.message and "within 1.0 s" in result.error.message
 
 
+async def test_a_run_that_times_out_mid_call_still_shuts_its_server_down(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = Script(("mcp__t__hang", {}))
+    servers = [server_entry(tools=["hang"], env={"MCP_TEST_PID_FILE": str(pid_file)})]
+    result = await agent(servers, script.model(), timeout_s=1.0).run("go")
+
+    assert result.error is not None and result.error.type == "run_timeout"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
 async def test_a_server_that_never_starts_fails_the_run_before_any_model_call() -> None:
     script = Script()
     servers = [server_entry("hang_start", tools=["add"], start_timeout_s=1.0)]
