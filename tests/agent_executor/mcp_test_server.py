@@ -1,8 +1,8 @@
 """An MCP server for the tests, written with the mcp SDK's server API; run as a stdio script.
 
 ``python mcp_test_server.py MODE``: ``ok`` serves its tools; ``crash`` serves them but the
-``crash`` tool kills the process; ``hang_start`` never answers the handshake. With
-``MCP_TEST_PID_FILE`` set it writes its process id there.
+``crash`` tool kills the process; ``hang_start`` never answers the handshake; ``http PORT``
+serves streamable HTTP on loopback. With ``MCP_TEST_PID_FILE`` set it writes its process id there.
 """
 
 from __future__ import annotations
@@ -49,4 +49,6 @@ if __name__ == "__main__":
             pid_file.write(str(os.getpid()))
     if sys.argv[1:] == ["hang_start"]:
         time.sleep(3600)
+    if sys.argv[1] == "http":  # streamable HTTP on loopback, at http://127.0.0.1:PORT/mcp
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     server.run("stdio")

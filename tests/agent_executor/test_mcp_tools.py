@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +164,40 @@ async def test_a_missing_command_or_tool_fails_the_run_naming_the_server() -> No
     result = await agent([server_entry(tools=["nope"])], Script().model()).run("go")
     assert result.error is not None and "has no tool nope" in result.error.message
     assert "add" in result.error.message
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """The test server over streamable HTTP on a free loopback port; yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, SERVER, "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_a_streamable_http_server_with_headers(http_server: str) -> None:
+    script = Script(("mcp__web__add", {"a": 40, "b": 2}))
+    server = {"name": "web", "url": http_server, "headers": {"X-Test": "1"}, "tools": ["add"]}
+    result = await agent([server], script.model()).run("go")
+
+    assert result.status == "completed", result.error
+    assert json.loads(script.results[0].content) == {"sum": 42}
 
 
 def _filesystem_server() -> Path | None:
