@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics
@@ -123,6 +124,15 @@ async def test_a_server_that_crashes_mid_call_fails_the_run_naming_it() -> None:
     assert result.status == "failed" and result.error is not None
     assert result.error.type == "mcp_server_error"
     assert "MCP server 't'" in result.error.message
+    assert "about to crash" in result.error.message  # the end of its stderr
+
+
+def test_listing_servers_without_the_sdk_fails_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the SDK were not installed
+    with pytest.raises(ConfigError, match=r"agentshape\[mcp\]"):
+        agent([server_entry(tools=["add"])], Script().model())
 
 
 async def test_a_tool_call_that_hangs_fails_the_run_after_the_call_timeout() -> None:
