@@ -1,15 +1,17 @@
 """The MCP client side: start an agent's MCP servers and wrap their allowed tools as input tools.
 
 Needs the ``mcp`` SDK (``pip install 'agentshape[mcp]'``); :mod:`agent_executor.mcp_tools` imports
-this module only for an agent that lists MCP servers. Every server is entered on one
-:class:`~contextlib.AsyncExitStack` owned by the run, which closes them all however it ends.
+this module only for an agent that lists MCP servers. Each server's connection lives in a task of
+its own (:class:`ServerHost`): the SDK's transports cancel the task that entered them when they
+break, and that must be the host, never the run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from typing import Any
 
 import anyio
@@ -26,7 +28,7 @@ from agent_contracts.mcp import McpServer, mcp_tool_name
 from agent_executor.run_state import RunFailure
 from agent_executor.tools import InputTool
 
-__all__ = ["McpServerError", "McpTool", "start_server"]
+__all__ = ["McpServerError", "McpTool", "ServerHost", "start_server"]
 
 
 class McpServerError(Exception):
@@ -215,3 +217,69 @@ async def _list_tools(session: ClientSession) -> dict[str, mcp_types.Tool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+def _describe(exc: BaseException) -> str:
+    """The first real error inside ``exc`` (exception groups unwrapped, cancellations skipped)."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if not isinstance(inner, asyncio.CancelledError):
+                return _describe(inner)
+    return repr(exc)
+
+
+class ServerHost:
+    """Runs one MCP server's connection in a task of its own, from :meth:`start` to :meth:`close`.
+
+    Args:
+        server: The server's configuration.
+    """
+
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        """The server's configuration."""
+        self._ready: asyncio.Future[list[InputTool]] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> list[InputTool]:
+        """Start the server and return its allowed tools.
+
+        Raises:
+            McpServerError: As for :func:`start_server`, or the host did not report within
+                ``start_timeout_s`` (plus a grace period for spawning).
+        """
+        self._task = asyncio.create_task(self._serve(), name=f"mcp server {self.server.name}")
+        try:
+            return await asyncio.wait_for(
+                asyncio.shield(self._ready), self.server.start_timeout_s + 5
+            )
+        except TimeoutError:
+            message = f"did not start within {self.server.start_timeout_s} s"
+            raise McpServerError(self.server.name, message) from None
+
+    async def _serve(self) -> None:
+        """Hold the connection open until :meth:`close`; report a failure to start."""
+        try:
+            async with AsyncExitStack() as stack:
+                tools = await start_server(self.server, stack)
+                self._ready.set_result(tools)
+                await self._stop.wait()
+        except McpServerError as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+        except BaseException as exc:  # a broken transport's cancellation included
+            if not self._ready.done():
+                error = McpServerError(self.server.name, f"could not start: {_describe(exc)}")
+                self._ready.set_exception(error)
+
+    async def close(self, grace_s: float = 15.0) -> None:
+        """Shut the server down; after ``grace_s`` seconds its task is cancelled."""
+        self._stop.set()
+        if self._task is None:
+            return
+        # On timeout, wait_for has cancelled the host task, which closes the connection.
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._task, grace_s)
+        if not self._ready.done():
+            self._ready.cancel()

@@ -12,9 +12,7 @@ The ``mcp`` SDK is imported only for an agent that lists servers.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 from dataclasses import replace
 from importlib.util import find_spec
 
@@ -27,8 +25,6 @@ from agent_executor.run_state import RunSpec
 from agent_executor.tools import InputTool
 
 __all__ = ["execute_with_mcp", "require_mcp_sdk"]
-
-logger = logging.getLogger(__name__)
 
 
 def require_mcp_sdk(servers: Sequence[McpServer], agent_id: str) -> None:
@@ -64,25 +60,19 @@ async def execute_with_mcp(
     """
     if not servers:
         return await execute(spec, sink)
-    from agent_executor.mcp_client import McpServerError, start_server
+    from agent_executor.mcp_client import McpServerError, ServerHost
 
-    stack = AsyncExitStack()
+    hosts: list[ServerHost] = []
     try:
         tools: list[InputTool] = []
         try:
             for server in servers:
-                tools.extend(await start_server(server, stack))
+                hosts.append(ServerHost(server))
+                tools.extend(await hosts[-1].start())
         except McpServerError as exc:
             error = RunError(type="mcp_server_error", message=str(exc))
             spec = replace(spec, precheck=spec.precheck or error)
         return await execute(replace(spec, tools=[*spec.tools, *tools]), sink)
     finally:
-        await _close(stack)
-
-
-async def _close(stack: AsyncExitStack) -> None:
-    """Shut every started server down; a server that breaks while closing is only logged."""
-    try:
-        await stack.aclose()
-    except Exception:  # a crashed server's transport may fail to close cleanly
-        logger.warning("an MCP server did not shut down cleanly", exc_info=True)
+        for host in hosts:
+            await host.close()

@@ -165,11 +165,19 @@ async def test_a_server_that_never_starts_fails_the_run_before_any_model_call() 
     assert script.tools == []
 
 
-async def test_a_missing_command_or_tool_fails_the_run_naming_the_server() -> None:
+async def test_a_missing_command_url_or_tool_fails_the_run_naming_the_server() -> None:
     missing = {"name": "gone", "command": "/nonexistent/mcp-server", "tools": ["x"]}
     result = await agent([missing], Script().model()).run("go")
     assert result.error is not None and result.error.type == "mcp_server_error"
     assert "MCP server 'gone'" in result.error.message
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
+    unreachable = {"name": "web", "url": closed, "tools": ["x"]}
+    result = await agent([unreachable], Script().model()).run("go")
+    assert result.error is not None and result.error.type == "mcp_server_error"
+    assert "MCP server 'web': could not start: ConnectError" in result.error.message
 
     result = await agent([server_entry(tools=["nope"])], Script().model()).run("go")
     assert result.error is not None and "has no tool nope" in result.error.message
