@@ -93,7 +93,8 @@ class Agent(Generic[OutputT]):
 
     Raises:
         ConfigError: The config names an unknown tool, gives both an ``output_schema`` and an
-            ``output_type``, or both a ``config`` and one-off parts.
+            ``output_type``, or both a ``config`` and one-off parts; or lists MCP servers
+            without the ``mcp`` SDK installed (``agentshape[mcp]``) or two with one name.
         InvalidSchemaError: The agent's output or parameters schema is invalid.
     """
 

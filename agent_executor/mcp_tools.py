@@ -28,15 +28,20 @@ __all__ = ["execute_with_mcp", "require_mcp_sdk"]
 
 
 def require_mcp_sdk(servers: Sequence[McpServer], agent_id: str) -> None:
-    """Check that the ``mcp`` SDK is installed when an agent lists MCP servers.
+    """Check that the ``mcp`` SDK is installed when an agent lists MCP servers, with distinct names.
 
     Args:
         servers: The agent's MCP servers.
         agent_id: The agent, for the message.
 
     Raises:
-        ConfigError: Servers are listed but the SDK is missing; the message names the extra.
+        ConfigError: Servers are listed but the SDK is missing (the message names the extra),
+            or two servers share a name.
     """
+    names = [server.name for server in servers]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"agent {agent_id!r} lists MCP server {repeated[0]!r} twice")
     if servers and find_spec("mcp") is None:
         raise ConfigError(
             f"agent {agent_id!r} lists MCP servers but the mcp SDK is not installed; "

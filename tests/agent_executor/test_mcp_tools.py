@@ -135,6 +135,11 @@ def test_listing_servers_without_the_sdk_fails_naming_the_extra(
         agent([server_entry(tools=["add"])], Script().model())
 
 
+def test_two_servers_with_one_name_are_refused() -> None:
+    with pytest.raises(ConfigError, match="lists MCP server 't' twice"):
+        agent([server_entry(tools=["add"]), server_entry(tools=["fail"])], Script().model())
+
+
 async def test_a_tool_call_that_hangs_fails_the_run_after_the_call_timeout() -> None:
     script = Script(("mcp__t__hang", {}))
     servers = [server_entry(tools=["hang"], call_timeout_s=1.0)]
