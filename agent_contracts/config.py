@@ -56,6 +56,7 @@ from agent_contracts.config_forms import (
     source_loc,
     suggest_key,
 )
+from agent_contracts.mcp import McpServer
 from agent_contracts.profiles import ProfileOverride
 from agent_contracts.runs import JsonSchema, RunOptions
 
@@ -100,6 +101,8 @@ class AgentConfig(BaseModel):
     """The agent's own instructions (``context.static.system`` in the file form)."""
     tools: list[str] = Field(default_factory=list)
     """Names of the input tools the agent may call, such as ``fs:read``."""
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    """MCP servers whose allowed tools join the input tools (``mcpServers`` in the file form)."""
     max_steps: int | None = Field(default=None, ge=1)
     """Most model turns in one run (``limits.maxSteps``); ``None`` uses the executor's default."""
     parameters_schema: JsonSchema | None = None

@@ -13,6 +13,7 @@ from typing import get_args
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
+from agent_contracts.mcp import McpServer
 from agent_contracts.profiles import ProfileOverride
 from agent_contracts.runs import RunOptions
 from agent_contracts.suggest import suggest
@@ -36,6 +37,7 @@ _SPELLINGS: dict[str, tuple[_Loc, ...]] = {
     "max_tokens": (("max_tokens",), ("llm", "maxTokens")),
     "system_prompt": (("system_prompt",), ("context", "static", "system")),
     "tools": (("tools",),),
+    "mcp_servers": (("mcp_servers",), ("mcpServers",)),
     "max_steps": (("max_steps",), ("limits", "maxSteps")),
     "parameters_schema": (("parameters_schema",),),
     "output_schema": (("output_schema",), ("output", "schema")),
@@ -275,10 +277,28 @@ def source_loc(loc: _Loc, origins: dict[str, _Loc]) -> _Loc:
     return loc
 
 
+# Lists of entries checked by their own models (``extra="forbid"``): their keys, for suggestions.
+_LIST_ENTRY_KEYS: dict[str, tuple[str, ...]] = dict.fromkeys(
+    ("mcp_servers", "mcpServers"), tuple(McpServer.model_fields)
+)
+
+
+def _unknown_entry_key(loc: _Loc, value: object, known: tuple[str, ...]) -> InitErrorDetails:
+    """An unknown key inside a list entry, with the nearest known key as a suggestion."""
+    key, where = str(loc[-1]), _dotted(loc[:-1])
+    hint = suggest_key(key, known)
+    text = f"unknown key {key!r} at {where}" + (
+        f" (did you mean {hint!r}?)" if hint else f" (known keys: {', '.join(sorted(known))})"
+    )
+    return _problem("unknown_key", loc, value, text)
+
+
 def relocated(error: Mapping[str, object], loc: _Loc) -> InitErrorDetails:
     """Rebuild one Pydantic error at a new location, keeping its type and message."""
     kind = str(error["type"])
     ctx = error.get("ctx")
+    if kind == "extra_forbidden" and len(loc) > 1 and loc[0] in _LIST_ENTRY_KEYS:
+        return _unknown_entry_key(loc, error.get("input"), _LIST_ENTRY_KEYS[str(loc[0])])
     if kind in _PYDANTIC_ERROR_TYPES:
         details = InitErrorDetails(type=kind, loc=loc, input=error.get("input"))
         if isinstance(ctx, dict):

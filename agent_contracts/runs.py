@@ -91,6 +91,7 @@ RunErrorType = Literal[
     "run_timeout",
     "max_steps_exceeded",
     "tool_error",
+    "mcp_server_error",
     "config_error",
     "provider_rate_limited",
     "provider_timeout",

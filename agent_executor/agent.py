@@ -40,6 +40,7 @@ from agent_core.schema_model import compile_schema
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.assembly import ENV_ANALYTICS_DIR, config_of, sink_for
 from agent_executor.escalation import fold_escalation, should_escalate
+from agent_executor.mcp_tools import execute_with_mcp, require_mcp_sdk
 from agent_executor.planning import (
     Rung,
     RunPlan,
@@ -52,7 +53,6 @@ from agent_executor.planning import (
 from agent_executor.providers.base import Provider, profile_of
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
-from agent_executor.run import execute
 from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
 
@@ -93,7 +93,8 @@ class Agent(Generic[OutputT]):
 
     Raises:
         ConfigError: The config names an unknown tool, gives both an ``output_schema`` and an
-            ``output_type``, or both a ``config`` and one-off parts.
+            ``output_type``, or both a ``config`` and one-off parts; or lists MCP servers
+            without the ``mcp`` SDK installed (``agentshape[mcp]``) or two with one name.
         InvalidSchemaError: The agent's output or parameters schema is invalid.
     """
 
@@ -125,6 +126,7 @@ class Agent(Generic[OutputT]):
         self.output_type = output_type
         self.workspace = Path(workspace) if workspace is not None else Path.cwd()
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
+        require_mcp_sdk(config.mcp_servers, config.id)  # MCP servers start per run (mcp_tools.py)
         self.analytics: AnalyticsSink = sink_for(analytics, analytics_dir, self.env)
         self.registry = registry if registry is not None else SchemaRegistry()
         self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
@@ -279,7 +281,7 @@ class Agent(Generic[OutputT]):
         output = None
         for rung in plan.ladder:
             spec = run_spec(self.config, self.tools, plan, rung)
-            outcome = await execute(spec, self.analytics)
+            outcome = await execute_with_mcp(self.config.mcp_servers, spec, self.analytics)
             results.append(outcome.result)
             output = outcome.output
             if not should_escalate(outcome.result) or rung is plan.ladder[-1]:
