@@ -71,7 +71,9 @@ def _sdk_provider(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(f"agent_executor.providers.{module}")
     except ModuleNotFoundError as exc:
-        if exc.name not in (extra, f"agent_executor.providers.{module}"):
+        # The SDK, or the HTTP client it brings (httpx2), is what an extra installs.
+        missing = (exc.name or "").split(".")[0]
+        if missing not in (extra, "httpx2", "httpcore2"):
             raise
         raise ConfigError(
             f"this model needs the {extra} SDK, which is not installed: "

@@ -202,7 +202,7 @@ import importlib.abc, json, sys
 
 class Absent(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == {extra!r} or name.startswith({extra!r} + "."):
+        if name.split(".")[0] in ({extra!r}, "httpx2"):  # what the extra installs
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
         return None
 
