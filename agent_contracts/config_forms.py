@@ -70,24 +70,23 @@ def _key_tree() -> _KeyTree:
     locs = [loc for spellings in _SPELLINGS.values() for loc in spellings]
     locs += list(_OPTION_SPELLINGS.values())
     for loc in locs:
-        node = tree
-        for key in loc[:-1]:
-            child = node.get(str(key))
-            if child is None:
-                child = node[str(key)] = {}
-            node = child
-        node[str(loc[-1])] = None
+        _place(tree, loc, None)
     for section in _OPTION_SECTIONS:
         tree[section] = dict.fromkeys(RunOptions.model_fields)
     for loc in _PROFILE_SPELLINGS:
-        node = tree
-        for key in loc[:-1]:
-            child = node.get(str(key))
-            if child is None:
-                child = node[str(key)] = {}
-            node = child
-        node[str(loc[-1])] = dict.fromkeys(ProfileOverride.model_fields)
+        _place(tree, loc, dict.fromkeys(ProfileOverride.model_fields))
     return tree
+
+
+def _place(tree: _KeyTree, loc: _Loc, leaf: _KeyTree | None) -> None:
+    """Put ``leaf`` at ``loc`` in the key tree, making the sections on the way."""
+    node = tree
+    for key in loc[:-1]:
+        child = node.get(str(key))
+        if child is None:
+            child = node[str(key)] = {}
+        node = child
+    node[str(loc[-1])] = leaf
 
 
 _KEY_TREE = _key_tree()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,10 +24,9 @@ from typing import TextIO
 from pydantic import BaseModel
 
 from agent_contracts.runs import RunRequest
-from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
-from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
+from agent_executor.agent import Agent
 from agent_executor.batch import run_many
+from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -40,8 +38,6 @@ from agent_executor.cli.inputs import (
     caller_schema,
     load_agent,
     parse_param,
-    profile_overrides,
-    resolve_provider,
     run_options,
 )
 from agent_executor.cli.progress import Progress
@@ -143,16 +139,7 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _, config = load_agent(args.agent, args.agents_dir)
     schema = caller_schema(args, config)
     items = read_tasks(args.tasks)
-    analytics = JsonlAnalytics(
-        args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
-    )
-    agent: Agent[BaseModel] = Agent(
-        config,
-        workspace=args.workspace,
-        analytics=analytics,
-        registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
-        profile=profile_overrides(args),
-    )
+    agent = build_agent(args, config)
     provider = resolve_provider(agent, args.model, err)
     done, dropped = read_done(args.out, items)
     pending = [item for item in items if item.key not in done]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import JsonValue, ValidationError
 
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, ConfigFileError
@@ -24,8 +24,6 @@ from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_core.validation import compile_schema
-from agent_executor.agent import Agent
-from agent_executor.providers.base import Provider
 
 __all__ = [
     "EXIT_OK",
@@ -44,7 +42,6 @@ __all__ = [
     "parse_param",
     "read_json_file",
     "read_schema_file",
-    "resolve_provider",
     "run_options",
 ]
 
@@ -366,24 +363,6 @@ def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema
         return CallerSchema(inline=read_schema_file(file))
     assert name is not None
     return CallerSchema(name=name, named=registry.get(name))
-
-
-def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) -> Provider:
-    """Return the run's provider, noting on ``err`` when it is the offline test model.
-
-    Raises:
-        ConfigError: The model string is unknown or its API key is missing.
-    """
-    provider = agent.provider(model)
-    if provider.name == "test":
-        why = "as asked" if model or agent.config.model else "named by AGENTSHAPE_MODEL"
-        print(
-            f"note: using the offline test model ({why}); its answers are generated from the "
-            "schema, not by a language model. Pass --model openai:gpt-4.1-mini (with "
-            "OPENAI_API_KEY set), or another real model, to use a language model.",
-            file=err,
-        )
-    return provider
 
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

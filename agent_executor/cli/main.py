@@ -24,15 +24,13 @@ from pydantic import BaseModel
 
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest
-from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
-from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.cli import analytics as cli_analytics
 from agent_executor.cli import batch as cli_batch
 from agent_executor.cli import fleet as cli_fleet
 from agent_executor.cli import init as cli_init
 from agent_executor.cli import inspect as cli_inspect
 from agent_executor.cli import schemas as cli_schemas
+from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -44,8 +42,6 @@ from agent_executor.cli.inputs import (
     find_agent_file,
     load_agent,
     parse_param,
-    profile_overrides,
-    resolve_provider,
     run_options,
 )
 from agent_executor.result import AgentResult
@@ -114,16 +110,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = run_options(args)
     _, config = load_agent(args.agent, args.agents_dir)
     schema = caller_schema(args, config)
-    analytics = JsonlAnalytics(
-        args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
-    )
-    agent: Agent[BaseModel] = Agent(
-        config,
-        workspace=args.workspace,
-        analytics=analytics,
-        registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
-        profile=profile_overrides(args),
-    )
+    agent = build_agent(args, config)
     provider = resolve_provider(agent, args.model, err)
     result = agent.run_sync(
         RunRequest(
