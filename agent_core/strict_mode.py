@@ -15,20 +15,37 @@ provider's answer can be mapped back to the designer's shape.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
 
 from agent_core.schema_checks import JSON_TYPES
 from agent_core.schema_merge import ANNOTATIONS, CONTAINERS, flatten, merge_schemas
 from agent_core.schema_walk import (
     child_path,
-    fragment_keys,
     offline_validator,
     resolve_local_ref,
+)
+from agent_core.strict_plans import (
+    ArrayPlan,
+    CompileNote,
+    JsonDict,
+    NoteAction,
+    ObjectPlan,
+    Plan,
+    RefPlan,
+    StrictRules,
+    UnionPlan,
+)
+from agent_core.strict_values import (
+    _describe,
+    _Described,
+    _finish,
+    _json_type,
+    _normalize_draft4,
+    _nullable,
+    _pointer_path,
+    _same,
 )
 from agent_core.validation import schema_draft
 
@@ -44,114 +61,6 @@ __all__ = [
     "UnionPlan",
     "inferred_types",
 ]
-
-JsonDict = dict[str, JsonValue]
-
-NoteAction = Literal[
-    "moved to description",
-    "dropped",
-    "changed",
-    "narrowed",
-    "null means absent",
-    "wrapped",
-    "blocks strict",
-]
-"""What a dialect did with a keyword (see :class:`CompileNote`)."""
-
-
-class CompileNote(BaseModel):
-    """One keyword a dialect did not send to the provider exactly as the designer wrote it.
-
-    Renders as ``$.properties.summary: minLength moved to description (not supported by OpenAI
-    strict mode)``. Actions:
-
-    * ``moved to description``: the provider does not enforce the keyword; the model reads it.
-    * ``dropped``: the provider neither enforces nor sees it.
-    * ``changed``: sent in another form: ``oneOf`` as ``anyOf``, ``minItems`` 3 as 1 (both
-      weaker), ``allOf`` merged (exact).
-    * ``narrowed``: the provider produces fewer values than the schema accepts (opt-in only).
-    * ``null means absent``: an optional field with default null; a null from the provider is
-      dropped.
-    * ``wrapped``: the root travels as ``{"result": <value>}``.
-    * ``blocks strict``: why the dialect fell back to non-strict.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    path: str
-    """JSON path of the node in the designer's schema, ``$`` for the root."""
-    keyword: str
-    """The keyword concerned."""
-    action: NoteAction
-    """What happened to it."""
-    detail: str
-    """Why, in words."""
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.keyword} {self.action} ({self.detail})"
-
-
-@dataclass(frozen=True)
-class ObjectPlan:
-    """Map back an object: drop nulls in ``drop_null`` fields, recurse into ``properties``."""
-
-    properties: dict[str, Plan]
-    drop_null: frozenset[str]
-
-
-@dataclass(frozen=True)
-class ArrayPlan:
-    """Map back every item of an array."""
-
-    items: Plan
-
-
-@dataclass(frozen=True)
-class UnionPlan:
-    """Map back through the ``anyOf`` branch (compiled schema, plan) the value matches."""
-
-    branches: tuple[tuple[JsonDict, Plan], ...]
-
-
-@dataclass(frozen=True)
-class RefPlan:
-    """Map back through the plan of the named ``$defs`` entry."""
-
-    name: str
-
-
-Plan = ObjectPlan | ArrayPlan | UnionPlan | RefPlan | None
-"""How to map a provider's answer back; ``None`` means "as it is"."""
-
-
-@dataclass(frozen=True)
-class StrictRules:
-    """What one provider's strict mode accepts."""
-
-    label: str
-    """The mode's name in notes, such as ``OpenAI strict mode``."""
-    all_required: bool
-    """Every property must be required (optional ones become nullable)."""
-    numeric_bounds: bool
-    """``minimum``, ``maximum``, ``exclusive*`` and ``multipleOf`` are enforced."""
-    array_bounds: bool
-    """``minItems``/``maxItems`` are enforced; otherwise only ``minItems`` 0 or 1."""
-    formats: frozenset[str]
-    """String formats enforced."""
-    recursion: bool
-    """Recursive ``$ref`` is allowed."""
-    complex_patterns: bool
-    """Lookaround and backreferences in ``pattern`` are allowed."""
-    max_properties: int | None = None
-    """Most properties in one schema."""
-    max_depth: int | None = None
-    """Deepest object nesting."""
-    max_enum_values: int | None = None
-    """Most enum values in one schema."""
-    max_optional: int | None = None
-    """Most optional properties."""
-    max_unions: int | None = None
-    """Most union-typed values (``anyOf`` or a type list)."""
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -185,7 +94,6 @@ _KNOWN = (
 )
 _COMPLEX_PATTERN = re.compile(r"\(\?<?[=!]|\(\?>|\\[1-9]|\\k<")
 
-_Described = list[tuple[str, JsonValue]]
 _NODE_BUDGET = 20_000
 
 
@@ -676,80 +584,3 @@ class StrictCompiler:
             ):
                 return False
         return True
-
-
-def _pointer_path(pointer: str) -> str:
-    path = "$"
-    for part in fragment_keys(pointer):
-        path = child_path(path, part)
-    return path
-
-
-def _normalize_draft4(schema: JsonDict) -> JsonDict:
-    out = dict(schema)
-    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-        if isinstance(out.get(flag), bool) and out.pop(flag) and bound in out:
-            out[flag] = out.pop(bound)
-    return out
-
-
-def _nullable(schema: JsonDict) -> JsonDict:
-    declared = schema.get("type")
-    if "$ref" in schema or "const" in schema or (declared is None and "anyOf" not in schema):
-        return {"anyOf": [schema, {"type": "null"}]}
-    branches = schema.get("anyOf")
-    if isinstance(branches, list):
-        return {**schema, "anyOf": [*branches, {"type": "null"}]}
-    out = dict(schema)
-    if isinstance(declared, str) and declared != "null":
-        out["type"] = [declared, "null"]
-    elif isinstance(declared, list) and "null" not in declared:
-        out["type"] = [*declared, "null"]
-    enum = out.get("enum")
-    if isinstance(enum, list) and None not in enum:
-        out["enum"] = [*enum, None]
-    return out
-
-
-def _finish(schema: JsonDict, out: JsonDict, described: _Described) -> None:
-    """Copy ``title`` and ``description``, then append what was moved into the description."""
-    for key in ("title", "description"):
-        if isinstance(schema.get(key), str):
-            out[key] = schema[key]
-    _describe(out, described)
-
-
-def _describe(out: JsonDict, described: _Described) -> None:
-    if not described:
-        return
-    parts: list[str] = []
-    constraints = {key: value for key, value in described if key not in ("default", "examples")}
-    if constraints:
-        parts.append(f"Constraints: {_compact(constraints)}.")
-    for key, label in (("default", "Default"), ("examples", "Examples")):
-        parts.extend(f"{label}: {_compact(value)}." for name, value in described if name == key)
-    text = " ".join(parts)
-    current = out.get("description")
-    out["description"] = f"{current}\n{text}" if isinstance(current, str) and current else text
-
-
-def _compact(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-
-
-def _json_type(value: JsonValue) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _same(left: JsonValue, right: JsonValue) -> bool:
-    return _json_type(left) == _json_type(right) and left == right
