@@ -20,6 +20,8 @@ from pydantic import JsonValue
 
 from agent_contracts.tools import JsonObject
 from agent_core.regex_sample import _RegexSampler
+from agent_core.schema_documents import resolve_pointer
+from agent_core.schema_merge import merge_schemas
 
 __all__ = ["generate_value", "invalid_value"]
 
@@ -319,25 +321,28 @@ def _within(value: float, low: tuple[float, bool] | None, high: tuple[float, boo
 
 
 def _pointer(root: JsonValue, ref: str) -> JsonValue:
-    """Resolve a local ``$ref`` (``#``, ``#/definitions/x``...); anything else is ``{}``."""
+    """Resolve a local ``$ref`` (``#``, ``#/definitions/x``...) with the core's pointer rules.
+
+    Anything else (a remote reference, a pointer that leads nowhere) is ``{}``: no constraint.
+    """
     if not ref.startswith("#"):
         return {}
-    node = root
-    for part in ref[1:].split("/")[1:]:
-        key = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return {}
-    return node
+    found = resolve_pointer(root, ref[1:])
+    return {} if found is None else found
 
 
 def _merge(base: JsonValue, extra: JsonValue) -> JsonValue:
-    """Merge two schemas for generation: properties and ``required`` unite, bounds tighten."""
+    """Merge two schemas for generation, as the core merges ``allOf`` where it can.
+
+    Where the core's :func:`merge_schemas` cannot merge (a conflict it will not resolve), the
+    generator still needs one schema to aim at: properties and ``required`` unite, bounds
+    tighten, and ``extra`` wins elsewhere (the engine then judges the value it makes).
+    """
     if not isinstance(base, dict) or not isinstance(extra, dict):
         return extra if isinstance(base, dict) and not base else base
+    combined, _ = merge_schemas(base, extra)
+    if combined is not None:
+        return combined
     merged = dict(base)
     for key, value in extra.items():
         old = merged.get(key)
