@@ -28,7 +28,6 @@ object is sent as ``{"result": <value>}`` and unwrapped.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -40,11 +39,10 @@ from agent_core.dialect_limits import (
     JsonDict,
     _check_limits,
 )
+from agent_core.dialect_wrapping import WRAPPER_PROPERTY, _neutral_parameters, _wrap
 from agent_core.schema_walk import (
     offline_validator,
     resolve_local_ref,
-    subschemas,
-    without_own_id,
 )
 from agent_core.strict_mode import (
     ArrayPlan,
@@ -57,7 +55,6 @@ from agent_core.strict_mode import (
     UnionPlan,
     inferred_types,
 )
-from agent_core.validation import schema_draft
 
 __all__ = [
     "DIALECTS",
@@ -75,9 +72,6 @@ Dialect = Literal["neutral", "openai", "anthropic"]
 
 DIALECTS: tuple[Dialect, ...] = ("neutral", "openai", "anthropic")
 """Every dialect, in a fixed order."""
-
-WRAPPER_PROPERTY = "result"
-"""The property a non-object root is wrapped in: ``{"result": <value>}``."""
 
 
 _UNENFORCED = frozenset({"moved to description", "dropped", "changed"})
@@ -360,44 +354,3 @@ def compile_for_provider(
     all_notes = notes + tuple(compiler.notes)
     report = CompileReport(dialect=dialect, strict=True, wrapped=wrapped, notes=all_notes)
     return ProviderSchema(dialect, parameters, report, plan, dict(compiler.def_plans))
-
-
-def _wrap(body: JsonValue) -> JsonDict:
-    return {
-        "type": "object",
-        "properties": {WRAPPER_PROPERTY: body},
-        "required": [WRAPPER_PROPERTY],
-        "additionalProperties": False,
-    }
-
-
-def _neutral_parameters(schema: dict[str, JsonValue] | bool, wrapped: bool) -> JsonDict:
-    """The schema as written; wrapped, its definitions hoisted and references rewritten."""
-    body: JsonValue = copy.deepcopy(schema)
-    containers: JsonDict = {}
-    if isinstance(body, dict):
-        root_id = body.pop("$id", None)
-        if schema_draft(body) == 4 and isinstance(body.get("id"), str):
-            root_id = body.pop("id")
-        body.pop("$schema", None)
-        for _, node in subschemas(body):
-            if isinstance(node, dict) and isinstance(node.get("$ref"), str):
-                node["$ref"] = _rebase(str(node["$ref"]), root_id, wrapped)
-        if wrapped:
-            for key in ("$defs", "definitions"):
-                if key in body:
-                    containers[key] = body.pop(key)
-    if not wrapped:
-        assert isinstance(body, dict)
-        return body
-    return {**_wrap(body), **containers}
-
-
-def _rebase(ref: str, root_id: JsonValue, wrapped: bool) -> str:
-    ref = without_own_id(ref, root_id)
-    if not wrapped or not ref.startswith("#"):
-        return ref
-    pointer = ref[1:]
-    if pointer.startswith(("/$defs/", "/definitions/")):
-        return ref
-    return f"#/properties/{WRAPPER_PROPERTY}{pointer}"

@@ -122,9 +122,6 @@ MAX_LINES = 400
 # past the lines it has; splitting them is tracked on the re-seating issue. Nothing else may pass
 # the limit, and a module that has come under it must be taken off this list.
 OVER_THE_LIMIT = {
-    "agent_core/dialects.py": 403,
-    "agent_core/lenient_json.py": 451,
-    "agent_core/schema_checks.py": 534,
     "agent_core/strict_mode.py": 586,
     "agent_core/validation.py": 454,
 }
