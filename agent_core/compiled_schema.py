@@ -1,0 +1,243 @@
+"""A schema compiled once for exact, fast validation: :class:`CompiledSchema`."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import jsonschema_rs
+from pydantic import JsonValue
+
+from agent_contracts.errors import OutputValidationError
+from agent_contracts.validation import ValidationIssue
+from agent_core.ecma_patterns import PatternRewrite
+from agent_core.error_messages import (
+    ErrorContext,
+    IssueDetail,
+    issue_detail,
+    non_json_issues,
+)
+from agent_core.refs import RegistryRetriever, reference_error, registry_generation
+from agent_core.schema_documents import (
+    _EXTRA_FORMATS,
+    DRAFT_URIS,
+    resolve_pointer,
+    schema_hash,
+)
+
+__all__ = ["CompiledSchema"]
+
+
+class CompiledSchema:
+    """A schema compiled once for exact, fast validation; build it with :func:`compile_schema`.
+
+    Attributes:
+        schema: The designer's schema, as first compiled (not copied: treat a schema as
+            read-only once it is compiled).
+        hash: :func:`schema_hash` of the schema.
+        draft: The draft it is read under: 4, 6, 7, 2019 or 2020.
+        lenient: True when ``format`` is not asserted.
+        source: Where the schema came from, when known.
+    """
+
+    __slots__ = (
+        "_canonical",
+        "_context",
+        "_generation",
+        "_lock",
+        "_map",
+        "_rewrite",
+        "_subschemas",
+        "_uses_registry",
+        "_validator",
+        "draft",
+        "hash",
+        "lenient",
+        "schema",
+        "source",
+    )
+
+    def __init__(
+        self,
+        *,
+        schema: JsonValue,
+        digest: str,
+        draft: int,
+        lenient: bool,
+        source: str | None,
+        validator: jsonschema_rs.Validator,
+        canonical: JsonValue | str,
+        uses_registry: bool,
+        generation: int,
+        context: JsonValue = None,
+        rewrite: PatternRewrite | None = None,
+    ) -> None:
+        self.schema = schema
+        self.hash = digest
+        self.draft = draft
+        self.lenient = lenient
+        self.source = source
+        self._validator = validator
+        self._canonical = canonical
+        self._context = context
+        self._rewrite = rewrite
+        self._uses_registry = uses_registry
+        self._generation = generation
+        self._map: jsonschema_rs.ValidatorMap | None = None
+        self._subschemas: dict[str, CompiledSchema] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledSchema(hash={self.hash[:12]!r}, draft={self.draft}, lenient={self.lenient})"
+        )
+
+    @property
+    def _document(self) -> JsonValue:
+        """The designer's schema in canonical form (sorted keys), parsed on first use."""
+        if isinstance(self._canonical, str):
+            self._canonical = json.loads(self._canonical)
+        return self._canonical
+
+    @property
+    def fresh(self) -> bool:
+        """Whether no registered document this schema used has changed since it was compiled."""
+        return not self._uses_registry or self._generation == registry_generation()
+
+    def is_valid(self, value: JsonValue) -> bool:
+        """Return whether ``value`` satisfies the schema; the fast path, with no messages.
+
+        Args:
+            value: A JSON value (dicts, lists, strings, numbers, booleans, ``None``).
+
+        Returns:
+            True when valid. A value that is not JSON (a set, an object) is never valid.
+        """
+        try:
+            return self._validator.is_valid(value)
+        except (ValueError, TypeError, OverflowError):
+            return False
+
+    def issues(self, value: JsonValue) -> list[ValidationIssue]:
+        """Return every problem with ``value``, in deterministic order (empty when valid).
+
+        Args:
+            value: A JSON value.
+
+        Returns:
+            One issue per failed keyword, sorted by the path of the offending value.
+        """
+        return [detail.issue for detail in self.explain(value)]
+
+    def explain(self, value: JsonValue) -> list[IssueDetail]:
+        """Return every problem with ``value`` together with where it is and what is there.
+
+        Args:
+            value: A JSON value.
+
+        Returns:
+            The same problems as :meth:`issues`, each with the path as parts and the
+            offending value.
+        """
+        if self.is_valid(value):
+            return []
+        foreign = non_json_issues(value)
+        if foreign:
+            return foreign
+        context = ErrorContext(
+            (self._document, self.schema, self._context),
+            self.draft,
+            self._rewrite.renamed if self._rewrite is not None else {},
+        )
+        found = [
+            issue_detail(error, value, context) for error in self._validator.iter_errors(value)
+        ]
+        return [detail for _, detail in sorted(found, key=lambda pair: pair[0])]
+
+    def validate(self, value: JsonValue) -> None:
+        """Check ``value`` and raise if it breaks the schema.
+
+        Args:
+            value: A JSON value.
+
+        Raises:
+            OutputValidationError: With every issue in ``errors`` and ``value`` as
+                ``last_output``.
+        """
+        if self.is_valid(value):
+            return
+        issues = self.issues(value)
+        count = len(issues)
+        raise OutputValidationError(
+            f"the value does not match the schema ({count} problem{'s' if count != 1 else ''})",
+            errors=issues,
+            last_output=value,
+        )
+
+    def at(self, location: str) -> CompiledSchema:
+        """Return a compiled view of one subschema, for validating a part on its own.
+
+        Args:
+            location: ``#`` followed by a JSON pointer into this schema (``#/definitions/a``),
+                or an absolute URI with fragment into a registered document.
+
+        Returns:
+            A ``CompiledSchema`` for that subschema (cached), read in this schema's context so
+            its ``$ref`` keywords resolve as they do here.
+
+        Raises:
+            SchemaReferenceError: If the location does not exist.
+        """
+        if location in {"", "#"}:
+            return self
+        with self._lock:
+            found = self._subschemas.get(location)
+        if found is not None:
+            return found
+        if not location.startswith("#"):
+            ref_schema: dict[str, JsonValue] = {"$schema": DRAFT_URIS[self.draft], "$ref": location}
+            from agent_core.validation import compile_schema  # it imports this module
+
+            found = compile_schema(ref_schema, lenient=self.lenient, source=self.source)
+        else:
+            found = self._local(location)
+        with self._lock:
+            self._subschemas[location] = found
+        return found
+
+    def _local(self, location: str) -> CompiledSchema:
+        """Compile the subschema at a ``#`` pointer of this document."""
+        retriever = RegistryRetriever()
+        document = self._document
+        if self._map is None:
+            engine = self._rewrite.schema if self._rewrite is not None else document
+            named = (
+                {**engine, "$schema": DRAFT_URIS[self.draft]}
+                if isinstance(engine, dict)
+                else bool(engine)
+            )
+            self._map = jsonschema_rs.validator_map_for(
+                named,
+                validate_formats=not self.lenient,
+                formats=_EXTRA_FORMATS if self.draft < 2019 else None,
+                retriever=retriever,
+            )
+        validator = self._map.get(location)
+        original = resolve_pointer(self.schema, location[1:])
+        if validator is None or not isinstance(original, dict | bool):
+            raise reference_error(
+                f"Pointer '{location[1:]}' does not exist", retriever, self.schema, source=None
+            )
+        return CompiledSchema(
+            schema=original,
+            digest=schema_hash(original),
+            draft=self.draft,
+            lenient=self.lenient,
+            source=self.source,
+            validator=validator,
+            canonical=resolve_pointer(document, location[1:]),
+            uses_registry=self._uses_registry,
+            generation=self._generation,
+            context=document,
+            rewrite=self._rewrite,
+        )
