@@ -22,10 +22,9 @@ from pydantic import JsonValue
 from agent_core.schema_checks import JSON_TYPES
 from agent_core.schema_merge import ANNOTATIONS, CONTAINERS, flatten, merge_schemas
 from agent_core.schema_walk import (
-    child_path,
-    offline_validator,
     resolve_local_ref,
 )
+from agent_core.strict_choices import ChoiceNodes
 from agent_core.strict_plans import (
     ArrayPlan,
     CompileNote,
@@ -37,15 +36,13 @@ from agent_core.strict_plans import (
     StrictRules,
     UnionPlan,
 )
+from agent_core.strict_types import TypedNodes
 from agent_core.strict_values import (
     _describe,
     _Described,
     _finish,
-    _json_type,
     _normalize_draft4,
-    _nullable,
     _pointer_path,
-    _same,
 )
 from agent_core.validation import schema_draft
 
@@ -92,7 +89,6 @@ _KNOWN = (
     | frozenset({"type", "anyOf", "allOf", "if", *_BLOCKING})
     | frozenset().union(*_FAMILIES.values())
 )
-_COMPLEX_PATTERN = re.compile(r"\(\?<?[=!]|\(\?>|\\[1-9]|\\k<")
 
 _NODE_BUDGET = 20_000
 
@@ -113,7 +109,7 @@ def inferred_types(schema: JsonDict) -> list[str]:
     return [family for family, keys in _FAMILIES.items() if keys & schema.keys()]
 
 
-class StrictCompiler:
+class StrictCompiler(TypedNodes, ChoiceNodes):
     """Compiles one schema under one provider's strict rules, collecting notes.
 
     Attributes:
@@ -337,250 +333,3 @@ class StrictCompiler:
             if key in schema:
                 into.append((key, schema[key]))
                 self.note(path, key, "moved to description", f"not supported by {self.rules.label}")
-
-    def _object(self, schema: JsonDict, path: str, out: JsonDict, described: _Described) -> Plan:
-        raw = schema.get("properties", {})
-        properties = raw if isinstance(raw, dict) else {}
-        listed = schema.get("required", [])
-        required = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
-        self._closure(schema, path, bool(properties))
-        for name in required:
-            if name not in properties:
-                self._block(path, "required", f"required {name!r} is not in `properties`")
-        self._move(schema, path, ("minProperties", "maxProperties", "propertyNames"), described)
-        compiled: JsonDict = {}
-        plans: dict[str, Plan] = {}
-        drop: set[str] = set()
-        for name, sub in properties.items():
-            here = child_path(child_path(path, "properties"), name)
-            optional = name not in required
-            if sub is False:
-                if not optional:
-                    self._block(here, "required", "a required property whose schema is false")
-                elif self.rules.all_required:
-                    compiled[name] = {"type": "null"}
-                    drop.add(name)
-                continue
-            sub_out, sub_plan = self._node(sub, here)
-            if optional and self.rules.all_required:
-                # A null the provider sends is forced (and dropped) unless the designer's schema
-                # and the compiled one both accept null: then it could be meant.
-                if not self._produces_null(sub_out, True) or not self.accepts_null(sub):
-                    if not self._produces_null(sub_out, False):
-                        sub_out = _nullable(sub_out)
-                    drop.add(name)
-                elif isinstance(sub, dict) and "default" in sub and sub["default"] is None:
-                    drop.add(name)
-                    self.note(here, "default", "null means absent", "optional, default null")
-                else:
-                    self._block(
-                        here,
-                        "required",
-                        "optional and nullable without `default: null`, so a forced null could "
-                        "not be told from a real one; make it required or give it default null",
-                    )
-            compiled[name] = sub_out
-            if sub_plan is not None:
-                plans[name] = sub_plan
-        out["properties"] = compiled
-        kept = list(compiled) if self.rules.all_required else [n for n in required if n in compiled]
-        out["required"] = list[JsonValue](kept)
-        out["additionalProperties"] = False
-        return ObjectPlan(plans, frozenset(drop)) if plans or drop else None
-
-    def _closure(self, schema: JsonDict, path: str, has_properties: bool) -> None:
-        extra = schema.get("additionalProperties", True)
-        extra = True if extra == {} else extra
-        if isinstance(extra, dict):
-            self._block(path, "additionalProperties", "a schema for undeclared properties")
-        elif extra is not False:
-            if not has_properties:
-                self._block(path, "additionalProperties", "a free-form object (no `properties`)")
-            elif self.narrowing:
-                detail = "undeclared properties are not produced"
-                self.note(path, "additionalProperties", "narrowed", detail)
-            else:
-                detail = "undeclared properties are allowed; set additionalProperties: false"
-                self._block(path, "additionalProperties", detail)
-        if schema.get("patternProperties"):
-            if self.narrowing:
-                detail = "pattern-named properties are not produced"
-                self.note(path, "patternProperties", "narrowed", detail)
-            else:
-                detail = f"{self.rules.label} cannot express it"
-                self._block(path, "patternProperties", detail)
-
-    def _array(self, schema: JsonDict, path: str, out: JsonDict, described: _Described) -> Plan:
-        items = schema.get("items")
-        if isinstance(items, list):
-            self._block(path, "items", "tuple-style `items`")
-            return None
-        if items is None or items is True or items == {}:
-            self._block(path, "items", "an array of any values; declare `items`")
-            return None
-        if self.rules.array_bounds:
-            out.update({key: schema[key] for key in ("minItems", "maxItems") if key in schema})
-        else:
-            least = schema.get("minItems")
-            if least in (0, 1):
-                out["minItems"] = least
-            elif isinstance(least, int) and least > 1:
-                out["minItems"] = 1
-                described.append(("minItems", least))
-                detail = f"sent as minItems 1; {self.rules.label} allows only 0 or 1"
-                self.note(path, "minItems", "changed", detail)
-            self._move(schema, path, ("maxItems",), described)
-        self._move(schema, path, ("contains", "minContains", "maxContains"), described)
-        if schema.get("uniqueItems") is True:
-            self._move(schema, path, ("uniqueItems",), described)
-        out["items"], plan = self._node(items, child_path(path, "items"))
-        return ArrayPlan(plan) if plan is not None else None
-
-    def _string(self, schema: JsonDict, path: str, out: JsonDict, described: _Described) -> None:
-        self._move(schema, path, ("minLength", "maxLength"), described)
-        pattern = schema.get("pattern")
-        if isinstance(pattern, str):
-            if self.rules.complex_patterns or not _COMPLEX_PATTERN.search(pattern):
-                out["pattern"] = pattern
-            else:
-                self._move(schema, path, ("pattern",), described)
-        name = schema.get("format")
-        if isinstance(name, str):
-            if name in self.rules.formats:
-                out["format"] = name
-            else:
-                self._move(schema, path, ("format",), described)
-
-    def _number(self, schema: JsonDict, path: str, out: JsonDict, described: _Described) -> None:
-        keys = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf")
-        if self.rules.numeric_bounds:
-            out.update({key: schema[key] for key in keys if key in schema})
-        else:
-            self._move(schema, path, keys, described)
-
-    def _union(self, schema: JsonDict, path: str) -> tuple[JsonDict, Plan]:
-        branches = schema["anyOf"]
-        if not isinstance(branches, list) or not branches:
-            return self._block(path, "anyOf", "an empty anyOf")
-        rest = {
-            k: v for k, v in schema.items() if k != "anyOf" and k not in ANNOTATIONS | CONTAINERS
-        }
-        described = self._annotations(schema, path)
-        compiled: list[JsonDict] = []
-        plans: list[tuple[JsonDict, Plan]] = []
-        for index, branch in enumerate(branches):
-            here = child_path(child_path(path, "anyOf"), index)
-            target: JsonValue = branch
-            if rest:
-                part = self._flatten(branch, here)
-                if part is None:
-                    continue
-                merged, reason = merge_schemas(part, rest)
-                if merged is None:
-                    self._block(here, "anyOf", f"cannot merge the keywords around it: {reason}")
-                    continue
-                if merged != part:  # else the branch already implies them: keep its $ref
-                    target = merged
-            branch_out, branch_plan = self._node(target, here)
-            compiled.append(branch_out)
-            plans.append((branch_out, branch_plan))
-        out: JsonDict = {"anyOf": list[JsonValue](compiled)}
-        _finish(schema, out, described)
-        return out, UnionPlan(tuple(plans)) if any(plan for _, plan in plans) else None
-
-    def _literal(self, schema: JsonDict, path: str) -> tuple[JsonDict, Plan]:
-        enum = schema.get("enum")
-        if "enum" in schema and not isinstance(enum, list):
-            return self._block(path, "enum", "not a list")
-        values: list[JsonValue] = list(enum) if isinstance(enum, list) else [schema["const"]]
-        if "enum" in schema and "const" in schema:
-            values = [value for value in values if _same(value, schema["const"])]
-        rest = {
-            k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS
-        }
-        if rest:
-            if isinstance(self.root, dict):
-                for key in ("$defs", "definitions"):
-                    if key in self.root:
-                        rest.setdefault(key, self.root[key])
-            try:
-                check = offline_validator(rest, self.draft)
-            except ValueError:
-                return self._block(path, "enum", "the keywords beside it cannot be evaluated")
-            values = [value for value in values if check.is_valid(value)]
-        if not values:
-            return self._block(path, "enum", "no value can match")
-        if any(isinstance(value, dict | list) for value in values):
-            return self._block(path, "enum", "object or array values")
-        out: JsonDict = {}
-        kinds = list(dict.fromkeys(_json_type(value) for value in values))
-        if "integer" in kinds and "number" in kinds:
-            kinds.remove("integer")
-        non_null = [kind for kind in kinds if kind != "null"]
-        if len(non_null) == 1:
-            out["type"] = [non_null[0], "null"] if "null" in kinds else non_null[0]
-        elif kinds == ["null"]:
-            out["type"] = "null"
-        if "enum" not in schema:
-            out["const"] = values[0]
-        else:
-            out["enum"] = values
-        _finish(schema, out, self._annotations(schema, path))
-        return out, None
-
-    def _produces_null(
-        self, compiled: JsonValue, unsure: bool, seen: frozenset[str] = frozenset()
-    ) -> bool:
-        """Whether a compiled (strict-subset) schema accepts null; ``unsure`` when unknown.
-
-        A ``$defs`` entry still being compiled (a recursive reference) is unknown.
-        """
-        if not isinstance(compiled, dict) or not compiled:
-            return unsure
-        ref = compiled.get("$ref")
-        if isinstance(ref, str):
-            name = ref.removeprefix("#/$defs/")
-            if name in seen:
-                return unsure
-            return self._produces_null(self.defs.get(name), unsure, seen | {name})
-        branches = compiled.get("anyOf")
-        if isinstance(branches, list):
-            return any(self._produces_null(branch, unsure, seen) for branch in branches)
-        if "const" in compiled:
-            return compiled["const"] is None
-        enum = compiled.get("enum")
-        if isinstance(enum, list):
-            return None in enum
-        declared = compiled.get("type")
-        return declared == "null" or (isinstance(declared, list) and "null" in declared)
-
-    def accepts_null(self, schema: JsonValue, seen: frozenset[str] = frozenset()) -> bool:
-        """Return whether ``schema`` accepts null; True when unsure, the safe answer."""
-        if isinstance(schema, bool):
-            return schema
-        if not isinstance(schema, dict):
-            return True
-        if isinstance(schema.get("$ref"), str):
-            resolved = resolve_local_ref(self.root, str(schema["$ref"]))
-            if resolved is None or resolved[1] in seen:
-                return True
-            if not self.accepts_null(resolved[0], seen | {resolved[1]}):
-                return False
-            if self.draft <= 7:
-                return True
-        declared = schema.get("type")
-        names = declared if isinstance(declared, list) else [declared]
-        if declared is not None and "null" not in names:
-            return False
-        enum = schema.get("enum")
-        if isinstance(enum, list) and None not in enum:
-            return False
-        if "const" in schema and schema["const"] is not None:
-            return False
-        for key, combine in (("allOf", all), ("anyOf", any), ("oneOf", any)):
-            branches = schema.get(key)
-            if isinstance(branches, list) and not combine(
-                self.accepts_null(branch, seen) for branch in branches
-            ):
-                return False
-        return True
