@@ -32,6 +32,9 @@ from agent_core.validation import format_path, schema_draft
 
 __all__ = ["SchemaFinding", "Severity"]
 
+META_SCHEMA_FAULT = "(fails the draft's meta-schema)"
+"""Ends the message of a finding that is a meta-schema fault rather than a rule of the checks."""
+
 
 class _Checker:
     """Collects findings for one schema document."""
@@ -375,4 +378,4 @@ class _Checker:
                 continue
             keyword = parts[-1] if parts and isinstance(parts[-1], str) else None
             path = format_path(parts[:-1] if keyword is not None else parts)
-            self.add(path, "error", f"{error.message} (fails the draft's meta-schema)", keyword)
+            self.add(path, "error", f"{error.message} {META_SCHEMA_FAULT}", keyword)

@@ -23,6 +23,8 @@ from agent_contracts.runs import JsonSchema, RunOptions
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
+from agent_core.schema_checker import META_SCHEMA_FAULT
+from agent_core.schema_checks import check_output_schema
 from agent_core.validation import compile_schema
 
 __all__ = [
@@ -201,6 +203,17 @@ def read_schema_file(path: Path) -> JsonSchema:
         schema: JsonSchema = json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{path}: the schema is not JSON data: {exc}") from None
+    # The checks `agentshape list` runs on a schema in agent.yml, so a mistyped type or keyword
+    # gets the same words (and did-you-mean) here.
+    errors = [
+        f
+        for f in check_output_schema(schema, source=str(path))
+        if f.severity == "error" and not f.message.endswith(META_SCHEMA_FAULT)
+    ]
+    if errors:
+        where = [f"{f.path}.{f.keyword}" if f.keyword else f.path for f in errors]
+        problems = (f"{path}: {at}: {f.message}" for f, at in zip(errors, where, strict=True))
+        raise UsageError("; ".join(problems))
     compile_schema(schema, source=str(path))
     return schema
 
