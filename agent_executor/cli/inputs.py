@@ -211,8 +211,8 @@ def read_schema_file(path: Path) -> JsonSchema:
         if f.severity == "error" and not f.message.endswith(META_SCHEMA_FAULT)
     ]
     if errors:
-        where = [f"{f.path}.{f.keyword}" if f.keyword else f.path for f in errors]
-        problems = (f"{path}: {at}: {f.message}" for f, at in zip(errors, where, strict=True))
+        spots = [f"{f.path}.{f.keyword}" if f.keyword else f.path for f in errors]
+        problems = (f"{path}: {at}: {f.message}" for f, at in zip(errors, spots, strict=True))
         raise UsageError("; ".join(problems))
     compile_schema(schema, source=str(path))
     return schema
