@@ -21,7 +21,7 @@ from agent_contracts.errors import (
     InvalidSchemaError,
     SchemaReferenceError,
 )
-from agent_core.loading import AgentDocument, dotted_field
+from agent_core.loading import AgentDocument, dotted_field, line_of
 from agent_core.schema_checks import check_output_schema
 from agent_core.schema_model import model_from_schema
 from agent_core.schema_walk import subschemas
@@ -259,16 +259,8 @@ def _child(node: yaml.Node, part: str | int) -> tuple[yaml.Node | None, int]:
 
 
 def _line_of(root: yaml.Node | None, loc: _Loc) -> int | None:
-    """Return the 1-based line of the key at ``loc``, or of its nearest parent in the file."""
-    if root is None:
-        return None
-    node, line = root, root.start_mark.line + 1
-    for part in loc:
-        child, child_line = _child(node, part)
-        if child is None:
-            break
-        node, line = child, child_line
-    return line
+    """Return the line of the key at ``loc`` with the loader's locator (``None`` without a tree)."""
+    return None if root is None else line_of(root, loc)
 
 
 def _duplicate_ids(agents: list[_Agent]) -> list[ConfigFileError]:
