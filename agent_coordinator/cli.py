@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import signal
 import socket
 import sys
 from pathlib import Path
-from typing import TextIO, TypeAlias
+from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from agent_contracts.errors import ConfigError
 from agent_coordinator.execution import Execution
@@ -24,13 +25,28 @@ from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from agent_coordinator.api.deps import Services
+
 # FastAPI and uvicorn (the ``server`` extra) are imported by ``serve`` itself, so adding these
 # commands to ``agentshape`` costs nothing and works without the extra until ``serve`` is run.
 
-__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "register", "runner_command", "serve_command"]
+__all__ = [
+    "DEFAULT_MCP_PORT",
+    "DEFAULT_PORT",
+    "TOKEN_ENV",
+    "mcp_command",
+    "register",
+    "runner_command",
+    "serve_command",
+]
 
 DEFAULT_PORT = 8600
 """The port ``serve`` listens on unless told otherwise."""
+DEFAULT_MCP_PORT = 8601
+"""The port ``mcp --http`` listens on unless told otherwise."""
 TOKEN_ENV = "AGENTSHAPE_TOKEN"
 """The environment variable holding the bearer token when ``--token`` is not given."""
 
@@ -90,6 +106,25 @@ def register(commands: Subcommands) -> None:
     _common(runner)
     runner.add_argument("--workers", type=int, default=4, help="runs executed at once")
     runner.set_defaults(handler=runner_command)
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the fleet as MCP tools with enforced output: stdio, or streamable HTTP",
+    )
+    _common(mcp)
+    mcp.add_argument(
+        "--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio"
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="with --http: the address")
+    mcp.add_argument(
+        "--port", type=int, default=DEFAULT_MCP_PORT, help="with --http: 0 picks a free port"
+    )
+    mcp.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
+    mcp.add_argument(
+        "--token",
+        default=None,
+        help=f"with --http: require this bearer token (default ${TOKEN_ENV})",
+    )
+    mcp.set_defaults(handler=mcp_command)
 
 
 def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
@@ -119,16 +154,8 @@ def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -
     )
 
 
-def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Serve the API until interrupted; print where it listens, the fleet and the database."""
-    try:
-        import uvicorn
-
-        from agent_coordinator.api import Limits, Services, create_app
-    except ImportError as error:
-        raise ConfigError(
-            f"agentshape serve needs the server extra: pip install 'agentshape[server]' ({error})"
-        ) from error
+def _services(args: argparse.Namespace) -> Services:
+    from agent_coordinator.api.deps import Limits, Services
 
     store, execution = _open(args)
     services = Services(
@@ -145,20 +172,23 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             lease_s=args.lease,
             on_finished=services.notifier.notify,
         )
-    app = create_app(services)
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    return services
+
+
+def _listen(host: str, port: int) -> tuple[socket.socket, str]:
+    """Bind the listening socket first, so port 0 is known before the banner is printed."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    out.write(
-        f"agentshape serve: listening on http://{shown}:{port} (docs at /docs)\n"
-        + _describe(store, execution, args)
-        + f"  runners:  {args.workers} in this process\n"
-        + f"  auth:     {'bearer token' if services.token else 'none'}\n"
-    )
-    out.flush()
+    sock.bind((host, port))
+    bound, port = sock.getsockname()[:2]
+    shown = f"[{bound}]" if family == socket.AF_INET6 else bound
+    return sock, f"http://{shown}:{port}"
+
+
+def _serve(app: ASGIApp, sock: socket.socket, services: Services) -> None:
+    import uvicorn
+
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=75)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the
@@ -168,9 +198,94 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         server.run(sockets=[sock])
     finally:
-        store.close()
+        services.store.close()
         sock.close()
+
+
+def _has_mcp() -> bool:
+    return importlib.util.find_spec("mcp") is not None
+
+
+def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Serve the API until interrupted; print where it listens, the fleet and the database."""
+    _need_server("serve")
+    from agent_coordinator.api import create_app
+
+    services = _services(args)
+    mcp = _has_mcp()
+    app = create_app(services, mcp_host=args.host if mcp else None)
+    sock, url = _listen(args.host, args.port)
+    out.write(
+        f"agentshape serve: listening on {url} (docs at /docs)\n"
+        + _describe(services.store, services.execution, args)
+        + f"  runners:  {args.workers} in this process\n"
+        + f"  auth:     {'bearer token' if services.token else 'none'}\n"
+        + (
+            f"  mcp:      {url}/mcp (streamable HTTP)\n"
+            if mcp
+            else "  mcp:      off (pip install 'agentshape[mcp]')\n"
+        )
+    )
+    out.flush()
+    _serve(app, sock, services)
     out.write("agentshape serve: stopped\n")
+    return 0
+
+
+def _need_server(command: str, extra: str = "server") -> None:
+    """Raise ConfigError naming the extra when FastAPI/uvicorn (or the mcp SDK) are missing."""
+    modules = ["fastapi", "uvicorn", *(["mcp"] if "mcp" in extra else [])]
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"agentshape {command} needs {', '.join(missing)}: pip install 'agentshape[{extra}]'"
+        )
+
+
+def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Serve the fleet as MCP tools over stdio (or streamable HTTP with ``--http``).
+
+    Over stdio the protocol owns standard output, so what it prints goes to ``err``.
+    """
+    _need_server("mcp", "server,mcp")
+    import anyio
+
+    from agent_coordinator.mcp_server import build_mcp_server, mcp_app
+
+    services = _services(args)
+    if args.http:
+        app = mcp_app(services, host=args.host)
+        sock, url = _listen(args.host, args.port)
+        out.write(
+            f"agentshape mcp: streamable HTTP on {url}/mcp\n"
+            + _describe(services.store, services.execution, args)
+            + f"  auth:     {'bearer token' if services.token else 'none'}\n"
+        )
+        out.flush()
+        _serve(app, sock, services)
+        out.write("agentshape mcp: stopped\n")
+        return 0
+    err.write(
+        "agentshape mcp: serving MCP over stdio\n"
+        + _describe(services.store, services.execution, args)
+    )
+    err.flush()
+    server = build_mcp_server(services)
+
+    async def main() -> None:
+        runner = services.runner
+        if runner is not None:
+            runner.start()
+        try:
+            await server.run_stdio_async()
+        finally:
+            if runner is not None:
+                await runner.stop()
+
+    try:
+        anyio.run(main)
+    finally:
+        services.store.close()
     return 0
 
 

@@ -18,12 +18,13 @@ from agent_core.schema_checks import check_output_schema
 from agent_core.schema_model import model_from_schema
 from agent_core.validation import compile_schema
 
-__all__ = ["router"]
+__all__ = ["agent_detail", "agent_summary", "router"]
 
 router = APIRouter(tags=["agents"])
 
 
-def _summary(config: AgentConfig) -> AgentSummary:
+def agent_summary(config: AgentConfig) -> AgentSummary:
+    """Return an agent as ``GET /agents`` lists it."""
     contract = (
         "agent"
         if config.output_schema is not None
@@ -44,15 +45,19 @@ def _summary(config: AgentConfig) -> AgentSummary:
 @router.get("/agents")
 def list_agents(services: ServicesDep) -> list[AgentSummary]:
     """List the fleet's agents, by name."""
-    return [_summary(config) for config in services.execution.fleet.configs]
+    return [agent_summary(config) for config in services.execution.fleet.configs]
 
 
 @router.get("/agents/{name}")
 def get_agent(name: str, services: ServicesDep) -> AgentDetail:
     """Return an agent's blueprint with its contracts (404 ``AgentNotFound``)."""
-    config = services.execution.config(name)
+    return agent_detail(services.execution.config(name))
+
+
+def agent_detail(config: AgentConfig) -> AgentDetail:
+    """Return an agent's blueprint as ``GET /agents/{name}`` gives it."""
     return AgentDetail(
-        **_summary(config).model_dump(),
+        **agent_summary(config).model_dump(),
         type=config.type,
         model_tiers=list(config.model_tiers),
         system_prompt=config.system_prompt,

@@ -12,12 +12,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute
 
 from agent_contracts.errors import AgentshapeError
 from agent_coordinator.api import agents, runs, schemas, sessions
@@ -31,6 +33,9 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 __all__ = ["create_app"]
 
@@ -81,28 +86,41 @@ async def _render(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(body.model_dump(mode="json"), status_code=service_error.status_code)
 
 
-def create_app(services: Services) -> FastAPI:
+def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
     """Build the API over ``services``; its runner (if any) starts and stops with the app.
 
     Args:
         services: The store, execution, token, limits and in-process runner.
+        mcp_host: Also serve the MCP server at ``/mcp`` (streamable HTTP, the same token),
+            for this address; needs the ``mcp`` extra.
 
     Returns:
         The ASGI application.
     """
+    routes: list[BaseRoute] = []
+    managers: list[StreamableHTTPSessionManager] = []
+    if mcp_host is not None:
+        from agent_coordinator.mcp_server import mcp_route
+
+        route, manager = mcp_route(services, host=mcp_host)
+        routes.append(route)
+        managers.append(manager)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         asyncio.get_running_loop().set_default_executor(
             ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
         )
-        if services.runner is not None:
-            services.runner.start()
-        try:
-            yield
-        finally:
+        async with AsyncExitStack() as stack:
+            for manager in managers:
+                await stack.enter_async_context(manager.run())
             if services.runner is not None:
-                await services.runner.stop()
+                services.runner.start()
+            try:
+                yield
+            finally:
+                if services.runner is not None:
+                    await services.runner.stop()
 
     app = FastAPI(
         title="agentshape coordinator",
@@ -115,6 +133,7 @@ def create_app(services: Services) -> FastAPI:
     for kind in (ServiceError, AgentshapeError, RequestValidationError, HTTPException, Exception):
         app.add_exception_handler(kind, _render)
     app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
+    app.router.routes.extend(routes)
     secured = [Depends(require_token)]
     for module in (runs, sessions, schemas, agents):
         app.include_router(module.router, dependencies=secured)

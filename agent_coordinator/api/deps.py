@@ -14,7 +14,7 @@ from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store.base import SqlStore
 
-__all__ = ["Limits", "Notifier", "Services", "ServicesDep", "require_token"]
+__all__ = ["Limits", "Notifier", "Services", "ServicesDep", "bearer_matches", "require_token"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,14 @@ ServicesDep = Annotated[Services, Depends(_services)]
 """The app's services, for a handler's signature."""
 
 
+def bearer_matches(header: str, token: str) -> bool:
+    """Tell whether an ``Authorization`` header holds ``Bearer <token>`` (constant-time)."""
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    )
+
+
 def require_token(request: Request, services: ServicesDep) -> None:
     """Check the bearer token when the service has one (compared in constant time).
 
@@ -89,9 +97,5 @@ def require_token(request: Request, services: ServicesDep) -> None:
     """
     if services.token is None:
         return
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        given.strip().encode(), services.token.encode()
-    ):
+    if not bearer_matches(request.headers.get("authorization", ""), services.token):
         raise Unauthorized("Unauthorized", "a valid 'Authorization: Bearer <token>' is required")

@@ -13,13 +13,14 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
+from agent_contracts.runs import RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.views import run_view
 from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
-__all__ = ["router", "wait_for_end"]
+__all__ = ["router", "submit_run", "wait_for_end"]
 
 router = APIRouter(tags=["runs"])
 
@@ -58,7 +59,43 @@ async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> Run
         services.notifier.unsubscribe(run_id)
 
 
-async def _stored(services: Services, body: RunCreate, key: str | None) -> RunRecord:
+async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunCreate:
+    """A resume keeps what it leaves out from the run that started the session.
+
+    Without ``parameters`` it keeps the session's parameters; without ``output_schema`` and
+    ``output_schema_name`` it keeps the session's contract (and its options), so a session
+    started with an inline or named schema stays held to it.
+    """
+    given = body.model_fields_set
+    keeps_contract = not given & {"output_schema", "output_schema_name"}
+    if "parameters" in given and not keeps_contract:
+        return body
+    earlier = await asyncio.to_thread(services.store.session_runs, session_id)
+    if not earlier:
+        return body
+    first = earlier[0].input
+    update: dict[str, object] = {}
+    if "parameters" not in given:
+        update["parameters"] = first.parameters
+    if keeps_contract:
+        update["output_schema"] = first.output_schema
+        update["output_schema_name"] = first.output_schema_name
+        if "output_schema_options" not in given and first.options:
+            update["output_schema_options"] = RunOptions.model_validate(first.options)
+    return body.model_copy(update=update)
+
+
+async def submit_run(services: Services, body: RunCreate, key: str | None) -> RunRecord:
+    """Check a run request, store it (once per idempotency ``key``) and wake the runners.
+
+    The HTTP API and the MCP server both start and resume sessions through here.
+
+    Raises:
+        InvalidRequest: The request's fields do not fit together (422).
+        SessionNotFound: ``resume_session`` of an unknown session (404).
+        SchemaTooLarge: The inline schema is over the size limit (413).
+        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
+    """
     parameters = body.parameters
     if body.type == "start_session":
         if body.agent_name is None:
@@ -81,10 +118,8 @@ async def _stored(services: Services, body: RunCreate, key: str | None) -> RunRe
                 f"not {body.agent_name!r}",
             )
         agent_name, session_id = session.agent_name, session.id
-        if "parameters" not in body.model_fields_set:
-            # A resume without parameters keeps the ones the session started with.
-            earlier = await asyncio.to_thread(services.store.session_runs, session_id)
-            parameters = earlier[0].input.parameters if earlier else {}
+        body = await _inherit(services, body, session_id)
+        parameters = body.parameters
     if body.output_schema is not None:
         limit = services.limits.max_schema_bytes
         size = len(body.model_dump_json(include={"output_schema"}))
@@ -136,7 +171,7 @@ async def create_run(
     stored: 422 lists every parameter problem, 404 an unknown agent or schema name, 400 an invalid
     inline schema. The same ``Idempotency-Key`` returns the same run, never a second one.
     """
-    run = await _stored(services, body, idempotency_key)
+    run = await submit_run(services, body, idempotency_key)
     if wait > 0 and run.status not in TERMINAL:
         run = await wait_for_end(services, run.id, min(wait, services.limits.max_wait_s))
     response.status_code = 200 if run.status in TERMINAL else 202

@@ -103,6 +103,7 @@ class Service:
         workers: int = 2,
         limits: Limits | None = None,
         lease_s: float = 5.0,
+        mcp: bool = False,
     ) -> None:
         fleet = load_fleet(
             write_fleet(tmp / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
@@ -131,7 +132,10 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            create_app(self.services), host="127.0.0.1", port=self.port, log_level="warning"
+            create_app(self.services, mcp_host="127.0.0.1" if mcp else None),
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
