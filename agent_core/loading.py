@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 from pydantic import JsonValue, ValidationError
@@ -20,6 +19,8 @@ from pydantic_core import ErrorDetails
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigFileError, ConfigProblems
+from agent_core.json_text import MAX_JSON_DEPTH, JsonDepthError, check_depth
+from agent_core.user_files import read_user_file
 
 __all__ = [
     "AgentDocument",
@@ -76,7 +77,7 @@ def _read_text(path: str | os.PathLike[str], what: str = "config file") -> tuple
     """
     source = os.fspath(path)
     try:
-        raw = Path(source).read_bytes()
+        raw = read_user_file(source)
     except FileNotFoundError as exc:
         raise ConfigFileError("file not found", source=source) from exc
     except IsADirectoryError as exc:
@@ -234,8 +235,11 @@ def _read_yaml_node(
             )
         _check_expansion(node, source)
         data = loader.construct_document(node)
-    except RecursionError as exc:
-        raise ConfigFileError("the document nests too deeply to read", source=source) from exc
+        check_depth(data)
+    except (RecursionError, JsonDepthError) as exc:
+        raise ConfigFileError(
+            f"the document nests deeper than {MAX_JSON_DEPTH} levels", source=source
+        ) from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "unreadable"
@@ -247,6 +251,9 @@ def _read_yaml_node(
         ) from exc
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"invalid YAML: {exc}", source=source) from exc
+    except ValueError as exc:  # an integer past Python's 4,300-digit limit
+        message = str(exc).split(";")[0]
+        raise ConfigFileError(f"a value cannot be read: {message}", source=source) from exc
     finally:
         loader.dispose()
     return node, data

@@ -20,11 +20,13 @@ from pydantic import JsonValue, ValidationError
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, ConfigFileError
 from agent_contracts.runs import JsonSchema, RunOptions
+from agent_core.json_text import parse_json
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_core.schema_checker import META_SCHEMA_FAULT
 from agent_core.schema_checks import check_output_schema
+from agent_core.user_files import read_user_file
 from agent_core.validation import compile_schema
 
 __all__ = [
@@ -63,15 +65,18 @@ def parse_param(text: str) -> tuple[str, JsonValue]:
     """Parse ``key=value``; the value is read as JSON when it parses, else kept as a string.
 
     Raises:
-        UsageError: There is no ``=`` or the key is empty.
+        UsageError: There is no ``=`` or the key is empty, or the value is JSON that cannot be
+            used (nested too deep, a number too large, ``NaN``).
     """
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise UsageError(f"--param expects key=value, got {text!r}")
     try:
-        value: JsonValue = json.loads(raw)
-    except ValueError:
-        value = raw
+        value = parse_json(raw, source=f"--param {key.strip()}")
+    except ConfigFileError as exc:
+        if exc.message.startswith("not valid JSON"):
+            return key.strip(), raw
+        raise UsageError(exc.format_message()) from None  # too deep, a number too large, NaN
     return key.strip(), value
 
 
@@ -124,7 +129,7 @@ def load_agent(agent: str, agents_dir: Path) -> tuple[Path, AgentConfig]:
 def _read_text(path: Path, what: str) -> str:
     """Return a file's text, or raise one clear line saying why it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return read_user_file(path).decode("utf-8-sig")
     except FileNotFoundError:
         raise UsageError(f"{what} {path} does not exist") from None
     except IsADirectoryError:
@@ -135,10 +140,13 @@ def _read_text(path: Path, what: str) -> str:
         raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
 
 
-def _json_problem(path: Path, exc: json.JSONDecodeError) -> UsageError:
-    return UsageError(
-        f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-    )
+def _parse_json_file(path: Path, text: str) -> JsonValue:
+    """Parse a JSON file's text with the bounded reader; one line saying what is wrong."""
+    try:
+        return parse_json(text, source=str(path))
+    except ConfigFileError as exc:
+        problem = exc.message.replace(" (line ", " at line ").removesuffix(")")
+        raise UsageError(f"{path} is {problem}") from None
 
 
 def read_json_file(path: Path, *, what: str = "file") -> JsonValue:
@@ -155,12 +163,7 @@ def read_json_file(path: Path, *, what: str = "file") -> JsonValue:
         UsageError: The file is missing or unreadable, or is not valid JSON (with the line and
             column of the fault).
     """
-    text = _read_text(path, what)
-    try:
-        value: JsonValue = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _json_problem(path, exc) from None
-    return value
+    return _parse_json_file(path, _read_text(path, what))
 
 
 def read_schema_file(path: Path) -> JsonSchema:
@@ -183,10 +186,7 @@ def read_schema_file(path: Path) -> JsonSchema:
     text = _read_text(path, "schema file")
     value: object
     if path.suffix.lower() == ".json":
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _json_problem(path, exc) from None
+        value = _parse_json_file(path, text)
     else:
         try:
             value = read_yaml_value(path)

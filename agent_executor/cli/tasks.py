@@ -16,8 +16,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from agent_contracts.errors import ConfigFileError
 from agent_contracts.runs import RunResult
 from agent_contracts.suggest import did_you_mean
+from agent_core.json_text import parse_json
+from agent_core.user_files import MAX_DATA_BYTES, read_user_file
 from agent_executor.cli.inputs import (
     UsageError,
 )
@@ -70,9 +73,9 @@ def _line_problem(number: int, text: str) -> tuple[TaskItem | None, str | None]:
     if not stripped.startswith(("{", "[", '"')):
         return TaskItem(id=number, line=number, task=stripped, parameters={}), None
     try:
-        value = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+        value = parse_json(stripped, source="", line=number)
+    except ConfigFileError as exc:
+        return None, exc.message
     if isinstance(value, str):
         if not value.strip():
             return None, "the task is an empty string"
@@ -111,7 +114,7 @@ def read_tasks(path: Path) -> list[TaskItem]:
             number, up to twenty), or two tasks share an id.
     """
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_user_file(path, max_bytes=MAX_DATA_BYTES).decode("utf-8-sig")
     except FileNotFoundError:
         raise UsageError(f"tasks file {path} does not exist") from None
     except IsADirectoryError:
@@ -167,7 +170,7 @@ def read_done(out: Path, pending: Sequence[TaskItem]) -> tuple[set[str], int]:
     if not out.exists():
         return set(), 0
     try:
-        lines = out.read_text(encoding="utf-8").split("\n")
+        lines = read_user_file(out, max_bytes=MAX_DATA_BYTES).decode("utf-8").split("\n")
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"--out {out} is not UTF-8 text (at byte {exc.start}), so not a results file of "
@@ -201,7 +204,7 @@ def read_done(out: Path, pending: Sequence[TaskItem]) -> tuple[set[str], int]:
 def _record_of(line: str) -> Mapping[str, object] | None:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a torn, foreign or hostile line: not a record
         return None
     return value if isinstance(value, dict) else None
 

@@ -32,6 +32,8 @@ from agent_executor.providers.base import (
     ModelTurnRequest,
     StopReason,
     ToolNameMap,
+    arguments_problem,
+    echo_text,
     error_body,
     error_kind_for_status,
     tool_names_for,
@@ -300,13 +302,15 @@ class AnthropicProvider:
         """
         try:
             raw = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ProviderError(
                 f"the reply is not JSON: {body[:200]!r}", provider=self.name, body=body
             ) from exc
-        content = raw.get("content") if isinstance(raw, dict) else None
-        if not isinstance(content, list):
+        if not isinstance(raw, dict) or "content" not in raw:
             raise ProviderError("the reply has no content blocks", provider=self.name, body=raw)
+        content = raw["content"]
+        if not isinstance(content, list):  # the model's malformed reply: no blocks, re-prompted
+            content = raw["content"] = []
         texts: list[str] = []
         calls: list[ToolCall] = []
         thinking: list[JsonValue] = []
@@ -320,12 +324,16 @@ class AnthropicProvider:
                 thinking.append(block)
             elif kind == "tool_use":
                 arguments = block.get("input")
+                problem = arguments_problem(arguments)
+                if problem:  # keep the raw reply usable data: the refused input as text
+                    block["input"] = echo_text(arguments)
                 calls.append(
                     ToolCall(
                         id=str(block.get("id") or f"toolu_{len(calls)}"),
                         name=names.from_wire(str(block.get("name") or "")),
-                        arguments=arguments,
-                        raw_arguments=json.dumps(arguments, ensure_ascii=False),
+                        arguments=None if problem else arguments,
+                        raw_arguments=echo_text(arguments),
+                        parse_error=problem,
                     )
                 )
         reason = raw.get("stop_reason")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
+from agent_core.json_text import value_problem
 from agent_core.tool_names import ToolNameMap
 
 __all__ = [
@@ -28,8 +29,11 @@ __all__ = [
     "ToolChoice",
     "ToolDefinition",
     "ToolNameMap",
+    "arguments_problem",
+    "echo_text",
     "error_body",
     "error_kind_for_status",
+    "model_arguments",
     "profile_of",
     "tool_names_for",
 ]
@@ -224,3 +228,49 @@ def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
         names.extend(call.name for call in message.tool_calls)
         names.extend(result.name for result in message.tool_results)
     return ToolNameMap(dict.fromkeys(names))
+
+
+def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
+    """Parse a model's tool-call arguments text, within the bounds any JSON input gets.
+
+    Whatever a model sends must become a contract failure the run loop re-prompts, never an
+    error of ours: text that is not JSON, nests past ``MAX_JSON_DEPTH``, holds ``NaN`` or an
+    integer too long to read gives ``(None, why)``.
+
+    Args:
+        raw: The arguments as the provider sent them (JSON text).
+
+    Returns:
+        ``(value, None)``, or ``(None, why)`` when the text cannot be used.
+    """
+    try:
+        value: JsonValue = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return None, f"arguments are not valid JSON: {exc}"
+    problem = arguments_problem(value)
+    return (None, problem) if problem else (value, None)
+
+
+def arguments_problem(value: object) -> str | None:
+    """Say why a model's already parsed tool-call arguments cannot be used, or ``None``.
+
+    Args:
+        value: The arguments as the SDK parsed them (an Anthropic ``input``).
+    """
+    problem = value_problem(value)
+    return None if problem is None else f"arguments are not usable JSON: {problem}"
+
+
+def echo_text(arguments: object) -> str:
+    """Return already parsed tool-call arguments as JSON text, whatever they hold.
+
+    Used for ``raw_arguments`` when a provider sent the arguments as a value: nesting too deep
+    to write, or ``NaN``, still give text (the arguments are refused, the text is kept).
+
+    Args:
+        arguments: The arguments as the SDK parsed them.
+    """
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return repr(arguments)[:10_000]

@@ -18,6 +18,9 @@ from agent_executor.providers.base import (
     ModelTurn,
     StopReason,
     ToolNameMap,
+    arguments_problem,
+    echo_text,
+    model_arguments,
 )
 
 _FINISH_REASONS: dict[str, StopReason] = {
@@ -39,7 +42,7 @@ def _turn(
     """
     try:
         raw = json.loads(body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ProviderError(
             f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
         ) from exc
@@ -51,9 +54,11 @@ def _turn(
     message = message if isinstance(message, dict) else {}
     text = _content_text(message.get("content"))
     refusal = message.get("refusal")
+    listed = message.get("tool_calls")
+    # Anything but a list of objects is no tool call: the run loop then re-prompts the model.
     calls = [
         _tool_call(item, index, names, position)
-        for index, item in enumerate(message.get("tool_calls") or [])
+        for index, item in enumerate(listed if isinstance(listed, list) else [])
         if isinstance(item, dict)
     ]
     finish = choice.get("finish_reason")
@@ -104,15 +109,15 @@ def _tool_call(
         if not raw.strip():
             parsed = {}
         else:
-            try:
-                parsed = cast(JsonValue, json.loads(raw))
-            except ValueError as exc:
-                error = f"arguments are not valid JSON: {exc}"
+            parsed, error = model_arguments(raw)
     elif arguments is None:
         raw, parsed = "", {}
     else:
-        parsed = arguments
-        raw = json.dumps(arguments, ensure_ascii=False)
+        error = arguments_problem(arguments)
+        parsed = None if error else cast(JsonValue, arguments)
+        raw = echo_text(arguments)
+        if error:  # keep the raw reply usable data: the refused arguments as text
+            function["arguments"] = raw
     call_id = item.get("id")
     if not isinstance(call_id, str) or not call_id:
         digest = hashlib.sha256(f"{position}:{index}:{name}:{raw}".encode()).hexdigest()[:24]

@@ -250,4 +250,14 @@ def test_a_recursive_alias_is_refused() -> None:
 
 def test_absurd_nesting_is_an_error_not_a_crash() -> None:
     error = single_error("id: " + "[" * 600 + "]" * 600 + "\n")
-    assert str(error) == "agent.yml: the document nests too deeply to read"
+    assert str(error) == "agent.yml: the document nests deeper than 200 levels"
+
+
+def test_nesting_below_the_recursion_limit_but_past_the_bound_is_refused() -> None:
+    error = single_error("id: x\nmetadata: " + "[" * 300 + "]" * 300 + "\n")
+    assert str(error) == "agent.yml: the document nests deeper than 200 levels"
+
+
+def test_an_integer_past_the_digit_limit_is_an_error_not_a_traceback() -> None:
+    error = single_error("id: x\nmaxSteps: " + "9" * 5000 + "\n")
+    assert str(error).startswith("agent.yml: a value cannot be read: Exceeds the limit (4300")

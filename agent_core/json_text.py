@@ -1,0 +1,217 @@
+r"""JSON and text at the edges of the process: one bounded reader, writers that never raise.
+
+**The policy for text that is legal JSON but not encodable UTF-8.** JSON allows a lone UTF-16
+surrogate in a string (``"\ud800"``, half of a cut emoji), and Python carries a file name's
+undecodable bytes as lone surrogates too. Such text is:
+
+* kept exactly as data (a model's answer holding one is judged like any other string);
+* escaped by every writer: JSON text gets the standard ``\uXXXX`` escape, so reading it back
+  gives the same string, and plain text shows the same escape (:func:`dump_json`,
+  :func:`encodable`); nothing that prints, logs or sends such text raises;
+* refused where a user gives it: a task, file or argument that is not UTF-8 text is one clear
+  error (exit 2 on the command line), not a crash halfway through a run.
+
+**The reader.** :func:`parse_json` is how JSON from outside the process is read (schema files,
+``validate`` files, task and result lines, ``--param``, a model's tool arguments): nesting past
+:data:`MAX_JSON_DEPTH`, an integer past Python's digit limit, ``NaN``/``Infinity`` and invalid
+JSON are each one :class:`~agent_contracts.errors.ConfigFileError` naming the source, never a
+traceback. :func:`check_depth` applies the same nesting bound to data read another way (YAML).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from pydantic import JsonValue
+
+from agent_contracts.errors import ConfigFileError
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "JsonDepthError",
+    "check_depth",
+    "dump_json",
+    "encodable",
+    "parse_json",
+    "value_problem",
+]
+
+MAX_JSON_DEPTH = 200
+"""Deepest nesting of arrays and objects read from outside the process (a schema, a task, a
+model's arguments). Real documents stay far below it; past it, recursive code could run out of
+stack, so such a document is refused where it is read."""
+
+
+class JsonDepthError(ValueError):
+    """A JSON value nests deeper than :data:`MAX_JSON_DEPTH` (raised by :func:`check_depth`)."""
+
+
+def encodable(text: str) -> str:
+    r"""Return ``text`` with every lone surrogate written as its ``\uXXXX`` escape.
+
+    Text without one is returned unchanged; the result always encodes as UTF-8. Applied to JSON
+    text, the escape is JSON's own, so the JSON still reads back to the same value.
+
+    Args:
+        text: Any text.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _finite(value: JsonValue) -> JsonValue:
+    """Return ``value`` with every NaN or infinite float replaced by ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
+
+
+def dump_json(
+    value: JsonValue, *, indent: int | None = None, compact: bool = False, sort_keys: bool = False
+) -> str:
+    r"""Return ``value`` as JSON text that is valid JSON and always encodes as UTF-8.
+
+    Non-ASCII text is written as is; a lone surrogate as its ``\uXXXX`` escape; a NaN or
+    infinite number (which JSON cannot express) as ``null``.
+
+    Args:
+        value: The JSON value.
+        indent: Indent nested values by this many spaces (one line when ``None``).
+        compact: Leave out the spaces after ``,`` and ``:``.
+        sort_keys: Write object keys in sorted order.
+
+    Raises:
+        TypeError: ``value`` holds something that is not JSON data.
+    """
+    separators = (",", ":") if compact else None
+    try:
+        text = json.dumps(
+            value,
+            ensure_ascii=False,
+            allow_nan=False,
+            indent=indent,
+            separators=separators,
+            sort_keys=sort_keys,
+        )
+    except ValueError:
+        text = json.dumps(
+            _finite(value),
+            ensure_ascii=False,
+            indent=indent,
+            separators=separators,
+            sort_keys=sort_keys,
+        )
+    return encodable(text)
+
+
+def check_depth(value: object, *, limit: int = MAX_JSON_DEPTH) -> None:
+    """Check that ``value`` nests arrays and objects at most ``limit`` deep, without recursing.
+
+    Args:
+        value: Plain data (lists, dicts and scalars).
+        limit: The deepest nesting allowed.
+
+    Raises:
+        JsonDepthError: It nests deeper.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = list(item)
+        else:
+            continue
+        if depth + 1 > limit:
+            raise JsonDepthError(f"nests deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def value_problem(value: object, *, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Say why parsed data cannot be used as JSON, or return ``None`` when it can.
+
+    For data parsed by someone else (an SDK, ``json.loads``): nesting past ``limit`` and the
+    non-JSON numbers ``NaN`` and ``Infinity`` are found without recursing.
+
+    Args:
+        value: Plain data (lists, dicts and scalars).
+        limit: The deepest nesting allowed.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"it holds {item!r}, which is not a JSON number"
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = list(item)
+        else:
+            continue
+        if depth + 1 > limit:
+            return f"it nests deeper than {limit} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:20]}{'...' if len(text) > 20 else ''} is too large")
+    return number
+
+
+def parse_json(text: str | bytes, *, source: str, line: int | None = None) -> JsonValue:
+    """Read JSON given from outside the process, within bounds, or raise one clear error.
+
+    Args:
+        text: The JSON text (bytes must be UTF-8).
+        source: Where it came from, for the error (a file, ``--param x``, ``task line 3``).
+        line: The line of ``source`` the text starts on, when it is one line of a file.
+
+    Returns:
+        The value.
+
+    Raises:
+        ConfigFileError: The text is not valid JSON (line and column given), not UTF-8, nests
+            deeper than :data:`MAX_JSON_DEPTH`, holds ``NaN``/``Infinity`` or a number too large
+            to read (an integer past 4,300 digits, a float past the largest double).
+    """
+    try:
+        value: JsonValue = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        check_depth(value)
+    except json.JSONDecodeError as exc:
+        if line is not None and exc.lineno == 1:  # one line of a file: the file's line number
+            where = f"column {exc.colno}"
+        else:
+            line = None if line is None else line + exc.lineno - 1
+            where = f"line {exc.lineno}, column {exc.colno}"
+        message = f"not valid JSON: {exc.msg} ({where})"
+        raise ConfigFileError(message, source=source, line=line) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(
+            f"not UTF-8 text (byte {exc.start} cannot be decoded)", source=source, line=line
+        ) from None
+    except (RecursionError, JsonDepthError):
+        raise ConfigFileError(
+            f"not usable JSON: it nests deeper than {MAX_JSON_DEPTH} levels",
+            source=source,
+            line=line,
+        ) from None
+    except ValueError as exc:  # an integer past the digit limit, NaN, a float overflow
+        message = str(exc).split(";")[0]
+        raise ConfigFileError(f"not usable JSON: {message}", source=source, line=line) from None
+    return value

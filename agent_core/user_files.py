@@ -1,0 +1,99 @@
+"""Read a file a user names: regular files only, opened without blocking, within a size cap.
+
+A FIFO named ``agent.yml`` would hang a plain ``open``; ``/dev/zero`` would fill memory. Every
+file agentshape reads because a user named it (an agent config, a schema, a task or result file,
+a file to ``validate``) goes through :func:`read_user_file`, which refuses both with an
+:class:`OSError` whose ``strerror`` says why, so each caller's usual "cannot read ..." message
+names the problem.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["MAX_CONFIG_BYTES", "MAX_DATA_BYTES", "read_user_file", "writable_output"]
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""Largest agent config, schema or single JSON file read (16 MiB)."""
+MAX_DATA_BYTES = 1024 * 1024 * 1024
+"""Largest tasks or results file read (1 GiB)."""
+
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 1024 * 1024
+
+
+def _refused(path: Path, reason: str) -> OSError:
+    return OSError(errno.EINVAL, reason, os.fspath(path))
+
+
+def read_user_file(path: Path | str, *, max_bytes: int = MAX_CONFIG_BYTES) -> bytes:
+    """Return the bytes of a regular file, refusing special files and files over the cap.
+
+    Args:
+        path: The file.
+        max_bytes: The most bytes read; a larger file is refused.
+
+    Returns:
+        The file's content.
+
+    Raises:
+        OSError: The file is missing (``FileNotFoundError``), a directory
+            (``IsADirectoryError``), unreadable, not a regular file (a FIFO, device or socket),
+            or larger than ``max_bytes``; ``strerror`` says which.
+    """
+    path = Path(path)
+    fd = os.open(path, _FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise _refused(path, "not a regular file (a FIFO, device or socket), so not read")
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # read to the end, not to st_size: the file may still be growing
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise _refused(path, f"larger than the {_megabytes(max_bytes)} cap, so not read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _megabytes(count: int) -> str:
+    return f"{count // (1024 * 1024)} MiB" if count >= 1024 * 1024 else f"{count} bytes"
+
+
+def writable_output(path: Path | str) -> str | None:
+    """Say why ``path`` cannot be an output file, or return ``None`` when it can.
+
+    An output file is a regular file (or does not exist yet) with one name: a device such as
+    ``/dev/full``, a FIFO or ``/dev/stdout`` into a pipe would never end or block, and a file with
+    more than one hard link may be another input (a tasks file) under a second name.
+
+    Args:
+        path: The output file.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (a device, FIFO or socket)"
+    if info.st_nlink > 1:
+        return (
+            f"has {info.st_nlink} hard links, so it may be another file under a second name; "
+            "name a file of its own"
+        )
+    return None
