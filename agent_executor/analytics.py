@@ -33,6 +33,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, JsonValue
 
+from agent_core.json_text import encodable
+
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",
     "REDACTED",
@@ -223,12 +225,13 @@ class JsonlAnalytics:
         try:
             payload = redact(event.model_dump(mode="json"))
             line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
-        except (TypeError, ValueError) as exc:  # PydanticSerializationError is a ValueError
+        except (TypeError, ValueError, RecursionError) as exc:  # incl. PydanticSerializationError
             self._drop(f"cannot serialise {type(event).__name__}: {exc}")
             return
         path = event_file(self.directory, _event_day(event))
         try:
-            self._append(path, line.encode("utf-8"))
+            # A lone surrogate (a model's half emoji) cannot be UTF-8: write its JSON escape.
+            self._append(path, encodable(line).encode("utf-8"))
         except OSError as exc:
             self._drop(f"cannot write {path}: {exc.strerror or exc}")
             return
@@ -309,7 +312,7 @@ def _json_object(raw: bytes) -> dict[str, JsonValue] | None:
     """Return the JSON object a line holds, or ``None`` when it holds anything else."""
     try:
         event = json.loads(raw)
-    except ValueError:  # includes UnicodeDecodeError
+    except (ValueError, RecursionError):  # UnicodeDecodeError, a huge integer, deep nesting
         return None
     return event if isinstance(event, dict) else None
 

@@ -24,6 +24,7 @@ from agent_contracts.runs import (
     SchemaSource,
     SchemaValidation,
 )
+from agent_core.json_text import dump_json
 
 __all__ = ["AgentResult", "OutputT", "format_child_result"]
 
@@ -180,10 +181,13 @@ class AgentResult(Generic[OutputT]):
     def model_dump_json(self, *, indent: int | None = None) -> str:
         """Return the run's result as JSON text (``schema_validation`` included).
 
+        Text that UTF-8 cannot encode (a lone surrogate in a model's answer) is written as its
+        JSON escape, so the text always encodes and reads back to the same value.
+
         Args:
             indent: Indent nested values by this many spaces; ``None`` for one line.
         """
-        return self.result.model_dump_json(indent=indent)
+        return dump_json(self.result.model_dump(mode="json"), indent=indent)
 
 
 def format_child_result(

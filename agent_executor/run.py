@@ -49,6 +49,7 @@ from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import RunFailure, RunSpec, RunState, emit, model_name
+from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -215,6 +216,8 @@ async def _settle(state: RunState) -> _Settled:
     spec, contract = state.spec, state.spec.contract
     loop = text_loop if contract is None else tool_loop if spec.mode == "tool" else json_text_loop
     timeout = spec.options.timeout_s
+    # The input tools run in threads a timeout cannot stop: they read the deadline and stop.
+    deadline = RUN_DEADLINE.set(time.monotonic() + timeout if timeout else None)
     try:
         run = loop(state)
         judged = await (asyncio.wait_for(run, timeout) if timeout else run)
@@ -232,6 +235,8 @@ async def _settle(state: RunState) -> _Settled:
         logger.exception("run %s of agent %s failed unexpectedly", state.run_id, spec.agent_id)
         detail = exc.format_message() if isinstance(exc, AgentshapeError) else str(exc)
         kind, message = "internal_error", f"unexpected {type(exc).__name__}: {detail}"
+    finally:
+        RUN_DEADLINE.reset(deadline)
     error = {"type": kind, "message": message, "last_output": state.last_output}
     return None, None, RunError.model_validate(error)
 

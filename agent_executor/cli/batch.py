@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import TextIO
 from pydantic import BaseModel
 
 from agent_contracts.runs import RunRequest
+from agent_core.json_text import dump_json
 from agent_executor.agent import Agent
 from agent_executor.batch import run_many
 from agent_executor.cli.agents import build_agent, resolve_provider
@@ -104,7 +104,7 @@ async def run_tasks(
 
     def written(index: int, outcome: AgentResult[BaseModel]) -> None:
         result = outcome.result
-        sink.write(json.dumps(result_record(items[index], result), ensure_ascii=False) + "\n")
+        sink.write(dump_json(result_record(items[index], result)) + "\n")
         sink.flush()
         if result.error is not None:
             failures[result.error.type] += 1

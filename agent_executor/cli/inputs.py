@@ -47,6 +47,7 @@ __all__ = [
     "read_json_file",
     "read_schema_file",
     "run_options",
+    "utf8_argument",
 ]
 
 EXIT_OK = 0
@@ -61,6 +62,28 @@ class UsageError(AgentshapeError):
     """A command line that cannot be carried out: a bad flag value, a missing or unreadable file."""
 
 
+def utf8_argument(text: str, what: str) -> str:
+    """Return a command-line argument that is UTF-8 text, or refuse one holding raw bytes.
+
+    Python hands over bytes of an argument that are not UTF-8 as lone surrogates; such text can
+    be neither sent to a model nor written, so it is refused here, where the user gave it.
+
+    Args:
+        text: The argument as Python received it.
+        what: The flag, for the error (``--task``).
+
+    Raises:
+        UsageError: The argument is not UTF-8 text.
+    """
+    for index, character in enumerate(text):
+        if "\ud800" <= character <= "\udfff":
+            shown = (
+                f"byte 0x{ord(character) - 0xDC00:02x}" if character >= "\udc80" else "a surrogate"
+            )
+            raise UsageError(f"{what} is not UTF-8 text ({shown} at character {index + 1})")
+    return text
+
+
 def parse_param(text: str) -> tuple[str, JsonValue]:
     """Parse ``key=value``; the value is read as JSON when it parses, else kept as a string.
 
@@ -68,7 +91,7 @@ def parse_param(text: str) -> tuple[str, JsonValue]:
         UsageError: There is no ``=`` or the key is empty, or the value is JSON that cannot be
             used (nested too deep, a number too large, ``NaN``).
     """
-    key, sep, raw = text.partition("=")
+    key, sep, raw = utf8_argument(text, "--param").partition("=")
     if not sep or not key.strip():
         raise UsageError(f"--param expects key=value, got {text!r}")
     try:

@@ -13,7 +13,8 @@ invalid, a config has problems), 2 bad usage or config. A mistake on the command
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from pydantic import BaseModel
 
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest
+from agent_core.json_text import dump_json
 from agent_executor.cli import analytics as cli_analytics
 from agent_executor.cli import batch as cli_batch
 from agent_executor.cli import fleet as cli_fleet
@@ -43,6 +45,7 @@ from agent_executor.cli.inputs import (
     load_agent,
     parse_param,
     run_options,
+    utf8_argument,
 )
 from agent_executor.result import AgentResult
 
@@ -114,7 +117,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     provider = resolve_provider(agent, args.model, err)
     result = agent.run_sync(
         RunRequest(
-            task=args.task,
+            task=utf8_argument(args.task, "--task"),
             parameters=params,
             options=options,
             output_schema=schema.inline,
@@ -124,7 +127,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         escalate=not args.no_escalate,
     )
     if args.json:
-        out.write(result.result.model_dump_json(indent=2) + "\n")
+        out.write(dump_json(result.result.model_dump(mode="json"), indent=2) + "\n")
     else:
         _print_pretty(result, out)
     return EXIT_OK if result.ok else EXIT_RUN_FAILED
@@ -154,7 +157,7 @@ def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
     if run.recovered_by_extraction:
         print("(the JSON was recovered from the model's text)", file=out)
     if run.result_data is not None:
-        print(json.dumps(run.result_data, indent=2, ensure_ascii=False), file=out)
+        print(dump_json(run.result_data, indent=2), file=out)
     elif run.result_text is not None:
         print(run.result_text, file=out)
     if run.error is not None:
@@ -162,7 +165,7 @@ def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
         for issue in run.error.validation_errors:
             print(f"  - {issue}", file=out)
         if run.error.last_output is not None:
-            last = json.dumps(run.error.last_output, indent=2, ensure_ascii=False)
+            last = dump_json(run.error.last_output, indent=2)
             print(f"last output:\n{last}", file=out)
 
 
@@ -187,6 +190,8 @@ def main(
         config has problems), 2 for bad usage or config, 130 when interrupted.
     """
     stdout = out or sys.stdout
+    for stream in (stdout, sys.stderr):
+        _escape_unencodable(stream)
     parser = build_parser(extra_commands)
     try:
         args = parser.parse_args(argv)
@@ -212,6 +217,18 @@ def main(
     except BrokenPipeError:
         _quiet_closed_pipe()
     return code
+
+
+def _escape_unencodable(stream: TextIO) -> None:
+    """Make a real output stream write text it cannot encode as escapes instead of raising.
+
+    A file name with bytes that are not UTF-8, or a model's lone surrogate, then prints as
+    its backslash escape rather than ending the command with a traceback.
+    """
+    reconfigure = getattr(stream, "reconfigure", None)
+    if callable(reconfigure):
+        with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+            reconfigure(errors="backslashreplace")
 
 
 def _quiet_closed_pipe() -> None:

@@ -6,6 +6,7 @@ The environment is passed in (the CLI passes ``os.environ``); nothing here reads
 from __future__ import annotations
 
 import importlib
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -157,7 +158,7 @@ def _test(options: str, env: Mapping[str, str]) -> Provider:
     fail_first: list[str] = []
     for option in filter(None, options.split(",")):
         key, _, value = option.partition("=")
-        if key == "seed" and value.lstrip("-").isdigit():
+        if key == "seed" and re.fullmatch(r"-?[0-9]{1,18}", value):
             seed = int(value)
         elif key == "fail_first" and value:
             fail_first = value.split("+")

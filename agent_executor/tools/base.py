@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 
 from pydantic import JsonValue
 
 from agent_contracts.errors import ToolExecutionError
+from agent_core.json_text import encodable
 from agent_core.validation import compile_schema
 from agent_executor.providers.base import JsonObject, ToolDefinition
+
+RUN_DEADLINE: ContextVar[float | None] = ContextVar("agentshape_run_deadline", default=None)
+"""When the current run must end (``time.monotonic()``), set by the run loop for its timeout.
+
+A tool runs in a worker thread that a timed-out run cannot stop, so the fs tools stop at this
+deadline themselves (the context is copied into the thread)."""
+
+
+def tool_deadline(seconds: float) -> float:
+    """Return the deadline of a tool call: ``seconds`` from now, or the run's end if sooner.
+
+    Args:
+        seconds: The tool's own time budget.
+    """
+    own = time.monotonic() + seconds
+    run = RUN_DEADLINE.get()
+    return own if run is None else min(own, run)
 
 
 class InputTool(ABC):
@@ -74,14 +94,15 @@ class InputTool(ABC):
             arguments: The parsed arguments of the model's call.
 
         Returns:
-            The text to send back to the model.
+            The text to send back to the model; text UTF-8 cannot encode (a lone surrogate) is
+            written as its backslash escape, so every model API accepts it.
 
         Raises:
             ToolExecutionError: The arguments are invalid or the tool failed.
         """
         checked = self.validate_arguments(arguments)
         try:
-            return await asyncio.to_thread(self.execute, checked)
+            return encodable(await asyncio.to_thread(self.execute, checked))
         except OSError as exc:
             raise ToolExecutionError(exc.strerror or type(exc).__name__, tool=self.name) from exc
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -12,9 +13,18 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ToolExecutionError
 from agent_executor.providers.base import JsonObject
-from agent_executor.tools.base import InputTool, _arg, _arguments, _capped, _int_arg, _str_arg
+from agent_executor.tools.base import (
+    InputTool,
+    _arg,
+    _arguments,
+    _capped,
+    _int_arg,
+    _str_arg,
+    tool_deadline,
+)
 from agent_executor.tools.sandbox import (
     FsLimits,
+    HardLinkedError,
     Workspace,
     _Entry,
     _is_binary,
@@ -51,14 +61,25 @@ class _FsTool(InputTool):
             return iter(())
         return iter(entries)
 
-    def _walk(self, start: Path, *, recursive: bool, skipped: _Skipped) -> Iterator[_Entry]:
+    def _walk(
+        self, start: Path, *, recursive: bool, skipped: _Skipped, deadline: float
+    ) -> Iterator[_Entry]:
         """Yield the entries under ``start`` depth-first in name order, inside the workspace only.
 
         Symlinks are yielded under their own name when their target is inside the workspace, and
-        a symlinked directory is never descended into.
+        a symlinked directory is never descended into. The walk stops (saying so in
+        ``skipped.stopped``) after :attr:`FsLimits.walk_entries` entries or at ``deadline``.
         """
         stack = [self._entries(start, skipped)]
+        visited = 0
         while stack:
+            visited += 1
+            if visited > self.limits.walk_entries:
+                skipped.stopped = f"stopped after visiting {self.limits.walk_entries} entries"
+                return
+            if visited % 64 == 0 and time.monotonic() > deadline:
+                skipped.stopped = "stopped at the time limit"
+                return
             entry = next(stack[-1], None)
             if entry is None:
                 stack.pop()
@@ -132,6 +153,11 @@ class FsRead(_FsTool):
             raise _refuse(self.name, f"{raw!r} is a directory: use fs:list")
         try:
             handle = _open_regular(path)
+        except HardLinkedError as exc:
+            raise _refuse(
+                self.name,
+                f"{raw!r} is refused: {exc}, so it may be a file outside the workspace",
+            ) from exc
         except OSError as exc:
             raise _refuse(self.name, f"cannot open {raw!r}: {exc.strerror}") from exc
         if handle is None:
@@ -243,7 +269,8 @@ class FsList(_FsTool):
         skipped = _Skipped()
         lines: list[str] = []
         truncated = False
-        for entry in self._walk(path, recursive=recursive, skipped=skipped):
+        deadline = tool_deadline(self.limits.walk_seconds)
+        for entry in self._walk(path, recursive=recursive, skipped=skipped, deadline=deadline):
             if len(lines) == cap:
                 truncated = True
                 break

@@ -33,6 +33,15 @@ class FsLimits(BaseModel):
     """Files larger than this are skipped by ``fs:search`` (8 MiB)."""
     hit_chars: int = Field(default=400, ge=1)
     """Longest line text shown for one search hit; longer lines end in ``…``."""
+    pattern_chars: int = Field(default=1000, ge=1)
+    """Longest regular expression ``fs:search`` accepts."""
+    pattern_size: int = Field(default=10_000, ge=1)
+    """Largest estimated size of a compiled search pattern (counted repeats multiplied): a
+    pattern such as ``a{1000000000}`` would take gigabytes just to compile."""
+    walk_entries: int = Field(default=100_000, ge=1)
+    """Most directory entries one ``fs:list`` or ``fs:search`` call visits."""
+    walk_seconds: float = Field(default=5.0, gt=0)
+    """Deadline for one ``fs:list`` walk (``fs:search`` has :attr:`search_seconds`)."""
 
 
 def _refuse(tool: str, message: str) -> ToolExecutionError:
@@ -64,8 +73,12 @@ class Workspace:
         return path == self.root or path.is_relative_to(self.root)
 
     def relative(self, path: Path) -> str:
-        """Return ``path`` (under the root) as a POSIX path relative to it, ``.`` for the root."""
-        return path.relative_to(self.root).as_posix() or "."
+        r"""Return ``path`` (under the root) as a POSIX path relative to it, ``.`` for the root.
+
+        A name's bytes that are not UTF-8 are shown as backslash escapes (``\xff``), so the
+        listing is text any model API accepts.
+        """
+        return _shown(path.relative_to(self.root).as_posix() or ".")
 
     def resolve(self, raw: str, *, tool: str) -> Path:
         """Resolve a model-given path to an existing path inside the workspace.
@@ -111,6 +124,9 @@ class _Skipped:
     unreadable: int = 0
     binary: int = 0
     large: int = 0
+    linked: int = 0
+    stopped: str = ""
+    """Why the walk stopped early (the entry cap or the deadline), or empty."""
 
     def notices(self) -> list[str]:
         parts = [
@@ -119,8 +135,12 @@ class _Skipped:
             (self.unreadable, "unreadable file(s) or directory(ies) skipped"),
             (self.binary, "binary file(s) skipped"),
             (self.large, "file(s) over the search size cap skipped"),
+            (self.linked, "file(s) with more than one hard link skipped"),
         ]
-        return [f"[{count} {what}]" for count, what in parts if count]
+        notes = [f"[{count} {what}]" for count, what in parts if count]
+        if self.stopped:
+            notes.append(f"[{self.stopped}: results are partial; narrow the path]")
+        return notes
 
 
 @dataclass(frozen=True)
@@ -132,6 +152,18 @@ class _Entry:
     is_dir: bool
 
 
+def _shown(name: str) -> str:
+    r"""Return a file name as UTF-8 text: undecodable bytes become backslash escapes (``\xff``)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(name).decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return name
+
+
 def _is_binary(handle: BinaryIO) -> bool:
     """Whether the file's first bytes hold a NUL; the file is left at its start."""
     binary = b"\0" in handle.read(_BINARY_PROBE_BYTES)
@@ -139,18 +171,30 @@ def _is_binary(handle: BinaryIO) -> bool:
     return binary
 
 
+class HardLinkedError(OSError):
+    """A file with more than one hard link: its other name may be outside the workspace."""
+
+
 def _open_regular(path: Path) -> BinaryIO | None:
     """Open a resolved path for reading if it is a regular file; ``None`` otherwise.
 
     The open is non-blocking (a FIFO swapped in cannot hang it) and refuses a final symlink.
+
+    Raises:
+        HardLinkedError: The file has more than one hard link (a hard link, unlike a symlink,
+            cannot be told from the file it names, so one to a file outside is refused too).
+        OSError: The file cannot be opened.
     """
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
     except OSError:
         os.close(fd)
         raise
-    if not regular:
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         return None
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise HardLinkedError(f"it has {info.st_nlink} hard links")
     return os.fdopen(fd, "rb")

@@ -11,10 +11,12 @@ from pathlib import PurePosixPath
 import regex
 from pydantic import JsonValue
 
-from agent_executor.tools.base import _arg, _arguments, _capped, _int_arg, _str_arg
+from agent_executor.tools.base import _arg, _arguments, _capped, _int_arg, _str_arg, tool_deadline
 from agent_executor.tools.files import _FsTool
+from agent_executor.tools.patterns import pattern_problem
 from agent_executor.tools.sandbox import (
     FsLimits,
+    HardLinkedError,
     Workspace,
     _Entry,
     _is_binary,
@@ -71,11 +73,18 @@ class FsSearch(_FsTool):
             ToolExecutionError: The path is refused or missing, or the pattern does not compile.
         """
         pattern = _str_arg(arguments, "pattern", "")
+        own = time.monotonic() + self.limits.search_seconds
+        deadline = tool_deadline(self.limits.search_seconds)
         raw = _str_arg(arguments, "path", ".")
         glob = _str_arg(arguments, "glob", "")
         cap = _capped(_int_arg(arguments, "max_results"), self.limits.search_results)
         flags = regex.IGNORECASE if arguments.get("ignore_case") is True else 0
         source = regex.escape(pattern) if arguments.get("literal") is True else pattern
+        problem = pattern_problem(
+            source, max_chars=self.limits.pattern_chars, max_size=self.limits.pattern_size
+        )
+        if problem:
+            raise _refuse(self.name, f"pattern refused: {problem}")
         try:
             compiled = regex.compile(source, flags)
         except regex.error as exc:
@@ -85,17 +94,16 @@ class FsSearch(_FsTool):
         start = self.workspace.resolve(raw, tool=self.name)
         skipped = _Skipped()
         if start.is_dir():
-            files: Iterator[_Entry] = (
-                entry
-                for entry in self._walk(start, recursive=True, skipped=skipped)
-                if not entry.is_dir and _glob_matches(glob, entry.shown)
+            files: Iterator[_Entry] = self._walk(
+                start, recursive=True, skipped=skipped, deadline=deadline
             )
         else:
             files = iter([_Entry(self.workspace.relative(start), start, is_dir=False)])
-        deadline = time.monotonic() + self.limits.search_seconds
         hits: list[str] = []
-        stopped = ""
-        for entry in files:
+        stopped = "time" if time.monotonic() > deadline else ""  # compiling counts too
+        for entry in [] if stopped else files:
+            if entry.is_dir or not _glob_matches(glob, entry.shown):
+                continue
             stopped = self._search_file(entry, compiled, hits, cap, deadline, skipped)
             if stopped:
                 break
@@ -104,8 +112,13 @@ class FsSearch(_FsTool):
         if stopped == "cap":
             hits.append(f"[truncated after {cap} matches: narrow the pattern, path or glob]")
         elif stopped == "time":
+            when = (
+                "at the run's timeout"
+                if deadline < own
+                else f"after {self.limits.search_seconds:g} s"
+            )
             hits.append(
-                f"[search stopped after {self.limits.search_seconds:g} s, results are partial: "
+                f"[search stopped {when}, results are partial: "
                 "simplify the pattern (nested repeats backtrack badly), narrow the path, "
                 "or pass literal=true]"
             )
@@ -124,6 +137,9 @@ class FsSearch(_FsTool):
         """Append ``entry``'s matching lines to ``hits``; return ``cap``/``time`` if it stopped."""
         try:
             handle = _open_regular(entry.real)
+        except HardLinkedError:
+            skipped.linked += 1
+            return ""
         except OSError:
             skipped.unreadable += 1
             return ""

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ToolExecutionError
 from agent_executor.providers.base import ToolDefinition
+from agent_executor.tools.base import RUN_DEADLINE
 from agent_executor.tools import (
     KNOWN_TOOLS,
     FsLimits,
@@ -475,3 +477,76 @@ async def test_catastrophic_pattern_is_stopped_with_partial_results(workspace: P
     assert lines[0] == "a-first.txt:1: aa"
     assert lines[1].startswith("[search stopped after 0.3 s, results are partial:")
     assert "literal=true" in lines[1]
+
+
+# --- hostile input: bounded patterns and walks, the run's deadline, odd names, hard links ----
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        ("a{1000000000}", "counted repeats expand to more than 10,000 steps"),
+        ("(?:a{1000}){1000}", "counted repeats expand to more than 10,000 steps"),
+        ("[[](?:x{200}){200}", "counted repeats expand to more than 10,000 steps"),
+        ("a" * 1001, "the pattern is 1001 characters long; at most 1000 are allowed"),
+    ],
+)
+async def test_a_pattern_that_would_take_the_hosts_memory_is_refused_before_compiling(
+    workspace: Path, pattern: str, problem: str
+) -> None:
+    error = await refusal(workspace, "fs:search", {"pattern": pattern})
+    assert problem in error.message
+
+
+async def test_ordinary_counted_repeats_still_search(workspace: Path) -> None:
+    text = await run(workspace, "fs:search", {"pattern": r"\w{5} (?:w\w{3}){1,2}"})
+    assert text.splitlines()[0] == "README.md:2: hello world"
+
+
+async def test_search_stops_at_the_runs_deadline_not_only_its_own(workspace: Path) -> None:
+    search = tool(workspace, "fs:search", FsLimits(search_seconds=600))
+    token = RUN_DEADLINE.set(time.monotonic() - 1)  # the run has already timed out
+    try:
+        text = await search.call({"pattern": "hello"})
+    finally:
+        RUN_DEADLINE.reset(token)
+    assert text.splitlines() == [
+        "no matches for 'hello'",
+        "[search stopped at the run's timeout, results are partial: simplify the pattern "
+        "(nested repeats backtrack badly), narrow the path, or pass literal=true]",
+    ]
+
+
+async def test_walks_stop_after_the_entry_cap_and_say_so(workspace: Path) -> None:
+    limits = FsLimits(walk_entries=3)
+    listed = await run(workspace, "fs:list", {"recursive": True}, limits)
+    assert listed.splitlines()[-1] == (
+        "[stopped after visiting 3 entries: results are partial; narrow the path]"
+    )
+    searched = await run(workspace, "fs:search", {"pattern": "guide"}, limits)
+    assert searched.splitlines()[-1].startswith("[stopped after visiting 3 entries")
+
+
+async def test_a_file_name_that_is_not_utf8_is_listed_as_text(workspace: Path) -> None:
+    try:
+        (workspace / os.fsdecode(b"caf\xff.txt")).write_text("hello bytes\n")
+    except (UnicodeEncodeError, OSError):
+        pytest.skip("this filesystem refuses file names that are not UTF-8")
+    listed = await run(workspace, "fs:list", {})
+    assert "caf\\xff.txt" in listed.splitlines()
+    listed.encode("utf-8")  # what a model API is sent
+    found = await run(workspace, "fs:search", {"pattern": "bytes"})
+    assert found.splitlines() == ["caf\\xff.txt:1: hello bytes"]
+
+
+async def test_a_hard_link_is_refused_by_read_and_skipped_by_search(
+    workspace: Path, tmp_path: Path
+) -> None:
+    os.link(tmp_path / "secret.txt", workspace / "linked.txt")
+    error = await refusal(workspace, "fs:read", {"path": "linked.txt"})
+    assert error.message == (
+        "'linked.txt' is refused: it has 2 hard links, so it may be a file outside the workspace"
+    )
+    found = await run(workspace, "fs:search", {"pattern": "TOP-SECRET"})
+    assert SECRET not in found
+    assert "[1 file(s) with more than one hard link skipped]" in found.splitlines()
