@@ -11,7 +11,6 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ToolExecutionError
 from agent_executor.providers.base import ToolDefinition
-from agent_executor.tools.base import RUN_DEADLINE
 from agent_executor.tools import (
     KNOWN_TOOLS,
     FsLimits,
@@ -22,6 +21,7 @@ from agent_executor.tools import (
     Workspace,
     build_input_tools,
 )
+from agent_executor.tools.base import RUN_DEADLINE
 
 SECRET = "TOP-SECRET-VALUE"
 
