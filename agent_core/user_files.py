@@ -1,4 +1,4 @@
-"""Read a file a user names: regular files only, opened without blocking, within a size cap.
+"""Files a user names: read only regular ones within a cap; write whole files or nothing.
 
 A FIFO named ``agent.yml`` would hang a plain ``open``; ``/dev/zero`` would fill memory. Every
 file agentshape reads because a user named it (an agent config, a schema, a task or result file,
@@ -12,9 +12,16 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_DATA_BYTES", "read_user_file", "writable_output"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_DATA_BYTES",
+    "read_user_file",
+    "writable_output",
+    "write_text_atomically",
+]
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 """Largest agent config, schema or single JSON file read (16 MiB)."""
@@ -83,10 +90,8 @@ def writable_output(path: Path | str) -> str | None:
     """
     try:
         info = os.stat(path)
-    except FileNotFoundError:
+    except OSError:  # missing (it is created), or unreachable: opening it says why
         return None
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
     if stat.S_ISDIR(info.st_mode):
         return "is a directory"
     if not stat.S_ISREG(info.st_mode):
@@ -97,3 +102,36 @@ def writable_output(path: Path | str) -> str | None:
             "name a file of its own"
         )
     return None
+
+
+def write_text_atomically(path: Path | str, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file, then a rename.
+
+    A full disk or an interruption leaves the old file (or none), never a partial one. Text
+    UTF-8 cannot encode (a lone surrogate) is written as its backslash escape.
+
+    Args:
+        path: The file; its directory is created as needed.
+        text: The content.
+
+    Returns:
+        The path written.
+
+    Raises:
+        OSError: The file cannot be written (the temporary file is removed).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target

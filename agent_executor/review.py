@@ -205,7 +205,12 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     span = _SPAN.match(value)
     if span:
         current = now or datetime.now(UTC)
-        return current - int(span.group(1)) * _SPAN_UNITS[span.group(2).lower()]
+        try:
+            return current - int(span.group(1)) * _SPAN_UNITS[span.group(2).lower()]
+        except (OverflowError, ValueError):
+            raise ConfigError(
+                f"--since {text!r} reaches back before the year 1; give a shorter span or a date"
+            ) from None
     try:
         if len(value) == 10:
             return datetime.combine(date.fromisoformat(value), time(), tzinfo=UTC)

@@ -16,6 +16,7 @@ from html import escape
 from pathlib import Path
 
 from agent_contracts.errors import ConfigError
+from agent_core.user_files import write_text_atomically
 from agent_executor.review import AgentReview, DayTrend, Review
 
 __all__ = ["render_review_html", "write_review_html"]
@@ -377,8 +378,7 @@ def write_review_html(
     """
     target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_review_html(result, title=title), encoding="utf-8")
+        write_text_atomically(target, render_review_html(result, title=title))
     except OSError as error:
         raise ConfigError(
             f"cannot write the analytics page to {target}: {error.strerror or error}"

@@ -20,16 +20,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
-from agent_contracts.runs import RunRequest
+from agent_contracts.runs import RunOptions, RunRequest
 from agent_core.json_text import dump_json
+from agent_core.user_files import writable_output
 from agent_executor.agent import Agent
 from agent_executor.batch import run_many
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
+    CallerSchema,
     Subcommands,
     UsageError,
     add_agent_arguments,
@@ -41,7 +43,13 @@ from agent_executor.cli.inputs import (
     run_options,
 )
 from agent_executor.cli.progress import Progress
-from agent_executor.cli.tasks import TaskItem, read_done, read_tasks, result_record
+from agent_executor.cli.tasks import (
+    TaskItem,
+    read_done,
+    read_tasks,
+    result_record,
+    results_lock,
+)
 from agent_executor.providers.base import Provider
 from agent_executor.result import AgentResult
 
@@ -130,10 +138,11 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
-    if args.out.resolve() == args.tasks.resolve():
+    if args.out.resolve() == args.tasks.resolve() or _same_file(args.out, args.tasks):
         raise UsageError("--out must not be the tasks file")
-    if args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a directory; give a file")
+    problem = writable_output(args.out)
+    if problem:
+        raise UsageError(f"--out {args.out} {problem}; give a results file of its own")
     shared = dict(parse_param(p) for p in args.param)
     options = run_options(args)
     _, config = load_agent(args.agent, args.agents_dir)
@@ -141,6 +150,22 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     items = read_tasks(args.tasks)
     agent = build_agent(args, config)
     provider = resolve_provider(agent, args.model, err)
+    with results_lock(args.out):
+        return _run_batch(args, out, err, items, agent, provider, shared, options, schema)
+
+
+def _run_batch(
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    items: list[TaskItem],
+    agent: Agent[BaseModel],
+    provider: Provider,
+    shared: dict[str, JsonValue],
+    options: RunOptions,
+    schema: CallerSchema,
+) -> int:
+    """Run the batch while holding the results file's lock; the summary goes to ``out``."""
     done, dropped = read_done(args.out, items)
     pending = [item for item in items if item.key not in done]
     skipped = len(items) - len(pending)
@@ -162,8 +187,7 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for item in pending
     ]
     if pending:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with args.out.open("a", encoding="utf-8") as sink:
+        with args.out.open("a", encoding="utf-8", errors="backslashreplace") as sink:
             failures = asyncio.run(
                 run_tasks(
                     agent,
@@ -185,3 +209,11 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         summary += f", {skipped} skipped (completed earlier)"
     print(f"{summary}; results in {args.out}", file=out)
     return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def _same_file(left: Path, right: Path) -> bool:
+    """Whether two paths name one file (a hard link, a bind mount), when both exist."""
+    try:
+        return left.samefile(right)
+    except OSError:
+        return False

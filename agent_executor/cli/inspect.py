@@ -30,6 +30,7 @@ from agent_core.contract import OutputContract, resolve_contract
 from agent_core.dialects import Dialect
 from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
+from agent_core.user_files import write_text_atomically
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
 from agent_executor.cli.inputs import (
@@ -356,7 +357,6 @@ def codegen_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.out is None:
         out.write(source)
     else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(source, encoding="utf-8")
+        write_text_atomically(args.out, source)
         print(f"wrote {class_name} to {args.out}", file=err)
     return EXIT_OK

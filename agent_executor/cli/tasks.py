@@ -7,10 +7,11 @@ a rerun skips the tasks already ``completed`` there.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,12 +21,12 @@ from agent_contracts.errors import ConfigFileError
 from agent_contracts.runs import RunResult
 from agent_contracts.suggest import did_you_mean
 from agent_core.json_text import parse_json
-from agent_core.user_files import MAX_DATA_BYTES, read_user_file
+from agent_core.user_files import MAX_DATA_BYTES, read_user_file, write_text_atomically
 from agent_executor.cli.inputs import (
     UsageError,
 )
 
-__all__ = ["TaskItem", "read_done", "read_tasks", "result_record"]
+__all__ = ["TaskItem", "read_done", "read_tasks", "result_record", "results_lock"]
 
 _MAX_REPORTED = 20
 
@@ -197,8 +198,41 @@ def read_done(out: Path, pending: Sequence[TaskItem]) -> tuple[set[str], int]:
     ]
     dropped = len(entries) - len(kept) + int(torn)
     if dropped or tail.strip():
-        _replace(out, "".join(f"{line}\n" for line in kept))
+        write_text_atomically(out, "".join(f"{line}\n" for line in kept))
     return done, dropped
+
+
+@contextlib.contextmanager
+def results_lock(out: Path) -> Iterator[None]:
+    """Hold a results file for one ``run-many``, or refuse a second writer with a clear error.
+
+    Two processes appending to one results file would lose and duplicate results (each rewrites
+    it when dropping stale lines, each reruns what the other has not written yet). The lock is
+    an advisory ``flock`` on a hidden file beside it (``.NAME.lock``, left in place: removing it
+    would race a third process); the operating system releases it when the process ends,
+    however it ends.
+
+    Args:
+        out: The results file (its directory is created if needed).
+
+    Raises:
+        UsageError: Another process holds the lock.
+        OSError: The lock file cannot be created.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.with_name(f".{out.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"--out {out} is being written by another agentshape run-many (it holds {lock}); "
+                "wait for it to finish, or name another results file"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def _record_of(line: str) -> Mapping[str, object] | None:
@@ -207,18 +241,6 @@ def _record_of(line: str) -> Mapping[str, object] | None:
     except (ValueError, RecursionError):  # a torn, foreign or hostile line: not a record
         return None
     return value if isinstance(value, dict) else None
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file, then a rename)."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def result_record(item: TaskItem, result: RunResult) -> dict[str, JsonValue]:
