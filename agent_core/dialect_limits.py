@@ -70,7 +70,8 @@ def _optional_count(nodes: list[JsonDict]) -> int:
     for node in nodes:
         properties, required = node.get("properties"), node.get("required", [])
         if isinstance(properties, dict) and isinstance(required, list):
-            total += len([name for name in properties if name not in required])
+            listed = {name for name in required if isinstance(name, str)}  # a set: linear
+            total += len([name for name in properties if name not in listed])
     return total
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "dump_json",
     "encodable",
     "parse_json",
+    "unencodable",
     "value_problem",
 ]
 
@@ -61,6 +62,23 @@ def encodable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def unencodable(text: str) -> str | None:
+    """Say where ``text`` holds a character UTF-8 cannot encode, or return ``None``.
+
+    Bytes that were not UTF-8 (which Python decodes to the surrogates U+DC80 to U+DCFF) are
+    named as the byte, a lone surrogate from JSON as such: ``byte 0xe9 at character 4``.
+
+    Args:
+        text: Text given by a user (a command-line argument, a task).
+    """
+    for index, character in enumerate(text):
+        if "\ud800" <= character <= "\udfff":
+            byte = ord(character) - 0xDC00
+            shown = f"byte 0x{byte:02x}" if 0x80 <= byte <= 0xFF else "a lone surrogate"
+            return f"{shown} at character {index + 1}"
+    return None
 
 
 def _finite(value: JsonValue) -> JsonValue:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 import jsonschema_rs
 from pydantic import JsonValue
+
+from agent_core.ecma_patterns import annex_b_escaped
 
 
 def _is_number(value: JsonValue) -> bool:
@@ -40,6 +41,23 @@ def _json_equal(left: JsonValue, right: JsonValue) -> bool:
     return left == right
 
 
+def _json_key(value: JsonValue) -> object:
+    """Return a hashable key equal for two values exactly when :func:`_json_equal` holds.
+
+    ``1`` and ``1.0`` share a key, ``true`` and ``1`` do not; lists and objects compare by
+    content. Finding duplicates by key is linear where comparing every pair is quadratic.
+    """
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, int | float):
+        return ("number", int(value) if isinstance(value, float) and value.is_integer() else value)
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, list):
+        return ("array", tuple(_json_key(item) for item in value))
+    return ("object", frozenset((key, _json_key(item)) for key, item in value.items()))
+
+
 def _types_text(types: list[str]) -> str:
     return types[0] if len(types) == 1 else " or ".join(types)
 
@@ -52,11 +70,29 @@ def _is_regex(pattern: str) -> bool:
     return True
 
 
-def _matches_any(name: str, patterns: Mapping[str, JsonValue]) -> bool:
+def _pattern_matchers(patterns: Mapping[str, JsonValue]) -> list[jsonschema_rs.Validator]:
+    """Compile ``patternProperties`` keys once, with the validation engine's own regexes.
+
+    ECMA-262 semantics (Annex B spellings accepted), and a regex engine that is linear for
+    plain patterns and bounded in backtracking for the rest: Python's ``re`` could hang on
+    ``^(a+)+$`` with no way to stop it. A key that is not a regular expression is left out
+    (the checker reports it on its own).
+    """
+    matchers = []
     for pattern in patterns:
         try:
-            if re.search(pattern, name):
+            matchers.append(jsonschema_rs.validator_for({"pattern": annex_b_escaped(pattern)}))
+        except jsonschema_rs.ValidationError:
+            continue
+    return matchers
+
+
+def _matches_any(name: str, matchers: list[jsonschema_rs.Validator]) -> bool:
+    """Whether ``name`` matches one of the compiled ``patternProperties`` keys."""
+    for matcher in matchers:
+        try:
+            if matcher.is_valid(name):
                 return True
-        except re.error:
+        except ValueError:  # the backtracking bound was reached: not shown to match
             continue
     return False

@@ -41,6 +41,7 @@ from agent_core.registry_entries import (
     _entry,
     check_schema_name,
 )
+from agent_core.schema_checks import ensure_output_schema
 from agent_core.validation import canonical_json, compile_schema, schema_hash
 
 __all__ = [
@@ -220,6 +221,8 @@ class SchemaRegistry:
         check_schema_name(name, path=str(self.path))
         value: JsonSchema = schema if isinstance(schema, bool) else dict(schema)
         compile_schema(value, source=f"schema {name!r}")
+        # The checks every run makes, so that a stored schema is one a run can use.
+        ensure_output_schema(value, source=f"schema {name!r}")
         text = canonical_json(value)
         digest = schema_hash(value)
         now = _now()

@@ -9,9 +9,10 @@ from agent_contracts.config import suggest_key
 from agent_core.json_values import (
     _is_number,
     _is_regex,
-    _json_equal,
+    _json_key,
     _matches_any,
     _matches_types,
+    _pattern_matchers,
     _types_text,
 )
 from agent_core.schema_findings import SchemaFinding, Severity
@@ -31,6 +32,11 @@ from agent_core.schema_walk import child_path, offline_validator, resolve_local_
 from agent_core.validation import format_path, schema_draft
 
 __all__ = ["SchemaFinding", "Severity"]
+
+MAX_LISTED = 10_000
+"""Most values an ``enum`` (or names a ``required``) may list; building models past it is slow."""
+_TOO_MANY = "`{}` lists {:,} {}; at most 10,000 are supported (split the schema, or use a {})"
+_HINTED = 20  # missing required names given a did-you-mean (each costs a scan of properties)
 
 META_SCHEMA_FAULT = "(fails the draft's meta-schema)"
 """Ends the message of a finding that is a meta-schema fault rather than a rule of the checks."""
@@ -201,11 +207,15 @@ class _Checker:
                 self.add(
                     path, "error", "`enum` is empty, so no value can match; list the values", "enum"
                 )
-            seen: list[JsonValue] = []
+            if len(enum) > MAX_LISTED:
+                too_many = _TOO_MANY.format("enum", len(enum), "values", "`pattern` or `type`")
+                return self.add(path, "error", too_many, "enum")
+            seen: set[object] = set()
             for value in enum:
-                if any(_json_equal(value, other) for other in seen):
+                key = _json_key(value)
+                if key in seen:
                     self.add(path, "warning", f"`enum` lists {value!r} twice", "enum")
-                seen.append(value)
+                seen.add(key)
             if types and enum:
                 misfits = [value for value in enum if not _matches_types(value, types)]
                 if len(misfits) == len(enum):
@@ -217,7 +227,8 @@ class _Checker:
                         "enum",
                     )
                 elif misfits:
-                    listed = ", ".join(repr(value) for value in misfits)
+                    listed = ", ".join(repr(value) for value in misfits[:10])
+                    listed += f" (and {len(misfits) - 10:,} more)" if len(misfits) > 10 else ""
                     verb = "values {} are" if len(misfits) > 1 else "value {} is"
                     self.add(
                         path,
@@ -255,13 +266,19 @@ class _Checker:
         required, properties = node.get("required"), node.get("properties")
         if not isinstance(required, list) or not isinstance(properties, dict):
             return
+        if len(required) > MAX_LISTED:
+            message = _TOO_MANY.format("required", len(required), "names", "`minProperties`")
+            return self.add(path, "error", message, "required")
         closed = node.get("additionalProperties") is False
         patterns = node.get("patternProperties")
+        matchers = _pattern_matchers(patterns) if isinstance(patterns, dict) and closed else []
+        missing = 0
         for name in required:
             if not isinstance(name, str) or name in properties:
                 continue
-            hint = _did_you_mean(name, properties)
-            if closed and not (isinstance(patterns, dict) and _matches_any(name, patterns)):
+            missing += 1
+            hint = _did_you_mean(name, properties) if missing <= _HINTED else ""
+            if closed and not _matches_any(name, matchers):
                 self.add(
                     path,
                     "error",

@@ -20,7 +20,7 @@ from pydantic import JsonValue, ValidationError
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, ConfigFileError
 from agent_contracts.runs import JsonSchema, RunOptions
-from agent_core.json_text import parse_json
+from agent_core.json_text import parse_json, unencodable
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
@@ -63,24 +63,14 @@ class UsageError(AgentshapeError):
 
 
 def utf8_argument(text: str, what: str) -> str:
-    """Return a command-line argument that is UTF-8 text, or refuse one holding raw bytes.
-
-    Python hands over bytes of an argument that are not UTF-8 as lone surrogates; such text can
-    be neither sent to a model nor written, so it is refused here, where the user gave it.
-
-    Args:
-        text: The argument as Python received it.
-        what: The flag, for the error (``--task``).
+    """Return a command-line argument (``what`` names it), refusing bytes that are not UTF-8.
 
     Raises:
-        UsageError: The argument is not UTF-8 text.
+        UsageError: The argument is not UTF-8 text (Python hands such bytes over as surrogates).
     """
-    for index, character in enumerate(text):
-        if "\ud800" <= character <= "\udfff":
-            shown = (
-                f"byte 0x{ord(character) - 0xDC00:02x}" if character >= "\udc80" else "a surrogate"
-            )
-            raise UsageError(f"{what} is not UTF-8 text ({shown} at character {index + 1})")
+    problem = unencodable(text)
+    if problem:
+        raise UsageError(f"{what} is not UTF-8 text ({problem})")
     return text
 
 

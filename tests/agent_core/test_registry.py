@@ -366,3 +366,10 @@ def test_stored_schema_round_trips_through_json(registry: SchemaRegistry) -> Non
 
     assert registry.get("unicode") == schema
     assert json.dumps(registry.get("unicode"), sort_keys=True) == json.dumps(schema, sort_keys=True)
+
+
+def test_a_schema_every_run_would_refuse_is_not_stored(registry: SchemaRegistry) -> None:
+    too_many = {"type": "integer", "enum": list(range(10_001))}
+    with pytest.raises(InvalidSchemaError, match="`enum` lists 10,001 values"):
+        registry.add("numbers", too_many)
+    assert registry.list() == []

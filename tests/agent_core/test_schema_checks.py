@@ -404,3 +404,85 @@ def test_meta_schema_check_uses_the_draft_the_engine_reads() -> None:
     errors = [f for f in check_output_schema(wrong) if f.severity == "error"]
     # Under draft-04 a numeric exclusiveMaximum is wrong (it needs maximum, and is a boolean).
     assert len(errors) == 1 and "exclusiveMaximum" in errors[0].message
+
+
+# Hostile schemas: patterns by the engine's bounded regexes, lists too long to check -----------
+
+
+def _finishes(work: Any, seconds: float = 30) -> Any:
+    """Run ``work`` in a daemon thread, so a hang fails the test instead of freezing it."""
+    import threading
+
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(work()), daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert outcome, "the check hung"
+    return outcome[0]
+
+
+def test_a_catastrophic_pattern_property_is_matched_by_the_bounded_engine() -> None:
+    name = "a" * 32 + "!"
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}},
+        "patternProperties": {"^(a+)+$": {"type": "integer"}},
+        "required": ["id", name],
+        "additionalProperties": False,
+    }
+    found = _finishes(lambda: _found(schema))
+    assert found == [
+        (
+            "$",
+            "error",
+            f"required property {name!r} is not in `properties` and `additionalProperties` "
+            "is false, so no value can match",
+        )
+    ]
+
+
+def test_pattern_properties_use_ecma_syntax_as_the_validator_does() -> None:
+    schema = {
+        "type": "object",
+        "properties": {},
+        "patternProperties": {"^x}$": {}},  # Annex B: a lone '}' is a plain character
+        "required": ["x}"],
+        "additionalProperties": False,
+    }
+    assert [finding for finding in _found(schema) if finding[1] == "error"] == []
+
+
+def test_enum_duplicates_are_found_in_one_pass() -> None:
+    values: list[Any] = list(range(9_999)) + [7.0]  # 7.0 is 7 in JSON; True is not 1
+    values[5] = True
+    found = _found({"type": ["integer", "number", "boolean"], "enum": values})
+    assert [finding for finding in found if "enum" in finding[2]] == [
+        ("$", "warning", "`enum` lists 7.0 twice")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (
+            {"type": "integer", "enum": list(range(100_000))},
+            "`enum` lists 100,000 values; at most 10,000 are supported (split the schema, or "
+            "use a `pattern` or `type`)",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {f"p{i}": {} for i in range(50_000)},
+                "required": [f"p{i}" for i in range(50_000)],
+            },
+            "`required` lists 50,000 names; at most 10,000 are supported (split the schema, or "
+            "use a `minProperties`)",
+        ),
+    ],
+    ids=["enum", "required"],
+)
+def test_lists_too_long_to_use_are_one_clear_error(schema: Any, message: str) -> None:
+    found = _finishes(lambda: _found(schema))
+    assert [finding for finding in found if finding[1] == "error"] == [("$", "error", message)]
+    with pytest.raises(InvalidSchemaError, match="at most 10,000 are supported"):
+        ensure_output_schema(schema)
