@@ -37,6 +37,8 @@ __all__ = [
     "enriched_system_prompt",
     "parameters_section",
     "text_retry_prompt",
+    "tool_arguments_too_large",
+    "tool_call_not_run",
     "tool_not_called_prompt",
     "tool_retry_prompt",
     "unknown_tool",
@@ -105,6 +107,28 @@ def unknown_tool(name: str, offered: Sequence[str]) -> str:
         offered: The agent's input tools.
     """
     return f"there is no tool named {name!r} (tools: {', '.join(offered) or 'none'})"
+
+
+def tool_arguments_too_large(size: int, cap: int) -> str:
+    """Return the error result for an input-tool call whose arguments are over the size cap.
+
+    Args:
+        size: The arguments' length in characters.
+        cap: The most an input tool's arguments may hold.
+    """
+    return f"the arguments are {size:,} characters long; an input tool takes at most {cap:,}"
+
+
+def tool_call_not_run(cap: int) -> str:
+    """Return the error result for an input-tool call past the most answered in one turn.
+
+    Args:
+        cap: The most input-tool calls answered in one turn.
+    """
+    return (
+        f"not run: at most {cap} input-tool calls are answered in one turn; "
+        "call this one again in a later turn if you still need it"
+    )
 
 
 def bad_tool_arguments(reason: str) -> str:

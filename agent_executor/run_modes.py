@@ -20,6 +20,8 @@ from agent_core.prompts import (
     bad_tool_arguments,
     duplicate_result_ignored,
     text_retry_prompt,
+    tool_arguments_too_large,
+    tool_call_not_run,
     tool_not_called_prompt,
     tool_retry_prompt,
     unknown_tool,
@@ -36,9 +38,22 @@ from agent_executor.run_state import (
 )
 from agent_executor.tools import InputTool
 
-__all__ = ["json_text_loop", "run_input_tool", "text_loop", "tool_loop"]
+__all__ = [
+    "MAX_INPUT_CALLS_PER_TURN",
+    "MAX_INPUT_TOOL_ARGUMENTS",
+    "json_text_loop",
+    "run_input_tool",
+    "text_loop",
+    "tool_loop",
+]
 
 SUBMIT = OUTPUT_TOOL_NAME
+
+MAX_INPUT_CALLS_PER_TURN = 32
+"""Most input-tool calls answered in one model turn; the rest get an error result, so that one
+turn of 2,000 reads cannot build a request of hundreds of megabytes."""
+MAX_INPUT_TOOL_ARGUMENTS = 64 * 1024
+"""Longest arguments (in characters) an input-tool call may have; longer ones are refused."""
 
 
 async def json_text_loop(state: RunState) -> Verdict:
@@ -98,7 +113,10 @@ async def text_loop(state: RunState) -> Verdict:
             judged = Verdict(raw=turn.text)
             record_attempt(state, judged, "text", None)
             return judged
-        results = [await run_input_tool(spec.tools, call) for call in turn.tool_calls]
+        results = [
+            await run_input_tool(spec.tools, call, position=index)
+            for index, call in enumerate(turn.tool_calls)
+        ]
         state.messages.append(Message(role="tool", tool_results=results))
         if last:
             raise RunFailure(
@@ -109,16 +127,26 @@ async def text_loop(state: RunState) -> Verdict:
             )
 
 
-async def run_input_tool(tools: Sequence[InputTool], call: ToolCall) -> ToolResult:
+async def run_input_tool(
+    tools: Sequence[InputTool], call: ToolCall, *, position: int = 0
+) -> ToolResult:
     """Run one input-tool call and return its result (an error result when it cannot run).
 
     Args:
         tools: The agent's input tools.
         call: The model's call.
+        position: How many input-tool calls came before it in the same turn; past
+            :data:`MAX_INPUT_CALLS_PER_TURN` the call is not run.
     """
     tool = next((t for t in tools if t.name == call.name), None)
     if tool is None:
         content = unknown_tool(call.name, [t.name for t in tools])
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
+    if position >= MAX_INPUT_CALLS_PER_TURN:
+        content = tool_call_not_run(MAX_INPUT_CALLS_PER_TURN)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
+    if len(call.raw_arguments) > MAX_INPUT_TOOL_ARGUMENTS:
+        content = tool_arguments_too_large(len(call.raw_arguments), MAX_INPUT_TOOL_ARGUMENTS)
         return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
     if call.arguments is None and call.parse_error:
         content = bad_tool_arguments(call.parse_error)
@@ -208,6 +236,7 @@ async def _answer_calls(
     results: list[ToolResult] = []
     accepted: Verdict | None = None
     verdicts: list[Verdict] = []
+    inputs_run = 0
     for call in calls:
         if call.name == SUBMIT:
             judged = contract.judge_call(call, extract=spec.options.extract_json, cut_off=cut_off)
@@ -224,7 +253,8 @@ async def _answer_calls(
                 )
             )
         elif call.name in input_names and not forced:
-            results.append(await run_input_tool(spec.tools, call))
+            results.append(await run_input_tool(spec.tools, call, position=inputs_run))
+            inputs_run += 1
         else:
             message = wrong_tool(call.name, offered, known=call.name in input_names)
             verdicts.append(

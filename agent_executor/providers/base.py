@@ -20,6 +20,7 @@ from agent_core.json_text import value_problem
 from agent_core.tool_names import ToolNameMap
 
 __all__ = [
+    "MAX_ARGUMENT_CHARS",
     "JsonObject",
     "ModelTurn",
     "ModelTurnRequest",
@@ -38,6 +39,9 @@ __all__ = [
     "tool_names_for",
 ]
 
+
+MAX_ARGUMENT_CHARS = 8 * 1024 * 1024
+"""Longest tool-call arguments text read from a model (8 Mi characters); longer is refused."""
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
 """Why the model stopped, normalised across providers.
@@ -234,8 +238,8 @@ def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
     """Parse a model's tool-call arguments text, within the bounds any JSON input gets.
 
     Whatever a model sends must become a contract failure the run loop re-prompts, never an
-    error of ours: text that is not JSON, nests past ``MAX_JSON_DEPTH``, holds ``NaN`` or an
-    integer too long to read gives ``(None, why)``.
+    error of ours: text that is not JSON, longer than :data:`MAX_ARGUMENT_CHARS`, nests past
+    ``MAX_JSON_DEPTH``, holds ``NaN`` or an integer too long to read gives ``(None, why)``.
 
     Args:
         raw: The arguments as the provider sent them (JSON text).
@@ -243,6 +247,11 @@ def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
     Returns:
         ``(value, None)``, or ``(None, why)`` when the text cannot be used.
     """
+    if len(raw) > MAX_ARGUMENT_CHARS:
+        return None, (
+            f"arguments are not usable: {len(raw):,} characters is over the "
+            f"{MAX_ARGUMENT_CHARS:,}-character cap"
+        )
     try:
         value: JsonValue = json.loads(raw)
     except (ValueError, RecursionError) as exc:

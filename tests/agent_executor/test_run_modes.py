@@ -1,0 +1,81 @@
+"""The run loops' bounds on input-tool calls, over the real SDKs against the scripted server.
+
+A model can ask for anything in one turn: thousands of calls, arguments of megabytes, a listing
+of file names that are not UTF-8. Each is answered within bounds, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_executor.run_modes import MAX_INPUT_CALLS_PER_TURN
+from tests.agent_executor.test_run import (
+    APIS,
+    VALID,
+    agent_for,
+    bodies,
+    call,
+    last_tool_results,
+    provider_for,
+)
+from tests.fake_llm import FakeLLM, openai_tool_calls
+
+
+async def test_calls_past_the_fan_out_cap_are_answered_without_running(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    many = [("fs_read", json.dumps({"path": "a.txt"}), f"call_{n}") for n in range(40)]
+    fake_llm.respond(openai_tool_calls(many), call("openai", "submit_result", VALID, "done"))
+    agent = agent_for(provider_for("openai", fake_llm), tools=["fs:read"], workspace=tmp_path)
+    result = await agent.run("Read it, a lot.")
+
+    assert result.ok and result.retries == 0
+    answers = last_tool_results("openai", bodies(fake_llm)[1])
+    assert len(answers) == 40
+    ran, refused = answers[:MAX_INPUT_CALLS_PER_TURN], answers[MAX_INPUT_CALLS_PER_TURN:]
+    assert all(not a["is_error"] and "alpha" in a["content"] for a in ran)
+    assert all(a["is_error"] and a["content"].startswith("not run: at most 32") for a in refused)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_huge_input_tool_arguments_are_refused(
+    fake_llm: FakeLLM, api: str, tmp_path: Path
+) -> None:
+    fake_llm.respond(
+        call(api, "fs_read", {"path": "x" * 70_000}, "call_big"),
+        call(api, "submit_result", VALID, "done"),
+    )
+    agent = agent_for(provider_for(api, fake_llm), tools=["fs:read"], workspace=tmp_path)
+    result = await agent.run("Read it.")
+
+    assert result.ok
+    (answer,) = last_tool_results(api, bodies(fake_llm)[1])
+    assert answer["is_error"]
+    assert answer["content"] == (
+        "the arguments are 70,012 characters long; an input tool takes at most 65,536"
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_listing_of_names_that_are_not_utf8_reaches_the_model(
+    fake_llm: FakeLLM, api: str, tmp_path: Path
+) -> None:
+    try:
+        (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
+    except (UnicodeEncodeError, OSError):
+        pytest.skip("this filesystem refuses file names that are not UTF-8")
+    fake_llm.respond(
+        call(api, "fs_list", {}, "call_list"), call(api, "submit_result", VALID, "done")
+    )
+    agent = agent_for(provider_for(api, fake_llm), tools=["fs:list"], workspace=tmp_path)
+    result = await agent.run("List it.")
+
+    assert result.ok, result.error
+    (answer,) = last_tool_results(api, bodies(fake_llm)[1])
+    assert not answer["is_error"]
+    assert answer["content"] == "caf\\xe9.txt"
