@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import logging
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from agent_core.registry_entries import (
     NamedSchema,
     ResolvedSchema,
     _entry,
+    check_description,
     check_schema_name,
 )
 from agent_core.schema_checks import ensure_output_schema
@@ -69,6 +71,8 @@ CREATE TABLE IF NOT EXISTS {_TABLE} (
     modified_at TEXT NOT NULL
 )
 """
+logger = logging.getLogger(__name__)
+
 _COLUMNS = "name, description, hash, created_at, modified_at"
 
 
@@ -219,6 +223,7 @@ class SchemaRegistry:
             SchemaReferenceError: The schema has a ``$ref`` that does not resolve offline.
         """
         check_schema_name(name, path=str(self.path))
+        check_description(description, path=str(self.path), name=name)
         value: JsonSchema = schema if isinstance(schema, bool) else dict(schema)
         compile_schema(value, source=f"schema {name!r}")
         # The checks every run makes, so that a stored schema is one a run can use.
@@ -245,7 +250,7 @@ class SchemaRegistry:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (name, description, text, digest, created, now),
             )
-        return _entry((name, description, digest, created, now))
+        return _entry((name, description, digest, created, now), str(self.path))
 
     def get(self, name: str) -> JsonSchema:
         """Return the schema registered under ``name``.
@@ -285,10 +290,13 @@ class SchemaRegistry:
             SchemaNotFoundError: No schema has that name.
             SchemaRegistryError: The registry file cannot be read.
         """
-        return _entry(self._row(name, _COLUMNS))
+        return _entry(self._row(name, _COLUMNS), str(self.path))
 
     def list(self) -> builtins.list[NamedSchema]:
         """Return every registered schema's entry, sorted by name.
+
+        A damaged row (a timestamp that is not a time) is left out with a logged warning that
+        names it, so one bad row never hides the others.
 
         Raises:
             SchemaRegistryError: The registry file cannot be read.
@@ -297,7 +305,13 @@ class SchemaRegistry:
             if connection is None:
                 return []
             rows = connection.execute(f"SELECT {_COLUMNS} FROM {_TABLE} ORDER BY name").fetchall()
-        return [_entry(row) for row in rows]
+        entries = []
+        for row in rows:
+            try:
+                entries.append(_entry(row, str(self.path)))
+            except SchemaRegistryError as exc:
+                logger.warning("%s", exc.format_message())
+        return entries
 
     def names(self) -> builtins.list[str]:
         """Return every registered name, sorted.

@@ -5,12 +5,19 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, ValidationError
 
 from agent_contracts.errors import SchemaRegistryError
 from agent_contracts.runs import JsonSchema, SchemaSource
+from agent_core.json_text import unencodable
 
-__all__ = ["SCHEMA_NAME_PATTERN", "NamedSchema", "ResolvedSchema", "check_schema_name"]
+__all__ = [
+    "SCHEMA_NAME_PATTERN",
+    "NamedSchema",
+    "ResolvedSchema",
+    "check_description",
+    "check_schema_name",
+]
 
 
 SCHEMA_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -67,14 +74,42 @@ def check_schema_name(name: str, *, path: str = "<registry>") -> str:
     return name
 
 
-def _entry(row: tuple[object, ...]) -> NamedSchema:
+def check_description(description: str | None, *, path: str, name: str) -> None:
+    """Refuse a description that is not UTF-8 text (bytes that were not, read as surrogates).
+
+    Raises:
+        SchemaRegistryError: It is not UTF-8 text.
+    """
+    problem = unencodable(description) if description is not None else None
+    if problem:
+        raise SchemaRegistryError(
+            f"the description is not UTF-8 text ({problem})", path=path, name=name
+        )
+
+
+def _entry(row: tuple[object, ...], path: str) -> NamedSchema:
+    """Return a registry row as an entry.
+
+    Raises:
+        SchemaRegistryError: The row is damaged (a timestamp that is not a time...), naming it.
+    """
     name, description, digest, created, modified = row
-    return NamedSchema.model_validate(
-        {
-            "name": name,
-            "description": description,
-            "hash": digest,
-            "created_at": created,
-            "modified_at": modified,
-        }
-    )
+    try:
+        return NamedSchema.model_validate(
+            {
+                "name": name,
+                "description": description,
+                "hash": digest,
+                "created_at": created,
+                "modified_at": modified,
+            }
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise SchemaRegistryError(
+            f"the entry {name!r} is damaged ({field}: {error['msg']}); add it again with "
+            "replace, or remove it",
+            path=path,
+            name=name if isinstance(name, str) else None,
+        ) from None

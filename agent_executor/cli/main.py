@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from pydantic import BaseModel
 
@@ -79,6 +79,16 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are one ``agentshape: ...`` line, not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the mistake as one line pointing at ``--help``, and exit with code 2."""
+        command = self.prog.removeprefix("agentshape").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USAGE, f"agentshape: {where}{message} (see '{self.prog} --help')\n")
+
+
 def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentParser:
     """Return the ``agentshape`` argument parser.
 
@@ -86,7 +96,7 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
         extra_commands: More ``register(commands)`` functions, such as the service's ``serve``
             and ``runner`` (the layers above the executor add theirs this way).
     """
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="agentshape",
         description="Run LLM agents that return data in the shape their designer asked for.",
         epilog=EPILOG,

@@ -373,3 +373,24 @@ def test_a_schema_every_run_would_refuse_is_not_stored(registry: SchemaRegistry)
     with pytest.raises(InvalidSchemaError, match="`enum` lists 10,001 values"):
         registry.add("numbers", too_many)
     assert registry.list() == []
+
+
+def test_a_damaged_row_is_named_and_does_not_hide_the_others(
+    registry: SchemaRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry.add("good", REVIEW)
+    registry.add("bad", REVIEW)
+    with sqlite3.connect(registry.path) as connection:
+        connection.execute("UPDATE output_schemas SET created_at = 'garbage' WHERE name = 'bad'")
+    connection.close()
+
+    assert [entry.name for entry in registry.list()] == ["good"]
+    assert "the entry 'bad' is damaged (created_at: " in caplog.text
+    with pytest.raises(SchemaRegistryError, match="the entry 'bad' is damaged"):
+        registry.info("bad")
+
+
+def test_a_description_that_is_not_utf8_is_refused(registry: SchemaRegistry) -> None:
+    with pytest.raises(SchemaRegistryError, match=r"not UTF-8 text \(byte 0xe9 at character 4\)"):
+        registry.add("demo", REVIEW, description="caf\udce9")
+    assert registry.list() == []
