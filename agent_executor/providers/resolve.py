@@ -105,11 +105,42 @@ def _shared(key: tuple[str, ...], build: Callable[[], Provider]) -> Provider:
     return provider
 
 
+def _url(env: Mapping[str, str], variable: str) -> str | None:
+    """Return a base URL from the environment, checked, or ``None`` when it is not set.
+
+    Raises:
+        ConfigError: It is not an ``http(s)://host[:port][/path]`` URL (the SDK would fail
+            later with a traceback, or try to connect somewhere unexpected).
+    """
+    value = env.get(variable)
+    if not value:
+        return None
+    problem = ""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if parts.scheme not in ("http", "https"):
+            problem = "it must start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it names no host"
+        elif any(character.isspace() for character in value):
+            problem = "it contains spaces"
+    if problem:
+        raise ConfigError(
+            f"{variable} {value!r} is not a usable URL ({problem}); "
+            "give one such as http://localhost:8000/v1"
+        )
+    return value
+
+
 def _openai(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("OPENAI_API_KEY")
     if not key:
         raise ConfigError(f"model 'openai:{model}' needs OPENAI_API_KEY to be set")
-    base_url = env.get("OPENAI_BASE_URL") or None
+    base_url = _url(env, "OPENAI_BASE_URL")
     sdk = _sdk_provider("openai", "openai")
     return _shared(
         ("openai", model, key, base_url or ""),
@@ -121,7 +152,7 @@ def _anthropic(model: str, env: Mapping[str, str]) -> Provider:
     key = env.get("ANTHROPIC_API_KEY")
     if not key:
         raise ConfigError(f"model 'anthropic:{model}' needs ANTHROPIC_API_KEY to be set")
-    base_url = env.get("ANTHROPIC_BASE_URL") or None
+    base_url = _url(env, "ANTHROPIC_BASE_URL")
     sdk = _sdk_provider("anthropic", "anthropic")
     return _shared(
         ("anthropic", model, key, base_url or ""),
@@ -133,7 +164,7 @@ def _compatible(prefix: str, variable: str, default: str | None) -> Factory:
     """Return the factory for an OpenAI-compatible server named by ``prefix``."""
 
     def make(model: str, env: Mapping[str, str]) -> Provider:
-        base_url = env.get(variable) or default
+        base_url = _url(env, variable) or default
         if not base_url:
             raise ConfigError(
                 f"model '{prefix}:{model}' needs {variable} to be set to the server's URL "

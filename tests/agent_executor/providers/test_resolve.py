@@ -219,3 +219,29 @@ except ConfigError as error:
     )
     assert done.returncode == 0, done.stderr
     assert f"pip install 'agentshape[{extra}]'" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("spec", "variable", "url", "problem"),
+    [
+        ("openai:gpt-4.1", "OPENAI_BASE_URL", "http://[::1", "Invalid IPv6 URL"),
+        (
+            "openai:gpt-4.1",
+            "OPENAI_BASE_URL",
+            "localhost:8000/v1",
+            "it must start with http:// or https://",
+        ),
+        ("anthropic:claude-x", "ANTHROPIC_BASE_URL", "http://h:99999", "Port out of range 0-65535"),
+        ("ollama:qwen3", "OLLAMA_BASE_URL", "http://exa mple", "it contains spaces"),
+    ],
+)
+def test_a_malformed_base_url_is_one_config_error(
+    spec: str, variable: str, url: str, problem: str
+) -> None:
+    env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", variable: url}
+    with pytest.raises(ConfigError) as caught:
+        resolve_model(spec, env=env)
+    assert str(caught.value) == (
+        f"{variable} {url!r} is not a usable URL ({problem}); "
+        "give one such as http://localhost:8000/v1"
+    )
