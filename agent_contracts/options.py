@@ -53,7 +53,8 @@ class RunOptions(BaseModel):
     token_budget: int | None = Field(default=None, ge=1)
     """Most tokens (input plus output) the whole run may spend; ``None`` for no limit."""
     timeout_s: float | None = Field(default=None, gt=0)
-    """Most seconds the whole run may take; ``None`` for no limit."""
+    """Most seconds the whole run may take; ``None`` for the default of 300 s, so that a hung
+    endpoint (120 s a request, retried) cannot hold a run for many minutes."""
     lenient_formats: bool = False
     """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
 

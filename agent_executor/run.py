@@ -53,6 +53,7 @@ from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_RUN_TIMEOUT_S",
     "FORCE_REMINDER",
     "TOOLS_REQUIRED_REMINDER",
     "RunOutcome",
@@ -66,6 +67,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_STEPS = 10
 """Model turns a run with input tools may take when the agent sets no ``limits.maxSteps``."""
+
+DEFAULT_RUN_TIMEOUT_S = 300.0
+"""Most seconds a run may take when neither the run nor the agent sets a timeout."""
 
 
 @dataclass(frozen=True)
@@ -215,12 +219,11 @@ async def _settle(state: RunState) -> _Settled:
     """
     spec, contract = state.spec, state.spec.contract
     loop = text_loop if contract is None else tool_loop if spec.mode == "tool" else json_text_loop
-    timeout = spec.options.timeout_s
+    timeout = spec.options.timeout_s or DEFAULT_RUN_TIMEOUT_S
     # The input tools run in threads a timeout cannot stop: they read the deadline and stop.
-    deadline = RUN_DEADLINE.set(time.monotonic() + timeout if timeout else None)
+    deadline = RUN_DEADLINE.set(time.monotonic() + timeout)
     try:
-        run = loop(state)
-        judged = await (asyncio.wait_for(run, timeout) if timeout else run)
+        judged = await asyncio.wait_for(loop(state), timeout)
         return judged, contract.build(judged.value) if contract else None, None
     except RunFailure as failure:
         return None, None, failure.error

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import NoReturn, TextIO
+from typing import NoReturn, TextIO, cast
 
 from pydantic import BaseModel
 
@@ -37,6 +37,7 @@ from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     EXIT_USAGE,
+    Subcommands,
     add_agent_arguments,
     add_run_arguments,
     add_schema_arguments,
@@ -102,7 +103,10 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
         epilog=EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"agentshape {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Subcommands are built by the parser's own class, so their mistakes are one line too.
+    commands = cast(
+        Subcommands, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    )
     _add_run(commands)
     cli_batch.register(commands)
     cli_fleet.register(commands)

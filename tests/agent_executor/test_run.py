@@ -24,6 +24,7 @@ from agent_contracts.events import (
 )
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.runs import RunOptions
+from agent_executor import run as run_module
 from agent_executor.agent import Agent
 from agent_executor.analytics import JsonlAnalytics, MemoryAnalytics
 from agent_executor.providers.anthropic import AnthropicProvider
@@ -550,6 +551,18 @@ async def test_overall_run_timeout(fake_llm: FakeLLM, api: str) -> None:
     assert result.error is not None and result.error.type == "run_timeout"
     assert result.error.last_output == INVALID
     assert len(result.attempts) == 1
+
+
+async def test_a_run_without_a_timeout_gets_the_default_one(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_module, "DEFAULT_RUN_TIMEOUT_S", 0.5)  # 300 s in real life
+    fake_llm.respond(delayed(call("openai", "submit_result", VALID), 30))
+    result = await agent_for(provider_for("openai", fake_llm)).run("Grade it.")
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.message == "the run took longer than its timeout of 0.5 s"
 
 
 async def test_a_model_function_that_raises_is_a_failed_result() -> None:
