@@ -81,7 +81,7 @@ def unencodable(text: str) -> str | None:
     return None
 
 
-def _finite(value: JsonValue) -> JsonValue:
+def _finite(value: object) -> object:
     """Return ``value`` with every NaN or infinite float replaced by ``None``."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -93,7 +93,7 @@ def _finite(value: JsonValue) -> JsonValue:
 
 
 def dump_json(
-    value: JsonValue, *, indent: int | None = None, compact: bool = False, sort_keys: bool = False
+    value: object, *, indent: int | None = None, compact: bool = False, sort_keys: bool = False
 ) -> str:
     r"""Return ``value`` as JSON text that is valid JSON and always encodes as UTF-8.
 
@@ -101,7 +101,7 @@ def dump_json(
     infinite number (which JSON cannot express) as ``null``.
 
     Args:
-        value: The JSON value.
+        value: The JSON value (plain data: dicts, lists, strings, numbers, booleans, None).
         indent: Indent nested values by this many spaces (one line when ``None``).
         compact: Leave out the spaces after ``,`` and ``:``.
         sort_keys: Write object keys in sorted order.

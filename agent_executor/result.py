@@ -7,7 +7,6 @@ program that reads ``result.result_data`` or ``result.retries`` type-checks unde
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Generic, Literal
 
@@ -210,6 +209,6 @@ def format_child_result(
         return result.as_text()
     data = result.get("result_data")
     if data is not None:
-        return json.dumps(data, indent=2, ensure_ascii=False)
+        return dump_json(data, indent=2)
     text = result.get("result_text")
     return text if isinstance(text, str) and text else "(No result available)"

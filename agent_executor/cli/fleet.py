@@ -9,7 +9,6 @@ of its output contract); when any is not, it prints every problem in every file
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TextIO
 
@@ -18,6 +17,7 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import FleetProblems
 from agent_core.fleet import load_fleet
+from agent_core.json_text import dump_json
 from agent_executor.cli.inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands
 from agent_executor.cli.table import format_table
 from agent_executor.providers.resolve import KNOWN_PREFIXES
@@ -109,7 +109,7 @@ def list_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             }
             for config in fleet.configs
         ]
-        out.write(json.dumps(agents, indent=2, ensure_ascii=False) + "\n")
+        out.write(dump_json(agents, indent=2) + "\n")
         return EXIT_OK
     if not fleet:
         print(f"no agents in {args.dir} (expected {args.dir}/<id>/agent.yml)", file=out)

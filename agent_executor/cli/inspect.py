@@ -28,6 +28,7 @@ from agent_contracts.runs import RunOptions, RunRequest, merge_options
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import OutputContract, resolve_contract
 from agent_core.dialects import Dialect
+from agent_core.json_text import dump_json
 from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
 from agent_core.user_files import write_text_atomically
@@ -192,7 +193,7 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "input_tools": input_tools,
             "first_request": first,
         }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        out.write(dump_json(document, indent=2) + "\n")
         return EXIT_OK
     lines = [f"agent {config.id} ({config.name}), {path}"]
     lines.append(f"model: {config.model or '(chosen at run time)'}")
@@ -245,7 +246,7 @@ def _first_request(args: argparse.Namespace, config: AgentConfig, mode: PromptMo
 
 
 def _dumps(value: JsonValue) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    return dump_json(value, indent=2)
 
 
 # -- validate ------------------------------------------------------------------------------------

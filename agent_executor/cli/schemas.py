@@ -7,10 +7,10 @@ is checked against its draft before it is stored. ``run --schema NAME`` uses one
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TextIO
 
+from agent_core.json_text import dump_json
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.cli.inputs import EXIT_OK, Subcommands, read_schema_file
 from agent_executor.cli.table import format_table
@@ -65,7 +65,7 @@ def _list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     entries = registry.list()
     if args.json:
         dumped = [entry.model_dump(mode="json") for entry in entries]
-        out.write(json.dumps(dumped, indent=2, ensure_ascii=False) + "\n")
+        out.write(dump_json(dumped, indent=2) + "\n")
         return EXIT_OK
     if not entries:
         print(f"no schemas registered in {registry.path}", file=out)
@@ -85,7 +85,7 @@ def _list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     schema = SchemaRegistry(args.registry).get(args.name)
-    out.write(json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+    out.write(dump_json(schema, indent=2) + "\n")
     return EXIT_OK
 
 

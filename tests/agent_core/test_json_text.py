@@ -1,0 +1,93 @@
+"""The one bounded JSON reader and the writers that never raise."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_contracts.errors import ConfigFileError
+from agent_core.json_text import (
+    MAX_JSON_DEPTH,
+    dump_json,
+    encodable,
+    parse_json,
+    unencodable,
+    value_problem,
+)
+
+
+def nested(levels: int) -> Any:
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape_and_reads_back_the_same() -> None:
+    value = {"title": "half \ud83d", "name": "café"}
+    text = dump_json(value, indent=2)
+
+    assert '"half \\ud83d"' in text and '"café"' in text
+    text.encode("utf-8")
+    assert json.loads(text) == value
+
+
+def test_nan_and_infinity_are_written_as_null_so_the_json_stays_valid() -> None:
+    assert dump_json({"a": float("nan"), "b": [float("inf")], "c": 1.5}) == (
+        '{"a": null, "b": [null], "c": 1.5}'
+    )
+
+
+def test_encodable_escapes_only_what_utf8_cannot_encode() -> None:
+    assert encodable("plain é") == "plain é"
+    assert encodable("a\udce9b") == "a\\udce9b"
+
+
+def test_unencodable_names_the_byte_or_the_surrogate() -> None:
+    assert unencodable("fine") is None
+    assert unencodable("caf\udce9") == "byte 0xe9 at character 4"
+    assert unencodable("x\ud800") == "a lone surrogate at character 2"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"a": 1,\n "b": }', "not valid JSON: Expecting value (line 2, column 7)"),
+        ("[" * 5000 + "]" * 5000, f"not usable JSON: it nests deeper than {MAX_JSON_DEPTH} levels"),
+        ("[" * 300 + "]" * 300, f"not usable JSON: it nests deeper than {MAX_JSON_DEPTH} levels"),
+        (
+            "9" * 5000,
+            "not usable JSON: Exceeds the limit (4300 digits) for integer string conversion: "
+            "value has 5000 digits",
+        ),
+        ('{"a": NaN}', "not usable JSON: NaN is not a JSON number"),
+        ("[1e999]", "not usable JSON: the number 1e999 is too large"),
+        (b'"\xff"', "not UTF-8 text (byte 1 cannot be decoded)"),
+    ],
+    ids=["invalid", "deep", "deep-but-parseable", "huge-integer", "nan", "overflow", "bytes"],
+)
+def test_parse_json_gives_one_typed_error_naming_the_source(
+    text: str | bytes, message: str
+) -> None:
+    with pytest.raises(ConfigFileError) as caught:
+        parse_json(text, source="input.json")
+    assert caught.value.source == "input.json"
+    assert caught.value.message == message
+
+
+def test_parse_json_of_one_line_reports_the_files_line() -> None:
+    with pytest.raises(ConfigFileError) as caught:
+        parse_json('{"task": }', source="tasks.jsonl", line=7)
+    assert str(caught.value) == "tasks.jsonl:7: not valid JSON: Expecting value (column 10)"
+
+
+def test_parse_json_reads_what_is_within_bounds() -> None:
+    assert parse_json(json.dumps(nested(MAX_JSON_DEPTH)), source="x") == nested(MAX_JSON_DEPTH)
+
+
+def test_value_problem_finds_depth_and_non_numbers_without_recursing() -> None:
+    assert value_problem({"a": [1, 2.5, "x"]}) is None
+    assert value_problem(nested(100_000)) == f"it nests deeper than {MAX_JSON_DEPTH} levels"
+    assert value_problem({"a": float("nan")}) == "it holds nan, which is not a JSON number"
