@@ -20,16 +20,18 @@ line is never fatal.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from pydantic import BaseModel, JsonValue
 
@@ -323,6 +325,15 @@ def _at_or_after(event: dict[str, JsonValue], since: datetime) -> bool:
     return when is not None and when >= since
 
 
+def _open_log(path: Path) -> BinaryIO:
+    """Open a log file for reading without blocking; a FIFO or device is refused (``OSError``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(fd, "rb")
+
+
 def read_events(source: Path | str, *, since: datetime | None = None) -> ReadResult:
     """Read analytics events back from a directory of day files or from one file.
 
@@ -350,7 +361,7 @@ def read_events(source: Path | str, *, since: datetime | None = None) -> ReadRes
     corrupt = partial = 0
     for path in files:
         try:
-            with path.open("rb") as handle:
+            with _open_log(path) as handle:
                 for raw in handle:
                     if not raw.endswith(b"\n"):
                         partial += 1

@@ -312,3 +312,16 @@ def test_an_input_file_over_the_cap_is_refused(capsys: pytest.CaptureFixture[str
         line
         == "agentshape: cannot read output file big.json: larger than the 16 MiB cap, so not read"
     )
+
+
+def test_a_fifo_among_the_analytics_logs_does_not_hang_analytics(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli("run", "grader", "--task", "Go.", "--model", "test") == 0
+    os.mkfifo(Path("analytics") / "events-2000-01-01.jsonl")
+    capsys.readouterr()
+    code = finishes(lambda: main(["analytics", "analytics", "--json"]))
+    out, err = capsys.readouterr()
+
+    assert code == 0, err
+    assert json.loads(out)["agents"][0]["runs"] == 1
