@@ -33,6 +33,7 @@ from agent_executor.providers.base import (
     StopReason,
     ToolNameMap,
     arguments_problem,
+    connection_message,
     echo_text,
     error_body,
     error_kind_for_status,
@@ -366,7 +367,8 @@ def _translate_errors(provider: str) -> Iterator[None]:
     except anthropic.APITimeoutError as exc:
         raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
     except anthropic.APIConnectionError as exc:
-        raise ProviderError(str(exc), provider=provider, kind="provider_connection_error") from exc
+        message = connection_message(exc)
+        raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
     except anthropic.APIStatusError as exc:
         status = exc.status_code
         raise ProviderError(

@@ -8,6 +8,7 @@ anything the run loop should decide, such as re-prompting.
 
 from __future__ import annotations
 
+import errno
 import json
 from typing import Literal, Protocol, runtime_checkable
 
@@ -31,6 +32,7 @@ __all__ = [
     "ToolDefinition",
     "ToolNameMap",
     "arguments_problem",
+    "connection_message",
     "echo_text",
     "error_body",
     "error_kind_for_status",
@@ -283,3 +285,26 @@ def echo_text(arguments: object) -> str:
         return json.dumps(arguments, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):
         return repr(arguments)[:10_000]
+
+
+def connection_message(exc: BaseException) -> str:
+    """Return the message of an SDK connection error, naming a local cause the SDK hides.
+
+    Running out of file descriptors makes every new connection fail; the SDK reports only
+    "Connection error.", which sends the user looking at the provider. The cause is found in
+    the exception chain and said instead.
+
+    Args:
+        exc: The SDK's connection error.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE):
+            return (
+                f"{exc}: this process is out of file descriptors ({cause.strerror}), so no "
+                "connection could be opened; raise the limit (ulimit -n) or run fewer at once"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return str(exc)

@@ -38,6 +38,7 @@ from agent_executor.providers.base import (
     ModelTurnRequest,
     ToolDefinition,
     ToolNameMap,
+    connection_message,
     error_body,
     error_kind_for_status,
     tool_names_for,
@@ -210,7 +211,8 @@ def _translate_errors(provider: str) -> Iterator[None]:
     except openai.APITimeoutError as exc:
         raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
     except openai.APIConnectionError as exc:
-        raise ProviderError(str(exc), provider=provider, kind="provider_connection_error") from exc
+        message = connection_message(exc)
+        raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
     except openai.APIStatusError as exc:
         status = exc.status_code
         raise ProviderError(

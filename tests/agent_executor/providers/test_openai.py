@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import inspect
 import json
@@ -520,6 +521,21 @@ def test_sdk_error_maps_to_its_kind(cls: type[BaseException]) -> None:
     assert caught.value.kind == EXPECTED_KINDS[cls.__name__]
     assert caught.value.__cause__ is error
     assert caught.value.provider == "openai"
+
+
+def test_running_out_of_file_descriptors_is_named_not_blamed_on_the_provider() -> None:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    with pytest.raises(ProviderError) as caught, _translate_errors("openai"):
+        try:  # the transport's connect fails as it does when the process is out of fds
+            raise OSError(errno.EMFILE, "Too many open files")
+        except OSError as exc:
+            raise openai.APIConnectionError(request=request) from exc
+
+    assert caught.value.kind == "provider_connection_error"
+    assert caught.value.message == (
+        "Connection error.: this process is out of file descriptors (Too many open files), so "
+        "no connection could be opened; raise the limit (ulimit -n) or run fewer at once"
+    )
 
 
 # The neutral request and tool-name aliases the adapters share ----------------------------------
