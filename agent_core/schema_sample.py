@@ -31,6 +31,7 @@ _MAX_DEPTH = 8
 _NODE_BUDGET = 2_000  # past this many values, only what the schema requires is generated
 _NODE_LIMIT = 20_000  # past this many, nothing more is generated (the value will be invalid)
 _ATTEMPTS = 8
+_MAX_TEXT = 100_000  # longest string generated: a huge minLength gets an invalid, short value
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
 _FORMATS: dict[str, Callable[[random.Random, int], str]] = {
     "date-time": lambda rng, hint: f"2024-0{1 + hint % 9}-1{rng.randint(0, 9)}T12:30:00Z",
@@ -216,6 +217,8 @@ class _Generator:
         for key, sub in properties.items():
             if isinstance(least, int) and len(result) < least and key not in result:
                 result[key] = self.value(sub, depth + 1, hint)
+        if isinstance(least, int) and least > _NODE_LIMIT:  # cannot be generated: give up
+            least = None
         while isinstance(least, int) and len(result) < least and extra is not False:
             result[f"extra_{len(result)}"] = self.value(extra_schema, depth + 1, hint)
         most = schema.get("maxProperties")
@@ -236,6 +239,8 @@ class _Generator:
         count = max(least if isinstance(least, int) else 0, len(prefix), int(self._lavish(depth)))
         if isinstance(most, int):
             count = min(count, most)
+        if count > _NODE_LIMIT:  # past what can be generated: an invalid value, not minutes
+            count = len(prefix)
         result = []
         for index in range(count):
             sub = prefix[index] if index < len(prefix) else (items if items is not None else {})
@@ -255,12 +260,12 @@ class _Generator:
             if sample is not None:
                 return sample
         least = schema.get("minLength")
-        least = least if isinstance(least, int) else 0
+        least = min(least, _MAX_TEXT) if isinstance(least, int) else 0
         most = schema.get("maxLength")
         most = most if isinstance(most, int) else max(least, 24)
         suffix = f" {hint}" if hint else ""
         words: list[str] = []
-        while len(" ".join(words)) < max(least, min(most, 12)):
+        while len(" ".join(words)) < min(max(least, min(most, 12)), 64):  # then "x" pads it
             words.append(self.rng.choice(_WORDS))
         text = (" ".join(words)[: max(0, most - len(suffix))] + suffix)[:most]
         return text + "x" * (least - len(text)) if len(text) < least else text

@@ -33,3 +33,20 @@ def test_generation_is_deterministic_for_a_seed() -> None:
 def test_an_invalid_value_breaks_the_schema() -> None:
     valid = generate_value(SCHEMA, rng=random.Random(1))
     assert validate_output(invalid_value(SCHEMA, valid), SCHEMA) != []
+
+
+def test_huge_minimums_give_a_short_invalid_value_instead_of_minutes_of_work() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["xs", "text", "more"],
+        "properties": {
+            "xs": {"type": "array", "minItems": 100_000_000, "items": {"type": "integer"}},
+            "text": {"type": "string", "minLength": 1_000_000_000},
+            "more": {"type": "object", "minProperties": 100_000_000},
+        },
+    }
+    value = generate_value(schema)
+
+    assert isinstance(value, dict)
+    assert set(value) == {"xs", "text", "more"}
+    assert all(part is None or len(part) <= 100_000 for part in value.values())
