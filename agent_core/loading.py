@@ -1,8 +1,7 @@
 """Read an agent config from YAML, pointing at the file, line and field of every problem.
 
-YAML is read with a ``SafeLoader`` subclass (no Python objects are ever built) that leaves
-timestamps as strings, so every value is plain JSON data. The composed node tree is kept beside
-the data, so an error found in the data maps back to the line of the key that caused it.
+The YAML document is read by :mod:`agent_core.yaml_reading` (safe, bounded, node tree kept), so
+an error found in the data maps back to the line of the key that caused it.
 
 JSON Schemas inside the config are kept as given; checking them is the schema engine's job.
 """
@@ -19,8 +18,8 @@ from pydantic_core import ErrorDetails
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigFileError, ConfigProblems
-from agent_core.json_text import MAX_JSON_DEPTH, JsonDepthError, check_depth
 from agent_core.user_files import read_user_file
+from agent_core.yaml_reading import read_yaml_node
 
 __all__ = [
     "AgentDocument",
@@ -33,19 +32,7 @@ __all__ = [
 ]
 
 _Loc = tuple[str | int, ...]
-_MAX_VALUES = 100_000
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
-
-
-class _JsonSafeLoader(yaml.SafeLoader):
-    """``SafeLoader`` that leaves timestamps as strings, so every value is JSON data."""
-
-
-_JsonSafeLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
@@ -171,7 +158,7 @@ def read_schema_file(path: str | os.PathLike[str]) -> JsonValue:
             YAML: ...`` with its line), or expands too far.
     """
     source, text = _read_text(path, "schema file")
-    _, data = _read_yaml_node(
+    _, data = read_yaml_node(
         text, source, what="a JSON Schema is an object or a boolean", mapping=False
     )
     value: JsonValue = data  # type: ignore[assignment]
@@ -203,110 +190,9 @@ def parse_agent_config(text: str, *, source: str) -> AgentConfig:
 def _read_yaml(
     text: str, source: str, *, what: str = "an agent config is a YAML mapping of keys"
 ) -> tuple[yaml.MappingNode, object]:
-    node, data = _read_yaml_node(text, source, what=what, mapping=True)
+    node, data = read_yaml_node(text, source, what=what, mapping=True)
     assert isinstance(node, yaml.MappingNode)
     return node, data
-
-
-def _read_yaml_node(
-    text: str, source: str, *, what: str, mapping: bool
-) -> tuple[yaml.Node, object]:
-    """Compose and construct the single YAML document, keeping its node tree for line numbers.
-
-    Raises:
-        ConfigFileError: Invalid YAML, no document, or a top level that is not a mapping.
-    """
-    try:
-        loader = _JsonSafeLoader(text)
-    except yaml.reader.ReaderError as exc:
-        raise _reader_error(exc, text, source) from exc
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            if not mapping:
-                return yaml.ScalarNode("tag:yaml.org,2002:null", ""), None
-            raise ConfigFileError(f"the file is empty; {what}", source=source)
-        if mapping and not isinstance(node, yaml.MappingNode):
-            kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
-            raise ConfigFileError(
-                f"the top level must be a mapping of keys, not {kind}",
-                source=source,
-                line=node.start_mark.line + 1,
-            )
-        _check_expansion(node, source)
-        data = loader.construct_document(node)
-        check_depth(data)
-    except (RecursionError, JsonDepthError) as exc:
-        raise ConfigFileError(
-            f"the document nests deeper than {MAX_JSON_DEPTH} levels", source=source
-        ) from exc
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "unreadable"
-        column = f" (column {mark.column + 1})" if mark is not None else ""
-        raise ConfigFileError(
-            f"invalid YAML: {problem}{column}",
-            source=source,
-            line=mark.line + 1 if mark is not None else None,
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigFileError(f"invalid YAML: {exc}", source=source) from exc
-    except ValueError as exc:  # an integer past Python's 4,300-digit limit
-        message = str(exc).split(";")[0]
-        raise ConfigFileError(f"a value cannot be read: {message}", source=source) from exc
-    finally:
-        loader.dispose()
-    return node, data
-
-
-def _check_expansion(root: yaml.Node, source: str) -> None:
-    """Refuse documents whose aliases expand to a huge or endless value.
-
-    Raises:
-        ConfigFileError: An alias refers to a node that contains it, or the document, with its
-            aliases expanded, holds more than ``_MAX_VALUES`` values.
-    """
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in open_nodes:
-            raise ConfigFileError(
-                "an alias refers to a value that contains it; configs cannot be recursive",
-                source=source,
-                line=node.start_mark.line + 1,
-            )
-        open_nodes.add(key)
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        total = 1 + sum(size(child) for child in children)
-        open_nodes.discard(key)
-        if total > _MAX_VALUES:
-            raise ConfigFileError(
-                f"the document expands to more than {_MAX_VALUES:,} values through its aliases",
-                source=source,
-                line=node.start_mark.line + 1,
-            )
-        sizes[key] = total
-        return total
-
-    size(root)
-
-
-def _reader_error(exc: yaml.reader.ReaderError, text: str, source: str) -> ConfigFileError:
-    """Describe a character YAML does not allow, at its line."""
-    character = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or " ")
-    return ConfigFileError(
-        f"invalid YAML: {exc.reason} (character #x{character:04x})",
-        source=source,
-        line=text.count("\n", 0, exc.position) + 1,
-    )
 
 
 def _pairs(node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
