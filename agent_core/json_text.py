@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import TypeVar, cast
 
 from pydantic import JsonValue
 
@@ -33,10 +34,13 @@ __all__ = [
     "check_depth",
     "dump_json",
     "encodable",
+    "encodable_data",
     "parse_json",
     "unencodable",
     "value_problem",
 ]
+
+_Data = TypeVar("_Data")
 
 MAX_JSON_DEPTH = 200
 """Deepest nesting of arrays and objects read from outside the process (a schema, a task, a
@@ -62,6 +66,32 @@ def encodable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def encodable_data(value: _Data) -> _Data:
+    """Return plain data with :func:`encodable` applied to every string (keys too).
+
+    For a request body about to be sent: a task or an echoed model answer holding a lone
+    surrogate would make the SDK's UTF-8 encoding raise. Data that needs no change is returned
+    as is (no copy).
+
+    Args:
+        value: Plain data (dicts, lists, strings, numbers, booleans, None).
+    """
+    if isinstance(value, str):
+        return cast(_Data, encodable(value))
+    if isinstance(value, list):
+        items = [encodable_data(item) for item in value]
+        changed = any(new is not old for new, old in zip(items, value, strict=True))
+        return cast(_Data, items) if changed else value
+    if isinstance(value, dict):
+        pairs = [(encodable_data(k), encodable_data(v)) for k, v in value.items()]
+        changed = any(
+            nk is not k or nv is not v
+            for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)
+        )
+        return cast(_Data, dict(pairs)) if changed else value
+    return value
 
 
 def unencodable(text: str) -> str | None:

@@ -25,6 +25,7 @@ from pydantic import JsonValue
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
+from agent_core.json_text import encodable, encodable_data
 from agent_executor.providers.anthropic_usage import _usage
 from agent_executor.providers.base import (
     JsonObject,
@@ -201,7 +202,9 @@ class AnthropicProvider:
             schema = turn.response_format.json_schema
             output_config = {"format": {"type": "json_schema", "schema": schema}}
         system = "\n\n".join(m.content for m in turn.messages if m.role == "system" and m.content)
-        messages = self._messages(turn.messages, names)
+        # A lone surrogate (in a task, an echoed answer, a schema) goes out as its escape.
+        system, tools = encodable(system), encodable_data(tools)
+        messages = encodable_data(self._messages(turn.messages, names))
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         omit = anthropic.omit
         started = time.perf_counter()

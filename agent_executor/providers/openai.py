@@ -32,6 +32,7 @@ from pydantic import JsonValue
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
+from agent_core.json_text import encodable_data
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -168,6 +169,7 @@ class OpenAIProvider:
                 "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
             }
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
+        body = encodable_data(body)  # a lone surrogate (task, echoed answer) as its escape
         started = time.perf_counter()
         with _translate_errors(self.name):
             client = await _CLIENTS.get(self._client_key, self._new_client)

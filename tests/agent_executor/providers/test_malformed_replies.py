@@ -7,6 +7,7 @@ an attempt that failed the contract, answered with a re-prompt, never ``internal
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -68,3 +69,20 @@ async def test_malformed_output_every_time_fails_the_contract_not_the_run(
     assert result.error is not None
     assert result.error.type == "output_schema_validation_failed"
     assert len(result.attempts) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_lone_surrogates_in_the_task_and_the_answer_go_out_as_escapes(
+    fake_llm: FakeLLM, api: str
+) -> None:
+    half = {"title": "half \ud83d", "score": "not a number"}  # judged, then echoed back
+    fake_llm.respond(call(api, "submit_result", half), call(api, "submit_result", VALID, "c2"))
+    agent = agent_for(provider_for(api, fake_llm), options={"max_retries": 1})
+    result = await agent.run("Grade \ud83d this.")
+
+    assert result.ok, result.error
+    assert result.retries == 1
+    first, second = (json.dumps(request.body) for request in fake_llm.requests)
+    # Sent as the visible escape: a backslash, then "ud83d" (UTF-8 cannot carry the surrogate).
+    assert "Grade \\\\ud83d this." in first
+    assert "half \\\\ud83d" in second
