@@ -12,6 +12,7 @@ from agent_core.json_text import (
     MAX_JSON_DEPTH,
     dump_json,
     encodable,
+    encodable_data,
     parse_json,
     unencodable,
     value_problem,
@@ -91,3 +92,10 @@ def test_value_problem_finds_depth_and_non_numbers_without_recursing() -> None:
     assert value_problem({"a": [1, 2.5, "x"]}) is None
     assert value_problem(nested(100_000)) == f"it nests deeper than {MAX_JSON_DEPTH} levels"
     assert value_problem({"a": float("nan")}) == "it holds nan, which is not a JSON number"
+
+
+def test_encodable_data_escapes_strings_and_keys_and_copies_only_when_needed() -> None:
+    clean = {"a": ["x", 1, None], "b": {"c": "é"}}
+    assert encodable_data(clean) is clean
+    dirty = {"k\udce9": ["ok", "half \ud83d"], "n": 2}
+    assert encodable_data(dirty) == {"k\\udce9": ["ok", "half \\ud83d"], "n": 2}

@@ -245,3 +245,8 @@ def test_a_malformed_base_url_is_one_config_error(
         f"{variable} {url!r} is not a usable URL ({problem}); "
         "give one such as http://localhost:8000/v1"
     )
+
+
+def test_a_test_model_seed_past_any_integer_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown option 'seed=9999"):
+        resolve_model("test:seed=" + "9" * 5000, env={})
