@@ -21,12 +21,18 @@ What the model can see is bounded by the workspace:
   already in the workspace, not against another process racing to change it.
 
 Every output is capped (:class:`FsLimits`) and says so when it was cut, and how to get the rest.
+A walk stops after :attr:`FsLimits.walk_entries` entries; a file with more than one hard link is
+refused (``fs:read``) or skipped, since a hard link to a file outside cannot be told from it; the
+bytes of a file name that are not UTF-8 are shown escaped. The tools stop at the run's timeout
+too (:data:`~agent_executor.tools.base.RUN_DEADLINE`): a worker thread outlives a cancelled run.
 
 ``fs:search`` takes a regular expression in the syntax of the ``regex`` package (a superset of
 :mod:`re`) unless ``literal`` is true. Python's :mod:`re` cannot be interrupted, so the search uses
 ``regex`` with a timeout: one overall deadline (:attr:`FsLimits.search_seconds`) bounds the whole
-search, catastrophic backtracking included, and a search stopped by it returns the matches found
-so far with a notice.
+search, compiling and the walk and catastrophic backtracking included, and a search stopped by it
+returns the matches found so far with a notice. Compiling itself cannot be interrupted and expands
+counted repeats, so a pattern is checked first (:attr:`FsLimits.pattern_chars`,
+:attr:`FsLimits.pattern_size`): ``a{1000000000}`` is refused before it can take the host's memory.
 """
 
 from __future__ import annotations
