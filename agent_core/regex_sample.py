@@ -22,6 +22,10 @@ class _Unsupported(Exception):
     """A regex feature the sampler does not generate for."""
 
 
+_MAX_REPEAT: Final = 1_000
+_MAX_SAMPLE: Final = 10_000
+
+
 class _RegexSampler:
     """Builds a short string matching a simple regex (``None`` when the regex is too fancy)."""
 
@@ -56,7 +60,11 @@ class _RegexSampler:
             atom = self._atom()
             low, high = self._quantifier()
             count = low + self.stretch if high is None else min(max(low, 1) + self.stretch, high)
+            if count > _MAX_REPEAT:  # a{1000000000} would take gigabytes: not sampled
+                raise _Unsupported("a repeat count too large to sample")
             out.append("".join(atom() for _ in range(count)))
+            if sum(len(part) for part in out) > _MAX_SAMPLE:
+                raise _Unsupported("a sample too long")
         return "".join(out)
 
     def _quantifier(self) -> tuple[int, int | None]:

@@ -50,3 +50,9 @@ def test_huge_minimums_give_a_short_invalid_value_instead_of_minutes_of_work() -
     assert isinstance(value, dict)
     assert set(value) == {"xs", "text", "more"}
     assert all(part is None or len(part) <= 100_000 for part in value.values())
+
+
+def test_a_pattern_with_a_huge_repeat_count_is_not_sampled() -> None:
+    value = generate_value({"type": "string", "pattern": "^a{1000000000}$"})
+    assert isinstance(value, str) and len(value) < 1_000
+    assert generate_value({"type": "string", "pattern": "^[a-z]{3}-[0-9]{2}$"})[3] == "-"
