@@ -124,13 +124,13 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
         ConfigFileError: An alias refers to a node that contains it, or the document, with its
             aliases expanded, holds more than ``_MAX_VALUES`` values.
     """
-    sizes: dict[int, int] = {}
+    sizes: dict[int, tuple[int, bool]] = {}  # values once expanded; whether an alias is inside
     open_nodes: set[int] = set()
 
-    def size(node: yaml.Node) -> int:
+    def size(node: yaml.Node) -> tuple[int, bool]:
         key = id(node)
         if key in sizes:
-            return sizes[key]
+            return sizes[key][0], True  # met again: this is an alias
         if key in open_nodes:
             raise ConfigFileError(
                 "an alias refers to a value that contains it; configs cannot be recursive",
@@ -143,17 +143,20 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
             children = [part for pair in node.value for part in pair]
         elif isinstance(node, yaml.SequenceNode):
             children = list(node.value)
-        total = 1 + sum(size(child) for child in children)
+        parts = [size(child) for child in children]
+        total = 1 + sum(count for count, _ in parts)
+        aliased = any(alias for _, alias in parts)
         open_nodes.discard(key)
-        if total > _MAX_VALUES:
+        # A document without aliases is as large as its file (which is capped); only aliases
+        # can make a small file expand without bound.
+        if total > _MAX_VALUES and aliased:
             raise ConfigFileError(
-                f"the document holds more than {_MAX_VALUES:,} values once its aliases are "
-                "expanded",
+                f"the document expands to more than {_MAX_VALUES:,} values through its aliases",
                 source=source,
                 line=node.start_mark.line + 1,
             )
-        sizes[key] = total
-        return total
+        sizes[key] = (total, aliased)
+        return total, aliased
 
     size(root)
 

@@ -238,7 +238,14 @@ def test_an_alias_bomb_is_refused() -> None:
         lines.append(f"a{level}: &a{level} [{aliases}]")
     error = single_error("\n".join([*lines, "id: a"]) + "\n")
     assert error.line == 5
-    assert "holds more than 100,000 values once its aliases are expanded" in error.message
+    assert "expands to more than 100,000 values through its aliases" in error.message
+
+
+def test_a_large_document_without_aliases_is_read() -> None:
+    values = ", ".join(["1"] * 120_000)
+    text = f"id: big\noutput_schema: {{type: array, examples: [[{values}]]}}\n"
+    config = parse_agent_config(text, source="a.yml")
+    assert config.id == "big"
 
 
 def test_a_recursive_alias_is_refused() -> None:
