@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -109,6 +110,9 @@ class Workspace:
         try:
             os.stat(resolved)
         except FileNotFoundError as exc:
+            named = _unshown(raw)  # a name listed with \xNN escapes, given back as listed
+            if named != raw:
+                return self.resolve(named, tool=tool)
             raise _refuse(tool, f"no such file or directory: {raw!r}") from exc
         except OSError as exc:
             raise _refuse(tool, f"cannot access {raw!r}: {exc.strerror}") from exc
@@ -162,6 +166,11 @@ def _shown(name: str) -> str:
         except UnicodeEncodeError:
             return name.encode("utf-8", "backslashreplace").decode("utf-8")
     return name
+
+
+def _unshown(name: str) -> str:
+    """Undo :func:`_shown`: the escapes of bytes 0x80 to 0xFF become those bytes again."""
+    return re.sub(r"\\x([89a-fA-F][0-9a-fA-F])", lambda m: chr(0xDC00 + int(m[1], 16)), name)
 
 
 def _is_binary(handle: BinaryIO) -> bool:

@@ -537,6 +537,8 @@ async def test_a_file_name_that_is_not_utf8_is_listed_as_text(workspace: Path) -
     listed.encode("utf-8")  # what a model API is sent
     found = await run(workspace, "fs:search", {"pattern": "bytes"})
     assert found.splitlines() == ["caf\\xff.txt:1: hello bytes"]
+    read = await run(workspace, "fs:read", {"path": "caf\\xff.txt"})  # the name as listed
+    assert read == "hello bytes\n"
 
 
 async def test_a_hard_link_is_refused_by_read_and_skipped_by_search(
