@@ -62,6 +62,15 @@ def test_a_bad_since_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.startswith("agentshape: cannot read 'yesterday' as a time")
 
 
+def test_a_since_span_past_the_calendar_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["analytics", "--since", "99999999999d"]) == 2
+    assert capsys.readouterr().err == (
+        "agentshape: --since '99999999999d' reaches back before the year 1; "
+        "give a shorter span or a date\n"
+    )
+
+
 def test_a_missing_directory_is_an_empty_review(capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert main(["analytics", "nowhere"]) == 0
