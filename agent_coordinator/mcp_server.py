@@ -148,13 +148,15 @@ async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord
     """Wait for a run to end, reporting progress; cancel the run when the call is cancelled."""
     ticks = 0
     events_seen = 0
+    latest = ""
     try:
         while run.status not in TERMINAL:
-            await ctx.report_progress(ticks, None, f"run {run.id} is {run.status}")
+            await ctx.report_progress(ticks, None, f"run {run.id} is {run.status}{latest}")
             run = await wait_for_end(services, run.id, _TICK_S)
             events = await asyncio.to_thread(services.store.events_after, run.id, events_seen)
             if events:
                 events_seen = events[-1].id
+                latest = f" (last event: {events[-1].type})"
             ticks += 1
         return run
     except anyio.get_cancelled_exc_class():
