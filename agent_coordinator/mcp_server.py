@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from importlib import metadata
 from typing import Annotated, Any
 
 import anyio
@@ -105,12 +106,22 @@ def _invalid(error: PydanticValidationError) -> Unprocessable:
     )
 
 
+def _version() -> str:
+    """The installed agentshape's version, for the server's ``serverInfo``."""
+    try:
+        return metadata.version("agentshape")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 class _Server(MCPServer[Any]):
     """The SDK's server with resources listed from the fleet and the registry as they are now."""
 
     def __init__(self, services: Services) -> None:
         super().__init__(
             name="agentshape",
+            version=_version(),
+            log_level="WARNING",
             instructions=(
                 "Start agent sessions whose output is validated against a JSON Schema. "
                 "list_agents shows the agents; start_agent_session runs one and answers with "
