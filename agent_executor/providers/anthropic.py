@@ -37,6 +37,7 @@ from agent_executor.providers.base import (
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
+from agent_executor.providers.error_text import refine_error_kind
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 
 if TYPE_CHECKING:
@@ -361,10 +362,11 @@ def _translate_errors(provider: str) -> Iterator[None]:
         raise ProviderError(str(exc), provider=provider, kind="provider_connection_error") from exc
     except anthropic.APIStatusError as exc:
         status = exc.status_code
+        text = f"{exc.message} {exc.response.text}"
         raise ProviderError(
             exc.message,
             provider=provider,
-            kind=error_kind_for_status(status),
+            kind=refine_error_kind(error_kind_for_status(status), status, text),
             status=status,
             body=error_body(exc.body),
         ) from exc

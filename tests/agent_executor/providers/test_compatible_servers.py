@@ -1,0 +1,138 @@
+"""Re-prompts that every OpenAI-compatible server accepts, and errors read from their bodies.
+
+The fake server checks each request as llama-cpp-python's server, Ollama and vLLM do
+(``tests/compatible_servers.py``), so a request shape one of them refuses fails here as it
+would against the real server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_executor.agent import Agent
+from agent_executor.providers.error_text import says_context_overflow, says_malformed
+from tests.compatible_servers import SERVERS
+from tests.fake_llm import FakeLLM, ScriptedResponse, openai_tool_call, status_error
+
+SCHEMA = {
+    "type": "object",
+    "required": ["summary", "score"],
+    "properties": {"summary": {"type": "string", "minLength": 1}, "score": {"type": "integer"}},
+    "additionalProperties": False,
+}
+VALID = {"summary": "Adds a retry.", "score": 3}
+
+
+def _agent(prefix: str, fake_llm: FakeLLM) -> Agent:
+    env = {f"{prefix.upper()}_BASE_URL": fake_llm.openai_base_url}
+    return Agent(
+        output_schema=SCHEMA, system_prompt="Review the change.", model=f"{prefix}:m", env=env
+    )
+
+
+def _assistant_turns(body: Any) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param('{"summary": "trunc', id="cut-off-arguments"),
+        pytest.param("[1, 2]", id="arguments-not-an-object"),
+        pytest.param({"summary": "", "score": "3"}, id="invalid-object"),
+    ],
+)
+async def test_a_retry_after_a_bad_first_answer_is_accepted(
+    server: str, first: str | dict[str, Any], fake_llm: FakeLLM
+) -> None:
+    fake_llm.refuse_when(SERVERS[server])
+    fake_llm.respond(
+        openai_tool_call("submit_result", first, content=None),
+        openai_tool_call("submit_result", VALID),
+    )
+
+    result = await _agent(server, fake_llm).run("Review PR 7")
+
+    assert result.ok, result.error
+    assert result.result_data == VALID
+    assert result.retries == 1
+    echoed = _assistant_turns(fake_llm.requests[1].body)[0]
+    assert echoed["content"] == ""
+    arguments = json.loads(echoed["tool_calls"][0]["function"]["arguments"])
+    assert arguments == (first if isinstance(first, dict) else {})
+
+
+async def test_an_object_answer_is_echoed_as_the_model_sent_it(fake_llm: FakeLLM) -> None:
+    fake_llm.refuse_when(SERVERS["ollama"])
+    sent = '{"summary": "",   "score": 3}'
+    fake_llm.respond(
+        openai_tool_call("submit_result", sent), openai_tool_call("submit_result", VALID)
+    )
+
+    await _agent("ollama", fake_llm).run("Review PR 7")
+
+    echoed = _assistant_turns(fake_llm.requests[1].body)[0]
+    assert echoed["tool_calls"][0]["function"]["arguments"] == sent
+
+
+REFUSED_SHAPE = (
+    "[{'type': 'string_type', 'loc': ('body', 'messages', 2, 'typed-dict', 'content'), "
+    "'msg': 'Input should be a valid string', 'input': None}]"
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "requests"),
+    [
+        pytest.param(status_error(500, REFUSED_SHAPE), "provider_bad_request", 1, id="shape-500"),
+        pytest.param(
+            ScriptedResponse(status=500, body="Internal Server Error"),
+            "provider_server_error",
+            3,
+            id="bare-500-is-retried",
+        ),
+        pytest.param(
+            status_error(
+                400,
+                "This model's maximum context length is 2048 tokens. However, you requested "
+                "2300 tokens (2200 in the messages, 100 in the completion).",
+            ),
+            "provider_context_length_exceeded",
+            1,
+            id="context-overflow",
+        ),
+    ],
+)
+async def test_what_an_error_body_says_decides_its_type(
+    reply: ScriptedResponse, kind: str, requests: int, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond_always(reply)
+
+    result = await _agent("llamacpp", fake_llm).run("Review PR 7")
+
+    assert not result.ok and result.error is not None
+    assert result.error.type == kind
+    assert len(fake_llm.requests) == requests
+
+
+@pytest.mark.parametrize(
+    ("check", "status", "text", "expected"),
+    [
+        (says_malformed, 500, "Input should be 'text' or 'json_object'", True),
+        (says_malformed, 500, "tool_choice 'required' is not supported", True),
+        (says_malformed, 502, "upstream connect error", False),
+        (says_malformed, 400, "Input should be a valid string", False),
+        (says_context_overflow, 400, "Requested tokens (4100) exceed context window of 4096", True),
+        (says_context_overflow, 400, "prompt is too long: 210000 tokens > 200000 maximum", True),
+        (says_context_overflow, 400, "unknown parameter: foo", False),
+    ],
+)
+def test_error_texts(
+    check: Callable[[int, str], bool], status: int, text: str, expected: bool
+) -> None:
+    assert check(status, text) is expected
