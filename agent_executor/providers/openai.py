@@ -163,10 +163,17 @@ class OpenAIProvider:
             body["temperature"] = turn.temperature
         if turn.response_format is not None:
             fmt = turn.response_format
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
-            }
+            if self.profile.native_format == "json_object_schema":
+                body["response_format"] = {"type": "json_object", "schema": fmt.json_schema}
+            else:
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": fmt.name,
+                        "schema": fmt.json_schema,
+                        "strict": fmt.strict,
+                    },
+                }
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         started = time.perf_counter()
         with _translate_errors(self.name):

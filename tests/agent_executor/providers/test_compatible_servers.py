@@ -13,10 +13,17 @@ from typing import Any
 
 import pytest
 
+from agent_contracts.runs import RunOptions
 from agent_executor.agent import Agent
 from agent_executor.providers.error_text import says_context_overflow, says_malformed
 from tests.compatible_servers import SERVERS
-from tests.fake_llm import FakeLLM, ScriptedResponse, openai_tool_call, status_error
+from tests.fake_llm import (
+    FakeLLM,
+    ScriptedResponse,
+    openai_text,
+    openai_tool_call,
+    status_error,
+)
 
 SCHEMA = {
     "type": "object",
@@ -136,3 +143,31 @@ def test_error_texts(
     check: Callable[[int, str], bool], status: int, text: str, expected: bool
 ) -> None:
     assert check(status, text) is expected
+
+
+async def test_llamacpp_native_output_is_its_json_object_schema_dialect(fake_llm: FakeLLM) -> None:
+    fake_llm.refuse_when(SERVERS["llamacpp"])
+    fake_llm.respond(openai_text(json.dumps(VALID)))
+
+    result = await _agent("llamacpp", fake_llm).run(
+        "Review PR 7", options=RunOptions(output_mode="native")
+    )
+
+    assert result.ok, result.error
+    assert fake_llm.requests[0].body["response_format"] == {
+        "type": "json_object",
+        "schema": SCHEMA,
+    }
+
+
+async def test_llamacpp_tool_mode_forces_the_tool_by_name(fake_llm: FakeLLM) -> None:
+    fake_llm.refuse_when(SERVERS["llamacpp"])
+    fake_llm.respond(openai_tool_call("submit_result", VALID))
+
+    result = await _agent("llamacpp", fake_llm).run("Review PR 7")
+
+    assert result.ok, result.error
+    assert fake_llm.requests[0].body["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "submit_result"},
+    }
