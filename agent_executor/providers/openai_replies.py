@@ -107,7 +107,7 @@ def _tool_call(
             try:
                 parsed = cast(JsonValue, json.loads(raw))
             except ValueError as exc:
-                error = f"arguments are not valid JSON: {exc}"
+                error = str(exc)  # the reason only: the re-prompt says what it is about
     elif arguments is None:
         raw, parsed = "", {}
     else:
