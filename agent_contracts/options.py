@@ -54,6 +54,10 @@ class RunOptions(BaseModel):
     """Most tokens (input plus output) the whole run may spend; ``None`` for no limit."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Most seconds the whole run may take; ``None`` for no limit."""
+    request_timeout_s: float | None = Field(default=None, gt=0)
+    """Most seconds one model request may take (each of the SDK's bounded retries gets as
+    long); ``None`` keeps the provider's default (120 s for the SDK providers). A local model
+    on a CPU can need minutes a call."""
     lenient_formats: bool = False
     """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
 

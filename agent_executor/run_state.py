@@ -236,6 +236,7 @@ async def call_model(
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
         response_format=response_format,
+        timeout_s=spec.options.request_timeout_s,
     )
     turn = await spec.provider.request(request)
     state.steps += 1

@@ -271,6 +271,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
     )
     parser.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="most seconds one model request may take (default 120; a CPU server needs more)",
+    )
+    parser.add_argument(
         "--analytics-dir",
         type=Path,
         help="where run events go as JSONL (default $AGENTSHAPE_ANALYTICS_DIR, else "
@@ -278,7 +284,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_FLAGS = {"max_retries": "--max-retries", "output_mode": "--mode"}
+_FLAGS = {
+    "max_retries": "--max-retries",
+    "output_mode": "--mode",
+    "request_timeout_s": "--request-timeout",
+}
 
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -308,6 +318,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         values["max_retries"] = args.max_retries
     if args.mode is not None:
         values["output_mode"] = args.mode
+    if getattr(args, "request_timeout", None) is not None:
+        values["request_timeout_s"] = args.request_timeout
     try:
         return RunOptions.model_validate(values)
     except ValidationError as exc:

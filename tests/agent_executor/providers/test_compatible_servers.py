@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_contracts.runs import RunOptions
 from agent_executor.agent import Agent
+from agent_executor.cli import main
 from agent_executor.providers.error_text import says_context_overflow, says_malformed
 from tests.compatible_servers import SERVERS
 from tests.fake_llm import (
     FakeLLM,
     ScriptedResponse,
+    delayed,
     openai_text,
     openai_tool_call,
     status_error,
@@ -171,3 +174,29 @@ async def test_llamacpp_tool_mode_forces_the_tool_by_name(fake_llm: FakeLLM) -> 
         "type": "function",
         "function": {"name": "submit_result"},
     }
+
+
+async def test_a_request_timeout_from_the_agent_config_bounds_each_call(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 5))
+    config = tmp_path / "agent.yml"
+    config.write_text(
+        "schema: kb.agent/1\nid: slow\nllm: {model: 'llamacpp:m'}\n"
+        "context: {static: {system: Review the change.}}\n"
+        "limits: {requestTimeoutSeconds: 0.3}\n"
+        f"output: {{schema: {json.dumps(SCHEMA)}}}\n"
+    )
+    agent = Agent.from_yaml(config, env={"LLAMACPP_BASE_URL": fake_llm.openai_base_url})
+
+    result = await agent.run("Review PR 7")
+
+    assert result.error is not None and result.error.type == "provider_timeout"
+
+
+def test_the_request_timeout_flag_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "pr-reviewer", "--task", "x", "--model", "test", "--request-timeout", "0"])
+    assert code == 2
+    assert "--request-timeout" in capsys.readouterr().err
