@@ -323,6 +323,9 @@ def record_attempt(
         return
     if number > spec.options.max_retries:
         what = _FAILURE_WORDS.get(judged.failure, "the output did not match the schema")
+        if judged.failure == "output_truncated":
+            limit = spec.max_tokens if spec.max_tokens is not None else "the provider's default"
+            what = f"the reply was cut off by the token limit (max_tokens: {limit})"
         raise RunFailure(
             judged.failure,
             f"{what} after {number} attempt{'s' if number > 1 else ''}",

@@ -200,3 +200,27 @@ def test_the_request_timeout_flag_is_checked(
     code = main(["run", "pr-reviewer", "--task", "x", "--model", "test", "--request-timeout", "0"])
     assert code == 2
     assert "--request-timeout" in capsys.readouterr().err
+
+
+async def test_a_reply_cut_off_by_the_token_limit_is_output_truncated(fake_llm: FakeLLM) -> None:
+    cut = openai_tool_call("submit_result", '{"summary": "Adds a', finish_reason="length")
+    fake_llm.respond(cut, cut)
+
+    result = await _agent("vllm", fake_llm).run("Review PR 7")
+
+    assert result.error is not None
+    assert result.error.type == "output_truncated"
+    assert "max_tokens" in result.error.message
+    assert all("cut off" in str(attempt.errors[0]) for attempt in result.attempts)
+
+
+async def test_a_cut_off_reply_is_re_prompted_and_can_be_rescued(fake_llm: FakeLLM) -> None:
+    fake_llm.respond(
+        openai_text('{"summary": "Adds', finish_reason="length"),
+        openai_tool_call("submit_result", VALID),
+    )
+
+    result = await _agent("ollama", fake_llm).run("Review PR 7")
+
+    assert result.ok and result.retries == 1
+    assert "cut off" in str(result.attempts[0].errors[0])
