@@ -34,6 +34,7 @@ from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
+from agent_executor.cli.agents import unoffered_tools_note
 from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -204,7 +205,9 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lines.append("output contract: none; the agent answers in free text")
     else:
         lines.append(f"output contract: {_describe(contract)}")
-    lines.append(f"input tools: {', '.join(t.name for t in tools) or 'none'}")
+    unoffered = unoffered_tools_note([t.name for t in tools], mode)
+    listed = ", ".join(t.name for t in tools) or "none"
+    lines.append(f"input tools: {listed}" + (f" ({unoffered})" if unoffered else ""))
     heading = f"system prompt ({mode} mode)" if contract is not None else "system prompt"
     lines += ["", f"=== {heading} ===", system or "(empty)"]
     if contract is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -166,6 +167,30 @@ def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
             print(f"last output:\n{last}", file=out)
 
 
+class _WarningLines(logging.Handler):
+    """Print the library's logged warnings on standard error, one line each.
+
+    agentshape's own (``agent_executor``, ``agent_core``...) as ``note: ...``, like the
+    command line's other notes; other libraries' with their logger's name.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write one warning line (standard error is looked up now, as a test replaces it)."""
+        ours = record.name.split(".")[0] in _OWN_PACKAGES
+        prefix = "note: " if ours else f"warning: {record.name}: "
+        print(prefix + record.getMessage(), file=sys.stderr)
+
+
+_OWN_PACKAGES = frozenset({"agent_contracts", "agent_core", "agent_executor", "agent_coordinator"})
+
+
+def _show_library_warnings() -> None:
+    """Give the root logger one warning printer (the command line is an application)."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _WarningLines) for handler in root.handlers):
+        root.addHandler(_WarningLines(logging.WARNING))
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -187,6 +212,7 @@ def main(
         config has problems), 2 for bad usage or config, 130 when interrupted.
     """
     stdout = out or sys.stdout
+    _show_library_warnings()
     parser = build_parser(extra_commands)
     try:
         args = parser.parse_args(argv)
