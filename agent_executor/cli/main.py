@@ -30,6 +30,7 @@ from agent_executor.cli import batch as cli_batch
 from agent_executor.cli import fleet as cli_fleet
 from agent_executor.cli import init as cli_init
 from agent_executor.cli import inspect as cli_inspect
+from agent_executor.cli import probe as cli_probe
 from agent_executor.cli import schemas as cli_schemas
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
@@ -98,6 +99,7 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
     cli_schemas.register(commands)
     cli_analytics.register(commands)
     cli_init.register(commands)
+    cli_probe.register(commands)
     for register in extra_commands:
         register(commands)
     for sub in commands.choices.values():

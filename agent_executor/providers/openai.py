@@ -126,6 +126,30 @@ class OpenAIProvider:
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self._max_tokens_param = max_tokens_param
 
+    def variant(
+        self, *, profile: ProviderProfile | None = None, max_retries: int | None = None
+    ) -> OpenAIProvider:
+        """Return a provider for the same server, model and key with other settings.
+
+        Args:
+            profile: The profile the copy sends by (``None``: this one's).
+            max_retries: The copy's SDK retries (``None``: this one's); ``agentshape probe``
+                asks once, with none.
+
+        Returns:
+            The new provider (no request is made).
+        """
+        return OpenAIProvider(
+            self.model,
+            api_key=self._api_key,
+            base_url=self.base_url,
+            name=self.name,
+            max_retries=self._max_retries if max_retries is None else max_retries,
+            timeout_s=self.timeout_s,
+            max_tokens_param=self._max_tokens_param,
+            profile=self.profile if profile is None else profile,
+        )
+
     def _new_client(self) -> openai.AsyncOpenAI:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return openai.AsyncOpenAI(
