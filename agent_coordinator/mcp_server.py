@@ -251,6 +251,8 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         if session is None:
             return _error(NotFound("SessionNotFound", f"no session {session_id!r}"))
         runs = await asyncio.to_thread(services.store.session_runs, session_id)
+        if not runs:
+            return _error(NotFound("SessionNotFound", f"session {session_id!r} has no runs"))
         try:
             return _outcome(runs[-1])
         except ServiceError as error:  # ResultNotReady while the latest run has not ended
@@ -261,8 +263,8 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         return AgentList(agents=[agent_summary(c) for c in services.execution.fleet.configs])
 
     @server.tool(description="List the registered output schemas.")
-    def list_schemas() -> SchemaList:
-        entries = services.execution.registry.list()
+    async def list_schemas() -> SchemaList:
+        entries = await asyncio.to_thread(services.execution.registry.list)
         return SchemaList(schemas=[SchemaSummary(**entry.model_dump()) for entry in entries])
 
     @server.resource("agent://{name}", mime_type="application/json")
