@@ -90,7 +90,7 @@ export function el(tag, attrs = {}, ...children) {
     else if (value === true) node.setAttribute(key, "");
     else node.setAttribute(key, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }

@@ -37,7 +37,7 @@ export async function render(view, _params, signal) {
     return el("tr", {},
       el("td", {}, link(`/agents/${pathPart(agent.name)}`, agent.name),
         agent.description ? el("div", { class: "muted" }, agent.description) : ""),
-      el("td", {}, agent.model || el("span", { class: "muted" }, "run-time")),
+      el("td", { class: "hide-narrow" }, agent.model || el("span", { class: "muted" }, "run-time")),
       el("td", { class: "hide-narrow" }, agent.tools.length ? agent.tools.join(", ") : el("span", { class: "muted" }, "none")),
       el("td", {}, agent.contract === "agent" ? "output_schema" : agent.contract === "default" ? "default_output_schema" : el("span", { class: "muted" }, "text")),
       el("td", {}, bad ? el("span", { class: "badge failed" }, "problems") :
@@ -49,7 +49,7 @@ export async function render(view, _params, signal) {
     el("div", { class: "table-wrap" },
       el("table", {},
         el("thead", {}, el("tr", {},
-          el("th", {}, "Agent"), el("th", {}, "Model"), el("th", { class: "hide-narrow" }, "Tools"),
+          el("th", {}, "Agent"), el("th", { class: "hide-narrow" }, "Model"), el("th", { class: "hide-narrow" }, "Tools"),
           el("th", {}, "Contract"), el("th", {}, "Config"))),
         el("tbody", {}, rows),
       ),

@@ -53,7 +53,7 @@ function days(trend) {
   chart.append(svg("text", { x: 8, y: 40 }, String(peak)), svg("text", { x: 8, y: bottom }, "0"));
   trend.forEach((day, i) => {
     const x = 40 + i * slot + slot * 0.15;
-    const w = Math.max(2, slot * 0.7);
+    const w = Math.min(48, Math.max(2, slot * 0.7));
     const ok = day.completed * scale;
     const bad = day.failed * scale;
     chart.append(

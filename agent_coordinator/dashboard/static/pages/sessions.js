@@ -61,7 +61,8 @@ export async function render(view, _params, signal) {
   body.append(...page.items.map(draw));
   const empty = el("p", { class: "muted", hidden: page.items.length > 0 }, "No sessions match.");
 
-  const total = el("span", { "data-testid": "total" }, `${page.total.toLocaleString("en")} session(s)`);
+  let count = page.total;
+  const total = el("span", { "data-testid": "total" }, `${count.toLocaleString("en")} session(s)`);
   const pager = el("nav", { class: "pager", "aria-label": "Pages" }, total);
   if (query.get("cursor")) {
     const first = new URLSearchParams(query);
@@ -87,6 +88,8 @@ export async function render(view, _params, signal) {
     else if (matches(row)) {
       body.prepend(draw(row));
       empty.hidden = true;
+      count += 1;
+      total.textContent = `${count.toLocaleString("en")} session(s)`;
     }
   }, signal);
 
