@@ -334,3 +334,48 @@ def test_analytics_is_the_clis_review_of_the_stored_events(service: Service) -> 
         service.client.get("/reports/analytics", params={"since": "1h"}).json()["overall"]["runs"]
         == 4
     )
+
+
+def fill_sessions(service: Service, count: int) -> None:
+    """Store ``count`` finished sessions (each with one completed run) in one transaction."""
+    store = service.store
+    result = json.dumps({"status": "completed", "result_text": "ok", "usage": {"input_tokens": 5}})
+    with store._tx() as cursor:
+        for n in range(count):
+            store._exec(
+                cursor,
+                "INSERT INTO sessions (id, agent_name, status, transcript, parent_session_id, "
+                "depth, created_at, updated_at) VALUES (?, 'writer', 'completed', '[]', NULL, 0, "
+                "?, ?)",
+                (f"ses_bulk{n:06d}", 1000.0 + n, 1000.0 + n),
+            )
+            store._exec(
+                cursor,
+                "INSERT INTO runs (id, session_id, kind, agent_name, status, input, "
+                "idempotency_key, request_hash, result, error, lease_owner, lease_expires_at, "
+                "claims, cancel_requested, created_at, started_at, finished_at) VALUES (?, ?, "
+                "'start_session', 'writer', 'completed', '{\"prompt\":\"p\"}', NULL, NULL, ?, "
+                "NULL, NULL, NULL, 1, 0, ?, ?, ?)",
+                (
+                    f"run_bulk{n:06d}",
+                    f"ses_bulk{n:06d}",
+                    result,
+                    1000.0 + n,
+                    1000.0 + n,
+                    1001.0 + n,
+                ),
+            )
+
+
+def test_ten_thousand_sessions_are_paged_on_the_server(service: Service) -> None:
+    fill_sessions(service, 10_000)
+    first = service.client.get("/reports/sessions").json()
+    assert first["total"] == 10_000
+    assert len(first["items"]) == 50
+    assert first["items"][0]["session_id"] == "ses_bulk009999"
+    assert first["items"][0]["tokens"] == 5
+    second = service.client.get("/reports/sessions", params={"cursor": first["next_cursor"]}).json()
+    assert second["items"][0]["session_id"] == "ses_bulk009949"
+    last = service.client.get("/reports/sessions", params={"cursor": 51, "limit": 200}).json()
+    assert [row["session_id"] for row in last["items"]][-1] == "ses_bulk000000"
+    assert last["next_cursor"] is None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent_coordinator.harness import Service
+from tests.agent_coordinator.test_dashboard_api import fill_sessions
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 pytest.importorskip(
@@ -313,3 +314,14 @@ def test_with_a_token_the_dashboard_asks_once_and_shows_nothing_without_it(
         expect(page.get_by_test_id("total")).to_have_text("0 session(s)")
     finally:
         service.close()
+
+
+def test_the_sessions_page_pages_ten_thousand_sessions(dash: Service, page: Page) -> None:
+    fill_sessions(dash, 10_000)
+    page.goto(f"{dash.url}/sessions")
+    expect(page.get_by_test_id("total")).to_have_text("10,000 session(s)")
+    expect(page.locator("tbody tr")).to_have_count(50)
+    expect(page.locator("tbody tr").first).to_contain_text("ses_bulk009999")
+    page.get_by_role("link", name="Older →").click()
+    expect(page.locator("tbody tr").first).to_contain_text("ses_bulk009949")
+    expect(page.locator("tbody tr")).to_have_count(50)
