@@ -129,42 +129,8 @@ def _reprompts(transcript: list[JsonValue], prompts: list[str]) -> list[str]:
     return found
 
 
-@router.get("/sessions/{session_id}")
-async def session_row(session_id: str, services: ServicesDep) -> SessionDetailRow:
-    """Return one session's row, with the re-prompt that followed each attempt of each run."""
-
-    def detail() -> SessionDetailRow:
-        session = services.store.get_session(session_id)
-        if session is None:
-            raise NotFound("SessionNotFound", f"no session {session_id!r}")
-        runs = services.store.session_runs(session_id)
-        row = SessionRow(
-            seq=session.seq,
-            id=session.id,
-            agent_name=session.agent_name,
-            status=session.status,
-            parent_session_id=session.parent_session_id,
-            depth=session.depth,
-            created_at=session.created_at,
-            updated_at=session.updated_at,
-            latest=runs[-1] if runs else None,
-        )
-        feedback = iter(_reprompts(session.transcript, [run.input.prompt for run in runs]))
-        reprompts: dict[str, list[str | None]] = {}
-        for run in runs:
-            attempts = services.store.attempts(run.id)
-            reprompts[run.id] = [
-                next(feedback, None) if attempt.get("errors") and index < len(attempts) else None
-                for index, attempt in enumerate(attempts, start=1)
-            ]
-        view = _view(services, row)
-        return SessionDetailRow(**view.model_dump(), reprompts=reprompts)
-
-    return await asyncio.to_thread(detail)
-
-
 @router.get(
-    "/sessions-events",
+    "/sessions/events",
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
 )
@@ -197,6 +163,40 @@ async def session_events(services: ServicesDep) -> StreamingResponse:
         yield f"event: end\ndata: {json.dumps({'reconnect': True})}\n\n"
 
     return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+@router.get("/sessions/{session_id}")
+async def session_row(session_id: str, services: ServicesDep) -> SessionDetailRow:
+    """Return one session's row, with the re-prompt that followed each attempt of each run."""
+
+    def detail() -> SessionDetailRow:
+        session = services.store.get_session(session_id)
+        if session is None:
+            raise NotFound("SessionNotFound", f"no session {session_id!r}")
+        runs = services.store.session_runs(session_id)
+        row = SessionRow(
+            seq=session.seq,
+            id=session.id,
+            agent_name=session.agent_name,
+            status=session.status,
+            parent_session_id=session.parent_session_id,
+            depth=session.depth,
+            created_at=session.created_at,
+            updated_at=session.updated_at,
+            latest=runs[-1] if runs else None,
+        )
+        feedback = iter(_reprompts(session.transcript, [run.input.prompt for run in runs]))
+        reprompts: dict[str, list[str | None]] = {}
+        for run in runs:
+            attempts = services.store.attempts(run.id)
+            reprompts[run.id] = [
+                next(feedback, None) if attempt.get("errors") and index < len(attempts) else None
+                for index, attempt in enumerate(attempts, start=1)
+            ]
+        view = _view(services, row)
+        return SessionDetailRow(**view.model_dump(), reprompts=reprompts)
+
+    return await asyncio.to_thread(detail)
 
 
 @router.get("/analytics")

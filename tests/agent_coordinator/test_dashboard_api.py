@@ -306,7 +306,7 @@ def test_session_row_gives_the_reprompt_after_each_failed_attempt(service: Servi
 
 
 def test_session_events_stream_changed_sessions(service: Service) -> None:
-    with service.client.stream("GET", "/reports/sessions-events") as stream:
+    with service.client.stream("GET", "/reports/sessions/events") as stream:
         started = service.client.post("/runs", json={**REVIEW, "model": "test"}).json()
         seen: list[dict[str, object]] = []
         lines = stream.iter_lines()

@@ -20,7 +20,7 @@ export async function render(view, [id], signal) {
     content.replaceChildren(...build(session, row, result, draw));
   };
   await draw();
-  follow("/reports/sessions-events", (type, row) => {
+  follow("/reports/sessions/events", (type, row) => {
     if (type === "session" && row.session_id === id && row.status !== shown) draw().catch(() => {});
   }, signal);
 }

@@ -82,7 +82,7 @@ export async function render(view, _params, signal) {
     (!query.get("status") || row.status === query.get("status")) &&
     (!query.get("error_type") || row.error_type === query.get("error_type")) &&
     !query.get("until") && !query.get("cursor");
-  follow("/reports/sessions-events", (type, row) => {
+  follow("/reports/sessions/events", (type, row) => {
     if (type !== "session") return;
     if (rows.has(row.session_id)) draw(row);
     else if (matches(row)) {
