@@ -36,6 +36,7 @@ from agent_coordinator.store.overview import (
     count_sessions,
     error_types,
     events_since,
+    retry_limits,
     session_rows,
 )
 from agent_coordinator.store.records import RunState
@@ -51,14 +52,14 @@ _STREAM_S = 600.0
 """A stream ends after this long; an ``EventSource`` (or the dashboard) reconnects."""
 
 
-def _view(services: Services, row: SessionRow) -> SessionRowView:
-    view = row_view(row)
-    if view.max_retries is None:
-        try:
-            view.max_retries = services.execution.config(row.agent_name).options.max_retries
-        except AgentshapeError:  # an agent no longer in the fleet
-            view.max_retries = None
-    return view
+def _views(services: Services, rows: list[SessionRow]) -> list[SessionRowView]:
+    """Rows as the API shows them, each with the ``max_retries`` its latest run started with."""
+    views = [row_view(row) for row in rows]
+    limits = retry_limits(services.store, [v.run_id for v in views if v.run_id is not None])
+    for view in views:
+        if view.run_id in limits:
+            view.max_retries = limits[view.run_id]
+    return views
 
 
 def _since(text: str | None) -> float | None:
@@ -97,7 +98,7 @@ async def list_session_rows(
     def page() -> SessionRowPage:
         rows = session_rows(services.store, wanted, limit=limit, after=cursor)
         return SessionRowPage(
-            items=[_view(services, row) for row in rows],
+            items=_views(services, rows),
             next_cursor=rows[-1].seq if len(rows) == limit else None,
             total=count_sessions(services.store, wanted),
             error_types=error_types(services.store),
@@ -149,10 +150,10 @@ async def session_events(services: ServicesDep) -> StreamingResponse:
         yield "retry: 2000\n\n"
         while loop.time() - opened < _STREAM_S:
             rows = await asyncio.to_thread(changed_sessions, services.store, cursor)
-            for row in rows:
+            views = await asyncio.to_thread(_views, services, rows)
+            for row, view in zip(rows, views, strict=True):
                 cursor = max(cursor, row.updated_at)
-                data = _view(services, row).model_dump_json()
-                yield f"event: session\ndata: {data}\n\n"
+                yield f"event: session\ndata: {view.model_dump_json()}\n\n"
             if rows:
                 quiet = loop.time()
                 continue
@@ -193,7 +194,7 @@ async def session_row(session_id: str, services: ServicesDep) -> SessionDetailRo
                 next(feedback, None) if attempt.get("errors") and index < len(attempts) else None
                 for index, attempt in enumerate(attempts, start=1)
             ]
-        view = _view(services, row)
+        [view] = _views(services, [row])
         return SessionDetailRow(**view.model_dump(), reprompts=reprompts)
 
     return await asyncio.to_thread(detail)

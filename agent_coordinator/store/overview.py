@@ -25,6 +25,7 @@ __all__ = [
     "count_sessions",
     "error_types",
     "events_since",
+    "retry_limits",
     "session_rows",
 ]
 
@@ -159,4 +160,23 @@ def events_since(store: SqlStore, since: float | None) -> list[dict[str, JsonVal
         data = json.loads(str(row[0]))
         if isinstance(data, dict):
             found.append(data)
+    return found
+
+
+def retry_limits(store: SqlStore, run_ids: list[str]) -> dict[str, int]:
+    """Return the ``max_retries`` each run started with (from its ``run_started`` event)."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" for _ in run_ids)
+    with store._tx(write=False) as cursor:
+        rows = store._exec(
+            cursor,
+            f"SELECT run_id, data FROM events WHERE type = 'run_started' AND run_id IN ({marks})",
+            run_ids,
+        ).fetchall()
+    found: dict[str, int] = {}
+    for run_id, data in rows:
+        value = json.loads(str(data)).get("max_retries")
+        if isinstance(value, int):
+            found[str(run_id)] = value
     return found

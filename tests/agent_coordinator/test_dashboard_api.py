@@ -379,3 +379,15 @@ def test_ten_thousand_sessions_are_paged_on_the_server(service: Service) -> None
     last = service.client.get("/reports/sessions", params={"cursor": 51, "limit": 200}).json()
     assert [row["session_id"] for row in last["items"]][-1] == "ses_bulk000000"
     assert last["next_cursor"] is None
+
+
+def test_the_retry_limit_is_the_one_the_run_started_with(service: Service) -> None:
+    model = "test:fail_first=invalid_arguments+invalid_arguments+invalid_arguments"
+    body = {**REVIEW, "model": model, "output_schema_options": {"max_retries": 2}}
+    run = service.run(body).json()
+    assert run["status"] == "failed"
+    row = service.client.get(f"/reports/sessions/{run['session_id']}").json()
+    assert (row["attempts"], row["retries"], row["max_retries"]) == (3, 2, 2)
+    assert row["error_type"] == "output_schema_validation_failed"
+    [reprompts] = row["reprompts"].values()
+    assert [text is not None for text in reprompts] == [True, True, False]
