@@ -17,7 +17,7 @@ import pytest
 
 from tests.agent_coordinator.harness import Service
 from tests.agent_coordinator.test_dashboard_api import fill_sessions
-from tests.fake_llm import FakeLLM, openai_tool_call
+from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install 'agentshape[dev]')"
@@ -325,3 +325,40 @@ def test_the_sessions_page_pages_ten_thousand_sessions(dash: Service, page: Page
     page.get_by_role("link", name="Older →").click()
     expect(page.locator("tbody tr").first).to_contain_text("ses_bulk009949")
     expect(page.locator("tbody tr")).to_have_count(50)
+
+
+def test_a_session_page_follows_its_run_and_resumes_it(
+    dash: Service, page: Page, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(
+        delayed(openai_tool_call("submit_result", VALID), 1.5),
+        openai_tool_call("submit_result", {**VALID, "approval": "approve"}),
+    )
+    started = dash.client.post("/runs", json=REVIEW).json()
+    page.goto(f"{dash.url}/sessions/{started['session_id']}")
+    expect(page.get_by_text("this page updates when it ends")).to_be_visible()
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=15000)
+    page.get_by_role("textbox", name=re.compile("^Prompt")).fill("Approve it now")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.get_by_role("heading", name=re.compile("Run 2: resume_session"))).to_be_visible(
+        timeout=15000
+    )
+    expect(page.get_by_test_id("result")).to_contain_text('"approve"', timeout=15000)
+
+
+def test_the_editor_tabs_work_from_the_keyboard(dash: Service, page: Page) -> None:
+    page.goto(f"{dash.url}/agents/reviewer")
+    general = page.get_by_role("tab", name="General")
+    general.focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("tab", name="Input Schema")).to_be_focused()
+    expect(page.get_by_role("tab", name="Input Schema")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#editor-parameters")).to_be_visible()
+    page.keyboard.press("ArrowLeft")
+    expect(page.get_by_role("tabpanel", name="General")).to_contain_text(
+        "You review pull requests."
+    )
+    shoot(page, "agent-general")
+    page.keyboard.press("ArrowLeft")
+    expect(page.get_by_role("tab", name="MCP Servers")).to_have_attribute("aria-selected", "true")
+    expect(page.get_by_role("tabpanel", name="MCP Servers")).to_contain_text("no MCP servers")
