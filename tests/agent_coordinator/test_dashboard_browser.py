@@ -307,12 +307,16 @@ def test_with_a_token_the_dashboard_asks_once_and_shows_nothing_without_it(
         expect(page.get_by_role("heading", name="This service needs a token")).to_be_visible()
         assert page.locator("table").count() == 0
         shoot(page, "token")
+        page.get_by_label("Token", exact=True).fill("wrong-token")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("alert")).to_have_text("The service refused that token; try again.")
         page.get_by_label("Token", exact=True).fill("s3cret-token")
         page.keyboard.press("Enter")
         expect(page.get_by_role("link", name="reviewer", exact=True)).to_be_visible()
         page.goto(f"{service.url}/sessions")
         expect(page.get_by_test_id("total")).to_have_text("0 session(s)")
     finally:
+        page.goto("about:blank")  # end the page's event stream before the server stops
         service.close()
 
 

@@ -13,6 +13,8 @@ export class ApiError extends Error {
 
 class NeedToken extends Error {}
 
+let refused = false; // the last token given was answered with 401
+
 // Call the service's JSON API; throws ApiError with the one error body on failure.
 export async function api(path, { method = "GET", body, signal } = {}) {
   const headers = { Accept: "application/json" };
@@ -26,6 +28,7 @@ export async function api(path, { method = "GET", body, signal } = {}) {
     signal,
   });
   if (response.status === 401) {
+    refused = Boolean(token);
     sessionStorage.removeItem(TOKEN_KEY);
     throw new NeedToken();
   }
@@ -163,7 +166,8 @@ function askToken(main, again) {
     "form",
     { class: "card narrow", "aria-labelledby": "token-title" },
     el("h1", { id: "token-title" }, "This service needs a token"),
-    el("p", {}, "Give the bearer token the service was started with (--token). It is kept in this tab only."),
+    el("p", {}, "Give the bearer token the service was started with (", el("code", { class: "nowrap" }, "--token"), "). It is kept in this tab only."),
+    refused ? el("p", { class: "error", role: "alert" }, "The service refused that token; try again.") : "",
     el("label", { for: "token" }, "Token"),
     input,
     el("div", { class: "actions" }, el("button", { type: "submit" }, "Continue")),
