@@ -10,13 +10,15 @@ by the same code from the events the service stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 from pydantic import JsonValue
 
@@ -47,9 +49,9 @@ __all__ = ["router"]
 router = APIRouter(prefix="/reports", tags=["reports"])
 
 _POLL_S = 0.5
-_KEEPALIVE_S = 15.0
-_STREAM_S = 600.0
-"""A stream ends after this long; an ``EventSource`` (or the dashboard) reconnects."""
+_STREAM_S = 5.0
+"""A stream ends after this long and the client reconnects from its last id (missing nothing),
+so an open dashboard never holds up a stopping server: uvicorn lets open responses finish first."""
 
 
 def _views(services: Services, rows: list[SessionRow]) -> list[SessionRowView]:
@@ -135,32 +137,37 @@ def _reprompts(transcript: list[JsonValue], prompts: list[str]) -> list[str]:
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
 )
-async def session_events(services: ServicesDep) -> StreamingResponse:
+async def session_events(
+    services: ServicesDep,
+    after: Annotated[float | None, Query(ge=0, le=1e11, description="a cursor (event id)")] = None,
+    last_event_id: Annotated[str | None, Header(max_length=40)] = None,
+) -> StreamingResponse:
     """Stream changed sessions as server-sent events (``session``, the row as data).
 
-    Each session created or changed after the stream opened is sent once per change; a comment
-    line keeps the connection open; the stream ends after ten minutes (reconnect).
+    Each session changed after the cursor (``after``, or the ``Last-Event-ID`` header; by default
+    now) is sent once per change, its ``id`` the cursor to reconnect from; a ``ready`` event
+    gives the starting cursor, and the stream ends after five seconds with ``end`` (reconnect
+    with the last id: no change is missed; a stopping server never waits for a stream).
     """
-    start = time.time()
+    cursor = after if after is not None else time.time()
+    with contextlib.suppress(ValueError):
+        given = float(last_event_id or "nan")
+        if math.isfinite(given):
+            cursor = min(max(given, 0.0), 1e11)
 
     async def stream() -> AsyncIterator[str]:
         loop = asyncio.get_running_loop()
-        opened = quiet = loop.time()
-        cursor = start
-        yield "retry: 2000\n\n"
+        opened = loop.time()
+        since = cursor
+        yield f"retry: 2000\nid: {since!r}\nevent: ready\ndata: {{}}\n\n"
         while loop.time() - opened < _STREAM_S:
-            rows = await asyncio.to_thread(changed_sessions, services.store, cursor)
+            rows = await asyncio.to_thread(changed_sessions, services.store, since)
             views = await asyncio.to_thread(_views, services, rows)
             for row, view in zip(rows, views, strict=True):
-                cursor = max(cursor, row.updated_at)
-                yield f"event: session\ndata: {view.model_dump_json()}\n\n"
-            if rows:
-                quiet = loop.time()
-                continue
-            if loop.time() - quiet > _KEEPALIVE_S:
-                quiet = loop.time()
-                yield ": keep-alive\n\n"
-            await asyncio.sleep(_POLL_S)
+                since = max(since, row.updated_at)
+                yield f"id: {since!r}\nevent: session\ndata: {view.model_dump_json()}\n\n"
+            if not rows:
+                await asyncio.sleep(_POLL_S)
         yield f"event: end\ndata: {json.dumps({'reconnect': True})}\n\n"
 
     return StreamingResponse(stream(), media_type="text/event-stream")

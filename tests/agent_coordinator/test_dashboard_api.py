@@ -305,19 +305,43 @@ def test_session_row_gives_the_reprompt_after_each_failed_attempt(service: Servi
     assert service.client.get("/reports/sessions/ses_nope").json()["error"] == "SessionNotFound"
 
 
+def _session_events(stream: httpx.Response, until: str) -> list[tuple[str, dict[str, object]]]:
+    """Read ``(id, row)`` of ``session`` events until one has status ``until``."""
+    seen: list[tuple[str, dict[str, object]]] = []
+    event_id, kind = "", ""
+    for line in stream.iter_lines():
+        if line.startswith("id: "):
+            event_id = line.removeprefix("id: ")
+        elif line.startswith("event: "):
+            kind = line.removeprefix("event: ")
+        elif line.startswith("data: ") and kind == "session":
+            row = json.loads(line.removeprefix("data: "))
+            seen.append((event_id, row))
+            if row["status"] == until:
+                break
+    return seen
+
+
 def test_session_events_stream_changed_sessions(service: Service) -> None:
     with service.client.stream("GET", "/reports/sessions/events") as stream:
         started = service.client.post("/runs", json={**REVIEW, "model": "test"}).json()
-        seen: list[dict[str, object]] = []
-        lines = stream.iter_lines()
-        for line in lines:
-            if line.startswith("data: "):
-                data = json.loads(line.removeprefix("data: "))
-                seen.append(data)
-                if data.get("status") == "completed":
-                    break
-    assert {row["session_id"] for row in seen} == {started["session_id"]}
-    assert seen[-1]["status"] == "completed"
+        seen = _session_events(stream, "completed")
+    assert {row["session_id"] for _, row in seen} == {started["session_id"]}
+    assert seen[-1][1]["status"] == "completed"
+    assert seen[-1][1]["attempts"] == 1
+
+
+def test_a_reconnect_from_the_last_id_misses_no_change(service: Service) -> None:
+    first = service.run({**REVIEW, "model": "test"}).json()
+    with service.client.stream("GET", "/reports/sessions/events", params={"after": 0}) as stream:
+        [(last_id, row)] = _session_events(stream, "completed")
+    assert row["session_id"] == first["session_id"]
+    second = service.run({**REVIEW, "model": "test"}).json()  # while no stream is open
+    with service.client.stream(
+        "GET", "/reports/sessions/events", headers={"last-event-id": last_id}
+    ) as stream:
+        [(_, row)] = _session_events(stream, "completed")
+    assert row["session_id"] == second["session_id"]
 
 
 def test_analytics_is_the_clis_review_of_the_stored_events(service: Service) -> None:

@@ -49,12 +49,15 @@ export function follow(path, onEvent, signal) {
   let stopped = false;
   signal.addEventListener("abort", () => (stopped = true));
   (async () => {
+    let last = null; // the id of the last event: a reconnect continues from it
     while (!stopped) {
+      let pause = 2000;
       try {
         const headers = { Accept: "text/event-stream" };
         const token = sessionStorage.getItem(TOKEN_KEY);
         if (token) headers.Authorization = `Bearer ${token}`;
-        const response = await fetch(path, { headers, signal });
+        const url = last === null ? path : `${path}${path.includes("?") ? "&" : "?"}after=${encodeURIComponent(last)}`;
+        const response = await fetch(url, { headers, signal });
         if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
@@ -70,15 +73,17 @@ export function follow(path, onEvent, signal) {
             const data = [];
             for (const line of block.split("\n")) {
               if (line.startsWith("event:")) type = line.slice(6).trim();
+              else if (line.startsWith("id:")) last = line.slice(3).trim();
               else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
             }
             if (data.length) onEvent(type, JSON.parse(data.join("\n")));
           }
         }
+        pause = 0; // the server ended the stream on time: reconnect at once
       } catch (error) {
         if (stopped) return;
       }
-      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   })();
 }
