@@ -16,7 +16,9 @@ import os
 from pathlib import Path
 
 from fastapi import APIRouter
+from pydantic import JsonValue
 
+from agent_contracts.config import AgentConfig
 from agent_contracts.errors import AgentshapeError, ConfigFileError, FleetProblems
 from agent_coordinator.agent_files import (
     SCHEMA_FIELDS,
@@ -31,6 +33,7 @@ from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.editor_bodies import (
     AgentSource,
     ConfigProblemView,
+    ContractField,
     FleetState,
     SchemaSave,
     SchemaText,
@@ -72,17 +75,39 @@ def _problem(error: ConfigFileError, severity: str) -> ConfigProblemView:
     )
 
 
+def _contract_fields(config: AgentConfig) -> list[ContractField]:
+    schema = config.output_schema or config.default_output_schema
+    properties: JsonValue = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(schema, dict) or not isinstance(properties, dict):
+        return []
+    required = schema.get("required")
+    needed = set(required) if isinstance(required, list) else set()
+    fields = []
+    for name, sub in properties.items():
+        kind = sub.get("type") if isinstance(sub, dict) else None
+        shown = "|".join(map(str, kind)) if isinstance(kind, list) else kind
+        fields.append(
+            ContractField(
+                name=name, type=shown if isinstance(shown, str) else None, required=name in needed
+            )
+        )
+    return fields
+
+
 def _fleet_state(services: Services) -> FleetState:
-    directory = services.execution.fleet.directory
-    loaded = list(services.execution.fleet.ids)
+    running = services.execution.fleet
+    directory = running.directory
+    loaded = list(running.ids)
     try:
         fleet = _load(directory)
     except FleetProblems as error:
         return FleetState(
             directory=os.fspath(directory),
             valid=False,
+            files={name: os.fspath(running.source(name)) for name in running.ids},
             problems=[_problem(p, "error") for p in error.problems],
             loaded=loaded,
+            contract_fields={c.id: _contract_fields(c) for c in running.configs},
         )
     except ConfigFileError as error:
         return FleetState(
@@ -94,6 +119,7 @@ def _fleet_state(services: Services) -> FleetState:
         files={name: os.fspath(fleet.source(name)) for name in fleet.ids},
         problems=[_problem(w, "warning") for w in fleet.warnings],
         loaded=loaded,
+        contract_fields={config.id: _contract_fields(config) for config in fleet.configs},
     )
 
 

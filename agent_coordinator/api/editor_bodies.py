@@ -11,6 +11,7 @@ from agent_coordinator.schema_text import TextFormat
 __all__ = [
     "AgentSource",
     "ConfigProblemView",
+    "ContractField",
     "FleetState",
     "SchemaSave",
     "SchemaText",
@@ -34,6 +35,15 @@ class ConfigProblemView(BaseModel):
     """``file:line: field: message``, the CLI's line."""
 
 
+class ContractField(BaseModel):
+    """One top-level field of an agent's output contract."""
+
+    name: str
+    type: str | None = None
+    """The declared ``type`` (types joined with ``|``), when the schema states one."""
+    required: bool = False
+
+
 class FleetState(BaseModel):
     """The fleet's files checked now, from disk, as ``agentshape list`` checks them."""
 
@@ -46,6 +56,8 @@ class FleetState(BaseModel):
     """Every error and warning, by file and line."""
     loaded: list[str] = Field(default_factory=list)
     """The agents the running service uses (loaded at start or at the last save)."""
+    contract_fields: dict[str, list[ContractField]] = Field(default_factory=dict)
+    """Each agent's contract's top-level fields (``output_schema``, else its default)."""
 
 
 class AgentSource(BaseModel):

@@ -103,6 +103,11 @@ def test_fleet_reports_every_problem_on_disk_with_file_and_line(
     assert state["valid"] is True
     assert set(state["loaded"]) == {"reviewer", "writer", "orchestrator", "summariser"}
     assert state["files"]["reviewer"] == str(tmp_path / "agents" / "reviewer" / "agent.yml")
+    assert state["contract_fields"]["reviewer"] == [
+        {"name": "summary", "type": "string", "required": True},
+        {"name": "approval", "type": None, "required": True},
+    ]
+    assert state["contract_fields"]["writer"] == []
     broken = tmp_path / "agents" / "writer" / "agent.yml"
     broken.write_text("id: writer\nsystem_prompt: x\nsystem_promt: y\n")
     state = service.client.get("/fleet").json()

@@ -131,6 +131,7 @@ def test_agents_page_shows_the_fleet_and_its_config_state(dash: Service, page: P
     expect(page.get_by_test_id("fleet-state")).to_have_text("valid")
     row = page.locator("tr", has=page.get_by_role("link", name="reviewer", exact=True))
     expect(row).to_contain_text("output_schema")
+    expect(row).to_contain_text("summary: string*, approval*")
     expect(page.locator("tr", has_text="summariser")).to_contain_text("default_output_schema")
     shoot(page, "agents")
     page.goto(dash.url + "/")
@@ -366,3 +367,18 @@ def test_the_editor_tabs_work_from_the_keyboard(dash: Service, page: Page) -> No
     page.keyboard.press("ArrowLeft")
     expect(page.get_by_role("tab", name="MCP Servers")).to_have_attribute("aria-selected", "true")
     expect(page.get_by_role("tabpanel", name="MCP Servers")).to_contain_text("no MCP servers")
+
+
+def test_the_agents_page_shows_each_config_problem_at_its_file_and_line(
+    dash: Service, page: Page, tmp_path: Path
+) -> None:
+    broken = tmp_path / "agents" / "writer" / "agent.yml"
+    broken.write_text("id: writer\nsystem_prompt: x\nsystem_promt: y\n")
+    page.goto(f"{dash.url}/agents")
+    expect(page.get_by_test_id("fleet-state")).to_have_text("1 problem(s)")
+    problems = page.get_by_role("list", name="Config problems")
+    expect(problems).to_contain_text(f"{broken}:3")
+    expect(problems).to_contain_text("system_promt")
+    writer = page.locator("tr", has=page.get_by_role("link", name="writer", exact=True))
+    expect(writer).to_contain_text("problems")
+    shoot(page, "agents-problems")

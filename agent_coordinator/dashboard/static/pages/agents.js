@@ -39,7 +39,8 @@ export async function render(view, _params, signal) {
         agent.description ? el("div", { class: "muted" }, agent.description) : ""),
       el("td", { class: "hide-narrow" }, agent.model || el("span", { class: "muted" }, "run-time")),
       el("td", { class: "hide-narrow" }, agent.tools.length ? agent.tools.join(", ") : el("span", { class: "muted" }, "none")),
-      el("td", {}, agent.contract === "agent" ? "output_schema" : agent.contract === "default" ? "default_output_schema" : el("span", { class: "muted" }, "text")),
+      el("td", {}, agent.contract === "agent" ? "output_schema" : agent.contract === "default" ? "default_output_schema" : el("span", { class: "muted" }, "text"),
+        fields(fleet.contract_fields[agent.name] || [])),
       el("td", {}, bad ? el("span", { class: "badge failed" }, "problems") :
         problems.length ? el("span", { class: "badge cancelled" }, `${problems.length} warning(s)`) :
         el("span", { class: "badge valid" }, "valid")),
@@ -55,4 +56,11 @@ export async function render(view, _params, signal) {
       ),
     ),
   );
+}
+
+// The contract's top-level fields: "summary: string*" (* required).
+function fields(list) {
+  if (!list.length) return "";
+  return el("div", { class: "muted mono fields" },
+    list.map((f, i) => [i ? ", " : "", `${f.name}${f.type ? `: ${f.type}` : ""}${f.required ? "*" : ""}`]));
 }
