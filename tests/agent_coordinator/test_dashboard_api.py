@@ -420,3 +420,20 @@ def test_the_retry_limit_is_the_one_the_run_started_with(service: Service) -> No
     assert row["error_type"] == "output_schema_validation_failed"
     [reprompts] = row["reprompts"].values()
     assert [text is not None for text in reprompts] == [True, True, False]
+
+
+def test_a_save_while_another_file_is_broken_is_written_but_not_yet_used(
+    service: Service, yaml_agent: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "agents" / "writer" / "agent.yml").write_text("id: writer\n")
+    source = service.client.get("/agents/reviewer/source").json()
+    schema = {**source["schemas"]["output_schema"], "required": ["summary"]}
+    saved = service.client.put(
+        "/agents/reviewer/schemas/output_schema",
+        json={"text": json.dumps(schema), "version": source["version"]},
+    )
+    assert saved.status_code == 200
+    assert saved.json()["reloaded"] is False
+    assert "required: [summary]\n" in yaml_agent.read_text()
+    running = service.client.get("/agents/reviewer").json()["output_schema"]
+    assert running["required"] == ["summary", "approval"]
