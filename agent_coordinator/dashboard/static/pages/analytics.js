@@ -5,6 +5,7 @@ const NS = "http://www.w3.org/2000/svg";
 const GREEN = "#2f9e44";
 const RED = "#c92a2a";
 const ORANGE = "#e67700";
+const NARROW = new Set([3, 5, 6, 7]); // table columns hidden on a narrow screen
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(NS, tag);
@@ -25,16 +26,16 @@ function short(text, limit = 20) {
 function bars(title, items, max, format) {
   const row = 26;
   const height = 30 + items.length * row;
-  const chart = svg("svg", { viewBox: `0 0 600 ${height}`, class: "chart", role: "img", "aria-label": title });
+  const chart = svg("svg", { viewBox: `0 0 460 ${height}`, class: "chart", role: "img", "aria-label": title });
   chart.append(svg("text", { x: 8, y: 18, "font-weight": 600 }, title));
   items.forEach(([label, value, colour], i) => {
     const y = 30 + i * row;
-    const width = max > 0 ? Math.max(0, (value / max) * 380) : 0;
+    const width = max > 0 ? Math.max(0, (value / max) * 240) : 0;
     chart.append(
-      svg("text", { x: 8, y: y + 15 }, short(label)),
-      svg("rect", { x: 160, y: y + 3, width: 380, height: 16, fill: "#eef1f5" }),
-      svg("rect", { x: 160, y: y + 3, width, height: 16, fill: colour }),
-      svg("text", { x: 546, y: y + 15 }, format(value)),
+      svg("text", { x: 8, y: y + 15 }, short(label, 18)),
+      svg("rect", { x: 140, y: y + 3, width: 240, height: 16, fill: "#eef1f5" }),
+      svg("rect", { x: 140, y: y + 3, width, height: 16, fill: colour }),
+      svg("text", { x: 388, y: y + 15 }, format(value)),
     );
   });
   return chart;
@@ -42,8 +43,8 @@ function bars(title, items, max, format) {
 
 // Stacked columns per day: completed (green) under failed (red).
 function days(trend) {
-  const width = 600;
-  const height = 200;
+  const width = 460;
+  const height = 190;
   const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img", "aria-label": "Runs per day" });
   chart.append(svg("text", { x: 8, y: 18, "font-weight": 600 }, "Runs per day (completed, failed)"));
   const peak = Math.max(1, ...trend.map((d) => d.completed + d.failed));
@@ -113,16 +114,16 @@ export async function render(view, _params, signal) {
   view.append(
     el("h2", {}, "By agent"),
     el("div", { class: "table-wrap" }, el("table", {},
-      el("thead", {}, el("tr", {}, ["Agent", "Runs", "Success", "First try", "Rescued", "Retries", "Tokens", "p50", "p95"].map((h, i) => el("th", { class: i ? "num" : "" }, h)))),
+      el("thead", {}, el("tr", {}, ["Agent", "Runs", "Success", "First try", "Rescued", "Retries", "Tokens", "p50", "p95"].map((h, i) => el("th", { class: NARROW.has(i) ? "num hide-narrow" : i ? "num" : "" }, h)))),
       el("tbody", {}, review.agents.map((a) => el("tr", {},
         el("td", {}, a.agent_id),
         el("td", { class: "num" }, String(a.runs)),
         el("td", { class: "num" }, percent(a.success_rate)),
-        el("td", { class: "num" }, percent(a.first_try_valid_rate)),
+        el("td", { class: "num hide-narrow" }, percent(a.first_try_valid_rate)),
         el("td", { class: "num" }, String(a.rescued)),
-        el("td", { class: "num" }, String(a.retries)),
-        el("td", { class: "num" }, (a.tokens.input + a.tokens.output).toLocaleString("en")),
-        el("td", { class: "num" }, ms(a.run_latency.p50_ms)),
+        el("td", { class: "num hide-narrow" }, String(a.retries)),
+        el("td", { class: "num hide-narrow" }, (a.tokens.input + a.tokens.output).toLocaleString("en")),
+        el("td", { class: "num hide-narrow" }, ms(a.run_latency.p50_ms)),
         el("td", { class: "num" }, ms(a.run_latency.p95_ms)),
       )))))
   );
