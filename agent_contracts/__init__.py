@@ -39,6 +39,7 @@ from agent_contracts.events import (
     RunCompletedEvent,
     RunFailedEvent,
     RunStartedEvent,
+    ToolCallEvent,
     parse_event,
 )
 from agent_contracts.messages import (
@@ -139,6 +140,7 @@ __all__ = [
     "TaskSummary",
     "TestResults",
     "ToolCall",
+    "ToolCallEvent",
     "ToolExecutionError",
     "ToolResult",
     "Usage",

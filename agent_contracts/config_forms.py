@@ -56,6 +56,7 @@ _OPTION_SPELLINGS: dict[str, _Loc] = {
     "lenient_formats": ("output", "lenientFormats"),
     "token_budget": ("limits", "tokenBudget"),
     "timeout_s": ("limits", "timeoutSeconds"),
+    "request_timeout_s": ("limits", "requestTimeoutSeconds"),
 }
 
 # Where provider-profile overrides may be written (blueprint form, then file form).

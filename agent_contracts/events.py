@@ -1,7 +1,8 @@
 """Analytics events: one JSON object per line, discriminated by ``event``.
 
-A run emits ``run_started``, then a ``model_turn`` per model call and an ``attempt`` per try at the
-output (with a ``retry`` before each re-prompt), and ends with ``run_completed`` or ``run_failed``.
+A run emits ``run_started``, then a ``model_turn`` per model call, a ``tool_call`` per input-tool
+call and an ``attempt`` per try at the output (with a ``retry`` before each re-prompt), and ends
+with ``run_completed`` or ``run_failed``.
 Every event carries ``ts``, ``run_id`` and ``agent_id``. No event has a field for credentials or
 request headers, and unknown fields are rejected, so none can be smuggled in.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "RunCompletedEvent",
     "RunFailedEvent",
     "RunStartedEvent",
+    "ToolCallEvent",
     "parse_event",
 ]
 
@@ -86,6 +88,18 @@ class ModelTurnEvent(_Event):
     """Why the model stopped, as the provider said it (``stop``, ``tool_use``...)."""
     tool_calls: list[str] = Field(default_factory=list)
     """Names of the tools the model called in this turn."""
+
+
+class ToolCallEvent(_Event):
+    """An input tool the model called, run by agentshape (``submit_result`` is not one)."""
+
+    event: Literal["tool_call"] = "tool_call"
+    tool: str
+    """The tool's name (``fs:read``, ``mcp__time__get_current_time``...)."""
+    duration_ms: float = Field(default=0.0, ge=0)
+    """How long the tool took, in milliseconds."""
+    is_error: bool = False
+    """The tool failed, or the call could not be run; the model got an error result."""
 
 
 class AttemptEvent(_Event):
@@ -172,6 +186,7 @@ class RunFailedEvent(_Event):
 AnalyticsEvent = Annotated[
     RunStartedEvent
     | ModelTurnEvent
+    | ToolCallEvent
     | AttemptEvent
     | RetryEvent
     | RunCompletedEvent

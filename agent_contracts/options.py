@@ -53,8 +53,12 @@ class RunOptions(BaseModel):
     token_budget: int | None = Field(default=None, ge=1)
     """Most tokens (input plus output) the whole run may spend; ``None`` for no limit."""
     timeout_s: float | None = Field(default=None, gt=0)
-    """Most seconds the whole run may take; ``None`` for the default of 300 s, so that a hung
-    endpoint (120 s a request, retried) cannot hold a run for many minutes."""
+    """Most seconds the whole run may take; ``None`` for the default of 300 s (or three
+    ``request_timeout_s``, if longer), so that a hung endpoint cannot hold a run for minutes."""
+    request_timeout_s: float | None = Field(default=None, gt=0)
+    """Most seconds one model request may take (each of the SDK's bounded retries gets as
+    long); ``None`` keeps the provider's default (120 s for the SDK providers). A local model
+    on a CPU can need minutes a call."""
     lenient_formats: bool = False
     """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
 

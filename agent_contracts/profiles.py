@@ -18,6 +18,7 @@ from agent_contracts.errors import ConfigError
 from agent_contracts.suggest import did_you_mean
 
 __all__ = [
+    "NativeFormat",
     "ProfileOverride",
     "ProfileOverrides",
     "ProviderProfile",
@@ -28,6 +29,12 @@ __all__ = [
 ToolDialect = Literal["neutral", "openai", "anthropic"]
 """The JSON Schema rules a tool's parameters are compiled for: OpenAI's function tools,
 Anthropic's tools, or neutral (the schema as written, for OpenAI-compatible servers)."""
+
+
+NativeFormat = Literal["json_schema", "json_object_schema"]
+"""How native structured output is asked for on the OpenAI wire: ``json_schema`` (OpenAI's
+``response_format``), or ``json_object_schema`` (``{"type": "json_object", "schema": ...}``,
+the dialect of llama.cpp's servers, which constrain decoding with a grammar made from it)."""
 
 
 class ProviderProfile(BaseModel):
@@ -49,6 +56,8 @@ class ProviderProfile(BaseModel):
     reminder, and ``submit_result`` is still forced by name on the last step."""
     native_output: bool = False
     """The provider's native structured output (a response schema) can be asked for."""
+    native_format: NativeFormat = "json_schema"
+    """How native structured output is spelled on the OpenAI wire (see :data:`NativeFormat`)."""
 
 
 ProfileOverrides = Mapping[str, object]
@@ -72,6 +81,8 @@ class ProfileOverride(BaseModel):
     """Override :attr:`ProviderProfile.supports_required_tool_choice`."""
     native_output: bool | None = None
     """Override :attr:`ProviderProfile.native_output`."""
+    native_format: NativeFormat | None = None
+    """Override :attr:`ProviderProfile.native_format`."""
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -84,6 +84,7 @@ RunErrorType = Literal[
     "output_tool_not_called",
     "no_json_found",
     "strict_json_only_violated",
+    "output_truncated",
     "input_validation_failed",
     "invalid_schema",
     "schema_not_found",

@@ -181,6 +181,9 @@ def _listen(host: str, port: int) -> tuple[socket.socket, str]:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    # Listening before the banner is printed: a client that reads the banner and connects at
+    # once waits in the backlog until the app has started, instead of being refused.
+    sock.listen(2048)
     bound, port = sock.getsockname()[:2]
     shown = f"[{bound}]" if family == socket.AF_INET6 else bound
     return sock, f"http://{shown}:{port}"

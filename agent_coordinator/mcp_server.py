@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from importlib import metadata
 from typing import Annotated, Any
 
 import anyio
@@ -105,12 +106,22 @@ def _invalid(error: PydanticValidationError) -> Unprocessable:
     )
 
 
+def _version() -> str:
+    """The installed agentshape's version, for the server's ``serverInfo``."""
+    try:
+        return metadata.version("agentshape")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 class _Server(MCPServer[Any]):
     """The SDK's server with resources listed from the fleet and the registry as they are now."""
 
     def __init__(self, services: Services) -> None:
         super().__init__(
             name="agentshape",
+            version=_version(),
+            log_level="WARNING",
             instructions=(
                 "Start agent sessions whose output is validated against a JSON Schema. "
                 "list_agents shows the agents; start_agent_session runs one and answers with "
@@ -148,13 +159,15 @@ async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord
     """Wait for a run to end, reporting progress; cancel the run when the call is cancelled."""
     ticks = 0
     events_seen = 0
+    latest = ""
     try:
         while run.status not in TERMINAL:
-            await ctx.report_progress(ticks, None, f"run {run.id} is {run.status}")
+            await ctx.report_progress(ticks, None, f"run {run.id} is {run.status}{latest}")
             run = await wait_for_end(services, run.id, _TICK_S)
             events = await asyncio.to_thread(services.store.events_after, run.id, events_seen)
             if events:
                 events_seen = events[-1].id
+                latest = f" (last event: {events[-1].type})"
             ticks += 1
         return run
     except anyio.get_cancelled_exc_class():
@@ -238,6 +251,8 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         if session is None:
             return _error(NotFound("SessionNotFound", f"no session {session_id!r}"))
         runs = await asyncio.to_thread(services.store.session_runs, session_id)
+        if not runs:
+            return _error(NotFound("SessionNotFound", f"session {session_id!r} has no runs"))
         try:
             return _outcome(runs[-1])
         except ServiceError as error:  # ResultNotReady while the latest run has not ended
@@ -248,8 +263,8 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         return AgentList(agents=[agent_summary(c) for c in services.execution.fleet.configs])
 
     @server.tool(description="List the registered output schemas.")
-    def list_schemas() -> SchemaList:
-        entries = services.execution.registry.list()
+    async def list_schemas() -> SchemaList:
+        entries = await asyncio.to_thread(services.execution.registry.list)
         return SchemaList(schemas=[SchemaSummary(**entry.model_dump()) for entry in entries])
 
     @server.resource("agent://{name}", mime_type="application/json")

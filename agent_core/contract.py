@@ -174,7 +174,7 @@ class OutputContract:
             The verdict.
         """
         if cut_off:
-            return Verdict(raw=text, errors=[_issue(CUT_OFF)])
+            return Verdict(raw=text, errors=[_issue(CUT_OFF)], failure="output_truncated")
         try:
             value = json.loads(text)
         except ValueError:
@@ -234,7 +234,7 @@ class OutputContract:
         if call.arguments is not None or call.parse_error is None:
             return self.judge_value(raw, call.arguments, dialect)
         if cut_off:
-            return Verdict(raw=raw, errors=[_issue(CUT_OFF)])
+            return Verdict(raw=raw, errors=[_issue(CUT_OFF)], failure="output_truncated")
         if extract:
             try:
                 value = extract_json(raw, None, is_valid=self._fits(dialect))
@@ -281,9 +281,9 @@ class OutputContract:
             if verdict.ok:
                 verdict.recovered = True
                 return verdict
-        reason = "the reply was empty" if not text.strip() else "the model answered in text"
         if cut_off:
-            reason = "the reply was cut off by the max_tokens limit"
+            return Verdict(raw=text, errors=[_issue(CUT_OFF, "tool")], failure="output_truncated")
+        reason = "the reply was empty" if not text.strip() else "the model answered in text"
         return Verdict(
             raw=text,
             errors=[_issue(f"{reason} instead of calling {OUTPUT_TOOL_NAME}", "tool")],

@@ -23,6 +23,7 @@ from agent_executor.escalation import ESCALATING_ERRORS
 from agent_executor.providers import FunctionModel, Provider, TestModel, resolve_model
 from agent_executor.result import AgentResult, format_child_result
 from agent_executor.tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
+from agent_executor.tracing import TracingSink
 
 if TYPE_CHECKING:
     from agent_executor.providers.anthropic import AnthropicProvider
@@ -57,6 +58,7 @@ __all__ = [
     "Provider",
     "ReadResult",
     "TestModel",
+    "TracingSink",
     "build_input_tools",
     "format_child_result",
     "read_events",

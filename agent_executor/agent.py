@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Generic, cast
+from typing import TYPE_CHECKING, Generic, cast
 
 from pydantic import JsonValue
 
@@ -55,8 +55,12 @@ from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
+from agent_executor.tracing import with_tracing
 
 __all__ = ["ENV_ANALYTICS_DIR", "Agent"]
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +94,8 @@ class Agent(Generic[OutputT]):
             (default: ``.agentshape/schemas.db`` under the current directory).
         profile: Provider-profile fields to override for every run, over the config's
             ``llm.profile`` (such as ``{"strict_tools": False}``).
+        tracer_provider: An OpenTelemetry tracer provider for this agent's spans; ``None``
+            uses the configured global one, and without one no spans are made.
 
     Raises:
         ConfigError: The config names an unknown tool, gives both an ``output_schema`` and an
@@ -115,6 +121,7 @@ class Agent(Generic[OutputT]):
         model_tiers: Sequence[Provider | str] | None = None,
         registry: SchemaRegistry | None = None,
         profile: Mapping[str, object] | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         config = config_of(config, output_schema, system_prompt, name, tools)
         if output_type is not None and config.output_schema is not None:
@@ -127,7 +134,8 @@ class Agent(Generic[OutputT]):
         self.workspace = Path(workspace) if workspace is not None else Path.cwd()
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
         require_mcp_sdk(config.mcp_servers, config.id)  # MCP servers start per run (mcp_tools.py)
-        self.analytics: AnalyticsSink = sink_for(analytics, analytics_dir, self.env)
+        sink = sink_for(analytics, analytics_dir, self.env)
+        self.analytics: AnalyticsSink = with_tracing(sink, tracer_provider, self.env)
         self.registry = registry if registry is not None else SchemaRegistry()
         self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
         """Provider-profile fields overridden for every run: the config's, then ``profile=``."""
@@ -158,6 +166,7 @@ class Agent(Generic[OutputT]):
         env: Mapping[str, str] | None = None,
         model_tiers: Sequence[Provider | str] | None = None,
         registry: SchemaRegistry | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> Agent:
         """Load an agent from an ``agent.yml`` file.
 
@@ -170,6 +179,7 @@ class Agent(Generic[OutputT]):
             env: As for :class:`Agent`.
             model_tiers: As for :class:`Agent`.
             registry: As for :class:`Agent`.
+            tracer_provider: As for :class:`Agent`.
 
         Returns:
             The agent.
@@ -187,6 +197,7 @@ class Agent(Generic[OutputT]):
             env=env,
             model_tiers=model_tiers,
             registry=registry,
+            tracer_provider=tracer_provider,
         )
 
     @property

@@ -2,10 +2,11 @@
 
 An agent with ``model_tiers`` (YAML ``llm.tiers``) escalates a run that fails its *contract*
 (``output_schema_validation_failed``, ``output_tool_not_called``, ``no_json_found``,
-``strict_json_only_violated``) on one model: the whole run is done again, from the task, on the
-next tier's model. Any other failure (a provider error, a timeout, bad run parameters, a step or
-token limit) is returned as it is. The returned result is the last tier's, with every tier's
-attempts (each naming its model), and the tokens and time of them all.
+``strict_json_only_violated``, ``output_truncated``) on one model: the whole run is done
+again, from the task, on the next tier's model. Any other failure (a provider error, a
+timeout, bad run parameters, a step or token limit) is returned as it is. The returned result
+is the last tier's, with every tier's attempts (each naming its model), and the tokens and
+time of them all.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ESCALATING_ERRORS: frozenset[str] = frozenset(
         "output_tool_not_called",
         "no_json_found",
         "strict_json_only_violated",
+        "output_truncated",
     }
 )
 """The failures of a run's output contract that escalate it to the agent's next model tier."""

@@ -10,6 +10,7 @@ they become the run's ``precheck`` failure, returned as a failed result.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,8 @@ __all__ = [
     "request_of",
     "run_spec",
 ]
+
+logger = logging.getLogger(__name__)
 
 Rung = tuple[int, Provider, OutputMode, ProviderProfile]
 """One tier of a run: its number, its provider, the output mode and the profile used on it."""
@@ -184,6 +187,14 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
         rung: The tier to run.
     """
     tier, provider, mode, profile = rung
+    if tools and mode in ("native", "prompted"):
+        logger.warning(
+            "agent %r: its input tools (%s) are not offered in %s mode, which asks for the "
+            "output alone; use output mode 'tool' (--mode tool) for a run that uses them",
+            config.id,
+            ", ".join(tool.name for tool in tools),
+            mode,
+        )
     task = plan.request.task
     if plan.request.parameters:
         parameters = json.dumps(plan.request.parameters, indent=2, ensure_ascii=False)

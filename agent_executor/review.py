@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
 from agent_contracts.errors import ConfigError
@@ -48,6 +48,7 @@ __all__ = [
     "TokenTotals",
     "parse_since",
     "review",
+    "review_events",
 ]
 
 ALL_AGENTS = "(all agents)"
@@ -179,8 +180,6 @@ class Review(BaseModel):
         return self.corrupt_lines + self.partial_lines + self.unrecognised_events
 
 
-# -- reading -------------------------------------------------------------------------------------
-
 _SPAN = re.compile(r"(\d+)\s*([dhw])\Z", re.IGNORECASE)
 _SPAN_UNITS = {"d": timedelta(days=1), "h": timedelta(hours=1), "w": timedelta(weeks=1)}
 
@@ -205,12 +204,7 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     span = _SPAN.match(value)
     if span:
         current = now or datetime.now(UTC)
-        try:
-            return current - int(span.group(1)) * _SPAN_UNITS[span.group(2).lower()]
-        except (OverflowError, ValueError):
-            raise ConfigError(
-                f"--since {text!r} reaches back before the year 1; give a shorter span or a date"
-            ) from None
+        return current - int(span.group(1)) * _SPAN_UNITS[span.group(2).lower()]
     try:
         if len(value) == 10:
             return datetime.combine(date.fromisoformat(value), time(), tzinfo=UTC)
@@ -335,8 +329,7 @@ def review(
         directory: A directory of ``events-YYYY-MM-DD.jsonl`` files, or one such file. A
             directory that does not exist gives an empty review (``files`` is empty).
         since: Count only events at or after this time; a date means its UTC midnight, a naive
-            time is UTC. A run whose start is before it and whose end is after it still counts,
-            by its end.
+            time is UTC. A run started before it and ended after it counts, by its end.
         agent: Count only this agent's events.
 
     Returns:
@@ -344,9 +337,34 @@ def review(
     """
     since_utc = _as_utc(since)
     read = read_events(directory, since=since_utc)
+    files = [str(path) for path in read.files]
+    counts = {"corrupt_lines": read.corrupt, "partial_lines": read.partial}
+    counted = review_events(read.events, source=str(directory), since=since_utc, agent=agent)
+    unreadable = [str(path) for path in read.unreadable]
+    return counted.model_copy(update={"files": files, "unreadable_files": unreadable, **counts})
+
+
+def review_events(
+    events: Iterable[dict[str, JsonValue]],
+    *,
+    source: str,
+    since: datetime | None = None,
+    agent: str | None = None,
+) -> Review:
+    """Compute the per-agent review of analytics events already read (a service's store, say).
+
+    Args:
+        events: The events as JSON objects, oldest first, already limited to ``since``.
+        source: Where they came from.
+        since: The time they were limited to.
+        agent: Count only this agent's events.
+
+    Returns:
+        The review; objects that are not a known event are counted, never raised.
+    """
     runs: dict[str, _Run] = {}
     unrecognised = used = 0
-    for raw in read.events:
+    for raw in events:
         try:
             event = ANALYTICS_EVENT_ADAPTER.validate_python(raw)
         except PydanticValidationError:
@@ -372,18 +390,11 @@ def review(
     for run in runs.values():
         by_agent.setdefault(run.agent_id, []).append(run)
     return Review(
-        source=str(directory),
-        since=since_utc,
+        source=source,
+        since=since,
         agent=agent,
-        files=[str(path) for path in read.files],
-        unreadable_files=[str(path) for path in read.unreadable],
         events=used,
-        corrupt_lines=read.corrupt,
-        partial_lines=read.partial,
         unrecognised_events=unrecognised,
         agents=[_summarise(name, by_agent[name]) for name in sorted(by_agent)],
         overall=_summarise(ALL_AGENTS, list(runs.values())),
     )
-
-
-# -- the table for people ------------------------------------------------------------------------

@@ -69,7 +69,8 @@ DEFAULT_MAX_STEPS = 10
 """Model turns a run with input tools may take when the agent sets no ``limits.maxSteps``."""
 
 DEFAULT_RUN_TIMEOUT_S = 300.0
-"""Most seconds a run may take when neither the run nor the agent sets a timeout."""
+"""Most seconds a run may take when neither the run nor the agent sets a timeout (or three
+model requests' worth, when ``request_timeout_s`` allows a request longer than 100 s)."""
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,8 @@ async def _settle(state: RunState) -> _Settled:
     """
     spec, contract = state.spec, state.spec.contract
     loop = text_loop if contract is None else tool_loop if spec.mode == "tool" else json_text_loop
-    timeout = spec.options.timeout_s or DEFAULT_RUN_TIMEOUT_S
+    request = spec.options.request_timeout_s or 0
+    timeout = spec.options.timeout_s or max(DEFAULT_RUN_TIMEOUT_S, 3 * request)
     # The input tools run in threads a timeout cannot stop: they read the deadline and stop.
     deadline = RUN_DEADLINE.set(time.monotonic() + timeout)
     try:

@@ -8,9 +8,11 @@ ends the run when the re-prompts are spent. Every word the model reads comes fro
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from agent_contracts.errors import ToolExecutionError
+from agent_contracts.events import ToolCallEvent
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_core.contract import Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
@@ -32,6 +34,7 @@ from agent_executor.run_state import (
     RunFailure,
     RunState,
     call_model,
+    emit,
     raw_of_calls,
     record_attempt,
     whole_reply_issue,
@@ -114,7 +117,7 @@ async def text_loop(state: RunState) -> Verdict:
             record_attempt(state, judged, "text", None)
             return judged
         results = [
-            await run_input_tool(spec.tools, call, position=index)
+            await _run_and_record(state, call, position=index)
             for index, call in enumerate(turn.tool_calls)
         ]
         state.messages.append(Message(role="tool", tool_results=results))
@@ -157,6 +160,26 @@ async def run_input_tool(
         content = exc.format_message()
         return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
     return ToolResult(tool_call_id=call.id, name=call.name, content=content)
+
+
+async def _run_and_record(state: RunState, call: ToolCall, *, position: int) -> ToolResult:
+    """Run one input-tool call and emit its ``tool_call`` event (name, time, error or not).
+
+    ``position`` counts the input-tool calls before it in the turn (see ``run_input_tool``).
+    """
+    started = time.perf_counter()
+    result = await run_input_tool(state.spec.tools, call, position=position)
+    emit(
+        state,
+        ToolCallEvent(
+            run_id=state.run_id,
+            agent_id=state.spec.agent_id,
+            tool=call.name,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            is_error=result.is_error,
+        ),
+    )
+    return result
 
 
 def _remind(state: RunState, forced: bool) -> None:
@@ -253,7 +276,7 @@ async def _answer_calls(
                 )
             )
         elif call.name in input_names and not forced:
-            results.append(await run_input_tool(spec.tools, call, position=inputs_run))
+            results.append(await _run_and_record(state, call, position=inputs_run))
             inputs_run += 1
         else:
             message = wrong_tool(call.name, offered, known=call.name in input_names)

@@ -236,6 +236,7 @@ async def call_model(
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
         response_format=response_format,
+        timeout_s=spec.options.request_timeout_s,
     )
     turn = await spec.provider.request(request)
     state.steps += 1
@@ -322,6 +323,9 @@ def record_attempt(
         return
     if number > spec.options.max_retries:
         what = _FAILURE_WORDS.get(judged.failure, "the output did not match the schema")
+        if judged.failure == "output_truncated":
+            limit = spec.max_tokens if spec.max_tokens is not None else "the provider's default"
+            what = f"the reply was cut off by the token limit (max_tokens: {limit})"
         raise RunFailure(
             judged.failure,
             f"{what} after {number} attempt{'s' if number > 1 else ''}",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
@@ -222,6 +223,7 @@ class FakeLLM:
         self.requests: list[RecordedRequest] = []
         self._queue: deque[ScriptedResponse] = deque()
         self._always: ScriptedResponse | None = None
+        self._refuse: Callable[[Json], ScriptedResponse | None] | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -258,6 +260,15 @@ class FakeLLM:
         with self._lock:
             self._always = response
 
+    def refuse_when(self, check: Callable[[Json], ScriptedResponse | None]) -> None:
+        """Judge each request body first, as a real server's request validation does.
+
+        ``check`` returns the refusal to answer with, or ``None`` to let the request take the
+        next scripted reply (a refused request does not use one up).
+        """
+        with self._lock:
+            self._refuse = check
+
     def close(self) -> None:
         """Stop the server, cutting short any delayed reply."""
         self._stopping.set()
@@ -268,6 +279,9 @@ class FakeLLM:
     def _next(self, request: RecordedRequest) -> ScriptedResponse:
         with self._lock:
             self.requests.append(request)
+            refusal = self._refuse(request.body) if self._refuse is not None else None
+            if refusal is not None:
+                return refusal
             if self._queue:
                 response = self._queue.popleft()
             elif self._always is not None:

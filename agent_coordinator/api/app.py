@@ -22,10 +22,11 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute
 
 from agent_contracts.errors import AgentshapeError
-from agent_coordinator.api import agents, runs, schemas, sessions
+from agent_coordinator.api import agents, editor, reports, runs, schemas, sessions
 from agent_coordinator.api.bodies import Health
 from agent_coordinator.api.deps import Services, require_token
 from agent_coordinator.api.limits import BodyLimit
+from agent_coordinator.dashboard import DashboardPages
 from agent_coordinator.errors import (
     ErrorBody,
     ErrorDetail,
@@ -133,9 +134,10 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
     for kind in (ServiceError, AgentshapeError, RequestValidationError, HTTPException, Exception):
         app.add_exception_handler(kind, _render)
     app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
+    app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
     app.router.routes.extend(routes)
     secured = [Depends(require_token)]
-    for module in (runs, sessions, schemas, agents):
+    for module in (runs, sessions, schemas, editor, agents, reports):
         app.include_router(module.router, dependencies=secured)
 
     @app.get("/health", tags=["health"])

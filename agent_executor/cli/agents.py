@@ -15,7 +15,7 @@ from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.cli.inputs import profile_overrides
 from agent_executor.providers.base import Provider
 
-__all__ = ["build_agent", "resolve_provider"]
+__all__ = ["build_agent", "resolve_provider", "unoffered_tools_note"]
 
 
 def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) -> Provider:
@@ -54,3 +54,18 @@ def build_agent(args: argparse.Namespace, config: AgentConfig) -> Agent[BaseMode
         registry=SchemaRegistry(getattr(args, "registry", DEFAULT_REGISTRY_PATH)),
         profile=profile_overrides(args),
     )
+
+
+def unoffered_tools_note(tools: list[str], mode: str) -> str | None:
+    """Return why an agent's input tools are not offered in ``mode``, if they are not.
+
+    Args:
+        tools: The agent's input tools, by name.
+        mode: The output mode of the run.
+
+    Returns:
+        The note, or ``None`` in tool and text modes or without input tools.
+    """
+    if not tools or mode not in ("native", "prompted"):
+        return None
+    return f"not offered in {mode} mode, which asks for the output alone"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR
-from agent_executor.cli.inputs import EXIT_OK, Subcommands
+from agent_executor.cli.inputs import EXIT_OK, Subcommands, UsageError
 from agent_executor.review import parse_since, review
 from agent_executor.review_html import write_review_html
 from agent_executor.review_table import format_review_table
@@ -41,7 +41,12 @@ def register(commands: Subcommands) -> None:
 
 
 def _analytics(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    since = parse_since(args.since) if args.since is not None else None
+    try:
+        since = parse_since(args.since) if args.since is not None else None
+    except OverflowError:  # a span such as 99999999999d
+        raise UsageError(
+            f"--since {args.since!r} reaches back before the year 1; give a shorter span or a date"
+        ) from None
     result = review(args.dir, since=since, agent=args.agent)
     if not args.dir.exists():
         print(f"note: {args.dir} does not exist; no runs have been logged there", file=err)

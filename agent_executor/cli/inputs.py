@@ -47,7 +47,6 @@ __all__ = [
     "read_json_file",
     "read_schema_file",
     "run_options",
-    "utf8_argument",
 ]
 
 EXIT_OK = 0
@@ -62,26 +61,15 @@ class UsageError(AgentshapeError):
     """A command line that cannot be carried out: a bad flag value, a missing or unreadable file."""
 
 
-def utf8_argument(text: str, what: str) -> str:
-    """Return a command-line argument (``what`` names it), refusing bytes that are not UTF-8.
-
-    Raises:
-        UsageError: The argument is not UTF-8 text (Python hands such bytes over as surrogates).
-    """
-    problem = unencodable(text)
-    if problem:
-        raise UsageError(f"{what} is not UTF-8 text ({problem})")
-    return text
-
-
 def parse_param(text: str) -> tuple[str, JsonValue]:
     """Parse ``key=value``; the value is read as JSON when it parses, else kept as a string.
 
     Raises:
-        UsageError: There is no ``=`` or the key is empty, or the value is JSON that cannot be
-            used (nested too deep, a number too large, ``NaN``).
+        UsageError: No ``=``, an empty key, bytes that are not UTF-8, or unusable JSON (NaN...).
     """
-    key, sep, raw = utf8_argument(text, "--param").partition("=")
+    if problem := unencodable(text):  # Python hands such bytes over as surrogates
+        raise UsageError(f"--param is not UTF-8 text ({problem})")
+    key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise UsageError(f"--param expects key=value, got {text!r}")
     try:
@@ -284,6 +272,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
     )
     parser.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="most seconds one model request may take (default 120; a CPU server needs more)",
+    )
+    parser.add_argument(
         "--analytics-dir",
         type=Path,
         help="where run events go as JSONL (default $AGENTSHAPE_ANALYTICS_DIR, else "
@@ -291,7 +285,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_FLAGS = {"max_retries": "--max-retries", "output_mode": "--mode"}
+_FLAGS = {
+    "max_retries": "--max-retries",
+    "output_mode": "--mode",
+    "request_timeout_s": "--request-timeout",
+}
 
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -321,6 +319,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         values["max_retries"] = args.max_retries
     if args.mode is not None:
         values["output_mode"] = args.mode
+    if getattr(args, "request_timeout", None) is not None:
+        values["request_timeout_s"] = args.request_timeout
     try:
         return RunOptions.model_validate(values)
     except ValidationError as exc:

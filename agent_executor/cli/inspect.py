@@ -2,8 +2,9 @@
 
 ``show`` prints what a model is sent: the enriched system prompt, the ``submit_result`` tool as
 OpenAI, Anthropic and OpenAI-compatible servers get it (each with its compile report: what that
-provider will not enforce), and the input tools. ``validate`` judges a saved output against the
-contract. ``codegen`` writes Pydantic classes for the contract with datamodel-code-generator.
+provider will not enforce, and what llama.cpp's grammar leaves out), and the input tools.
+``validate`` judges a saved output against the contract. ``codegen`` writes Pydantic classes
+for the contract with datamodel-code-generator.
 
 All three take ``--schema NAME`` / ``--schema-file FILE`` like ``run``, for an agent without an
 ``output_schema`` of its own.
@@ -28,12 +29,14 @@ from agent_contracts.runs import RunOptions, RunRequest, merge_options
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import OutputContract, resolve_contract
 from agent_core.dialects import Dialect
+from agent_core.grammar_limits import grammar_notes
 from agent_core.json_text import dump_json
 from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
 from agent_core.user_files import write_text_atomically
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
+from agent_executor.cli.agents import unoffered_tools_note
 from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -177,6 +180,7 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "neutral": contract.tool.neutral_tool(),
         }
         reports = {d: contract.tool.report(d).model_dump(mode="json") for d in _DIALECT_TITLES}
+        reports["llamacpp_grammar"] = list(grammar_notes(contract.tool.parameters))
     if args.json:
         document: dict[str, JsonValue] = {
             "agent": config.id,
@@ -203,7 +207,9 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lines.append("output contract: none; the agent answers in free text")
     else:
         lines.append(f"output contract: {_describe(contract)}")
-    lines.append(f"input tools: {', '.join(t.name for t in tools) or 'none'}")
+    unoffered = unoffered_tools_note([t.name for t in tools], mode)
+    listed = ", ".join(t.name for t in tools) or "none"
+    lines.append(f"input tools: {listed}" + (f" ({unoffered})" if unoffered else ""))
     heading = f"system prompt ({mode} mode)" if contract is not None else "system prompt"
     lines += ["", f"=== {heading} ===", system or "(empty)"]
     if contract is not None:
@@ -211,6 +217,14 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             definition = output_tool[dialect]
             lines += ["", f"=== submit_result for {title} ===", _dumps(definition)]
             lines.append(contract.tool.report(dialect).format())
+        notes = grammar_notes(contract.tool.parameters)
+        lines += ["", "=== native output for llama.cpp (json_object with a schema, a grammar) ==="]
+        lines.append(
+            "llamacpp: the grammar enforces the schema, except as noted"
+            if notes
+            else "llamacpp: the grammar enforces the whole schema"
+        )
+        lines += [f"  - {note}" for note in notes]
     for tool, definition in zip(tools, input_tools, strict=True):
         lines += ["", f"=== input tool {tool.name} (sent as {wire.to_wire(tool.name)}) ==="]
         lines.append(_dumps(definition))

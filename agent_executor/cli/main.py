@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -25,12 +26,13 @@ from pydantic import BaseModel
 
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest
-from agent_core.json_text import dump_json
+from agent_core.json_text import dump_json, unencodable
 from agent_executor.cli import analytics as cli_analytics
 from agent_executor.cli import batch as cli_batch
 from agent_executor.cli import fleet as cli_fleet
 from agent_executor.cli import init as cli_init
 from agent_executor.cli import inspect as cli_inspect
+from agent_executor.cli import probe as cli_probe
 from agent_executor.cli import schemas as cli_schemas
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
@@ -38,6 +40,7 @@ from agent_executor.cli.inputs import (
     EXIT_RUN_FAILED,
     EXIT_USAGE,
     Subcommands,
+    UsageError,
     add_agent_arguments,
     add_run_arguments,
     add_schema_arguments,
@@ -46,7 +49,6 @@ from agent_executor.cli.inputs import (
     load_agent,
     parse_param,
     run_options,
-    utf8_argument,
 )
 from agent_executor.result import AgentResult
 
@@ -114,6 +116,7 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
     cli_schemas.register(commands)
     cli_analytics.register(commands)
     cli_init.register(commands)
+    cli_probe.register(commands)
     for register in extra_commands:
         register(commands)
     for sub in commands.choices.values():
@@ -131,7 +134,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     provider = resolve_provider(agent, args.model, err)
     result = agent.run_sync(
         RunRequest(
-            task=utf8_argument(args.task, "--task"),
+            task=_utf8_task(args.task),
             parameters=params,
             options=options,
             output_schema=schema.inline,
@@ -145,6 +148,17 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         _print_pretty(result, out)
     return EXIT_OK if result.ok else EXIT_RUN_FAILED
+
+
+def _utf8_task(task: str) -> str:
+    """Return ``--task``, refusing bytes that are not UTF-8 (Python hands them over as surrogates).
+
+    Raises:
+        UsageError: The task is not UTF-8 text.
+    """
+    if problem := unencodable(task):
+        raise UsageError(f"--task is not UTF-8 text ({problem})")
+    return task
 
 
 def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
@@ -183,6 +197,30 @@ def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
             print(f"last output:\n{last}", file=out)
 
 
+class _WarningLines(logging.Handler):
+    """Print the library's logged warnings on standard error, one line each.
+
+    agentshape's own (``agent_executor``, ``agent_core``...) as ``note: ...``, like the
+    command line's other notes; other libraries' with their logger's name.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write one warning line (standard error is looked up now, as a test replaces it)."""
+        ours = record.name.split(".")[0] in _OWN_PACKAGES
+        prefix = "note: " if ours else f"warning: {record.name}: "
+        print(prefix + record.getMessage(), file=sys.stderr)
+
+
+_OWN_PACKAGES = frozenset({"agent_contracts", "agent_core", "agent_executor", "agent_coordinator"})
+
+
+def _show_library_warnings() -> None:
+    """Give the root logger one warning printer (the command line is an application)."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _WarningLines) for handler in root.handlers):
+        root.addHandler(_WarningLines(logging.WARNING))
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -206,6 +244,7 @@ def main(
     stdout = out or sys.stdout
     for stream in (stdout, sys.stderr):
         _escape_unencodable(stream)
+    _show_library_warnings()
     parser = build_parser(extra_commands)
     try:
         args = parser.parse_args(argv)

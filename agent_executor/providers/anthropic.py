@@ -41,6 +41,7 @@ from agent_executor.providers.base import (
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
+from agent_executor.providers.error_text import refine_error_kind
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 
 if TYPE_CHECKING:
@@ -202,8 +203,7 @@ class AnthropicProvider:
             schema = turn.response_format.json_schema
             output_config = {"format": {"type": "json_schema", "schema": schema}}
         system = "\n\n".join(m.content for m in turn.messages if m.role == "system" and m.content)
-        # A lone surrogate (in a task, an echoed answer, a schema) goes out as its escape.
-        system, tools = encodable(system), encodable_data(tools)
+        system, tools = encodable(system), encodable_data(tools)  # lone surrogates escaped
         messages = encodable_data(self._messages(turn.messages, names))
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         omit = anthropic.omit
@@ -312,8 +312,7 @@ class AnthropicProvider:
             ) from exc
         if not isinstance(raw, dict) or "content" not in raw:
             raise ProviderError("the reply has no content blocks", provider=self.name, body=raw)
-        content = raw["content"]
-        if not isinstance(content, list):  # the model's malformed reply: no blocks, re-prompted
+        if not isinstance(content := raw["content"], list):  # malformed: no blocks, re-prompted
             content = raw["content"] = []
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -370,14 +369,15 @@ def _translate_errors(provider: str) -> Iterator[None]:
     except anthropic.APITimeoutError as exc:
         raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
     except anthropic.APIConnectionError as exc:
-        message = connection_message(exc)
-        raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
+        kind = "provider_connection_error"
+        raise ProviderError(connection_message(exc), provider=provider, kind=kind) from exc
     except anthropic.APIStatusError as exc:
         status = exc.status_code
+        text = f"{exc.message} {exc.response.text}"
         raise ProviderError(
             exc.message,
             provider=provider,
-            kind=error_kind_for_status(status),
+            kind=refine_error_kind(error_kind_for_status(status), status, text),
             status=status,
             body=error_body(exc.body),
         ) from exc

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
-from agent_core.json_text import value_problem
+from agent_core.json_text import MAX_JSON_DEPTH, value_problem
 from agent_core.tool_names import ToolNameMap
 
 __all__ = [
@@ -242,6 +242,7 @@ def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
     Whatever a model sends must become a contract failure the run loop re-prompts, never an
     error of ours: text that is not JSON, longer than :data:`MAX_ARGUMENT_CHARS`, nests past
     ``MAX_JSON_DEPTH``, holds ``NaN`` or an integer too long to read gives ``(None, why)``.
+    ``why`` is the reason only (the re-prompt says what it is about), as ``parse_error`` holds.
 
     Args:
         raw: The arguments as the provider sent them (JSON text).
@@ -250,14 +251,13 @@ def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
         ``(value, None)``, or ``(None, why)`` when the text cannot be used.
     """
     if len(raw) > MAX_ARGUMENT_CHARS:
-        return None, (
-            f"arguments are not usable: {len(raw):,} characters is over the "
-            f"{MAX_ARGUMENT_CHARS:,}-character cap"
-        )
+        return None, f"{len(raw):,} characters is over the {MAX_ARGUMENT_CHARS:,}-character cap"
     try:
         value: JsonValue = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        return None, f"arguments are not valid JSON: {exc}"
+    except RecursionError:
+        return None, f"it nests deeper than {MAX_JSON_DEPTH} levels"
+    except ValueError as exc:
+        return None, str(exc)
     problem = arguments_problem(value)
     return (None, problem) if problem else (value, None)
 
@@ -268,8 +268,7 @@ def arguments_problem(value: object) -> str | None:
     Args:
         value: The arguments as the SDK parsed them (an Anthropic ``input``).
     """
-    problem = value_problem(value)
-    return None if problem is None else f"arguments are not usable JSON: {problem}"
+    return value_problem(value)
 
 
 def echo_text(arguments: object) -> str:

@@ -45,6 +45,7 @@ from agent_executor.providers.base import (
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
+from agent_executor.providers.error_text import refine_error_kind, refuse_retry_when_malformed
 from agent_executor.providers.openai_replies import (
     _turn,
 )
@@ -113,7 +114,7 @@ class OpenAIProvider:
                 base_url=base_url,
                 max_retries=max_retries,
                 timeout=timeout_s,
-                http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()),
+                http_client=_http_client(),
             )
         except openai.OpenAIError as exc:
             raise ConfigError(
@@ -127,10 +128,34 @@ class OpenAIProvider:
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self._max_tokens_param = max_tokens_param
 
+    def variant(
+        self, *, profile: ProviderProfile | None = None, max_retries: int | None = None
+    ) -> OpenAIProvider:
+        """Return a provider for the same server, model and key with other settings.
+
+        Args:
+            profile: The profile the copy sends by (``None``: this one's).
+            max_retries: The copy's SDK retries (``None``: this one's); ``agentshape probe``
+                asks once, with none.
+
+        Returns:
+            The new provider (no request is made).
+        """
+        return OpenAIProvider(
+            self.model,
+            api_key=self._api_key,
+            base_url=self.base_url,
+            name=self.name,
+            max_retries=self._max_retries if max_retries is None else max_retries,
+            timeout_s=self.timeout_s,
+            max_tokens_param=self._max_tokens_param,
+            profile=self.profile if profile is None else profile,
+        )
+
     def _new_client(self) -> openai.AsyncOpenAI:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return openai.AsyncOpenAI(
-            http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            http_client=_http_client(),
             api_key=self._api_key,
             base_url=self.base_url,
             max_retries=self._max_retries,
@@ -164,10 +189,17 @@ class OpenAIProvider:
             body["temperature"] = turn.temperature
         if turn.response_format is not None:
             fmt = turn.response_format
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": fmt.name, "schema": fmt.json_schema, "strict": fmt.strict},
-            }
+            if self.profile.native_format == "json_object_schema":
+                body["response_format"] = {"type": "json_object", "schema": fmt.json_schema}
+            else:
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": fmt.name,
+                        "schema": fmt.json_schema,
+                        "strict": fmt.strict,
+                    },
+                }
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         body = encodable_data(body)  # a lone surrogate (task, echoed answer) as its escape
         started = time.perf_counter()
@@ -205,6 +237,16 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+def _http_client() -> httpx2.AsyncClient:
+    """Return the SDK's default HTTP client, with malformed-request 5xx answers not retried.
+
+    See :mod:`agent_executor.providers.error_text`.
+    """
+    return openai.DefaultAsyncHttpxClient(
+        verify=_ssl_context(), event_hooks={"response": [refuse_retry_when_malformed]}
+    )
+
+
 @contextmanager
 def _translate_errors(provider: str) -> Iterator[None]:
     """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
@@ -217,10 +259,12 @@ def _translate_errors(provider: str) -> Iterator[None]:
         raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
     except openai.APIStatusError as exc:
         status = exc.status_code
+        text = f"{exc.message} {exc.response.text}"
+        kind = refine_error_kind(error_kind_for_status(status), status, text)
         raise ProviderError(
             exc.message,
             provider=provider,
-            kind=error_kind_for_status(status),
+            kind=kind,
             status=status,
             body=error_body(exc.body),
         ) from exc
@@ -275,7 +319,8 @@ def _messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
             wire.append(
                 {
                     "role": "assistant",
-                    "content": message.content or None,
+                    # A string, never null: llama-cpp-python's server refuses a null content.
+                    "content": message.content,
                     "tool_calls": [
                         {
                             "id": call.id,
@@ -295,7 +340,15 @@ def _messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
 
 
 def _arguments_text(call: ToolCall) -> str:
-    """Return the arguments to echo back: what the model sent, else the parsed value as JSON."""
-    if call.raw_arguments:
+    """Return the arguments to echo back: always the JSON text of an object.
+
+    What the model sent when it was a JSON object, else its parsed value as JSON; arguments
+    that were not a JSON object (cut off, broken, a list) are echoed as ``{}``, because Ollama
+    and llama.cpp parse the echoed arguments and refuse the whole request otherwise. The error
+    tool result that follows tells the model what was wrong with what it sent.
+    """
+    if not isinstance(call.arguments, dict):
+        return "{}"
+    if call.raw_arguments and call.raw_arguments.lstrip().startswith("{"):
         return call.raw_arguments
-    return json.dumps(call.arguments if call.arguments is not None else {})
+    return json.dumps(call.arguments, ensure_ascii=False)

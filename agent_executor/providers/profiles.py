@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from agent_contracts.profiles import ProviderProfile
 
-__all__ = ["ANTHROPIC_PROFILE", "COMPATIBLE_PROFILE", "OPENAI_PROFILE", "TEST_PROFILE"]
+__all__ = [
+    "ANTHROPIC_PROFILE",
+    "COMPATIBLE_PROFILE",
+    "LLAMACPP_PROFILE",
+    "OPENAI_PROFILE",
+    "TEST_PROFILE",
+]
 
 OPENAI_PROFILE = ProviderProfile(
     tool_dialect="openai",
@@ -35,9 +41,17 @@ COMPATIBLE_PROFILE = ProviderProfile(
     supports_required_tool_choice=False,
     native_output=False,
 )
-"""An OpenAI-compatible server (``ollama:``, ``vllm:``, ``llamacpp:``, ``compatible:``): the
-schema as written, no strict mode, a tool forced by name only (several servers refuse
-``required``), no native structured output unless overridden."""
+"""An OpenAI-compatible server (``ollama:``, ``vllm:``, ``compatible:``): the schema as
+written, no strict mode, a tool forced by name only (several servers refuse ``required``), no
+native structured output unless overridden."""
+
+LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
+    update={"native_output": True, "native_format": "json_object_schema"}
+)
+"""llama.cpp's servers (``llamacpp:``): as a compatible server (a tool forced by name, never
+``required``), and native output as ``{"type": "json_object", "schema": ...}``, which they
+turn into a grammar (see :func:`agent_core.grammar_limits.grammar_notes` for what it leaves
+out)."""
 
 TEST_PROFILE = ProviderProfile(
     tool_dialect="neutral",

@@ -13,8 +13,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_contracts.errors import ConfigError
+from agent_contracts.profiles import ProviderProfile
 from agent_executor.providers.base import Provider
-from agent_executor.providers.profiles import COMPATIBLE_PROFILE
+from agent_executor.providers.profiles import COMPATIBLE_PROFILE, LLAMACPP_PROFILE
 from agent_executor.providers.test import TestModel
 
 # The SDK-backed providers are imported where they are built: importing both SDKs costs about
@@ -160,7 +161,12 @@ def _anthropic(model: str, env: Mapping[str, str]) -> Provider:
     )
 
 
-def _compatible(prefix: str, variable: str, default: str | None) -> Factory:
+def _compatible(
+    prefix: str,
+    variable: str,
+    default: str | None,
+    profile: ProviderProfile = COMPATIBLE_PROFILE,
+) -> Factory:
     """Return the factory for an OpenAI-compatible server named by ``prefix``."""
 
     def make(model: str, env: Mapping[str, str]) -> Provider:
@@ -177,7 +183,7 @@ def _compatible(prefix: str, variable: str, default: str | None) -> Factory:
         return _shared(
             (prefix, model, key, base_url),
             lambda: sdk.OpenAIProvider(
-                model, api_key=key, base_url=base_url, name=prefix, profile=COMPATIBLE_PROFILE
+                model, api_key=key, base_url=base_url, name=prefix, profile=profile
             ),
         )
 
@@ -204,7 +210,9 @@ def _test(options: str, env: Mapping[str, str]) -> Provider:
 _FACTORIES: dict[str, Factory] = {
     "anthropic": _anthropic,
     "compatible": _compatible("compatible", ENV_COMPATIBLE_BASE_URL, None),
-    "llamacpp": _compatible("llamacpp", "LLAMACPP_BASE_URL", DEFAULT_LLAMACPP_BASE_URL),
+    "llamacpp": _compatible(
+        "llamacpp", "LLAMACPP_BASE_URL", DEFAULT_LLAMACPP_BASE_URL, LLAMACPP_PROFILE
+    ),
     "ollama": _compatible("ollama", "OLLAMA_BASE_URL", DEFAULT_OLLAMA_BASE_URL),
     "openai": _openai,
     "test": _test,

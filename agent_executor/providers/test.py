@@ -218,9 +218,9 @@ class TestModel:
             return ModelTurn(text=broken, stop_reason=stop if stop == "max_tokens" else "end_turn")
         try:
             json.loads(broken)
-            error = "arguments are not valid JSON"
+            error = "the JSON value is cut off"
         except ValueError as exc:
-            error = f"arguments are not valid JSON: {exc}"
+            error = str(exc)
         call = ToolCall(
             id=_call_id(turn, 0), name=target.name, raw_arguments=broken, parse_error=error
         )

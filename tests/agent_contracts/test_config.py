@@ -171,8 +171,8 @@ def test_unknown_key_in_a_small_section_lists_the_known_keys() -> None:
     assert errors_of({"id": "a", "limits": {"steps_max": 3}}) == [
         (
             "limits.steps_max",
-            "unknown key 'steps_max' at $.limits (known keys: maxSteps, timeoutSeconds, "
-            "tokenBudget)",
+            "unknown key 'steps_max' at $.limits (known keys: maxSteps, requestTimeoutSeconds, "
+            "timeoutSeconds, tokenBudget)",
         )
     ]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from agent_core.registry import SchemaRegistry
@@ -27,11 +28,11 @@ from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed (pip install 'agentshape[mcp]')")
 
-import httpx2  # noqa: E402  (comes with the mcp SDK)
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp_types import CallToolResult, TextContent  # noqa: E402
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent, Tool
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNT = {
@@ -94,6 +95,13 @@ async def http_session(url: str, token: str | None = None) -> AsyncIterator[Clie
         yield session
 
 
+def _conforms(tool: Tool, result: CallToolResult) -> dict[str, Any]:
+    """Check a result's structured content against the tool's declared ``outputSchema``."""
+    assert tool.output_schema is not None and result.structured_content is not None
+    jsonschema.Draft202012Validator(tool.output_schema).validate(result.structured_content)
+    return result.structured_content
+
+
 def _error(result: CallToolResult) -> dict[str, Any]:
     assert result.is_error
     block = result.content[0]
@@ -124,8 +132,8 @@ async def test_stdio_tools_declare_output_schemas_and_runs_are_validated(
             {"agent_name": "writer", "prompt": "Count the files.", "output_schema": COUNT},
         )
         assert not inline.is_error
-        body = inline.structured_content
-        assert body is not None and body["status"] == "completed"
+        body = _conforms(tools["start_agent_session"], inline)
+        assert body["status"] == "completed"
         assert set(body["result_data"]) == {"files", "lines"}
         assert body["validated_output"] == body["result_data"]
         assert body["schema_validation"]["valid"] is True
@@ -134,28 +142,28 @@ async def test_stdio_tools_declare_output_schemas_and_runs_are_validated(
             "start_agent_session",
             {"agent_name": "writer", "prompt": "Count again.", "output_schema_name": "code-count"},
         )
-        assert named.structured_content is not None
-        assert named.structured_content["schema_validation"]["schema_name"] == "code-count"
+        named_body = _conforms(tools["start_agent_session"], named)
+        assert named_body["schema_validation"]["schema_name"] == "code-count"
 
         resumed = await session.call_tool(
             "resume_agent_session",
             {"session_id": body["session_id"], "prompt": "And the tests?"},
         )
+        _conforms(tools["resume_agent_session"], resumed)
         assert resumed.structured_content is not None
         assert resumed.structured_content["session_id"] == body["session_id"]
         assert resumed.structured_content["run_id"] != body["run_id"]
         assert set(resumed.structured_content["result_data"]) == {"files", "lines"}
 
         again = await session.call_tool("get_session_result", {"session_id": body["session_id"]})
-        assert again.structured_content == resumed.structured_content
+        assert _conforms(tools["get_session_result"], again) == resumed.structured_content
 
         agents = await session.call_tool("list_agents", {})
-        assert agents.structured_content is not None
-        names = [agent["name"] for agent in agents.structured_content["agents"]]
+        names = [agent["name"] for agent in _conforms(tools["list_agents"], agents)["agents"]]
         assert names == sorted(["reviewer", "writer", "orchestrator", "summariser"])
         schemas = await session.call_tool("list_schemas", {})
-        assert schemas.structured_content is not None
-        assert [s["name"] for s in schemas.structured_content["schemas"]] == ["code-count"]
+        listed = _conforms(tools["list_schemas"], schemas)["schemas"]
+        assert [s["name"] for s in listed] == ["code-count"]
 
 
 async def test_stdio_resources_are_blueprints_and_registered_schemas(tmp_path: Path) -> None:
@@ -223,10 +231,11 @@ async def test_stdio_failed_run_is_an_error_result_with_the_failure_body(
 ) -> None:
     fake_llm.respond_always(openai_tool_call("submit_result", INVALID))
     async with stdio_session(tmp_path, model="openai:gpt-test", env=_env(fake_llm)) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         result = await session.call_tool("start_agent_session", REVIEW)
     assert result.is_error
-    body = result.structured_content
-    assert body is not None and body["status"] == "failed"
+    body = _conforms(tools["start_agent_session"], result)
+    assert body["status"] == "failed"
     error = body["error"]
     assert error["type"] == "output_schema_validation_failed"
     assert "$.summary: '' should be non-empty" in error["validation_errors"]
@@ -276,6 +285,7 @@ async def test_http_failure_reports_progress_first(
     assert result.structured_content is not None
     assert result.structured_content["error"]["type"] == "output_schema_validation_failed"
     assert progress and progress[0][1] is not None and "run_" in progress[0][1]
+    assert any("last event: " in (message or "") for _, message in progress[1:]), progress
     assert [done for done, _ in progress] == sorted({done for done, _ in progress})
 
 
@@ -285,7 +295,7 @@ async def test_http_cancelling_the_call_cancels_the_run(
     fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 30))
     service = make_service(env=_env(fake_llm), model="openai:gpt-test", mcp=True)
     async with http_session(f"{service.url}/mcp") as session:
-        with pytest.raises(Exception, match="(?i)time"):
+        with pytest.raises(Exception, match=r"(?i)time"):
             await session.call_tool("start_agent_session", REVIEW, read_timeout_seconds=1.5)
     deadline = time.monotonic() + 15
     status = None

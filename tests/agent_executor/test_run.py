@@ -348,8 +348,9 @@ async def test_unparseable_arguments_that_do_not_validate_are_re_asked(fake_llm:
     assert [a.recovered_by_extraction for a in result.attempts] == [False, False, False]
     for attempt in result.attempts[:2]:
         assert "the arguments are not valid JSON" in str(attempt.errors[0])
+        assert str(attempt.errors[0]).count("not valid JSON") == 1  # said once
     (answer,) = last_tool_results("openai", bodies(fake_llm)[1])
-    assert answer["is_error"] and "not valid JSON" in answer["content"]
+    assert answer["is_error"] and answer["content"].count("not valid JSON") == 1
 
 
 # Two tool calls in one turn ---------------------------------------------------------------------

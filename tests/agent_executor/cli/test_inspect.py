@@ -121,6 +121,32 @@ def test_show_input_tools_with_their_wire_names(capsys: pytest.CaptureFixture[st
     assert tool["parameters"]["type"] == "object" and "path" in tool["parameters"]["properties"]
 
 
+def test_show_and_run_say_input_tools_are_not_offered_in_prompted_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["show", "reader", "--mode", "prompted"]) == 0
+    shown = capsys.readouterr()
+    assert "input tools: fs:read (not offered in prompted mode" in shown.out
+    assert main(["show", "reader"]) == 0
+    assert "not offered" not in capsys.readouterr().out
+
+    assert main(["run", "reader", "--task", "Grade it.", "--mode", "prompted"]) == 0
+    err = capsys.readouterr().err
+    assert "note: agent 'grader': its input tools (fs:read) are not offered in prompted" in err
+    assert main(["run", "reader", "--task", "Grade it."]) == 0
+    assert "not offered" not in capsys.readouterr().err
+
+
+def test_show_llamacpp_grammar_notes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "short"]) == 0
+    out = capsys.readouterr().out
+    assert "=== native output for llama.cpp (json_object with a schema, a grammar) ===" in out
+    assert "llamacpp: the grammar enforces the schema, except as noted" in out
+    assert "  - $.properties.score: minimum is not in the grammar" in out
+    notes = show_json(capsys, "short")["reports"]["llamacpp_grammar"]
+    assert notes == ["$.properties.score: minimum is not in the grammar"]
+
+
 def test_show_prompted_mode(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "grader", "--mode", "prompted"]) == 0
     out = capsys.readouterr().out

@@ -390,6 +390,7 @@ EXPECTED_KINDS = {
     "APIResponseValidationError": OTHER,
     "APIWebhookValidationError": OTHER,
     "BadRequestError": BAD_REQUEST,
+    "WorkspaceHumanReviewDisabledError": BAD_REQUEST,
     "AuthenticationError": AUTH,
     "PaymentRequiredError": OTHER,
     "PermissionDeniedError": AUTH,

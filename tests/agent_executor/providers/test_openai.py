@@ -229,7 +229,7 @@ async def test_unparseable_arguments_are_kept_with_the_parse_error(
     assert call.arguments is None
     assert call.raw_arguments == '{"summary": "trunc'
     assert call.parse_error is not None
-    assert call.parse_error.startswith("arguments are not valid JSON")
+    assert call.parse_error.startswith("Unterminated string")
 
 
 async def test_missing_tool_call_ids_are_made_up_deterministically(

@@ -14,7 +14,11 @@ from agent_contracts.runs import RunOptions
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
 from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.profiles import COMPATIBLE_PROFILE, OPENAI_PROFILE
+from agent_executor.providers.profiles import (
+    COMPATIBLE_PROFILE,
+    LLAMACPP_PROFILE,
+    OPENAI_PROFILE,
+)
 from agent_executor.providers.resolve import resolve_model
 from tests.fake_llm import FakeLLM, openai_tool_call
 
@@ -65,13 +69,26 @@ def test_compatible_prefix_is_sent_the_schema_as_written(fake_llm: FakeLLM) -> N
     assert function["parameters"] == SCHEMA
 
 
-@pytest.mark.parametrize("prefix", ["ollama", "vllm", "llamacpp"])
-def test_local_server_prefixes_get_the_compatible_profile(prefix: str) -> None:
+@pytest.mark.parametrize(
+    ("prefix", "profile"),
+    [("ollama", COMPATIBLE_PROFILE), ("vllm", COMPATIBLE_PROFILE), ("llamacpp", LLAMACPP_PROFILE)],
+)
+def test_local_server_prefixes_get_their_profiles(prefix: str, profile: ProviderProfile) -> None:
     env = {f"{prefix.upper()}_BASE_URL": "http://127.0.0.1:9/v1"}
     provider = resolve_model(f"{prefix}:m", env=env)
 
-    assert provider.profile == COMPATIBLE_PROFILE
+    assert provider.profile == profile
     assert provider.name == prefix
+
+
+def test_llamacpp_is_compatible_with_its_own_native_output() -> None:
+    changed = {
+        key
+        for key, value in LLAMACPP_PROFILE.model_dump().items()
+        if value != getattr(COMPATIBLE_PROFILE, key)
+    }
+    assert changed == {"native_output", "native_format"}
+    assert not LLAMACPP_PROFILE.supports_required_tool_choice
 
 
 def test_compatible_needs_its_base_url() -> None:

@@ -1,0 +1,66 @@
+// "/agents": the fleet, each agent's model, tools and contract, and the config's state from disk.
+import { api, el, link, pathPart, setTitle } from "../app.js";
+
+export async function render(view, _params, signal) {
+  setTitle("Agents");
+  const [agents, fleet] = await Promise.all([api("/agents", { signal }), api("/fleet", { signal })]);
+  view.append(el("h1", {}, "Agents"));
+
+  const errors = fleet.problems.filter((p) => p.severity === "error");
+  const state = el("section", { class: "card", "aria-labelledby": "config-state" });
+  state.append(el("h2", { id: "config-state" }, "Config"));
+  state.append(
+    el("p", {}, "Fleet directory ", el("code", {}, fleet.directory), ": ",
+      fleet.valid
+        ? el("span", { class: "ok-text", "data-testid": "fleet-state" }, "valid")
+        : el("span", { class: "bad-text", "data-testid": "fleet-state" }, `${errors.length} problem(s)`),
+    ),
+  );
+  if (fleet.problems.length) {
+    state.append(
+      el("ul", { class: "findings", "aria-label": "Config problems" },
+        fleet.problems.map((p) =>
+          el("li", { class: p.severity },
+            el("span", { class: "where" }, p.line ? `${p.file}:${p.line}` : p.file),
+            p.field ? el("code", {}, p.field) : "", p.field ? ": " : "",
+            p.message,
+          ),
+        ),
+      ),
+    );
+  }
+  view.append(state);
+
+  const rows = agents.map((agent) => {
+    const problems = fleet.problems.filter((p) => fleet.files[agent.name] && p.file === fleet.files[agent.name]);
+    const bad = problems.some((p) => p.severity === "error");
+    return el("tr", {},
+      el("td", {}, link(`/agents/${pathPart(agent.name)}`, agent.name),
+        agent.description ? el("div", { class: "muted" }, agent.description) : ""),
+      el("td", { class: "hide-narrow" }, agent.model || el("span", { class: "muted" }, "run-time")),
+      el("td", { class: "hide-narrow" }, agent.tools.length ? agent.tools.join(", ") : el("span", { class: "muted" }, "none")),
+      el("td", {}, agent.contract === "agent" ? "output_schema" : agent.contract === "default" ? "default_output_schema" : el("span", { class: "muted" }, "text"),
+        fields(fleet.contract_fields[agent.name] || [])),
+      el("td", {}, bad ? el("span", { class: "badge failed" }, "problems") :
+        problems.length ? el("span", { class: "badge cancelled" }, `${problems.length} warning(s)`) :
+        el("span", { class: "badge valid" }, "valid")),
+    );
+  });
+  view.append(
+    el("div", { class: "table-wrap" },
+      el("table", {},
+        el("thead", {}, el("tr", {},
+          el("th", {}, "Agent"), el("th", { class: "hide-narrow" }, "Model"), el("th", { class: "hide-narrow" }, "Tools"),
+          el("th", {}, "Contract"), el("th", {}, "Config"))),
+        el("tbody", {}, rows),
+      ),
+    ),
+  );
+}
+
+// The contract's top-level fields: "summary: string*" (* required).
+function fields(list) {
+  if (!list.length) return "";
+  return el("div", { class: "muted mono fields" },
+    list.map((f, i) => [i ? ", " : "", `${f.name}${f.type ? `: ${f.type}` : ""}${f.required ? "*" : ""}`]));
+}

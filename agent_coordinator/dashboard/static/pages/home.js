@@ -1,0 +1,29 @@
+// "/": where to go, with the fleet's state and the latest sessions at a glance.
+import { api, el, link, setTitle } from "../app.js";
+
+export async function render(view, _params, signal) {
+  setTitle("Dashboard");
+  const [fleet, sessions, failed] = await Promise.all([
+    api("/fleet", { signal }),
+    api("/reports/sessions?limit=1", { signal }),
+    api("/reports/sessions?limit=1&status=failed", { signal }),
+  ]);
+  const problems = fleet.problems.filter((p) => p.severity === "error").length;
+  view.append(
+    el("h1", {}, "agentshape dashboard"),
+    el(
+      "div",
+      { class: "grid" },
+      card("/agents", "Agents", `${fleet.loaded.length} agents; ${problems ? `${problems} config problem(s)` : "config valid"}`),
+      card("/sessions", "Sessions", `${sessions.total} sessions, ${failed.total} failed`),
+      card("/runs/new", "Start a run", "Run an agent with a prompt, parameters and a schema"),
+      card("/schemas", "Schemas", "The named output schema registry"),
+      card("/analytics", "Analytics", "Success rates, failures, retries, tokens, latency"),
+    ),
+    el("p", { class: "muted" }, "Everything here comes from the service's HTTP API; see ", link("/docs", "/docs"), "."),
+  );
+}
+
+function card(href, title, text) {
+  return el("div", { class: "card" }, el("h2", {}, link(href, title)), el("p", { class: "muted" }, text));
+}

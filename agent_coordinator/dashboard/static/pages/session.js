@@ -1,0 +1,122 @@
+// "/sessions/{id}": status, the output-schema verdict with its errors, the retries, every attempt
+// (raw output, errors, the re-prompt that followed), the result, parent and children, resume.
+import { ApiError, api, badge, el, errorBox, follow, link, ms, pathPart, pretty, setTitle, when } from "../app.js";
+
+export async function render(view, [id], signal) {
+  setTitle(id);
+  const content = el("div", {});
+  view.append(el("p", { class: "muted" }, link("/sessions", "Sessions"), " / ", id), content);
+  let shown = null;
+  const draw = async () => {
+    const base = `/sessions/${pathPart(id)}`;
+    const [session, row] = await Promise.all([api(base, { signal }), api(`/reports${base}`, { signal })]);
+    let result = null;
+    try {
+      result = await api(`${base}/result`, { signal });
+    } catch (error) {
+      if (!(error instanceof ApiError && error.body.error === "ResultNotReady")) throw error;
+    }
+    shown = session.status;
+    content.replaceChildren(...build(session, row, result, draw));
+  };
+  await draw();
+  follow("/reports/sessions/events", (type, row) => {
+    if (type === "session" && row.session_id === id && row.status !== shown) draw().catch(() => {});
+  }, signal);
+}
+
+function verdict(result, row) {
+  const out = [];
+  const validation = result && result.schema_validation;
+  const failure = result && result.error;
+  const invalid = failure && failure.type === "output_schema_validation_failed";
+  if (invalid || (validation && !validation.valid)) {
+    out.push(el("p", { class: "verdict" }, "Output Schema: ", el("span", { class: "bad-text", "data-testid": "schema-verdict" }, "Validation Failed")));
+    const errors = (failure && failure.validation_errors.length ? failure.validation_errors : (validation && validation.errors) || []);
+    out.push(el("h3", {}, "Errors"), el("ul", { class: "findings", "data-testid": "validation-errors" },
+      errors.map((text) => el("li", { class: "error" }, text))));
+  } else if (validation) {
+    out.push(el("p", { class: "verdict" }, "Output Schema: ", el("span", { class: "ok-text", "data-testid": "schema-verdict" }, "Valid"),
+      validation.schema_name ? el("span", { class: "muted" }, ` (schema ${validation.schema_name})`) : ""));
+  } else if (result && result.status === "completed") {
+    out.push(el("p", { class: "verdict muted" }, "Output Schema: none (a text result)"));
+  } else if (failure) {
+    out.push(el("p", { class: "verdict" }, "Failed: ", el("span", { class: "bad-text" }, failure.type), " ", failure.message));
+  }
+  if (row.max_retries !== null && (validation || invalid)) {
+    const exhausted = invalid && row.retries >= row.max_retries;
+    out.push(el("p", { "data-testid": "retries" }, `Retry attempts: ${row.retries}/${row.max_retries}${exhausted ? " exhausted" : ""}`));
+  }
+  return out;
+}
+
+function attemptBlock(attempt, reprompt) {
+  const ok = !attempt.errors.length;
+  return el("div", { class: `attempt ${ok ? "ok" : "bad"}` },
+    el("h4", {}, `Attempt ${attempt.number}`, " ", ok ? badge("valid") : el("span", { class: "badge invalid" }, "invalid"),
+      el("span", { class: "muted" }, ` ${attempt.mode}${attempt.model ? `, ${attempt.model}` : ""}${attempt.tool_name ? `, ${attempt.tool_name}` : ""}`)),
+    el("div", { class: "muted" }, "Raw output"),
+    el("pre", { class: "raw-output" }, attempt.raw_output || "(empty)"),
+    ok ? "" : el("ul", { class: "findings" }, attempt.errors.map((e) => el("li", { class: "error" }, `${e.path}: ${e.message}`))),
+    reprompt ? [el("div", { class: "muted" }, "Re-prompt that followed"), el("pre", { class: "reprompt" }, reprompt)] : "",
+  );
+}
+
+function build(session, row, result, redraw) {
+  const out = [];
+  out.push(el("h1", {}, `Session: ${session.session_id}`));
+  const facts = [
+    ["Agent", link(`/agents/${pathPart(session.agent_name)}`, session.agent_name)],
+    ["Status", badge(session.status)],
+    ["Model", row.model || ""],
+    ["Tokens", row.tokens === null ? "" : row.tokens.toLocaleString("en")],
+    ["Duration", ms(row.duration_ms)],
+    ["Created", when(session.created_at)],
+  ];
+  if (session.parent_session_id) facts.push(["Parent", link(`/sessions/${pathPart(session.parent_session_id)}`, session.parent_session_id)]);
+  if (session.children.length) facts.push(["Children", el("span", {}, session.children.map((c, i) => [i ? ", " : "", link(`/sessions/${pathPart(c)}`, c)]))]);
+  out.push(el("section", { class: "card" }, el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])), ...verdict(result, row)));
+
+  if (result) {
+    const failure = result.error;
+    out.push(el("h2", {}, "Result"));
+    if (result.status === "completed") out.push(el("pre", { "data-testid": "result" }, result.result_data !== null ? pretty(result.result_data) : result.result_text || ""));
+    else if (failure) out.push(el("p", { class: "muted" }, "Last output"), el("pre", { "data-testid": "result" }, typeof failure.last_output === "string" ? failure.last_output : pretty(failure.last_output)));
+  } else {
+    out.push(el("p", { class: "notice" }, `The latest run is ${session.status}; this page updates when it ends.`));
+  }
+
+  out.push(el("h2", {}, "Runs"));
+  session.runs.forEach((run, index) => {
+    const reprompts = row.reprompts[run.run_id] || [];
+    out.push(el("section", { class: "card" },
+      el("h3", {}, `Run ${index + 1}: ${run.type}`, " ", badge(run.status), el("span", { class: "muted" }, ` ${run.run_id}`)),
+      el("div", { class: "muted" }, "Prompt"),
+      el("pre", {}, run.prompt),
+      run.attempts.map((attempt, i) => attemptBlock(attempt, reprompts[i])),
+      run.error && run.error.type !== "output_schema_validation_failed" ? el("p", { class: "bad-text" }, `${run.error.type}: ${run.error.message}`) : "",
+    ));
+  });
+
+  const prompt = el("textarea", { id: "resume-prompt", rows: "3", required: true });
+  const status = el("div", { "aria-live": "polite" });
+  const busy = ["queued", "running"].includes(session.status);
+  const form = el("form", { class: "card", "aria-labelledby": "resume-title" },
+    el("h2", { id: "resume-title" }, "Resume this session"),
+    el("label", { for: "resume-prompt" }, "Prompt", el("span", { class: "hint" }, "The conversation continues; the contract is enforced again.")),
+    prompt,
+    el("div", { class: "actions" }, el("button", { type: "submit", disabled: busy }, "Resume")),
+    status);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("/runs", { method: "POST", body: { type: "resume_session", session_id: session.session_id, prompt: prompt.value } });
+      status.replaceChildren(el("span", { class: "ok-text" }, "Resumed; waiting for the run…"));
+      await redraw();
+    } catch (error) {
+      status.replaceChildren(errorBox(error));
+    }
+  });
+  out.push(form);
+  return out;
+}

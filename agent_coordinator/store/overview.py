@@ -1,0 +1,182 @@
+"""Read-only queries for overviews: sessions with their latest run, filtered and paged, and events.
+
+These serve the dashboard's sessions list and analytics (``/reports/...``). They read the same
+tables as :class:`~agent_coordinator.store.runs.RunQueries` and never write. A session's row
+leaves its transcript out (it can be large); its latest run is joined in one query, so a page of
+sessions is one round trip however many sessions there are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from agent_coordinator.store.base import SqlStore
+from agent_coordinator.store.postgres import PostgresStore
+from agent_coordinator.store.records import RunRecord
+from agent_coordinator.store.sql import RUN_COLUMNS, run_record
+
+__all__ = [
+    "SessionFilter",
+    "SessionRow",
+    "changed_sessions",
+    "count_sessions",
+    "error_types",
+    "events_since",
+    "retry_limits",
+    "session_rows",
+]
+
+_SESSION = "s.seq, s.id, s.agent_name, s.status, s.parent_session_id, s.depth, s.created_at, " + (
+    "s.updated_at"
+)
+_RUN = ", ".join(f"r.{name.strip()}" for name in RUN_COLUMNS.split(","))
+_LATEST = (
+    "FROM sessions s LEFT JOIN runs r ON r.seq = "
+    "(SELECT MAX(x.seq) FROM runs x WHERE x.session_id = s.id)"
+)
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions to list; every field left ``None`` matches all."""
+
+    status: str | None = None
+    agent_name: str | None = None
+    error_type: str | None = None
+    """The ``type`` of the latest run's error (``output_schema_validation_failed``...)."""
+    since: float | None = None
+    """Created at or after (epoch seconds)."""
+    until: float | None = None
+    """Created before (epoch seconds)."""
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """A session without its transcript, with its latest run."""
+
+    seq: int
+    id: str
+    agent_name: str
+    status: str
+    parent_session_id: str | None
+    depth: int
+    created_at: float
+    updated_at: float
+    latest: RunRecord | None
+
+
+def _error_type(store: SqlStore) -> str:
+    if isinstance(store, PostgresStore):
+        return "(r.error::json ->> 'type')"
+    return "json_extract(r.error, '$.type')"
+
+
+def _where(store: SqlStore, wanted: SessionFilter, after: int | None) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    for clause, value in (
+        ("s.seq < ?", after),
+        ("s.status = ?", wanted.status),
+        ("s.agent_name = ?", wanted.agent_name),
+        (f"{_error_type(store)} = ?", wanted.error_type),
+        ("s.created_at >= ?", wanted.since),
+        ("s.created_at < ?", wanted.until),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _row(row: tuple[object, ...] | list[object]) -> SessionRow:
+    head, run = row[:8], row[8:]
+    return SessionRow(
+        seq=int(str(head[0])),
+        id=str(head[1]),
+        agent_name=str(head[2]),
+        status=str(head[3]),
+        parent_session_id=None if head[4] is None else str(head[4]),
+        depth=int(str(head[5])),
+        created_at=float(str(head[6])),
+        updated_at=float(str(head[7])),
+        latest=None if run[0] is None else run_record(run),
+    )
+
+
+def session_rows(
+    store: SqlStore, wanted: SessionFilter, *, limit: int, after: int | None = None
+) -> list[SessionRow]:
+    """Return sessions with their latest run, newest first, older than seq ``after``."""
+    where, params = _where(store, wanted, after)
+    with store._tx(write=False) as cursor:
+        rows = store._exec(
+            cursor,
+            f"SELECT {_SESSION}, {_RUN} {_LATEST}{where} ORDER BY s.seq DESC LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+    return [_row(tuple(row)) for row in rows]
+
+
+def count_sessions(store: SqlStore, wanted: SessionFilter) -> int:
+    """Return how many sessions match ``wanted``."""
+    where, params = _where(store, wanted, None)
+    with store._tx(write=False) as cursor:
+        row = store._exec(cursor, f"SELECT COUNT(*) {_LATEST}{where}", params).fetchone()
+    return int(str(row[0])) if row is not None else 0
+
+
+def error_types(store: SqlStore) -> list[str]:
+    """Return every error type a run has ended with, sorted."""
+    with store._tx(write=False) as cursor:
+        rows = store._exec(
+            cursor,
+            f"SELECT DISTINCT {_error_type(store)} FROM runs r WHERE r.error IS NOT NULL",
+        ).fetchall()
+    return sorted(str(row[0]) for row in rows if row[0] is not None)
+
+
+def changed_sessions(store: SqlStore, since: float, *, limit: int = 200) -> list[SessionRow]:
+    """Return sessions updated after ``since`` (epoch seconds), least recently updated first."""
+    with store._tx(write=False) as cursor:
+        rows = store._exec(
+            cursor,
+            f"SELECT {_SESSION}, {_RUN} {_LATEST} WHERE s.updated_at > ? "
+            "ORDER BY s.updated_at LIMIT ?",
+            (since, limit),
+        ).fetchall()
+    return [_row(tuple(row)) for row in rows]
+
+
+def events_since(store: SqlStore, since: float | None) -> list[dict[str, JsonValue]]:
+    """Return the data of every stored event created at or after ``since``, oldest first."""
+    where, params = (" WHERE created_at >= ?", [since]) if since is not None else ("", [])
+    with store._tx(write=False) as cursor:
+        rows = store._exec(cursor, f"SELECT data FROM events{where} ORDER BY id", params).fetchall()
+    found: list[dict[str, JsonValue]] = []
+    for row in rows:
+        data = json.loads(str(row[0]))
+        if isinstance(data, dict):
+            found.append(data)
+    return found
+
+
+def retry_limits(store: SqlStore, run_ids: list[str]) -> dict[str, int]:
+    """Return the ``max_retries`` each run started with (from its ``run_started`` event)."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" for _ in run_ids)
+    with store._tx(write=False) as cursor:
+        rows = store._exec(
+            cursor,
+            f"SELECT run_id, data FROM events WHERE type = 'run_started' AND run_id IN ({marks})",
+            run_ids,
+        ).fetchall()
+    found: dict[str, int] = {}
+    for run_id, data in rows:
+        value = json.loads(str(data)).get("max_retries")
+        if isinstance(value, int):
+            found[str(run_id)] = value
+    return found

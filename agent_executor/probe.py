@@ -1,0 +1,268 @@
+"""What an OpenAI-compatible server accepts, found by asking: :func:`probe_profile`.
+
+No model name or URL tells what a local server can be sent, so the prober makes a handful of
+tiny requests, each through the provider's own wire code with one feature turned on: a tool
+offered; a tool forced by name; ``tool_choice: "required"``; a strict tool; native output as
+``json_schema`` and as ``json_object`` with a schema (llama.cpp's dialect); and a conversation
+that carries a tool call and its error result, as a re-prompt does. Each answer is recorded
+(accepted, refused with the server's words, or accepted without doing what was asked), and the
+profile that follows is what a run on that server should use. Whether a server that accepts
+a strict tool also enforces it cannot be seen from its answers, so ``strict_tools`` is left as
+the model string's profile has it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from agent_contracts.errors import ProviderError
+from agent_contracts.messages import Message, ToolCall, ToolResult
+from agent_contracts.profiles import ProviderProfile
+from agent_contracts.tools import ResponseFormat, ToolChoice, ToolDefinition
+from agent_executor.providers.base import ModelTurn, ModelTurnRequest
+
+__all__ = ["Probe", "ProbeReport", "ProbeTarget", "probe_profile"]
+
+_TOOL = ToolDefinition(
+    name="record_answer",
+    description="Record the answer.",
+    parameters={
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    },
+)
+_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+_ASK = [
+    Message.system("You answer briefly."),
+    Message.user("What is the capital of France? Record the answer."),
+]
+_MAX_TOKENS = 64
+_UNREACHABLE = frozenset(
+    {"provider_connection_error", "provider_timeout", "provider_authentication_error"}
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe's outcome.
+
+    Attributes:
+        name: What was tried (``named_tool_choice``, ``required_tool_choice``...).
+        accepted: The server answered 2xx.
+        honoured: It also did what was asked (called the tool, answered in JSON).
+        detail: The server's refusal, or what it did instead, in a line.
+    """
+
+    name: str
+    accepted: bool
+    honoured: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """Every probe's outcome and the profile they add up to.
+
+    Attributes:
+        model: The model spec probed.
+        probes: The outcomes, in the order they were tried.
+        profile: The profile a run on this server should use.
+    """
+
+    model: str
+    probes: list[Probe] = field(default_factory=list)
+    profile: ProviderProfile = field(default_factory=ProviderProfile)
+
+    def overrides(self) -> dict[str, object]:
+        """Return the profile as ``llm.profile`` fields (every field, so nothing is assumed)."""
+        return dict(self.profile.model_dump())
+
+
+ProbeTarget = Callable[[ProviderProfile], Callable[[ModelTurnRequest], Awaitable[ModelTurn]]]
+"""Gives the request function of the probed provider sending by a given profile."""
+
+
+async def _try(
+    name: str,
+    send: Callable[[ModelTurnRequest], Awaitable[ModelTurn]],
+    request: ModelTurnRequest,
+    honoured: Callable[[ModelTurn], str | None],
+) -> Probe:
+    """Send one probe; ``honoured`` returns ``None`` when the reply did as asked, else why not."""
+    try:
+        turn = await send(request)
+    except ProviderError as exc:
+        if exc.kind in _UNREACHABLE:
+            raise  # no answer at all says nothing about what the server accepts
+        status = f"{exc.status} " if exc.status else ""
+        return Probe(name, accepted=False, honoured=False, detail=f"{status}{exc}"[:300])
+    why_not = honoured(turn)
+    return Probe(name, accepted=True, honoured=why_not is None, detail=why_not or "")
+
+
+def _called_tool(turn: ModelTurn) -> str | None:
+    if any(call.name == _TOOL.name for call in turn.tool_calls):
+        return None
+    return f"answered in text instead of calling the tool: {turn.text[:80]!r}"
+
+
+def _answered_json(turn: ModelTurn) -> str | None:
+    try:
+        value = json.loads(turn.text)
+    except ValueError:
+        return f"the reply is not JSON: {turn.text[:80]!r}"
+    return None if isinstance(value, dict) and "answer" in value else "the JSON misses 'answer'"
+
+
+def _any_reply(turn: ModelTurn) -> str | None:
+    return None
+
+
+async def probe_profile(
+    model: str, target: ProbeTarget, base: ProviderProfile, *, timeout_s: float | None = None
+) -> ProbeReport:
+    """Probe a server and return what it accepts and the profile that follows.
+
+    Args:
+        model: The model spec, for the report.
+        target: The probed provider's request function for a given profile (the wire form of
+            each probe is the provider's own).
+        base: The profile the model string gives (its ``tool_dialect`` is kept when strict
+            tools are refused).
+        timeout_s: Each probe's timeout (``None``: the provider's).
+
+    Returns:
+        The report. A server that refuses tools altogether gets ``supports_tools: false``.
+
+    Raises:
+        ProviderError: The server could not be reached, did not answer in time, or refused
+            the key: no probe can tell anything then.
+    """
+    neutral = base.model_copy(update={"strict_tools": False, "native_output": True})
+    forced = ToolChoice.tool(_TOOL.name)
+    probes = [
+        await _try(
+            "tools",
+            target(neutral),
+            ModelTurnRequest(
+                messages=_ASK, tools=[_TOOL], max_tokens=_MAX_TOKENS, timeout_s=timeout_s
+            ),
+            _any_reply,
+        ),
+        await _try(
+            "named_tool_choice",
+            target(neutral),
+            ModelTurnRequest(
+                messages=_ASK,
+                tools=[_TOOL],
+                tool_choice=forced,
+                max_tokens=_MAX_TOKENS,
+                timeout_s=timeout_s,
+            ),
+            _called_tool,
+        ),
+        await _try(
+            "required_tool_choice",
+            target(neutral),
+            ModelTurnRequest(
+                messages=_ASK,
+                tools=[_TOOL],
+                tool_choice=ToolChoice.required(),
+                max_tokens=_MAX_TOKENS,
+                timeout_s=timeout_s,
+            ),
+            _called_tool,
+        ),
+        await _try(
+            "strict_tools",
+            target(neutral),
+            ModelTurnRequest(
+                messages=_ASK,
+                tools=[_TOOL.model_copy(update={"strict": True})],
+                tool_choice=forced,
+                max_tokens=_MAX_TOKENS,
+                timeout_s=timeout_s,
+            ),
+            _called_tool,
+        ),
+    ]
+    native = ResponseFormat(name="answer", json_schema=_SCHEMA, strict=True)
+    for name, native_format in (
+        ("json_schema_format", "json_schema"),
+        ("json_object_schema_format", "json_object_schema"),
+    ):
+        probes.append(
+            await _try(
+                name,
+                target(neutral.model_copy(update={"native_format": native_format})),
+                ModelTurnRequest(
+                    messages=_ASK,
+                    response_format=native,
+                    max_tokens=_MAX_TOKENS,
+                    timeout_s=timeout_s,
+                ),
+                _answered_json,
+            )
+        )
+    call = ToolCall(id="call_probe1", name=_TOOL.name, arguments={}, raw_arguments="{}")
+    conversation = [
+        *_ASK,
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(
+            role="tool",
+            tool_results=[
+                ToolResult(
+                    tool_call_id=call.id,
+                    name=_TOOL.name,
+                    content="$: 'answer' is a required property",
+                    is_error=True,
+                )
+            ],
+        ),
+    ]
+    probes.append(
+        await _try(
+            "tool_conversation",
+            target(neutral),
+            ModelTurnRequest(
+                messages=conversation,
+                tools=[_TOOL],
+                tool_choice=forced,
+                max_tokens=_MAX_TOKENS,
+                timeout_s=timeout_s,
+            ),
+            _any_reply,
+        )
+    )
+    return ProbeReport(model=model, probes=probes, profile=_profile(base, probes))
+
+
+def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
+    """Return the profile the probes add up to."""
+    got = {probe.name: probe for probe in probes}
+    tools = got["tools"].accepted
+    named = got["named_tool_choice"]
+    json_schema = got["json_schema_format"].honoured  # accepted, and answered in JSON
+    json_object = got["json_object_schema_format"].honoured
+    # A strict tool the server accepts may still not be enforced, and nothing a probe sees
+    # tells: strict_tools stays as the model string's profile has it (the probe informs).
+    return base.model_copy(
+        update={
+            "supports_tools": tools,
+            "can_force_tool": tools and named.accepted and named.honoured,
+            "supports_required_tool_choice": tools and got["required_tool_choice"].accepted,
+            "native_output": json_schema or json_object,
+            "native_format": "json_schema"
+            if json_schema or not json_object
+            else "json_object_schema",
+        }
+    )

@@ -1,0 +1,131 @@
+"""``agentshape probe`` against the fake server judging requests as each real server does."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_executor.cli import main
+from agent_executor.providers.profiles import LLAMACPP_PROFILE
+from tests.compatible_servers import llamacpp_python, ollama
+from tests.fake_llm import FakeLLM, ScriptedResponse, openai_text, openai_tool_call
+
+Check = Callable[[Any], ScriptedResponse | None]
+
+
+def answering(check: Check) -> Check:
+    """The server's checks, then an answer that does what the request asked."""
+
+    def answer(body: Any) -> ScriptedResponse:
+        refused = check(body)
+        if refused is not None:
+            return refused
+        if body.get("response_format"):
+            return openai_text(json.dumps({"answer": "Paris"}))
+        return openai_tool_call("record_answer", {"answer": "Paris"})
+
+    return answer
+
+
+def probe(
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    model: str,
+    *flags: str,
+) -> tuple[int, str]:
+    prefix = model.split(":")[0]
+    variable = (
+        "OPENAI_COMPATIBLE_BASE_URL" if prefix == "compatible" else f"{prefix.upper()}_BASE_URL"
+    )
+    monkeypatch.setenv(variable, fake_llm.openai_base_url)
+    code = main(["probe", model, *flags])
+    return code, capsys.readouterr().out
+
+
+def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.refuse_when(answering(llamacpp_python))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "compatible:gemma", "--json")
+
+    assert code == 0
+    report = json.loads(out)
+    outcomes = {p["name"]: (p["accepted"], p["honoured"]) for p in report["probes"]}
+    assert outcomes == {
+        "tools": (True, True),
+        "named_tool_choice": (True, True),
+        "required_tool_choice": (False, False),
+        "strict_tools": (True, True),
+        "json_schema_format": (False, False),
+        "json_object_schema_format": (True, True),
+        "tool_conversation": (True, True),
+    }
+    assert report["profile"] == LLAMACPP_PROFILE.model_dump()
+    refused = next(p for p in report["probes"] if p["name"] == "json_schema_format")
+    assert "Input should be 'text' or 'json_object'" in refused["detail"]
+    sent = [request.body for request in fake_llm.requests]
+    assert sent[4]["response_format"]["type"] == "json_schema"
+    assert sent[5]["response_format"] == {
+        "type": "json_object",
+        "schema": sent[5]["response_format"]["schema"],
+    }
+    assert len(sent) == 7  # one request each: a refusal is not retried
+
+
+def test_the_text_report_gives_the_llm_section_and_the_flags(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.refuse_when(answering(llamacpp_python))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "compatible:gemma")
+
+    assert code == 0
+    assert "  required_tool_choice        refused: 500 " in out
+    assert "llm:\n  model: compatible:gemma\n  profile: {tool_dialect: neutral," in out
+    assert "native_output: true, native_format: json_object_schema}" in out
+    assert "--profile native_output=true --profile native_format=json_object_schema" in out
+
+
+def test_a_server_that_takes_everything(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.refuse_when(answering(ollama))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "ollama:qwen3", "--json")
+
+    profile = json.loads(out)["profile"]
+    assert code == 0
+    assert profile["supports_required_tool_choice"] is True
+    assert (profile["native_output"], profile["native_format"]) == (True, "json_schema")
+    assert profile["strict_tools"] is False  # acceptance does not show enforcement
+
+
+def test_a_server_that_ignores_the_tool_choice(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.respond_always(openai_text("Paris."))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "vllm:m", "--json")
+
+    report = json.loads(out)
+    named = next(p for p in report["probes"] if p["name"] == "named_tool_choice")
+    assert named["accepted"] and not named["honoured"]
+    assert "answered in text" in named["detail"]
+    assert report["profile"]["can_force_tool"] is False
+    assert report["profile"]["native_output"] is False  # accepted, but no JSON came back
+    assert code == 0
+
+
+def test_unreachable_and_wrong_models_are_one_line_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VLLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["probe", "vllm:m"]) == 2
+    assert "the server at http://127.0.0.1:9/v1/ cannot be reached" in capsys.readouterr().err
+    assert main(["probe", "test"]) == 2
+    assert "probe asks servers that speak the OpenAI wire" in capsys.readouterr().err

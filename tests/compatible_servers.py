@@ -1,0 +1,87 @@
+"""What real OpenAI-compatible servers refuse, as request checks for the fake server.
+
+Each function judges a Chat Completions request body the way one server's request handling
+does (read from each server's source) and returns the refusal that server sends, or ``None``:
+
+- llama-cpp-python's server validates messages with TypedDicts: an assistant ``content`` must
+  be a string when present (``null`` is refused), ``response_format.type`` must be ``text`` or
+  ``json_object``, and ``tool_choice: "required"`` fails; every such failure is a 500 whose
+  body is the validation's complaint.
+- Ollama decodes each echoed tool call's ``arguments`` into an object ("invalid tool call
+  arguments", 400) and needs ``content`` to be a string unless the message has tool calls.
+- vLLM follows OpenAI's schema: ``content`` is a string, a list of parts or ``null``;
+  ``arguments`` is a string; a tool message has a ``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.fake_llm import ScriptedResponse
+
+__all__ = ["SERVERS", "llamacpp_python", "ollama", "vllm"]
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> ScriptedResponse:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return ScriptedResponse(status=status, body=body)
+
+
+def llamacpp_python(body: Any) -> ScriptedResponse | None:
+    """llama-cpp-python's ``/v1/chat/completions`` request validation."""
+    problems = []
+    for index, message in enumerate(body.get("messages", [])):
+        role = message.get("role")
+        if role == "assistant" and "content" in message and not isinstance(message["content"], str):
+            problems.append(
+                f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, 'typed-dict', "
+                f"'content'), 'msg': 'Input should be a valid string', 'input': None}}"
+            )
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call.get("function", {}).get("arguments"), str):
+                problems.append(f"messages.{index}.tool_calls: arguments should be a string")
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") not in ("text", "json_object"):
+        problems.append(
+            "{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            "'msg': \"Input should be 'text' or 'json_object'\"}"
+        )
+    if problems:
+        return _error(500, "[" + ", ".join(problems) + "]", "internal_server_error")
+    if body.get("tool_choice") == "required":
+        return ScriptedResponse(status=500, body="Internal Server Error")
+    return None
+
+
+def ollama(body: Any) -> ScriptedResponse | None:
+    """Ollama's OpenAI-compatible layer (``openai.FromChatRequest``)."""
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if not isinstance(content, str | list) and not message.get("tool_calls"):
+            return _error(400, f"invalid message content type: {type(content).__name__}")
+        for call in message.get("tool_calls") or []:
+            try:
+                arguments = json.loads(call["function"]["arguments"])
+            except (KeyError, TypeError, ValueError):
+                return _error(400, "invalid tool call arguments")
+            if not isinstance(arguments, dict):
+                return _error(400, "invalid tool call arguments")
+    return None
+
+
+def vllm(body: Any) -> ScriptedResponse | None:
+    """vLLM's OpenAI-schema request validation (422 with the field)."""
+    for index, message in enumerate(body.get("messages", [])):
+        if not isinstance(message.get("content"), str | list | type(None)):
+            return _error(422, f"messages.{index}.content: Input should be a valid string")
+        if message.get("role") == "tool" and not message.get("tool_call_id"):
+            return _error(422, f"messages.{index}.tool_call_id: Field required")
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call.get("function", {}).get("arguments"), str):
+                return _error(422, f"messages.{index}: arguments: Input should be a valid string")
+    return None
+
+
+SERVERS = {"llamacpp": llamacpp_python, "ollama": ollama, "vllm": vllm}
+"""Each server's checks, by the model prefix that talks to it."""
