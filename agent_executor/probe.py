@@ -118,7 +118,7 @@ def _called_tool(turn: ModelTurn) -> str | None:
 def _answered_json(turn: ModelTurn) -> str | None:
     try:
         value = json.loads(turn.text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a model can send anything
         return f"the reply is not JSON: {turn.text[:80]!r}"
     return None if isinstance(value, dict) and "answer" in value else "the JSON misses 'answer'"
 
