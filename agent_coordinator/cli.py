@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import logging
 import os
 import signal
 import socket
@@ -202,6 +203,18 @@ def _serve(app: ASGIApp, sock: socket.socket, services: Services) -> None:
         sock.close()
 
 
+def _log_to(err: TextIO) -> None:
+    """Send warnings and errors to ``err``, plainly, before anything else configures logging.
+
+    Without this the mcp SDK's server sets the root logger to INFO with a rich console handler,
+    and every provider call (httpx logs each request at INFO) is rendered to the terminal, which
+    costs the service more CPU than the run itself.
+    """
+    logging.basicConfig(
+        level=logging.WARNING, stream=err, format="agentshape: %(levelname)s %(name)s: %(message)s"
+    )
+
+
 def _has_mcp() -> bool:
     return importlib.util.find_spec("mcp") is not None
 
@@ -209,6 +222,7 @@ def _has_mcp() -> bool:
 def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve the API until interrupted; print where it listens, the fleet and the database."""
     _need_server("serve")
+    _log_to(err)
     from agent_coordinator.api import create_app
 
     services = _services(args)
@@ -295,6 +309,7 @@ def _ignore_signal(signum: int, frame: object) -> None:
 
 def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run stored runs until SIGINT or SIGTERM, then requeue what is still running."""
+    _log_to(err)
     store, execution = _open(args)
     runner = Runner(store, execution, workers=args.workers, lease_s=args.lease)
     out.write(
