@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib.util
 import logging
 import os
@@ -215,6 +216,21 @@ def _log_to(err: TextIO) -> None:
     )
 
 
+def _settle(execution: Execution) -> None:
+    """Import the providers' SDKs now, then keep the garbage collector out of the way.
+
+    Everything made so far (modules, SDK types, the fleet, the app) lives as long as the
+    process; frozen, it is no longer walked by every full collection. A run allocates some 500
+    containers, almost all freed by reference counting, so a young collection every 700 (the
+    default) ran more than once a run: every 50,000 it runs about once per 100 runs. Together
+    this took the collector from about a tenth of the service's CPU to a thirtieth.
+    """
+    execution.warm()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+
+
 def _has_mcp() -> bool:
     return importlib.util.find_spec("mcp") is not None
 
@@ -228,6 +244,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     services = _services(args)
     mcp = _has_mcp()
     app = create_app(services, mcp_host=args.host if mcp else None)
+    _settle(services.execution)
     sock, url = _listen(args.host, args.port)
     out.write(
         f"agentshape serve: listening on {url} (docs at /docs)\n"
@@ -317,6 +334,7 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + _describe(store, execution, args)
     )
     out.flush()
+    _settle(execution)
 
     async def main() -> None:
         stop = asyncio.Event()
