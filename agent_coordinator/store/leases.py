@@ -21,6 +21,7 @@ from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, SqlBase, dumps, loa
 
 __all__ = ["LeaseQueries"]
 
+_ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
 _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
@@ -159,7 +160,8 @@ class LeaseQueries(SqlBase):
                 cursor,
                 "UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
                 "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
-                f"AND status = 'running' RETURNING {RUN_COLUMNS}",
+                # result and error are the values just written: not read back and parsed again
+                f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
                 (
                     status,
                     None if result is None else dumps(result),
@@ -172,6 +174,7 @@ class LeaseQueries(SqlBase):
             if row is None:
                 return None
             ended = run_record(row)
+            ended.result, ended.error = result, error
             session_id = ended.session_id
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
