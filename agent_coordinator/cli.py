@@ -178,11 +178,12 @@ def _services(args: argparse.Namespace) -> Services:
 
 
 def _listen(host: str, port: int) -> tuple[socket.socket, str]:
-    """Bind the listening socket first, so port 0 is known before the banner is printed."""
+    """Bind and listen first, so port 0 is known and connections queue from the banner on."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(2048)  # connections made once the banner is out wait until uvicorn serves
     bound, port = sock.getsockname()[:2]
     shown = f"[{bound}]" if family == socket.AF_INET6 else bound
     return sock, f"http://{shown}:{port}"
