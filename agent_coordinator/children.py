@@ -105,7 +105,7 @@ class StartSession(InputTool):
                 f"child sessions may nest {MAX_DEPTH} deep; this session is at depth {self.depth}",
                 tool=self.name,
             )
-        children = await asyncio.to_thread(
+        children = await store.call(
             store.list_sessions, limit=MAX_CHILDREN + 1, parent_session_id=self.parent.session_id
         )
         if len(children) >= MAX_CHILDREN:
@@ -139,10 +139,8 @@ class StartSession(InputTool):
             parent_session_id=self.parent.session_id,
             depth=self.depth + 1,
         )
-        stored, _ = await asyncio.to_thread(store.create_run, child)
-        claim = await asyncio.to_thread(
-            store.claim_run, stored.id, self.runner.id, self.runner.lease_s
-        )
+        stored, _ = await store.call(store.create_run, child)
+        claim = await store.call(store.claim_run, stored.id, self.runner.id, self.runner.lease_s)
         if claim is not None:
             await self.runner.execute(claim)
         ended = await self._wait(stored.id)
@@ -150,7 +148,7 @@ class StartSession(InputTool):
 
     async def _wait(self, run_id: str) -> RunRecord:
         while True:
-            run = await asyncio.to_thread(self.runner.store.get_run, run_id)
+            run = await self.runner.store.call(self.runner.store.get_run, run_id)
             if run is None or run.status in TERMINAL:
                 assert run is not None
                 return run

@@ -12,8 +12,10 @@ back to the offline test model, fails the run with a ``config_error`` saying how
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 
 from pydantic import BaseModel, JsonValue
@@ -42,6 +44,7 @@ from agent_core.fleet import Fleet
 from agent_core.registry import SchemaRegistry
 from agent_core.validation import compile_schema, issues_from_pydantic
 from agent_executor.agent import Agent
+from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import format_child_result
 from agent_executor.tools import InputTool
 
@@ -70,8 +73,32 @@ class EventBuffer:
         return pending
 
 
+_RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events", default=None)
+"""The event buffer of the run the current task executes."""
+
+
+class _RunEvents:
+    """The analytics sink of the agents the service keeps: events to the current run's buffer.
+
+    One agent serves many runs at once; the run a task executes is in :data:`_RUN_EVENTS`.
+    """
+
+    def emit(self, event: BaseModel) -> None:
+        """Pass the event to the current run's buffer."""
+        events = _RUN_EVENTS.get()
+        if events is not None:
+            events.emit(event)
+
+
+_ROUTED = _RunEvents()
+
+
 class Execution:
     """Checks run requests against the fleet and runs them with the library.
+
+    One :class:`Agent` per fleet agent is built on first use and kept, as a library user keeps
+    theirs: its tools, contract and compiled schemas are made once, not once per run. A run
+    whose agent gets tools of the service's own (``agents:start_session``) builds its own.
 
     Args:
         fleet: The agents the service runs.
@@ -95,6 +122,20 @@ class Execution:
         self.default_model = default_model
         self.env = env
         self.workspace = workspace
+        self._agents: dict[str, tuple[AgentConfig, Agent[BaseModel]]] = {}
+        self._own_contracts: set[tuple[int, bool]] = set()
+
+    def warm(self) -> None:
+        """Build the providers of the models runs will use now (importing their SDKs).
+
+        So the first run does not pay for it, and the service's process starts with the SDKs
+        it runs on. A model that cannot be resolved (an unknown prefix, a missing key) is left
+        for its runs to report.
+        """
+        models = {self.default_model, *(config.model for config in self.fleet.values())}
+        for model in sorted(model for model in models if model):
+            with contextlib.suppress(AgentshapeError):
+                resolve_model(model, env=self.env)
 
     def config(self, agent_name: str) -> AgentConfig:
         """Return an agent's config.
@@ -130,18 +171,23 @@ class Execution:
                 "InvalidRequest", "give output_schema or output_schema_name, not both"
             )
         named: JsonSchema | None = None
+        lenient = merge_options(config.options, options).lenient_formats
+        own = run.output_schema is None and run.output_schema_name is None
         try:
             if run.output_schema_name is not None:
                 named = self.registry.get(run.output_schema_name)
-            resolve_contract(
-                config,
-                output_type=None,
-                inline=run.output_schema,
-                named=(run.output_schema_name, named)
-                if run.output_schema_name is not None and named is not None
-                else None,
-                lenient=merge_options(config.options, options).lenient_formats,
-            )
+            if not own or (id(config), lenient) not in self._own_contracts:
+                resolve_contract(
+                    config,
+                    output_type=None,
+                    inline=run.output_schema,
+                    named=(run.output_schema_name, named)
+                    if run.output_schema_name is not None and named is not None
+                    else None,
+                    lenient=lenient,
+                )
+                if own:  # the fleet's configs are immutable: its own contract stays good
+                    self._own_contracts.add((id(config), lenient))
         except AgentshapeError as error:
             raise from_library(error) from error
         self._check_parameters(config, run.parameters)
@@ -216,17 +262,10 @@ class Execution:
             tools: Tools the service adds to the agent's own (``agents:start_session``).
             run_id: The service's run id, carried by the library's result and events.
         """
+        current = _RUN_EVENTS.set(events)
         try:
             config = self.config(agent_name)
-            own_tools = [name for name in config.tools if name not in COORDINATOR_TOOLS]
-            agent: Agent[BaseModel] = Agent(
-                config.model_copy(update={"tools": own_tools}),
-                analytics=events,
-                env=self.env,
-                workspace=self.workspace,
-                registry=self.registry,
-            )
-            agent.tools.extend(tools)
+            agent = self._agent(config, tools)
             messages = [Message.model_validate(message) for message in transcript]
             request = RunRequest(
                 task=run.prompt,
@@ -246,6 +285,27 @@ class Execution:
         except Exception as error:  # a library bug must end the run, not leave it to be retried
             logger.exception("run of agent %s failed unexpectedly", agent_name)
             return _failed("internal_error", f"the run failed unexpectedly: {error!r}")
+        finally:
+            _RUN_EVENTS.reset(current)
+
+    def _agent(self, config: AgentConfig, tools: Sequence[InputTool]) -> Agent[BaseModel]:
+        """Return the kept agent of ``config``, or a new one for a run with tools of its own."""
+        kept = self._agents.get(config.id)
+        if kept is not None and kept[0] is config and not tools:
+            return kept[1]
+        own_tools = [name for name in config.tools if name not in COORDINATOR_TOOLS]
+        agent: Agent[BaseModel] = Agent(
+            config.model_copy(update={"tools": own_tools}),
+            analytics=_ROUTED,
+            env=self.env,
+            workspace=self.workspace,
+            registry=self.registry,
+        )
+        if tools:
+            agent.tools.extend(tools)
+        else:
+            self._agents[config.id] = (config, agent)
+        return agent
 
     @staticmethod
     def known_tools(library_tools: Collection[str]) -> list[str]:

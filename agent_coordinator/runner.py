@@ -1,10 +1,11 @@
 """Runners: workers that claim stored runs with a lease, execute them, and write the result back.
 
 A worker claims the oldest waiting run (or one whose runner's lease ran out), runs it through
-:class:`Execution`, renews its lease every third of the lease while the run goes on, stores the
-library's events as they come, and ends the run with :meth:`SqlStore.finish`, which only succeeds
-while the lease is still its own. So a runner killed mid-run loses the run to the next runner once
-its lease expires, and a run is completed once.
+:class:`Execution`, and ends the run with :meth:`SqlStore.finish`, which only succeeds while the
+lease is still its own. So a runner killed mid-run loses the run to the next runner once its lease
+expires, and a run is completed once. One task per runner tends the runs in flight: every tick it
+stores the library's events of all of them in one transaction, and every third of the lease it
+renews all their leases in one statement.
 
 Cancel: a renewal that finds the run asked to cancel stops it and ends it ``cancelled``.
 Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
@@ -29,7 +30,7 @@ from agent_contracts.runs import RunResult
 from agent_coordinator.children import TOOL_NAME, StartSession
 from agent_coordinator.execution import EventBuffer, Execution
 from agent_coordinator.store.base import SqlStore
-from agent_coordinator.store.records import Claim
+from agent_coordinator.store.records import Claim, RunRecord
 from agent_executor.tools import InputTool
 
 __all__ = ["Runner", "runner_id"]
@@ -45,6 +46,20 @@ def runner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class _InFlight:
+    """A run this runner executes: its task, its events, and why it was stopped, if it was."""
+
+    __slots__ = ("events", "flushing", "stopped", "task")
+
+    def __init__(self, task: asyncio.Task[RunResult], events: EventBuffer) -> None:
+        self.task = task
+        self.events = events
+        self.stopped: str | None = None
+        """``lost`` (another runner has it), ``cancelled`` or ``shutdown``."""
+        self.flushing: asyncio.Future[None] | None = None
+        """The write of its events under way, which its end waits for (events stay in order)."""
+
+
 class Runner:
     """A pool of workers over one store.
 
@@ -55,7 +70,9 @@ class Runner:
         lease_s: Seconds a claim lasts without renewal.
         poll_s: Seconds an idle worker waits before looking for work again.
         grace_s: Seconds runs in flight may take to end at shutdown.
-        on_finished: Called with the run id when this runner ends a run (wakes waiting requests).
+        tick_s: Seconds between two writes of the events of runs in flight.
+        on_finished: Called with the ended run when this runner ends one (wakes waiting
+            requests).
     """
 
     def __init__(
@@ -67,7 +84,8 @@ class Runner:
         lease_s: float = 30.0,
         poll_s: float = 0.5,
         grace_s: float = 10.0,
-        on_finished: Callable[[str], None] | None = None,
+        tick_s: float = 0.25,
+        on_finished: Callable[[RunRecord], None] | None = None,
     ) -> None:
         self.store = store
         self.execution = execution
@@ -75,13 +93,15 @@ class Runner:
         self.lease_s = lease_s
         self.poll_s = poll_s
         self.grace_s = grace_s
+        self.tick_s = tick_s
         self.on_finished = on_finished
         self.id = runner_id()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
+        self._tender: asyncio.Task[None] | None = None
         self._active: set[asyncio.Task[None]] = set()
-        self._running: dict[str, asyncio.Task[RunResult]] = {}
+        self._running: dict[str, _InFlight] = {}
 
     def wake(self) -> None:
         """Tell the runner there may be work (a run was just stored)."""
@@ -90,6 +110,7 @@ class Runner:
     def start(self) -> None:
         """Start claiming on the running event loop."""
         self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
+        self._tender = asyncio.create_task(self._tend(), name=f"runner-{self.id}-tender")
 
     async def stop(self) -> None:
         """Stop claiming, let runs in flight end within the grace period, requeue the rest."""
@@ -99,12 +120,17 @@ class Runner:
             await self._dispatcher
         if self._active:
             await asyncio.wait(self._active, timeout=self.grace_s)
-        for run_id, task in list(self._running.items()):
-            if not task.done():
+        for run_id, flight in list(self._running.items()):
+            if not flight.task.done():
                 logger.info("runner %s: requeueing run %s at shutdown", self.id, run_id)
-                task.cancel()
+                flight.stopped = flight.stopped or "shutdown"
+                flight.task.cancel()
         if self._active:
             await asyncio.gather(*self._active, return_exceptions=True)
+        if self._tender is not None:
+            self._tender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tender
 
     async def run_until(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set, then shut down as :meth:`stop` does."""
@@ -124,7 +150,7 @@ class Runner:
                 break
             self._wake.clear()
             try:
-                claim = await asyncio.to_thread(self.store.claim, self.id, self.lease_s)
+                claim = await self.store.call(self.store.claim, self.id, self.lease_s)
             except Exception:
                 logger.exception("runner %s: cannot claim a run", self.id)
                 claim = None
@@ -139,7 +165,7 @@ class Runner:
             task.add_done_callback(lambda _: slots.release())
 
     async def execute(self, claim: Claim) -> None:
-        """Execute a claimed run to its end, renewing the lease, and store how it ended.
+        """Execute a claimed run to its end and store how it ended.
 
         A parent's ``agents:start_session`` tool calls this for its child, in the parent's task.
         """
@@ -147,29 +173,36 @@ class Runner:
         events = EventBuffer()
         tools: list[InputTool] = []
         if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
-            session = await asyncio.to_thread(self.store.get_session, run.session_id)
+            session = await self.store.call(self.store.get_session, run.session_id)
             tools.append(StartSession(self, run, session.depth if session is not None else 0))
         task = asyncio.create_task(
             self.execution.run(
                 run.agent_name, run.input, claim.transcript, events, tools=tools, run_id=run.id
             )
         )
-        self._running[run.id] = task
-        outcome = "done"
+        flight = _InFlight(task, events)
+        self._running[run.id] = flight
         try:
-            outcome = await self._watch(run.id, task, events)
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise  # this call was cancelled, not the run
         finally:
             self._running.pop(run.id, None)
-        if outcome == "lost":
+        stopped = flight.stopped or ("shutdown" if task.cancelled() else None)
+        if flight.flushing is not None:
+            await flight.flushing
+        if stopped == "lost":
             logger.warning(
                 "runner %s: lost the lease on run %s; dropping its result", self.id, run.id
             )
             return
-        if outcome == "shutdown":
-            await asyncio.to_thread(self.store.release, run.id, self.id)
+        if stopped == "shutdown":
+            await self.store.call(self.store.release, run.id, self.id)
             return
-        if outcome == "cancelled":
-            ended = await asyncio.to_thread(
+        if stopped == "cancelled":
+            ended = await self.store.call(
                 self.store.finish,
                 run.id,
                 self.id,
@@ -180,38 +213,60 @@ class Runner:
             )
         else:
             ended = await self._store_result(run.id, task.result(), events)
-        if ended and self.on_finished is not None:
-            self.on_finished(run.id)
+        if ended is not None and self.on_finished is not None:
+            self.on_finished(ended)
 
-    async def _watch(self, run_id: str, task: asyncio.Task[RunResult], events: EventBuffer) -> str:
-        """Renew the lease and store events until the run ends; say how it ended."""
-        flush_s = min(0.25, self.lease_s / 3)
-        renew_every = max(1, round((self.lease_s / 3) / flush_s))
-        tick = 0
+    async def _tend(self) -> None:
+        """Store the events of the runs in flight every tick; renew their leases in time."""
+        tick_s = min(self.tick_s, self.lease_s / 3)
+        renew_every = max(1, round((self.lease_s / 3) / tick_s))
+        ticks = 0
         while True:
+            await asyncio.sleep(tick_s)
+            ticks += 1
             try:
-                await asyncio.wait_for(asyncio.shield(task), flush_s)
-                return "done"
-            except TimeoutError:
-                pass
-            except asyncio.CancelledError:
-                if task.cancelled():
-                    return "shutdown"
-                raise
-            pending = events.drain()
-            if pending:
-                await asyncio.to_thread(self.store.add_events, run_id, pending)
-            tick += 1
-            if tick % renew_every:
-                continue
-            state = await asyncio.to_thread(self.store.renew, run_id, self.id, self.lease_s)
-            if not state.held or state.cancel_requested:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                return "lost" if not state.held else "cancelled"
+                await self._flush()
+                if ticks % renew_every == 0:
+                    await self._renew()
+            except Exception:
+                logger.exception("runner %s: cannot store events or renew leases", self.id)
 
-    async def _store_result(self, run_id: str, result: RunResult, events: EventBuffer) -> bool:
+    async def _flush(self) -> None:
+        """Store the events the runs in flight emitted since the last tick, in one transaction."""
+        batch: dict[str, list[tuple[str, dict[str, JsonValue]]]] = {}
+        flights: list[_InFlight] = []
+        for run_id, flight in self._running.items():
+            pending = flight.events.drain()
+            if pending:
+                batch[run_id] = pending
+                flights.append(flight)
+        if not batch:
+            return
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for flight in flights:
+            flight.flushing = written
+        try:
+            await self.store.call(self.store.add_events_many, batch)
+        finally:
+            written.set_result(None)
+
+    async def _renew(self) -> None:
+        """Renew the leases of the runs in flight; stop those lost or asked to cancel."""
+        flights = dict(self._running)
+        if not flights:
+            return
+        states = await self.store.call(self.store.renew_many, list(flights), self.id, self.lease_s)
+        for run_id, state in states.items():
+            flight = flights[run_id]
+            if state.held and not state.cancel_requested:
+                continue
+            if flight.stopped is None and not flight.task.done():
+                flight.stopped = "lost" if not state.held else "cancelled"
+                flight.task.cancel()
+
+    async def _store_result(
+        self, run_id: str, result: RunResult, events: EventBuffer
+    ) -> RunRecord | None:
         data: dict[str, JsonValue] = result.model_dump(mode="json")
         data["schema_validation"] = (
             None
@@ -222,7 +277,7 @@ class Runner:
         listed = data.get("attempts")
         attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
         transcript = data.get("transcript")
-        return await asyncio.to_thread(
+        return await self.store.call(
             self.store.finish,
             run_id,
             self.id,

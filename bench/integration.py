@@ -76,15 +76,10 @@ class Tally:
 
 
 def gguf_file() -> Path:
-    """Return the model file the GGUF package ships."""
+    """Return the model file, assembled once from the package's chunks into the venv."""
     package = importlib.import_module(GGUF_PACKAGE)
-    finder = getattr(package, "model_path", None) or getattr(package, "get_model_path", None)
-    if callable(finder):
-        return Path(finder())
-    files = sorted(Path(package.__file__).parent.rglob("*.gguf"))
-    if not files:
-        raise SystemExit(f"integration: {GGUF_PACKAGE} holds no .gguf file")
-    return files[0]
+    target = Path(sys.prefix) / "share" / "agentshape" / str(package.MODEL_NAME)
+    return Path(package.assemble(target))
 
 
 def _free_port() -> int:
@@ -184,11 +179,12 @@ async def run_instructor(url: str, runs: int) -> Tally | None:
         import openai
     except ImportError:
         return None
-    agent = Agent.from_yaml(ROOT / "agents/pr-reviewer/agent.yml", model="test")
-    assert agent.config.output_schema is not None
-    from agent_core.schema_model import model_from_schema
+    # The hand-written model of the pr-reviewer contract the benchmarks give instructor (its
+    # schema needs a title, which a schema-built model does not carry).
+    sys.path.insert(0, str(ROOT / "bench"))
+    from fleet_contenders import Review
 
-    review = model_from_schema(agent.config.output_schema, name="Review")
+    agent = Agent.from_yaml(ROOT / "agents/pr-reviewer/agent.yml", model="test")
     client = instructor.from_openai(
         openai.AsyncOpenAI(base_url=url, api_key="llamacpp", timeout=_REQUEST_TIMEOUT_S),
         mode=instructor.Mode.TOOLS,
@@ -199,7 +195,7 @@ async def run_instructor(url: str, runs: int) -> Tally | None:
         try:
             await client.chat.completions.create(
                 model=MODEL,
-                response_model=review,
+                response_model=Review,
                 max_retries=2,
                 messages=[
                     {"role": "system", "content": agent.config.system_prompt or ""},
@@ -208,7 +204,9 @@ async def run_instructor(url: str, runs: int) -> Tally | None:
             )
         except Exception as exc:  # instructor raises many kinds; each is a failed run here
             tally.failures[type(exc).__name__] += 1
-            print(f"  instructor pr-reviewer failed ({type(exc).__name__})", flush=True)
+            print(
+                f"  instructor pr-reviewer failed ({type(exc).__name__}: {exc})"[:200], flush=True
+            )
         else:
             tally.completed += 1
             print("  instructor pr-reviewer completed", flush=True)

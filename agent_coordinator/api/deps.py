@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 from dataclasses import dataclass, field
 from typing import Annotated
@@ -13,6 +14,7 @@ from agent_coordinator.errors import Unauthorized
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store.base import SqlStore
+from agent_coordinator.store.records import RunRecord
 
 __all__ = ["Limits", "Notifier", "Services", "ServicesDep", "bearer_matches", "require_token"]
 
@@ -32,32 +34,32 @@ class Limits:
 
 
 class Notifier:
-    """Wakes requests waiting for a run to end (runs ended by this process's runners)."""
+    """Hands a run's end to the requests waiting for it (runs ended by this process's runners)."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, tuple[asyncio.Event, int]] = {}
+        self._waiters: dict[str, list[asyncio.Future[RunRecord]]] = {}
 
-    def subscribe(self, run_id: str) -> asyncio.Event:
-        """Return the event set when ``run_id`` ends; call :meth:`unsubscribe` when done."""
-        event, count = self._waiters.get(run_id, (asyncio.Event(), 0))
-        self._waiters[run_id] = (event, count + 1)
-        return event
+    def subscribe(self, run_id: str) -> asyncio.Future[RunRecord]:
+        """Return a future that gets the run when it ends; pass it to :meth:`unsubscribe` after."""
+        future: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(run_id, []).append(future)
+        return future
 
-    def unsubscribe(self, run_id: str) -> None:
-        """Stop waiting for ``run_id``."""
-        event, count = self._waiters.get(run_id, (None, 0))
-        if event is None:
+    def unsubscribe(self, run_id: str, future: asyncio.Future[RunRecord]) -> None:
+        """Stop waiting for ``run_id`` with ``future``."""
+        waiting = self._waiters.get(run_id)
+        if waiting is None:
             return
-        if count <= 1:
+        with contextlib.suppress(ValueError):
+            waiting.remove(future)
+        if not waiting:
             del self._waiters[run_id]
-        else:
-            self._waiters[run_id] = (event, count - 1)
 
-    def notify(self, run_id: str) -> None:
-        """Wake whoever waits for ``run_id``."""
-        found = self._waiters.get(run_id)
-        if found is not None:
-            found[0].set()
+    def notify(self, run: RunRecord) -> None:
+        """Give the ended ``run`` to whoever waits for it."""
+        for future in self._waiters.pop(run.id, ()):
+            if not future.done():
+                future.set_result(run)
 
 
 @dataclass
@@ -72,7 +74,8 @@ class Services:
     notifier: Notifier = field(default_factory=Notifier)
 
 
-def _services(request: Request) -> Services:
+async def _services(request: Request) -> Services:
+    # async, like require_token: FastAPI runs a plain-def dependency in a worker thread
     services: Services = request.app.state.services
     return services
 
@@ -89,7 +92,7 @@ def bearer_matches(header: str, token: str) -> bool:
     )
 
 
-def require_token(request: Request, services: ServicesDep) -> None:
+async def require_token(request: Request, services: ServicesDep) -> None:
     """Check the bearer token when the service has one (compared in constant time).
 
     Raises:

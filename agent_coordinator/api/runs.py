@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import secrets
@@ -25,6 +24,8 @@ __all__ = ["router", "submit_run", "wait_for_end"]
 router = APIRouter(tags=["runs"])
 
 _EVENT_POLL_S = 0.2
+_END_POLL_S = 0.5
+"""How often a wait reads a run ended by another process's runner (this process's wake it)."""
 
 
 def _new_id(prefix: str) -> str:
@@ -32,7 +33,7 @@ def _new_id(prefix: str) -> str:
 
 
 async def _get(services: Services, run_id: str) -> RunRecord:
-    run = await asyncio.to_thread(services.store.get_run, run_id)
+    run = await services.store.call(services.store.get_run, run_id)
     if run is None:
         raise NotFound("RunNotFound", f"no run {run_id!r}")
     return run
@@ -41,22 +42,29 @@ async def _get(services: Services, run_id: str) -> RunRecord:
 async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> RunRecord:
     """Wait up to ``timeout_s`` for a run to end; return it as it is then.
 
-    Runs ended by this process's runners wake the wait at once; runs ended by other runners are
-    seen by polling the store twice a second.
+    Runs ended by this process's runners are handed over at once, without reading the store;
+    runs ended by other runners are seen by reading the store twice a second.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
     ended = services.notifier.subscribe(run_id)
     try:
-        while True:
-            run = await _get(services, run_id)
-            left = deadline - loop.time()
-            if run.status in TERMINAL or left <= 0:
-                return run
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ended.wait(), min(left, 0.5))
+        return await _until_end(services, await _get(services, run_id), ended, timeout_s)
     finally:
-        services.notifier.unsubscribe(run_id)
+        services.notifier.unsubscribe(run_id, ended)
+
+
+async def _until_end(
+    services: Services, run: RunRecord, ended: asyncio.Future[RunRecord], timeout_s: float
+) -> RunRecord:
+    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while run.status not in TERMINAL:
+        left = deadline - loop.time()
+        if left <= 0:
+            break
+        await asyncio.wait((ended,), timeout=min(left, _END_POLL_S))
+        run = ended.result() if ended.done() else await _get(services, run.id)
+    return run
 
 
 async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunCreate:
@@ -70,7 +78,7 @@ async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunC
     keeps_contract = not given & {"output_schema", "output_schema_name"}
     if "parameters" in given and not keeps_contract:
         return body
-    earlier = await asyncio.to_thread(services.store.session_runs, session_id)
+    earlier = await services.store.call(services.store.session_runs, session_id)
     if not earlier:
         return body
     first = earlier[0].input
@@ -85,10 +93,19 @@ async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunC
     return body.model_copy(update=update)
 
 
-async def submit_run(services: Services, body: RunCreate, key: str | None) -> RunRecord:
+async def submit_run(
+    services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
+) -> RunRecord:
     """Check a run request, store it (once per idempotency ``key``) and wake the runners.
 
     The HTTP API and the MCP server both start and resume sessions through here.
+
+    Args:
+        services: The store, execution and runners.
+        body: The request.
+        key: Its ``Idempotency-Key``, if any.
+        run_id: The id to store a new run under (default: a new one); a caller that waits
+            for the end subscribes to it before the run is stored.
 
     Raises:
         InvalidRequest: The request's fields do not fit together (422).
@@ -108,7 +125,7 @@ async def submit_run(services: Services, body: RunCreate, key: str | None) -> Ru
     else:
         if body.session_id is None:
             raise Unprocessable("InvalidRequest", "resume_session needs session_id")
-        session = await asyncio.to_thread(services.store.get_session, body.session_id)
+        session = await services.store.call(services.store.get_session, body.session_id)
         if session is None:
             raise NotFound("SessionNotFound", f"no session {body.session_id!r}")
         if body.agent_name is not None and body.agent_name != session.agent_name:
@@ -136,18 +153,26 @@ async def submit_run(services: Services, body: RunCreate, key: str | None) -> Ru
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
         model=body.model,
     )
-    checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
-    digest = hashlib.sha256(body.model_dump_json(exclude_unset=True).encode()).hexdigest()
+    if wanted.output_schema_name is None and wanted.output_schema is None:
+        # the agent's own contract, compiled and cached at load: cheap, so in place
+        checked = services.execution.check(agent_name, wanted)
+    else:
+        checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
+    digest = (
+        hashlib.sha256(body.model_dump_json(exclude_unset=True).encode()).hexdigest()
+        if key is not None
+        else None
+    )
     new = NewRun(
-        id=_new_id("run"),
+        id=run_id or _new_id("run"),
         session_id=session_id,
         kind=body.type,
         agent_name=agent_name,
         input=checked,
         idempotency_key=key,
-        request_hash=digest if key is not None else None,
+        request_hash=digest,
     )
-    run, created = await asyncio.to_thread(services.store.create_run, new)
+    run, created = await services.store.call(services.store.create_run, new)
     if created and services.runner is not None:
         services.runner.wake()
     return run
@@ -171,9 +196,21 @@ async def create_run(
     stored: 422 lists every parameter problem, 404 an unknown agent or schema name, 400 an invalid
     inline schema. The same ``Idempotency-Key`` returns the same run, never a second one.
     """
-    run = await submit_run(services, body, idempotency_key)
-    if wait > 0 and run.status not in TERMINAL:
-        run = await wait_for_end(services, run.id, min(wait, services.limits.max_wait_s))
+    if wait <= 0:
+        run = await submit_run(services, body, idempotency_key)
+    else:
+        # Subscribe before the run is stored, so its end cannot slip by unseen.
+        run_id = _new_id("run")
+        ended = services.notifier.subscribe(run_id)
+        try:
+            run = await submit_run(services, body, idempotency_key, run_id=run_id)
+            timeout_s = min(wait, services.limits.max_wait_s)
+            if run.id != run_id:  # the idempotency key's earlier run
+                run = await wait_for_end(services, run.id, timeout_s)
+            else:
+                run = await _until_end(services, run, ended, timeout_s)
+        finally:
+            services.notifier.unsubscribe(run_id, ended)
     response.status_code = 200 if run.status in TERMINAL else 202
     return run_view(run)
 
@@ -188,7 +225,7 @@ async def list_runs(
     session_id: Annotated[str | None, Query(max_length=100)] = None,
 ) -> RunPage:
     """List runs, newest first, a page at a time."""
-    runs = await asyncio.to_thread(
+    runs = await services.store.call(
         services.store.list_runs,
         limit=limit,
         after=cursor,
@@ -213,7 +250,7 @@ async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
     A queued run is cancelled at once, a running one as soon as its runner sees the request;
     409 ``RunNotCancellable`` when it has already ended.
     """
-    run = await asyncio.to_thread(services.store.request_cancel, run_id)
+    run = await services.store.call(services.store.request_cancel, run_id)
     return run_view(run)
 
 
@@ -235,7 +272,7 @@ async def run_events(
     async def stream() -> AsyncIterator[str]:
         cursor = start
         while True:
-            events = await asyncio.to_thread(services.store.events_after, run_id, cursor)
+            events = await services.store.call(services.store.events_after, run_id, cursor)
             for event in events:
                 cursor = event.id
                 yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
@@ -243,7 +280,7 @@ async def run_events(
                 continue
             run = await _get(services, run_id)
             if run.status in TERMINAL:
-                rest = await asyncio.to_thread(services.store.events_after, run_id, cursor)
+                rest = await services.store.call(services.store.events_after, run_id, cursor)
                 for event in rest:
                     yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
                 yield f"event: end\ndata: {json.dumps({'status': run.status})}\n\n"

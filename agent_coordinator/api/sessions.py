@@ -21,7 +21,7 @@ _MAX_CHILDREN = 1000
 
 
 async def _get(services: Services, session_id: str) -> SessionRecord:
-    session = await asyncio.to_thread(services.store.get_session, session_id)
+    session = await services.store.call(services.store.get_session, session_id)
     if session is None:
         raise NotFound("SessionNotFound", f"no session {session_id!r}")
     return session
@@ -42,7 +42,7 @@ async def list_sessions(
     parent_session_id: Annotated[str | None, Query(max_length=100)] = None,
 ) -> SessionPage:
     """List sessions, newest first, a page at a time (without their runs)."""
-    sessions = await asyncio.to_thread(
+    sessions = await services.store.call(
         services.store.list_sessions,
         limit=limit,
         after=cursor,
@@ -84,5 +84,5 @@ async def get_result(session_id: str, services: ServicesDep) -> SessionResult:
     409 ``ResultNotReady`` while the latest run has not ended.
     """
     await _get(services, session_id)
-    runs = await asyncio.to_thread(services.store.session_runs, session_id)
+    runs = await services.store.call(services.store.session_runs, session_id)
     return session_result(runs[-1])

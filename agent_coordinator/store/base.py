@@ -5,7 +5,8 @@
 claim hands a run to exactly one runner, and a run ends at most once: :meth:`SqlStore.finish` only
 succeeds for the runner that still holds the run's lease.
 
-Methods block; async callers run them in a thread (``asyncio.to_thread``).
+Methods block; async callers use :meth:`SqlStore.call` (a worker thread; on SQLite, in place
+unless the call would wait for a lock).
 """
 
 from __future__ import annotations

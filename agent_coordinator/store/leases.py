@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 from pydantic import JsonValue
 
@@ -20,6 +20,10 @@ from agent_coordinator.store.records import (
 from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, SqlBase, dumps, loads, run_record
 
 __all__ = ["LeaseQueries"]
+
+_ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
+_BATCH = 500
+"""Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
 class LeaseQueries(SqlBase):
@@ -108,6 +112,30 @@ class LeaseQueries(SqlBase):
             return LeaseState(held=False)
         return LeaseState(held=True, cancel_requested=bool(row[0]))
 
+    def renew_many(
+        self, run_ids: Sequence[str], owner: str, lease_s: float
+    ) -> dict[str, LeaseState]:
+        """Extend ``owner``'s leases on several runs in one transaction (a runner's tick).
+
+        Returns:
+            Each run's lease state: not held when another runner has it or it has ended.
+        """
+        states = {run_id: LeaseState(held=False) for run_id in run_ids}
+        expires = time.time() + lease_s
+        with self._tx() as cursor:
+            for start in range(0, len(run_ids), _BATCH):
+                chunk = list(run_ids[start : start + _BATCH])
+                marks = ", ".join("?" * len(chunk))
+                rows = self._exec(
+                    cursor,
+                    f"UPDATE runs SET lease_expires_at = ? WHERE id IN ({marks}) "
+                    "AND lease_owner = ? AND status = 'running' RETURNING id, cancel_requested",
+                    (expires, *chunk, owner),
+                ).fetchall()
+                for row in rows:
+                    states[str(row[0])] = LeaseState(held=True, cancel_requested=bool(row[1]))
+        return states
+
     def finish(
         self,
         run_id: str,
@@ -119,12 +147,12 @@ class LeaseQueries(SqlBase):
         attempts: Sequence[dict[str, JsonValue]] = (),
         events: Sequence[tuple[str, dict[str, JsonValue]]] = (),
         transcript: Sequence[JsonValue] | None = None,
-    ) -> bool:
+    ) -> RunRecord | None:
         """End a run ``owner`` still holds, with its attempts, last events and transcript.
 
         Returns:
-            Whether the run was ended; ``False`` when the lease was lost (another runner has the
-            run), in which case nothing is written.
+            The ended run; ``None`` when the lease was lost (another runner has the run), in
+            which case nothing is written.
         """
         now = time.time()
         with self._tx() as cursor:
@@ -132,7 +160,8 @@ class LeaseQueries(SqlBase):
                 cursor,
                 "UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
                 "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
-                "AND status = 'running' RETURNING session_id",
+                # result and error are the values just written: not read back and parsed again
+                f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
                 (
                     status,
                     None if result is None else dumps(result),
@@ -143,8 +172,10 @@ class LeaseQueries(SqlBase):
                 ),
             ).fetchone()
             if row is None:
-                return False
-            session_id = str(row[0])
+                return None
+            ended = run_record(row)
+            ended.result, ended.error = result, error
+            session_id = ended.session_id
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
                 self._exec(
@@ -165,7 +196,7 @@ class LeaseQueries(SqlBase):
                     "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
                     (status, now, session_id),
                 )
-        return True
+        return ended
 
     def release(self, run_id: str, owner: str) -> bool:
         """Put a run ``owner`` holds back in the queue (a runner shutting down)."""
@@ -245,6 +276,16 @@ class LeaseQueries(SqlBase):
             with self._tx() as cursor:
                 self._insert_events(cursor, run_id, events, time.time())
 
+    def add_events_many(
+        self, events: Mapping[str, Sequence[tuple[str, dict[str, JsonValue]]]]
+    ) -> None:
+        """Append the events of several runs (by run id) in one transaction."""
+        if any(events.values()):
+            now = time.time()
+            with self._tx() as cursor:
+                for run_id, kept in events.items():
+                    self._insert_events(cursor, run_id, kept, now)
+
     def events_after(self, run_id: str, after: int = 0, limit: int = 500) -> list[EventRecord]:
         """Return a run's events with an id above ``after``, oldest first."""
         with self._tx(write=False) as cursor:
@@ -259,7 +300,7 @@ class LeaseQueries(SqlBase):
                 id=int(str(row[0])),
                 run_id=str(row[1]),
                 type=str(row[2]),
-                data=json.loads(str(row[3])),
+                data=cast("dict[str, JsonValue]", loads(row[3])),
                 created_at=float(str(row[4])),
             )
             for row in rows

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import time
+from typing import cast
 
 from pydantic import JsonValue
 
@@ -15,6 +15,7 @@ from agent_coordinator.store.sql import (
     Cursor,
     SqlBase,
     filters,
+    loads,
     run_record,
     session_record,
 )
@@ -218,7 +219,7 @@ class RunQueries(SqlBase):
             rows = self._exec(
                 cursor, "SELECT data FROM attempts WHERE run_id = ? ORDER BY number", (run_id,)
             ).fetchall()
-        return [json.loads(str(row[0])) for row in rows]
+        return [cast("dict[str, JsonValue]", loads(row[0])) for row in rows]
 
     def count_runs(self, status: str | None = None) -> int:
         """Return how many runs there are (in ``status``, when given)."""

@@ -7,20 +7,23 @@ runners hold. Every query is written once, with ``?`` parameters.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from typing import ParamSpec, Protocol, TypeVar, cast
 
 from pydantic import JsonValue
+from pydantic_core import from_json, to_json
 
 from agent_coordinator.store.migrations import MIGRATIONS
 from agent_coordinator.store.records import (
     RunInput,
+    RunKind,
     RunRecord,
+    RunState,
     SessionRecord,
 )
 
@@ -35,6 +38,9 @@ __all__ = [
     "run_record",
     "session_record",
 ]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 RUN_COLUMNS = (
     "id, seq, session_id, kind, agent_name, status, input, idempotency_key, request_hash, "
@@ -64,32 +70,87 @@ class Cursor(Protocol):
 
 
 def dumps(value: object) -> str:
-    """Return ``value`` as compact JSON text, for a TEXT column."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Return ``value`` as compact JSON text (UTF-8, not ASCII-escaped), for a TEXT column."""
+    return to_json(value).decode()
 
 
 def loads(value: object) -> JsonValue:
     """Return a TEXT column's JSON value (``NULL`` gives ``None``)."""
-    return None if value is None else json.loads(str(value))
+    return None if value is None else cast("JsonValue", from_json(str(value)))
 
 
 def run_record(row: Sequence[object]) -> RunRecord:
-    """Return a row of :data:`RUN_COLUMNS` as a run."""
-    names = [name.strip() for name in RUN_COLUMNS.split(",")]
-    data = dict(zip(names, row, strict=True))
-    data["input"] = RunInput.model_validate_json(str(data["input"]))
-    data["result"] = loads(data["result"])
-    data["error"] = loads(data["error"])
-    data["cancel_requested"] = bool(data["cancel_requested"])
-    return RunRecord.model_validate(data)
+    """Return a row of :data:`RUN_COLUMNS` as a run.
+
+    The row is the store's own writing: ``input`` is validated again and the JSON columns
+    parsed, and the record is built without checking each column's type once more.
+    """
+    (
+        run_id,
+        seq,
+        session_id,
+        kind,
+        agent_name,
+        status,
+        raw_input,
+        idempotency_key,
+        request_hash,
+        result,
+        error,
+        lease_owner,
+        lease_expires_at,
+        claims,
+        cancel_requested,
+        created_at,
+        started_at,
+        finished_at,
+    ) = row
+    return RunRecord.model_construct(
+        id=cast("str", run_id),
+        seq=cast("int", seq),
+        session_id=cast("str", session_id),
+        kind=cast("RunKind", kind),
+        agent_name=cast("str", agent_name),
+        status=cast("RunState", status),
+        input=RunInput.model_validate_json(str(raw_input)),
+        idempotency_key=cast("str | None", idempotency_key),
+        request_hash=cast("str | None", request_hash),
+        result=cast("dict[str, JsonValue] | None", loads(result)),
+        error=cast("dict[str, JsonValue] | None", loads(error)),
+        lease_owner=cast("str | None", lease_owner),
+        lease_expires_at=cast("float | None", lease_expires_at),
+        claims=cast("int", claims),
+        cancel_requested=bool(cancel_requested),
+        created_at=cast("float", created_at),
+        started_at=cast("float | None", started_at),
+        finished_at=cast("float | None", finished_at),
+    )
 
 
 def session_record(row: Sequence[object]) -> SessionRecord:
-    """Return a row of :data:`SESSION_COLUMNS` as a session."""
-    names = [name.strip() for name in SESSION_COLUMNS.split(",")]
-    data = dict(zip(names, row, strict=True))
-    data["transcript"] = loads(data["transcript"])
-    return SessionRecord.model_validate(data)
+    """Return a row of :data:`SESSION_COLUMNS` as a session (built as :func:`run_record` is)."""
+    (
+        session_id,
+        seq,
+        agent_name,
+        status,
+        transcript,
+        parent_session_id,
+        depth,
+        created_at,
+        updated_at,
+    ) = row
+    return SessionRecord.model_construct(
+        id=cast("str", session_id),
+        seq=cast("int", seq),
+        agent_name=cast("str", agent_name),
+        status=cast("RunState", status),
+        transcript=cast("list[JsonValue]", loads(transcript)),
+        parent_session_id=cast("str | None", parent_session_id),
+        depth=cast("int", depth),
+        created_at=cast("float", created_at),
+        updated_at=cast("float", updated_at),
+    )
 
 
 class SqlBase(ABC):
@@ -151,11 +212,37 @@ class SqlBase(ABC):
     def _q(self, query: str) -> str:
         return query if self.placeholder == "?" else query.replace("?", self.placeholder)
 
+    async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Call one of this store's (blocking) methods from async code.
+
+        Here in a worker thread, so the event loop never waits on the database; a subclass
+        whose calls take microseconds (SQLite) runs them in place when they cannot wait.
+
+        Args:
+            method: A method of this store, such as ``store.get_run``.
+            *args: Its positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What the method returns.
+
+        Raises:
+            Exception: Whatever the method raises.
+        """
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    def _holding_writes(self) -> AbstractContextManager[object]:
+        """Hold this process's write lock (when writes are serialized) for one transaction."""
+        return self._write_lock if self.serialize_writes else nullcontext()
+
+    def _begin(self, cursor: Cursor, *, write: bool) -> None:
+        cursor.execute(self.begin_write if write else "BEGIN")
+
     @contextmanager
     def _tx(self, *, write: bool = True) -> Iterator[Cursor]:
         cursor = self._cursor(self._connection())
-        with self._write_lock if write and self.serialize_writes else nullcontext():
-            cursor.execute(self.begin_write if write else "BEGIN")
+        with self._holding_writes() if write else nullcontext():
+            self._begin(cursor, write=write)
             try:
                 yield cursor
             except BaseException:

@@ -3,19 +3,44 @@
 Writes take SQLite's single write lock up front (``BEGIN IMMEDIATE``), which makes a claim the
 one-writer equivalent of PostgreSQL's ``FOR UPDATE SKIP LOCKED``: two runners, in one process or
 several, never claim the same run. Readers never wait for the writer (WAL).
+
+From async code (:meth:`SqliteStore.call`) a call runs in place on the event loop's thread, on a
+connection of its own that never waits: a SQLite transaction takes tens of microseconds, less
+than handing it to a worker thread and back. When the write lock is taken (by a worker thread
+of this process or by another process) the call does not wait in place: it goes to a worker
+thread, which waits as long as ``timeout``. The in-place connection leaves WAL checkpoints (which
+write and sync the database file) to a worker thread too.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from agent_coordinator.store.base import Cursor, SqlStore
 
 __all__ = ["DEFAULT_DATABASE", "SqliteStore"]
 
+logger = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
 DEFAULT_DATABASE = Path(".agentshape/coordinator.db")
 """Where the service keeps its data when given no ``--database``."""
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_CHECKPOINT_EVERY = 200
+"""In-place write transactions between two checkpoints run in a worker thread."""
+
+
+class _WouldWait(Exception):
+    """An in-place call would have to wait for the write lock; it goes to a worker thread."""
 
 
 class SqliteStore(SqlStore):
@@ -37,14 +62,92 @@ class SqliteStore(SqlStore):
         self.url = str(self.path)
         self.timeout = timeout
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writes_in_place = 0
+        self._checkpoints: set[asyncio.Future[None]] = set()
 
-    def _connect(self) -> sqlite3.Connection:
+    async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Call a store method in place, or in a worker thread when it would wait for a lock.
+
+        Args:
+            method: A method of this store, such as ``store.get_run``.
+            *args: Its positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What the method returns.
+
+        Raises:
+            Exception: Whatever the method raises.
+        """
+        if not getattr(self._local, "in_place", False):
+            self._local.in_place = True
+            try:
+                return method(*args, **kwargs)
+            except _WouldWait:
+                pass  # nothing was written: the transaction never began
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode not in _BUSY_CODES:
+                    raise
+                # busy: rolled back by the transaction's exit, so the call can be made again
+            finally:
+                self._local.in_place = False
+                self._checkpoint_now_and_then()
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    def _checkpoint_now_and_then(self) -> None:
+        if self._writes_in_place < _CHECKPOINT_EVERY:
+            return
+        self._writes_in_place = 0
+        done = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        self._checkpoints.add(done)
+        done.add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, done: asyncio.Future[None]) -> None:
+        self._checkpoints.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            logger.warning("WAL checkpoint of %s failed", self.path, exc_info=done.exception())
+
+    def _checkpoint(self) -> None:
+        cursor = self._cursor(self._connection())
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        cursor.fetchone()
+
+    def _connection(self) -> object:
+        if not getattr(self._local, "in_place", False):
+            return super()._connection()
+        connection = getattr(self._local, "in_place_connection", None)
+        if connection is None:
+            connection = self._connect(wait=False)
+            self._local.in_place_connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def _holding_writes(self) -> AbstractContextManager[object]:
+        if getattr(self._local, "in_place", False):
+            return self._write_lock_now()
+        return super()._holding_writes()
+
+    @contextmanager
+    def _write_lock_now(self) -> Iterator[None]:
+        if not self._write_lock.acquire(blocking=False):
+            raise _WouldWait
+        try:
+            self._writes_in_place += 1
+            yield
+        finally:
+            self._write_lock.release()
+
+    def _connect(self, *, wait: bool = True) -> sqlite3.Connection:
+        timeout = self.timeout if wait else 0.0
         connection = sqlite3.connect(
-            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        if not wait:
+            connection.execute("PRAGMA wal_autocheckpoint = 0")
         return connection
 
     def _lock_migrations(self, cursor: Cursor) -> None:

@@ -45,6 +45,27 @@ def test_a_runs_events_stream_as_server_sent_events(service: Service) -> None:
     assert service.client.get("/runs/run_nope/events").status_code == 404
 
 
+def test_runs_at_once_each_keep_their_own_events(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    """One kept agent serves every run of an agent; its events still go to the right run."""
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 0.3))
+    service = make_service(env=_env(fake_llm), model="openai:gpt-test", workers=4)
+    runs = [service.client.post("/runs", json=REVIEW).json()["run_id"] for _ in range(4)]
+    deadline = time.monotonic() + 20
+    for run_id in runs:
+        while service.client.get(f"/runs/{run_id}").json()["status"] != "completed":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    for run_id in runs:
+        with service.client.stream("GET", f"/runs/{run_id}/events") as response:
+            events = _sse("".join(response.iter_text()))
+        kinds = [kind for kind, _ in events]
+        assert kinds.count("run_started") == 1 and kinds.count("attempt") == 1
+        assert kinds.count("run_completed") == 1
+        assert {data["run_id"] for _, data in events if "run_id" in data} == {run_id}
+
+
 def test_cancelling_a_running_run_ends_it_cancelled(
     make_service: ServiceFactory, fake_llm: FakeLLM
 ) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,7 +70,9 @@ def test_only_the_lease_holder_finishes_and_only_once(store: SqlStore) -> None:
     assert taken is not None and taken.run.id == "run_1" and taken.run.claims == 2
     assert store.renew("run_1", "first", 30).held is False
     assert not store.finish("run_1", "first", status="completed", result={}, error=None)
-    assert store.finish("run_1", "second", status="completed", result={"a": 1}, error=None)
+    ended = store.finish("run_1", "second", status="completed", result={"a": 1}, error=None)
+    assert ended is not None and ended.status == "completed" and ended.result == {"a": 1}
+    assert ended.lease_owner is None and ended.finished_at is not None
     assert not store.finish("run_1", "second", status="failed", result=None, error={})
     run = store.get_run("run_1")
     assert run is not None and run.status == "completed" and run.result == {"a": 1}
@@ -124,3 +129,80 @@ def test_cancel_of_a_running_run_is_a_request_the_runner_sees(store: SqlStore) -
     assert store.renew("run_1", "r", 30).cancel_requested is True
     with pytest.raises(NotFound):
         store.request_cancel("run_x")
+
+
+def test_one_renewal_extends_every_held_lease_and_reports_the_rest(store: SqlStore) -> None:
+    for n in (1, 2, 3):
+        store.create_run(_new(n))
+        store.claim("r", 30)
+    store.request_cancel("run_2")
+    store.finish("run_3", "r", status="completed", result={}, error=None)
+    states = store.renew_many(["run_1", "run_2", "run_3", "run_x"], "r", 60)
+    assert {run_id: (s.held, s.cancel_requested) for run_id, s in states.items()} == {
+        "run_1": (True, False),
+        "run_2": (True, True),
+        "run_3": (False, False),
+        "run_x": (False, False),
+    }
+    assert store.renew_many(["run_1"], "someone else", 60)["run_1"].held is False
+    run = store.get_run("run_1")
+    assert run is not None and run.lease_expires_at is not None
+    assert run.lease_expires_at > time.time() + 50
+
+
+def test_events_of_several_runs_are_stored_together_in_order(store: SqlStore) -> None:
+    for n in (1, 2):
+        store.create_run(_new(n))
+    store.add_events_many(
+        {"run_1": [("a", {"n": 1}), ("b", {"n": 2})], "run_2": [("c", {"é": "ü"})], "run_3": []}
+    )
+    assert [(e.type, e.data) for e in store.events_after("run_1")] == [
+        ("a", {"n": 1}),
+        ("b", {"n": 2}),
+    ]
+    assert [(e.type, e.data) for e in store.events_after("run_2")] == [("c", {"é": "ü"})]
+
+
+def test_async_calls_give_what_the_method_gives_and_its_errors(store: SqlStore) -> None:
+    async def main() -> None:
+        run, created = await store.call(store.create_run, _new(1))
+        assert created and run.status == "queued"
+        claim = await store.call(store.claim, "r", 30)
+        assert claim is not None and claim.run.id == "run_1"
+        assert (await store.call(store.get_run, "run_1")) == store.get_run("run_1")
+        with pytest.raises(NotFound):
+            await store.call(store.request_cancel, "run_x")
+
+    asyncio.run(main())
+
+
+def test_sqlite_calls_wait_for_another_writer_without_blocking_the_loop(tmp_path: Path) -> None:
+    """In place when they can; when another process holds the write lock, in a thread."""
+    store = open_store(tmp_path / "c.db")
+    other = sqlite3.connect(tmp_path / "c.db", isolation_level=None)
+    try:
+
+        async def main() -> tuple[bool, int]:
+            assert (await store.call(store.create_run, _new(1)))[1]  # in place, nothing held
+            other.execute("BEGIN IMMEDIATE")  # another process's write transaction
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticking = asyncio.create_task(tick())
+            asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+            _, created = await store.call(store.create_run, _new(2))
+            ticking.cancel()
+            return created, ticks
+
+        created, ticks = asyncio.run(main())
+        assert created
+        assert ticks >= 10  # the loop went on while the call waited for the lock
+        assert store.count_runs() == 2
+    finally:
+        other.close()
+        store.close()
