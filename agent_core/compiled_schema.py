@@ -11,6 +11,7 @@ from pydantic import JsonValue
 from agent_contracts.errors import OutputValidationError
 from agent_contracts.validation import ValidationIssue
 from agent_core.ecma_patterns import PatternRewrite
+from agent_core.engine_options import engine_options
 from agent_core.error_messages import (
     ErrorContext,
     IssueDetail,
@@ -19,7 +20,6 @@ from agent_core.error_messages import (
 )
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 from agent_core.schema_documents import (
-    _EXTRA_FORMATS,
     DRAFT_URIS,
     resolve_pointer,
     schema_hash,
@@ -212,15 +212,12 @@ class CompiledSchema:
         if self._map is None:
             engine = self._rewrite.schema if self._rewrite is not None else document
             named = (
-                {**engine, "$schema": DRAFT_URIS[self.draft]}
+                {**engine, "$schema": _engine_meta_schema(document, self.draft)}
                 if isinstance(engine, dict)
                 else bool(engine)
             )
             self._map = jsonschema_rs.validator_map_for(
-                named,
-                validate_formats=not self.lenient,
-                formats=_EXTRA_FORMATS if self.draft < 2019 else None,
-                retriever=retriever,
+                named, retriever=retriever, **engine_options(self.draft, lenient=self.lenient)
             )
         validator = self._map.get(location)
         original = resolve_pointer(self.schema, location[1:])
@@ -241,3 +238,9 @@ class CompiledSchema:
             context=document,
             rewrite=self._rewrite,
         )
+
+
+def _engine_meta_schema(document: JsonValue, draft: int) -> str:
+    """Return the ``$schema`` for the engine: the (already named) document's own, or the draft's."""
+    declared = document.get("$schema") if isinstance(document, dict) else None
+    return declared if isinstance(declared, str) else DRAFT_URIS[draft]

@@ -85,6 +85,7 @@ from agent_core.validation import (
     compile_schema,
     resolve_pointer,
     schema_hash,
+    validation_vocabulary,
 )
 
 __all__ = [
@@ -173,6 +174,9 @@ class _Builder:
         self.root_name = self.class_name(name if name.isidentifier() else _pascal(name))
         root_id = compiled.schema.get("$id") if isinstance(compiled.schema, dict) else None
         self.base = root_id if isinstance(root_id, str) else ""
+        schema = compiled.schema
+        # Without the validation vocabulary, ``type`` constrains nothing: every value stays plain.
+        self.typed = not isinstance(schema, dict) or validation_vocabulary(schema)
 
     def class_name(self, hint: str) -> str:
         """Reserve and return a class name based on ``hint``, unique within this build."""
@@ -230,7 +234,7 @@ class _Builder:
         self, schema: JsonValue, doc: str | None, pointer: str, hint: str
     ) -> _Deferred | None:
         """Return the (deferred) field type for a subschema, or None for a plain JSON value."""
-        if not isinstance(schema, Mapping):
+        if not isinstance(schema, Mapping) or not self.typed:
             return None
         conjuncts = self.conjuncts(_Node(schema, doc, pointer))
         allowed = _allowed_types(conjuncts) if conjuncts else None
@@ -317,7 +321,7 @@ class _Builder:
         """Create the root class; nested classes are created when Pydantic first needs them."""
         schema = self.compiled.schema
         conjuncts = self.conjuncts(_Node(schema, None, "")) if isinstance(schema, Mapping) else None
-        if conjuncts and _allowed_types(conjuncts) == {"object"}:
+        if self.typed and conjuncts and _allowed_types(conjuncts) == {"object"}:
             return self.object_class(conjuncts, self.root_name, "", root=True)
         deferred = self.annotation(schema, None, "", self.root_name)
         model = cast(

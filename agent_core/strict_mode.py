@@ -44,7 +44,7 @@ from agent_core.strict_values import (
     _normalize_draft4,
     _pointer_path,
 )
-from agent_core.validation import schema_draft
+from agent_core.validation import custom_meta_schema, schema_draft
 
 __all__ = [
     "ArrayPlan",
@@ -144,6 +144,9 @@ class StrictCompiler(TypedNodes, ChoiceNodes):
             The compiled root (without ``$defs``; see :attr:`defs`) and its plan.
         """
         root = self.root
+        if isinstance(root, dict) and custom_meta_schema(root) is not None:
+            detail = "a custom meta-schema's vocabularies decide which keywords apply"
+            return self._block("$", "$schema", detail)
         try:
             if inline_ref and isinstance(root, dict) and "$ref" in root:
                 return self._ref(root, "$", inline=True)
@@ -245,6 +248,9 @@ class StrictCompiler(TypedNodes, ChoiceNodes):
                 return self._block(path, "oneOf", "oneOf next to anyOf")
             self.note(path, "oneOf", "changed", "sent as anyOf; validation checks only one matches")
             schema["anyOf"] = schema.pop("oneOf")
+        if self.draft >= 2019 and "dependencies" in schema:
+            del schema["dependencies"]
+            self.note(path, "dependencies", "dropped", "not a keyword after draft-07; no effect")
         for key in _BLOCKING:
             if key in schema:
                 self._block(path, key, f"{self.rules.label} cannot express `{key}`")
