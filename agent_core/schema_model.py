@@ -170,6 +170,7 @@ class _Builder:
         self.draft = compiled.draft
         self.names: set[str] = set()
         self.memo: dict[int, type[SchemaModel]] = {}
+        self.arrays: list[int] = []
         self.lock = threading.RLock()
         self.root_name = self.class_name(name if name.isidentifier() else _pascal(name))
         root_id = compiled.schema.get("$id") if isinstance(compiled.schema, dict) else None
@@ -255,14 +256,27 @@ class _Builder:
         return None
 
     def element(self, conjuncts: list[_Node], hint: str) -> _Deferred | None:
-        """Return the item type of an array whose items all have one known shape."""
-        for each in conjuncts:
-            items = each.schema.get("items")
-            if isinstance(items, Mapping) and not (
-                self.draft >= 2020 and "prefixItems" in each.schema
-            ):
-                return self.annotation(items, each.doc, f"{each.pointer}/items", f"{hint}Item")
-        return None
+        """Return the item type of an array whose items all have one known shape.
+
+        An array whose items lead back to itself through arrays alone (``{"type": "array",
+        "items": {"$ref": "#"}}``) holds only arrays (and nulls), never an object: its values
+        stay plain JSON. Recursion that passes through an object is built lazily there.
+        """
+        key = id(conjuncts[0].schema)
+        if key in self.arrays:
+            return None
+        self.arrays.append(key)
+        try:
+            for each in conjuncts:
+                items = each.schema.get("items")
+                if isinstance(items, Mapping) and not (
+                    self.draft >= 2020 and "prefixItems" in each.schema
+                ):
+                    pointer = f"{each.pointer}/items"
+                    return self.annotation(items, each.doc, pointer, f"{hint}Item")
+            return None
+        finally:
+            self.arrays.pop()
 
     def object_class(
         self, conjuncts: list[_Node], hint: str, pointer: str, *, root: bool
