@@ -17,6 +17,7 @@ from agent_core.error_messages import (
     IssueDetail,
     issue_detail,
     non_json_issues,
+    unmasked_detail,
 )
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 from agent_core.schema_documents import (
@@ -24,6 +25,7 @@ from agent_core.schema_documents import (
     resolve_pointer,
     schema_hash,
 )
+from agent_core.surrogates import Masked, mask_surrogates
 
 __all__ = ["CompiledSchema"]
 
@@ -116,7 +118,17 @@ class CompiledSchema:
         try:
             return self._validator.is_valid(value)
         except (ValueError, TypeError, OverflowError):
+            masked = self._masked(value)
+            if masked is None:
+                return False
+        try:
+            return self._validator.is_valid(masked.value)
+        except (ValueError, TypeError, OverflowError):
             return False
+
+    def _masked(self, value: JsonValue) -> Masked | None:
+        """Return ``value`` with its lone surrogates masked for the engine, if it has any."""
+        return mask_surrogates(value, [json.dumps(self.schema, ensure_ascii=False)])
 
     def issues(self, value: JsonValue) -> list[ValidationIssue]:
         """Return every problem with ``value``, in deterministic order (empty when valid).
@@ -149,9 +161,21 @@ class CompiledSchema:
             self.draft,
             self._rewrite.renamed if self._rewrite is not None else {},
         )
-        found = [
-            issue_detail(error, value, context) for error in self._validator.iter_errors(value)
-        ]
+        masked: Masked | None = None
+        try:
+            errors = list(self._validator.iter_errors(value))
+        except (ValueError, TypeError, OverflowError):
+            masked = self._masked(value)
+            if masked is None:
+                raise
+            errors = list(self._validator.iter_errors(masked.value))
+        if masked is None:
+            found = [issue_detail(error, value, context) for error in errors]
+        else:
+            found = [
+                unmasked_detail(issue_detail(error, masked.value, context), masked, value)
+                for error in errors
+            ]
         return [detail for _, detail in sorted(found, key=lambda pair: pair[0])]
 
     def validate(self, value: JsonValue) -> None:

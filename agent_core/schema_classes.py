@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import (
@@ -22,13 +24,16 @@ from pydantic import (
     JsonValue,
     ModelWrapValidatorHandler,
     RootModel,
+    SerializerFunctionWrapHandler,
     ValidationError,
+    model_serializer,
     model_validator,
 )
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_contracts.errors import SchemaError
+from agent_core.surrogates import escape_surrogates, has_surrogates
 from agent_core.validation import (
     CompiledSchema,
     compile_schema,
@@ -61,7 +66,9 @@ def _pydantic_error(title: str, compiled: CompiledSchema, data: object) -> Valid
         details.append(
             InitErrorDetails(
                 type=PydanticCustomError("json_schema", "{message}", ctx),
-                loc=parts,
+                loc=tuple(
+                    escape_surrogates(part) if isinstance(part, str) else part for part in parts
+                ),
                 input=value,
             )
         )
@@ -107,11 +114,36 @@ def _enforce(
         _checking.reset(token)
 
 
+def _with_odd_keys(data: object, handler: Callable[[object], object]) -> object:
+    r"""Build a model from ``data``, keeping undeclared keys Pydantic cannot hold as strings.
+
+    Pydantic refuses an object key with a lone surrogate (``"\\ud83d"``), which is a valid JSON
+    key; such keys (never declared properties: a schema names none) are kept as extras as given.
+    """
+    if not isinstance(data, dict):
+        return handler(data)
+    odd = {key: item for key, item in data.items() if isinstance(key, str) and has_surrogates(key)}
+    if not odd:
+        return handler(data)
+    model = handler({key: item for key, item in data.items() if key not in odd})
+    if isinstance(model, BaseModel) and model.__pydantic_extra__ is not None:
+        model.__pydantic_extra__.update(odd)
+        model.__pydantic_fields_set__.update(odd)
+    return model
+
+
 def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
-    """Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error."""
+    r"""Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error.
+
+    JSON text with a lone surrogate escape (``"\\ud83d"``) is JSON; Pydantic's parser refuses
+    it, so such text is read with Python's ``json`` module instead.
+    """
     try:
         return pydantic_core.from_json(json_data, allow_inf_nan=False)
     except ValueError as error:
+        loaded = _surrogate_json(json_data)
+        if loaded is not _NOT_READ:
+            return loaded
         raise ValidationError.from_exception_data(
             title,
             [
@@ -120,6 +152,25 @@ def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
                 )
             ],
         ) from error
+
+
+_NOT_READ = object()
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _surrogate_json(json_data: str | bytes | bytearray) -> object:
+    """Return the value of JSON text that holds a surrogate escape, or ``_NOT_READ``."""
+    raw = json_data.encode("utf-8", "surrogatepass") if isinstance(json_data, str) else json_data
+    if _SURROGATE_ESCAPE.search(raw) is None:
+        return _NOT_READ
+    try:
+        return json.loads(json_data, parse_constant=_refuse_constant)
+    except ValueError:
+        return _NOT_READ
 
 
 def _schema_document(schema: JsonValue) -> dict[str, Any]:
@@ -244,6 +295,28 @@ class SchemaModel(_SchemaBacked, BaseModel):
         """
         return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _agentshape_check(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        return cast(Self, _with_odd_keys(data, handler))
+
+    @model_serializer(mode="wrap")
+    def _agentshape_dump(self, handler: SerializerFunctionWrapHandler) -> object:
+        # An absent nested object is None, serialized by its class's serializer all the same.
+        extra = self.__pydantic_extra__ if isinstance(self, BaseModel) else None
+        odd = [key for key in extra if has_surrogates(key)] if extra else []
+        if not odd:
+            return handler(self)
+        clone = self.model_copy()
+        assert clone.__pydantic_extra__ is not None
+        for key in odd:
+            del clone.__pydantic_extra__[key]
+        clone.__pydantic_fields_set__.difference_update(odd)
+        dumped = handler(clone)
+        if isinstance(dumped, dict) and extra is not None:
+            dumped.update((key, extra[key]) for key in odd if key in self.__pydantic_fields_set__)
+        return dumped
+
     @classmethod
     def model_validate(
         cls,
@@ -317,7 +390,7 @@ class _CheckedModel(SchemaModel):
     @model_validator(mode="wrap")
     @classmethod
     def _agentshape_check(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        return cast(Self, _enforce(cls, data, handler))
+        return cast(Self, _enforce(cls, data, lambda checked: _with_odd_keys(checked, handler)))
 
 
 class _CheckedRootModel(SchemaRootModel):
