@@ -37,6 +37,7 @@ class TypedNodes:
 
     rules: StrictRules
     narrowing: bool
+    draft: int
 
     if TYPE_CHECKING:
 
@@ -175,5 +176,11 @@ class TypedNodes:
         keys = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf")
         if self.rules.numeric_bounds:
             out.update({key: schema[key] for key in keys if key in schema})
-        else:
-            self._move(schema, path, keys, described)
+            return
+        self._move(schema, path, keys, described)
+        if self.draft == 4:  # a numeric exclusive bound here was the designer's bound plus a flag
+            for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+                if not isinstance(schema.get(flag), bool | None) and bound not in schema:
+                    self.note(
+                        path, bound, "moved to description", f"not supported by {self.rules.label}"
+                    )
