@@ -7,11 +7,17 @@ in a form the SDK can encode, so a re-prompt happens where one is due.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
+from agent_contracts.messages import Message
+from agent_executor.providers.base import ModelTurnRequest
+from agent_executor.providers.function import FunctionModel
 from tests.agent_executor.test_run import (
     APIS,
     agent_for,
@@ -69,3 +75,24 @@ async def test_a_lone_surrogate_twice_fails_as_validation_not_internal_error(
         "$.score: -1 is less than the minimum of 0"
     ]
     assert result.error.last_output == bad
+
+
+class Reading(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    taken: datetime.datetime
+    level: decimal.Decimal
+    count: int
+
+
+async def test_a_strict_pydantic_contract_accepts_json_and_returns_its_json_form() -> None:
+    answer = {"taken": "2024-01-02T03:04:05+00:00", "level": "2.50", "count": 3}
+
+    def model(messages: list[Message], request: ModelTurnRequest) -> dict[str, Any]:
+        return answer
+
+    result = await agent_for(FunctionModel(model), output_type=Reading).run("Read it.")
+    assert result.status == "completed", result.error
+    assert result.retries == 0
+    assert result.result_data == {"taken": "2024-01-02T03:04:05Z", "level": "2.50", "count": 3}
+    assert result.output == Reading.model_validate_json(json.dumps(answer))
