@@ -40,7 +40,11 @@ from pydantic import JsonValue
 from agent_contracts.errors import InvalidSchemaError
 from agent_core.caches import SchemaCache, schema_cache
 from agent_core.compiled_schema import CompiledSchema
-from agent_core.ecma_patterns import PatternRewrite, rewrite_schema_patterns
+from agent_core.ecma_patterns import (
+    PatternRewrite,
+    needs_engine_spelling,
+    rewrite_schema_patterns,
+)
 from agent_core.engine_options import engine_options
 from agent_core.error_messages import (
     ErrorContext,
@@ -153,6 +157,8 @@ def compile_canonical(
     generation = registry_generation()
     rewrite: PatternRewrite | None = None
     try:
+        if needs_engine_spelling(schema):  # \d, \w or \s beside a lookaround or backreference
+            raise InvalidSchemaError("patterns to respell")
         validator, retriever = _engine_validator(
             schema, named, draft, lenient=lenient, source=source, renamed={}
         )
