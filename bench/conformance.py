@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TextIO
 
+import jsonschema_rs
 from jsonschema import Draft7Validator
 from pydantic import JsonValue, ValidationError
 
 from agent_contracts.errors import AgentshapeError, InvalidSchemaError
 from agent_core.refs import register_schema, registered_schemas, unregister_schema
 from agent_core.schema_model import SchemaModel, SchemaRootModel, compile_schema, model_from_schema
-from agent_core.validation import DRAFT_URIS
+from agent_core.validation import DRAFT_URIS, schema_draft
 
 __all__ = [
     "REMOTES_BASE_URI",
@@ -243,8 +244,11 @@ class CorpusReport:
         false_accept: Instances labelled invalid that we accepted.
         false_reject: Instances labelled valid that we rejected.
         crashed: Instances where validation raised something other than a validation error.
+        format_annotation: Instances labelled invalid, accepted because their 2020-12 schema
+            makes ``format`` an annotation (they fail only when formats are asserted).
         not_converted: Schemas that could not be converted, with their error.
-        disagreements: Every instance counted in ``false_accept``, ``false_reject`` or ``crashed``.
+        disagreements: Every instance counted in ``false_accept``, ``false_reject``,
+            ``crashed`` or ``format_annotation``.
     """
 
     corpus: str
@@ -254,19 +258,22 @@ class CorpusReport:
     false_accept: int = 0
     false_reject: int = 0
     crashed: int = 0
+    format_annotation: int = 0
     not_converted: list[ConversionFailure] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
 
     def summary(self) -> str:
         """Return ``agree: N/M, false_accept: N, false_reject: N, not_converted: N``.
 
-        ``, crashed: N`` is appended when some validation raised instead of deciding.
+        ``, crashed: N`` is appended when some validation raised instead of deciding, and
+        ``, format_annotation: N`` when 2020-12's annotation-only ``format`` explains accepts.
         """
         text = (
             f"agree: {self.agree}/{self.instances}, false_accept: {self.false_accept}, "
             f"false_reject: {self.false_reject}, not_converted: {len(self.not_converted)}"
         )
-        return text + (f", crashed: {self.crashed}" if self.crashed else "")
+        text += f", crashed: {self.crashed}" if self.crashed else ""
+        return text + (f", format_annotation: {n}" if (n := self.format_annotation) else "")
 
     @property
     def ok(self) -> bool:
@@ -660,7 +667,9 @@ def check_corpus(corpus: str, schemas: Iterable[LabelledSchema]) -> CorpusReport
                 if accepted == case.valid:
                     report.agree += 1
                     continue
-                if accepted:
+                if accepted and _format_annotation_only(schema, case.data):
+                    report.format_annotation += 1
+                elif accepted:
                     report.false_accept += 1
                 else:
                     report.false_reject += 1
@@ -678,6 +687,21 @@ def check_corpus(corpus: str, schemas: Iterable[LabelledSchema]) -> CorpusReport
                 )
             )
     return report
+
+
+def _format_annotation_only(schema: Mapping[str, JsonValue] | bool, data: JsonValue) -> bool:
+    """Whether a 2020-12 schema rejects ``data`` only when ``format`` is asserted.
+
+    2020-12 makes ``format`` an annotation (the README's policy); corpora labelled on the
+    assumption that formats are asserted then disagree with it, and are counted apart.
+    """
+    if not isinstance(schema, Mapping) or schema_draft(schema) != 2020:
+        return False
+    try:
+        asserting = jsonschema_rs.Draft202012Validator(dict(schema), validate_formats=True)
+        return not asserting.is_valid(data)
+    except (ValueError, jsonschema_rs.ValidationError):
+        return False
 
 
 def _issues(schema: Mapping[str, JsonValue] | bool, source: str, data: JsonValue) -> list[str]:
