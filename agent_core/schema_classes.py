@@ -24,16 +24,14 @@ from pydantic import (
     JsonValue,
     ModelWrapValidatorHandler,
     RootModel,
-    SerializerFunctionWrapHandler,
     ValidationError,
-    model_serializer,
     model_validator,
 )
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_contracts.errors import SchemaError
-from agent_core.surrogates import escape_surrogates, has_surrogates
+from agent_core.surrogates import Masked, escape_surrogates, mask_surrogates
 from agent_core.validation import (
     CompiledSchema,
     compile_schema,
@@ -110,26 +108,71 @@ def _enforce(
     token = _checking.set(True)
     try:
         return handler(data)
+    except ValidationError as error:
+        if not any(item["type"] == "string_unicode" for item in error.errors()):
+            raise
+        return _build_with_odd_keys(data, handler)  # a lone surrogate in an object key
     finally:
         _checking.reset(token)
 
 
-def _with_odd_keys(data: object, handler: Callable[[object], object]) -> object:
-    r"""Build a model from ``data``, keeping undeclared keys Pydantic cannot hold as strings.
+def _build_with_odd_keys(data: object, handler: Callable[[object], object]) -> object:
+    r"""Build a model from data whose object keys hold lone surrogates (``"\ud83d"``).
 
-    Pydantic refuses an object key with a lone surrogate (``"\\ud83d"``), which is a valid JSON
-    key; such keys (never declared properties: a schema names none) are kept as extras as given.
+    Pydantic refuses such a key, a valid JSON key: the model is built from a copy whose keys
+    carry stand-ins, and the keys are then put back in the models and plain values it holds.
+
+    Raises:
+        pydantic.ValidationError: As Pydantic raises it, when masking the keys does not help.
     """
-    if not isinstance(data, dict):
+    masked = mask_surrogates(cast(JsonValue, data), keys_only=True)
+    if masked is None:
         return handler(data)
-    odd = {key: item for key, item in data.items() if isinstance(key, str) and has_surrogates(key)}
-    if not odd:
-        return handler(data)
-    model = handler({key: item for key, item in data.items() if key not in odd})
-    if isinstance(model, BaseModel) and model.__pydantic_extra__ is not None:
-        model.__pydantic_extra__.update(odd)
-        model.__pydantic_fields_set__.update(odd)
-    return model
+    return _restore_keys(handler(masked.value), masked)
+
+
+def _restore_keys(node: object, masked: Masked) -> object:
+    """Return ``node`` (a model or a JSON value) with the masked keys put back, in place."""
+    if isinstance(node, BaseModel):
+        extra = node.__pydantic_extra__
+        if extra:
+            restored = {masked.key(key): _restore_keys(item, masked) for key, item in extra.items()}
+            extra.clear()
+            extra.update(restored)
+            names = {masked.key(name) for name in node.__pydantic_fields_set__}
+            node.__pydantic_fields_set__.clear()
+            node.__pydantic_fields_set__.update(names)
+        for name in type(node).model_fields:
+            if name in node.__dict__:
+                node.__dict__[name] = _restore_keys(node.__dict__[name], masked)
+        return node
+    if isinstance(node, dict):
+        return {
+            (masked.key(key) if isinstance(key, str) else key): _restore_keys(item, masked)
+            for key, item in node.items()
+        }
+    if isinstance(node, list):
+        return [_restore_keys(item, masked) for item in node]
+    return node
+
+
+def _dumped(node: object) -> object:
+    """Return a model tree as JSON data, in Python (for keys Pydantic's serializer refuses)."""
+    if isinstance(node, RootModel):
+        return _dumped(node.root)
+    if isinstance(node, BaseModel):
+        out: dict[str, object] = {}
+        for name, info in type(node).model_fields.items():
+            if name in node.model_fields_set:
+                out[info.alias or name] = _dumped(getattr(node, name))
+        for key, item in (node.__pydantic_extra__ or {}).items():
+            out[key] = _dumped(item)
+        return out
+    if isinstance(node, dict):
+        return {key: _dumped(item) for key, item in node.items()}
+    if isinstance(node, list | tuple):
+        return [_dumped(item) for item in node]
+    return node
 
 
 def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
@@ -293,29 +336,10 @@ class SchemaModel(_SchemaBacked, BaseModel):
         Returns:
             The JSON value; a new object, so changing it does not change the model.
         """
-        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _agentshape_check(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        return cast(Self, _with_odd_keys(data, handler))
-
-    @model_serializer(mode="wrap")
-    def _agentshape_dump(self, handler: SerializerFunctionWrapHandler) -> object:
-        # An absent nested object is None, serialized by its class's serializer all the same.
-        extra = self.__pydantic_extra__ if isinstance(self, BaseModel) else None
-        odd = [key for key in extra if has_surrogates(key)] if extra else []
-        if not odd:
-            return handler(self)
-        clone = self.model_copy()
-        assert clone.__pydantic_extra__ is not None
-        for key in odd:
-            del clone.__pydantic_extra__[key]
-        clone.__pydantic_fields_set__.difference_update(odd)
-        dumped = handler(clone)
-        if isinstance(dumped, dict) and extra is not None:
-            dumped.update((key, extra[key]) for key in odd if key in self.__pydantic_fields_set__)
-        return dumped
+        try:
+            return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        except ValueError:  # a key with a lone surrogate, which Pydantic's serializer refuses
+            return cast(JsonValue, _dumped(self))
 
     @classmethod
     def model_validate(
@@ -381,7 +405,10 @@ class SchemaRootModel(_SchemaBacked, RootModel[JsonValue]):
         Returns:
             The JSON value; a new object, so changing it does not change the model.
         """
-        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        try:
+            return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        except ValueError:  # a key with a lone surrogate, which Pydantic's serializer refuses
+            return cast(JsonValue, _dumped(self))
 
 
 class _CheckedModel(SchemaModel):
@@ -390,7 +417,7 @@ class _CheckedModel(SchemaModel):
     @model_validator(mode="wrap")
     @classmethod
     def _agentshape_check(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
-        return cast(Self, _enforce(cls, data, lambda checked: _with_odd_keys(checked, handler)))
+        return cast(Self, _enforce(cls, data, handler))
 
 
 class _CheckedRootModel(SchemaRootModel):

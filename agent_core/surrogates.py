@@ -63,13 +63,14 @@ def escape_surrogates(text: str) -> str:
     return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
-def _strings(value: JsonValue) -> Iterator[str]:
-    """Yield every string in a JSON value: object keys and string values."""
+def _strings(value: JsonValue, *, keys_only: bool = False) -> Iterator[str]:
+    """Yield every string in a JSON value: object keys and (unless ``keys_only``) values."""
     stack: list[object] = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, str):
-            yield node
+            if not keys_only:
+                yield node
         elif isinstance(node, dict):
             for key, item in node.items():
                 if isinstance(key, str):
@@ -108,19 +109,22 @@ class Masked:
         return key
 
 
-def mask_surrogates(value: JsonValue, avoid: Iterable[str] = ()) -> Masked | None:
+def mask_surrogates(
+    value: JsonValue, avoid: Iterable[str] = (), *, keys_only: bool = False
+) -> Masked | None:
     """Return ``value`` with every surrogate replaced by an unused private-use stand-in.
 
     Args:
         value: A JSON value (keys and strings are searched).
         avoid: Texts whose characters must not be used as stand-ins (the schema's JSON).
+        keys_only: Replace surrogates in object keys only; string values are kept.
 
     Returns:
         The masked value and the way back, or ``None`` when ``value`` has no surrogate (or there
         are more distinct surrogates than free stand-ins, which cannot happen with fewer than
         2,048 distinct surrogates).
     """
-    strings = list(_strings(value))
+    strings = list(_strings(value, keys_only=keys_only))
     found = sorted({char for text in strings if has_surrogates(text) for char in _surrogates(text)})
     if not found:
         return None
@@ -133,24 +137,26 @@ def mask_surrogates(value: JsonValue, avoid: Iterable[str] = ()) -> Masked | Non
             return None
         forward[surrogate] = stand_in
     table = str.maketrans(forward)
-    return Masked(_replace(value, table), {v: k for k, v in forward.items()})
+    return Masked(_replace(value, table, keys_only), {v: k for k, v in forward.items()})
 
 
 def _surrogates(text: str) -> list[str]:
     return _SURROGATE.findall(text)
 
 
-def _replace(value: JsonValue, table: dict[int, str]) -> JsonValue:
-    """Return a copy of ``value`` with ``table`` applied to every key and string."""
+def _replace(value: JsonValue, table: dict[int, str], keys_only: bool = False) -> JsonValue:
+    """Return a copy of ``value`` with ``table`` applied to its keys (and strings)."""
     if isinstance(value, str):
-        return value.translate(table) if has_surrogates(value) else value
+        return value.translate(table) if has_surrogates(value) and not keys_only else value
     if isinstance(value, dict):
         return {
-            (key.translate(table) if isinstance(key, str) else key): _replace(item, table)
+            (key.translate(table) if isinstance(key, str) else key): _replace(
+                item, table, keys_only
+            )
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_replace(item, table) for item in value]
+        return [_replace(item, table, keys_only) for item in value]
     return value
 
 
