@@ -13,19 +13,23 @@ from agent_contracts.validation import ValidationIssue
 from agent_core.ecma_patterns import PatternRewrite
 from agent_core.engine_options import engine_options
 from agent_core.error_messages import (
+    _MISSING,
     ErrorContext,
     IssueDetail,
+    IssueSortKey,
+    _value_at,
+    format_path,
     issue_detail,
     non_json_issues,
-    unmasked_detail,
 )
+from agent_core.json_paths import _path_key
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 from agent_core.schema_documents import (
     DRAFT_URIS,
     resolve_pointer,
     schema_hash,
 )
-from agent_core.surrogates import Masked, mask_surrogates
+from agent_core.surrogates import Masked, escape_surrogates, mask_surrogates
 
 __all__ = ["CompiledSchema"]
 
@@ -173,7 +177,7 @@ class CompiledSchema:
             found = [issue_detail(error, value, context) for error in errors]
         else:
             found = [
-                unmasked_detail(issue_detail(error, masked.value, context), masked, value)
+                _unmasked_detail(issue_detail(error, masked.value, context), masked, value)
                 for error in errors
             ]
         return [detail for _, detail in sorted(found, key=lambda pair: pair[0])]
@@ -268,3 +272,30 @@ def _engine_meta_schema(document: JsonValue, draft: int) -> str:
     """Return the ``$schema`` for the engine: the (already named) document's own, or the draft's."""
     declared = document.get("$schema") if isinstance(document, dict) else None
     return declared if isinstance(declared, str) else DRAFT_URIS[draft]
+
+
+def _unmasked_detail(
+    found: tuple[IssueSortKey, IssueDetail], masked: Masked, value: JsonValue
+) -> tuple[IssueSortKey, IssueDetail]:
+    """Return an issue found on a surrogate-masked value as an issue of the original ``value``.
+
+    Args:
+        found: The sort key and issue :func:`issue_detail` gave for ``masked.value``.
+        masked: The masked value and its way back.
+        value: The original value.
+
+    Returns:
+        The same issue with the original path parts, offending value and sort key, and every
+        surrogate in its message spelled as an escape.
+    """
+    (_, schema_key), detail = found
+    parts = tuple(masked.key(part) if isinstance(part, str) else part for part in detail.parts)
+    original = _value_at(value, parts)
+    issue = detail.issue.model_copy(
+        update={
+            "path": format_path(parts),
+            "message": escape_surrogates(masked.text(detail.issue.message)),
+        }
+    )
+    offending = detail.value if original is _MISSING else original
+    return (_path_key(parts), schema_key), IssueDetail(parts, offending, issue)

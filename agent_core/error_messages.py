@@ -22,7 +22,6 @@ from pydantic import JsonValue
 from agent_contracts.validation import ValidationIssue
 from agent_core.ecma_patterns import designer_parts
 from agent_core.json_paths import IssueSortKey, _path_key, format_path
-from agent_core.surrogates import Masked, escape_surrogates
 
 __all__ = [
     "ErrorContext",
@@ -32,7 +31,6 @@ __all__ = [
     "issue_detail",
     "meta_schema_fault",
     "non_json_issues",
-    "unmasked_detail",
 ]
 
 _MISSING = object()
@@ -176,33 +174,6 @@ def _describe(
         if owner is not None:
             return f"{kind.property!r} is a dependency of {owner!r}", str(last), where
     return _message(kind, instance, context, where) or error.message, keyword, where
-
-
-def unmasked_detail(
-    found: tuple[IssueSortKey, IssueDetail], masked: Masked, value: JsonValue
-) -> tuple[IssueSortKey, IssueDetail]:
-    """Return an issue found on a surrogate-masked value as an issue of the original ``value``.
-
-    Args:
-        found: The sort key and issue :func:`issue_detail` gave for ``masked.value``.
-        masked: The masked value and its way back.
-        value: The original value.
-
-    Returns:
-        The same issue with the original path parts, offending value and sort key, and every
-        surrogate in its message spelled as an escape.
-    """
-    (_, schema_key), detail = found
-    parts = tuple(masked.key(part) if isinstance(part, str) else part for part in detail.parts)
-    original = _value_at(value, parts)
-    issue = detail.issue.model_copy(
-        update={
-            "path": format_path(parts),
-            "message": escape_surrogates(masked.text(detail.issue.message)),
-        }
-    )
-    offending = detail.value if original is _MISSING else original
-    return (_path_key(parts), schema_key), IssueDetail(parts, offending, issue)
 
 
 def _dependency_owner(

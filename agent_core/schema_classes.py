@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
-import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import (
@@ -31,7 +29,8 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_contracts.errors import SchemaError
-from agent_core.surrogates import Masked, escape_surrogates, mask_surrogates
+from agent_core.odd_keys import NOT_READ, build_with_odd_keys, dumped, surrogate_json
+from agent_core.surrogates import escape_surrogates
 from agent_core.validation import (
     CompiledSchema,
     compile_schema,
@@ -111,68 +110,9 @@ def _enforce(
     except ValidationError as error:
         if not any(item["type"] == "string_unicode" for item in error.errors()):
             raise
-        return _build_with_odd_keys(data, handler)  # a lone surrogate in an object key
+        return build_with_odd_keys(data, handler)  # a lone surrogate in an object key
     finally:
         _checking.reset(token)
-
-
-def _build_with_odd_keys(data: object, handler: Callable[[object], object]) -> object:
-    r"""Build a model from data whose object keys hold lone surrogates (``"\ud83d"``).
-
-    Pydantic refuses such a key, a valid JSON key: the model is built from a copy whose keys
-    carry stand-ins, and the keys are then put back in the models and plain values it holds.
-
-    Raises:
-        pydantic.ValidationError: As Pydantic raises it, when masking the keys does not help.
-    """
-    masked = mask_surrogates(cast(JsonValue, data), keys_only=True)
-    if masked is None:
-        return handler(data)
-    return _restore_keys(handler(masked.value), masked)
-
-
-def _restore_keys(node: object, masked: Masked) -> object:
-    """Return ``node`` (a model or a JSON value) with the masked keys put back, in place."""
-    if isinstance(node, BaseModel):
-        extra = node.__pydantic_extra__
-        if extra:
-            restored = {masked.key(key): _restore_keys(item, masked) for key, item in extra.items()}
-            extra.clear()
-            extra.update(restored)
-            names = {masked.key(name) for name in node.__pydantic_fields_set__}
-            node.__pydantic_fields_set__.clear()
-            node.__pydantic_fields_set__.update(names)
-        for name in type(node).model_fields:
-            if name in node.__dict__:
-                node.__dict__[name] = _restore_keys(node.__dict__[name], masked)
-        return node
-    if isinstance(node, dict):
-        return {
-            (masked.key(key) if isinstance(key, str) else key): _restore_keys(item, masked)
-            for key, item in node.items()
-        }
-    if isinstance(node, list):
-        return [_restore_keys(item, masked) for item in node]
-    return node
-
-
-def _dumped(node: object) -> object:
-    """Return a model tree as JSON data, in Python (for keys Pydantic's serializer refuses)."""
-    if isinstance(node, RootModel):
-        return _dumped(node.root)
-    if isinstance(node, BaseModel):
-        out: dict[str, object] = {}
-        for name, info in type(node).model_fields.items():
-            if name in node.model_fields_set:
-                out[info.alias or name] = _dumped(getattr(node, name))
-        for key, item in (node.__pydantic_extra__ or {}).items():
-            out[key] = _dumped(item)
-        return out
-    if isinstance(node, dict):
-        return {key: _dumped(item) for key, item in node.items()}
-    if isinstance(node, list | tuple):
-        return [_dumped(item) for item in node]
-    return node
 
 
 def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
@@ -184,8 +124,8 @@ def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
     try:
         return pydantic_core.from_json(json_data, allow_inf_nan=False)
     except ValueError as error:
-        loaded = _surrogate_json(json_data)
-        if loaded is not _NOT_READ:
+        loaded = surrogate_json(json_data)
+        if loaded is not NOT_READ:
             return loaded
         raise ValidationError.from_exception_data(
             title,
@@ -195,25 +135,6 @@ def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
                 )
             ],
         ) from error
-
-
-_NOT_READ = object()
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _surrogate_json(json_data: str | bytes | bytearray) -> object:
-    """Return the value of JSON text that holds a surrogate escape, or ``_NOT_READ``."""
-    raw = json_data.encode("utf-8", "surrogatepass") if isinstance(json_data, str) else json_data
-    if _SURROGATE_ESCAPE.search(raw) is None:
-        return _NOT_READ
-    try:
-        return json.loads(json_data, parse_constant=_refuse_constant)
-    except ValueError:
-        return _NOT_READ
 
 
 def _schema_document(schema: JsonValue) -> dict[str, Any]:
@@ -339,7 +260,7 @@ class SchemaModel(_SchemaBacked, BaseModel):
         try:
             return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
         except ValueError:  # a key with a lone surrogate, which Pydantic's serializer refuses
-            return cast(JsonValue, _dumped(self))
+            return cast(JsonValue, dumped(self))
 
     @classmethod
     def model_validate(
@@ -408,7 +329,7 @@ class SchemaRootModel(_SchemaBacked, RootModel[JsonValue]):
         try:
             return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
         except ValueError:  # a key with a lone surrogate, which Pydantic's serializer refuses
-            return cast(JsonValue, _dumped(self))
+            return cast(JsonValue, dumped(self))
 
 
 class _CheckedModel(SchemaModel):
