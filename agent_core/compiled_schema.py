@@ -11,19 +11,25 @@ from pydantic import JsonValue
 from agent_contracts.errors import OutputValidationError
 from agent_contracts.validation import ValidationIssue
 from agent_core.ecma_patterns import PatternRewrite
+from agent_core.engine_options import engine_options
 from agent_core.error_messages import (
+    _MISSING,
     ErrorContext,
     IssueDetail,
+    IssueSortKey,
+    _value_at,
+    format_path,
     issue_detail,
     non_json_issues,
 )
+from agent_core.json_paths import _path_key
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 from agent_core.schema_documents import (
-    _EXTRA_FORMATS,
     DRAFT_URIS,
     resolve_pointer,
     schema_hash,
 )
+from agent_core.surrogates import Masked, escape_surrogates, mask_surrogates
 
 __all__ = ["CompiledSchema"]
 
@@ -116,7 +122,17 @@ class CompiledSchema:
         try:
             return self._validator.is_valid(value)
         except (ValueError, TypeError, OverflowError):
+            masked = self._masked(value)
+            if masked is None:
+                return False
+        try:
+            return self._validator.is_valid(masked.value)
+        except (ValueError, TypeError, OverflowError):
             return False
+
+    def _masked(self, value: JsonValue) -> Masked | None:
+        """Return ``value`` with its lone surrogates masked for the engine, if it has any."""
+        return mask_surrogates(value, [json.dumps(self.schema, ensure_ascii=False)])
 
     def issues(self, value: JsonValue) -> list[ValidationIssue]:
         """Return every problem with ``value``, in deterministic order (empty when valid).
@@ -149,9 +165,21 @@ class CompiledSchema:
             self.draft,
             self._rewrite.renamed if self._rewrite is not None else {},
         )
-        found = [
-            issue_detail(error, value, context) for error in self._validator.iter_errors(value)
-        ]
+        masked: Masked | None = None
+        try:
+            errors = list(self._validator.iter_errors(value))
+        except (ValueError, TypeError, OverflowError):
+            masked = self._masked(value)
+            if masked is None:
+                raise
+            errors = list(self._validator.iter_errors(masked.value))
+        if masked is None:
+            found = [issue_detail(error, value, context) for error in errors]
+        else:
+            found = [
+                _unmasked_detail(issue_detail(error, masked.value, context), masked, value)
+                for error in errors
+            ]
         return [detail for _, detail in sorted(found, key=lambda pair: pair[0])]
 
     def validate(self, value: JsonValue) -> None:
@@ -212,15 +240,12 @@ class CompiledSchema:
         if self._map is None:
             engine = self._rewrite.schema if self._rewrite is not None else document
             named = (
-                {**engine, "$schema": DRAFT_URIS[self.draft]}
+                {**engine, "$schema": _engine_meta_schema(document, self.draft)}
                 if isinstance(engine, dict)
                 else bool(engine)
             )
             self._map = jsonschema_rs.validator_map_for(
-                named,
-                validate_formats=not self.lenient,
-                formats=_EXTRA_FORMATS if self.draft < 2019 else None,
-                retriever=retriever,
+                named, retriever=retriever, **engine_options(self.draft, lenient=self.lenient)
             )
         validator = self._map.get(location)
         original = resolve_pointer(self.schema, location[1:])
@@ -241,3 +266,36 @@ class CompiledSchema:
             context=document,
             rewrite=self._rewrite,
         )
+
+
+def _engine_meta_schema(document: JsonValue, draft: int) -> str:
+    """Return the ``$schema`` for the engine: the (already named) document's own, or the draft's."""
+    declared = document.get("$schema") if isinstance(document, dict) else None
+    return declared if isinstance(declared, str) else DRAFT_URIS[draft]
+
+
+def _unmasked_detail(
+    found: tuple[IssueSortKey, IssueDetail], masked: Masked, value: JsonValue
+) -> tuple[IssueSortKey, IssueDetail]:
+    """Return an issue found on a surrogate-masked value as an issue of the original ``value``.
+
+    Args:
+        found: The sort key and issue :func:`issue_detail` gave for ``masked.value``.
+        masked: The masked value and its way back.
+        value: The original value.
+
+    Returns:
+        The same issue with the original path parts, offending value and sort key, and every
+        surrogate in its message spelled as an escape.
+    """
+    (_, schema_key), detail = found
+    parts = tuple(masked.key(part) if isinstance(part, str) else part for part in detail.parts)
+    original = _value_at(value, parts)
+    issue = detail.issue.model_copy(
+        update={
+            "path": format_path(parts),
+            "message": escape_surrogates(masked.text(detail.issue.message)),
+        }
+    )
+    offending = detail.value if original is _MISSING else original
+    return (_path_key(parts), schema_key), IssueDetail(parts, offending, issue)

@@ -11,6 +11,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 from pydantic import BaseModel, JsonValue
@@ -27,6 +28,7 @@ from agent_core.caches import SchemaCache, schema_cache
 from agent_core.dialects import Dialect
 from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
+from agent_core.output_validation import json_form, validate_as_json
 from agent_core.schema_checks import ensure_output_schema
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
 from agent_core.validation import validate_output
@@ -60,6 +62,7 @@ class OutputContract:
     tool: OutputTool
     lenient: bool
     _judge: Callable[[JsonValue], list[ValidationIssue]]
+    _json_form: Callable[[JsonValue], JsonValue] | None = None  # a Pydantic class's dump
 
     def issues(self, value: JsonValue) -> list[ValidationIssue]:
         """Return every problem ``value`` has against the contract (empty when it meets it)."""
@@ -67,7 +70,9 @@ class OutputContract:
 
     def build(self, value: JsonValue) -> BaseModel:
         """Return ``value`` (already judged valid) as an instance of :attr:`model`."""
-        return self.model.model_validate(value)
+        if self._json_form is None:
+            return self.model.model_validate(value)
+        return validate_as_json(self.model, value)
 
     def bind(self, profile: ProviderProfile) -> BoundContract:
         """Return this contract bound to a provider's profile, once per run.
@@ -141,6 +146,8 @@ class OutputContract:
         errors = self.issues(value)
         if value is None and not errors:  # a run's result_data cannot be null
             errors = [_issue("null is not a result: send the result value itself", "type")]
+        if not errors and self._json_form is not None:
+            value = self._json_form(value)  # "3" judged as an int is the result 3
         return Verdict(raw=raw, value=value, errors=errors)
 
     def _fits(self, dialect: Dialect) -> Callable[[JsonValue], bool]:
@@ -340,6 +347,7 @@ def _for_class(model: type[BaseModel], lenient: bool) -> OutputContract:
         tool=build_output_tool(model),
         lenient=lenient,
         _judge=judge,
+        _json_form=None if hasattr(model, "agentshape_compiled") else partial(json_form, model),
     )
 
 

@@ -23,10 +23,13 @@ from typing import NamedTuple
 
 from pydantic import JsonValue
 
+from agent_core.pattern_classes import explicit_classes
+
 __all__ = [
     "PatternRewrite",
     "annex_b_escaped",
     "designer_parts",
+    "needs_engine_spelling",
     "rewrite_schema_patterns",
 ]
 
@@ -120,6 +123,42 @@ def annex_b_escaped(pattern: str) -> str:
     return pattern if escaped == pattern else escaped
 
 
+_FANCY = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
+_CLASS_ESCAPE = re.compile(r"\\[dDwWsS]")
+
+
+def _ascii_misread(pattern: str) -> bool:
+    r"""Whether the engine would read the pattern's ``\d``/``\w``/``\s`` as Unicode classes.
+
+    The engine hands a pattern with a lookaround or a backreference to a backtracking regex
+    library that reads these escapes with Unicode classes, where ECMA-262 reads them as ASCII.
+    """
+    return _FANCY.search(pattern) is not None and _CLASS_ESCAPE.search(pattern) is not None
+
+
+def _engine_spelling(pattern: str) -> str:
+    """Return the spelling the engine reads with ECMA-262's meaning."""
+    spelling = annex_b_escaped(pattern)
+    return explicit_classes(spelling).pattern if _ascii_misread(spelling) else spelling
+
+
+def needs_engine_spelling(schema: Mapping[str, JsonValue] | bool) -> bool:
+    r"""Return whether a pattern of ``schema`` must be respelled for the engine to read it right.
+
+    True when a pattern has a lookaround or backreference and a ``\d``, ``\w`` or ``\s`` escape
+    (:func:`rewrite_schema_patterns` then spells those escapes as ECMA-262's ASCII classes).
+
+    Args:
+        schema: A JSON Schema.
+
+    Returns:
+        Whether :func:`rewrite_schema_patterns` should be applied before compiling.
+    """
+    found: set[str] = set()
+    _patterns_in(dict(schema) if isinstance(schema, Mapping) else schema, found)
+    return any(_ascii_misread(pattern) for pattern in found)
+
+
 def _class_end(pattern: str, start: int) -> int | None:
     """Return the index of the ``]`` closing the class opened at ``start``, or None."""
     index = start + 1
@@ -156,7 +195,7 @@ class _Rewriter:
         known = self.spelled.get(pattern)
         if known is not None:
             return known
-        spelling = annex_b_escaped(pattern)
+        spelling = _engine_spelling(pattern)
         if spelling != pattern:
             while spelling in self.taken or spelling in self.renamed:
                 spelling += "(?:)"

@@ -6,6 +6,8 @@ import json
 import re
 from collections.abc import Sequence
 
+from agent_core.surrogates import escape_surrogates
+
 __all__ = ["IssueSortKey", "format_path"]
 
 
@@ -16,7 +18,7 @@ def format_path(parts: Sequence[str | int]) -> str:
     """Render a path as JSONPath-like text.
 
     ``("issues", 0, "severity")`` becomes ``$.issues[0].severity``; a key that is not a plain
-    identifier is quoted, as in ``$["a-b"]``.
+    identifier is quoted, as in ``$["a-b"]`` (a lone surrogate in it spelled as its escape).
 
     Args:
         parts: Object keys (strings) and array indices (integers), outermost first.
@@ -31,7 +33,7 @@ def format_path(parts: Sequence[str | int]) -> str:
         elif _IDENTIFIER.match(part):
             out.append(f".{part}")
         else:
-            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
+            out.append(f"[{escape_surrogates(json.dumps(part, ensure_ascii=False))}]")
     return "".join(out)
 
 

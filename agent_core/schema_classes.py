@@ -29,6 +29,8 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_contracts.errors import SchemaError
+from agent_core.odd_keys import NOT_READ, build_with_odd_keys, dumped, surrogate_json
+from agent_core.surrogates import escape_surrogates
 from agent_core.validation import (
     CompiledSchema,
     compile_schema,
@@ -61,7 +63,9 @@ def _pydantic_error(title: str, compiled: CompiledSchema, data: object) -> Valid
         details.append(
             InitErrorDetails(
                 type=PydanticCustomError("json_schema", "{message}", ctx),
-                loc=parts,
+                loc=tuple(
+                    escape_surrogates(part) if isinstance(part, str) else part for part in parts
+                ),
                 input=value,
             )
         )
@@ -103,15 +107,26 @@ def _enforce(
     token = _checking.set(True)
     try:
         return handler(data)
+    except ValidationError as error:
+        if not any(item["type"] == "string_unicode" for item in error.errors()):
+            raise
+        return build_with_odd_keys(data, handler)  # a lone surrogate in an object key
     finally:
         _checking.reset(token)
 
 
 def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
-    """Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error."""
+    r"""Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error.
+
+    JSON text with a lone surrogate escape (``"\\ud83d"``) is JSON; Pydantic's parser refuses
+    it, so such text is read with Python's ``json`` module instead.
+    """
     try:
         return pydantic_core.from_json(json_data, allow_inf_nan=False)
     except ValueError as error:
+        loaded = surrogate_json(json_data)
+        if loaded is not NOT_READ:
+            return loaded
         raise ValidationError.from_exception_data(
             title,
             [
@@ -242,7 +257,10 @@ class SchemaModel(_SchemaBacked, BaseModel):
         Returns:
             The JSON value; a new object, so changing it does not change the model.
         """
-        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        try:
+            return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        except ValueError:  # a key with a lone surrogate, which Pydantic's serializer refuses
+            return cast(JsonValue, dumped(self))
 
     @classmethod
     def model_validate(
@@ -308,7 +326,10 @@ class SchemaRootModel(_SchemaBacked, RootModel[JsonValue]):
         Returns:
             The JSON value; a new object, so changing it does not change the model.
         """
-        return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        try:
+            return cast(JsonValue, self.model_dump(by_alias=True, exclude_unset=True))
+        except ValueError:  # a key with a lone surrogate, which Pydantic's serializer refuses
+            return cast(JsonValue, dumped(self))
 
 
 class _CheckedModel(SchemaModel):

@@ -1,4 +1,10 @@
-"""A schema as a document: its draft, canonical text, hash and JSON pointers."""
+"""A schema as a document: its draft, canonical text, hash and JSON pointers.
+
+The draft comes from ``$schema``: a standard draft URI names it; a URI registered with
+:func:`agent_core.refs.register_schema` is a custom meta-schema, read under the draft its own
+``$schema`` names (followed through further custom meta-schemas), with the vocabularies its
+``$vocabulary`` lists; any other URI, or none, means draft-07.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +18,19 @@ import jsonschema_rs
 from pydantic import JsonValue
 
 from agent_contracts.errors import InvalidSchemaError
+from agent_core.refs import lookup_schema
 
 __all__ = [
     "DRAFT_NAMES",
     "DRAFT_URIS",
     "DRAFT_VALIDATORS",
     "canonical_json",
+    "custom_meta_schema",
     "node_at",
     "resolve_pointer",
     "schema_draft",
     "schema_hash",
+    "validation_vocabulary",
 ]
 
 
@@ -75,6 +84,80 @@ def _is_uuid(value: str) -> bool:
 _EXTRA_FORMATS: dict[str, Callable[[str], bool]] = {"uuid": _is_uuid}
 
 
+_VALIDATION_VOCABULARIES = {
+    2019: "https://json-schema.org/draft/2019-09/vocab/validation",
+    2020: "https://json-schema.org/draft/2020-12/vocab/validation",
+}
+
+_MAX_META_SCHEMA_CHAIN = 16
+
+
+def _standard_draft(declared: str) -> int | None:
+    """Return the draft a standard ``$schema`` URI names, or ``None`` for any other URI.
+
+    Raises:
+        InvalidSchemaError: If the URI names draft-03 or older, which are not supported.
+    """
+    parts = urlsplit(declared.strip())
+    if parts.netloc.lower() not in {"json-schema.org", "www.json-schema.org"}:
+        return None
+    path = parts.path.rstrip("/")
+    if path in {"/draft-03/schema", "/draft-02/schema", "/draft-01/schema"}:
+        raise InvalidSchemaError(
+            f"{declared!r} is not supported; use draft-04, draft-06, draft-07, 2019-09 or 2020-12",
+            path='$["$schema"]',
+        )
+    return _DRAFT_PATHS.get(path)
+
+
+def _declared(schema: Mapping[str, JsonValue] | bool | JsonValue) -> str | None:
+    """Return a schema's ``$schema`` when it is a string."""
+    declared = schema.get("$schema") if isinstance(schema, Mapping) else None
+    return declared if isinstance(declared, str) else None
+
+
+def custom_meta_schema(schema: Mapping[str, JsonValue] | bool) -> str | None:
+    """Return the ``$schema`` URI of a schema whose meta-schema is a registered custom one.
+
+    Args:
+        schema: A JSON Schema.
+
+    Returns:
+        The URI when ``$schema`` is not a standard draft URI and names a document registered
+        with :func:`agent_core.refs.register_schema`; ``None`` otherwise.
+
+    Raises:
+        InvalidSchemaError: If ``$schema`` names draft-03 or older.
+    """
+    declared = _declared(schema)
+    if declared is None or _standard_draft(declared) is not None:
+        return None
+    return declared if isinstance(lookup_schema(declared.strip()), Mapping) else None
+
+
+def _meta_chain(
+    schema: Mapping[str, JsonValue] | bool,
+) -> tuple[int, list[Mapping[str, JsonValue]]]:
+    """Return the draft a schema is read under and the custom meta-schemas that led to it."""
+    chain: list[Mapping[str, JsonValue]] = []
+    current: Mapping[str, JsonValue] | bool = schema
+    seen: set[str] = set()
+    while len(chain) < _MAX_META_SCHEMA_CHAIN:
+        declared = _declared(current)
+        if declared is None:
+            return 7, chain
+        draft = _standard_draft(declared)
+        if draft is not None:
+            return draft, chain
+        meta = lookup_schema(declared.strip())
+        if not isinstance(meta, Mapping) or declared in seen:
+            return 7, chain
+        seen.add(declared)
+        chain.append(meta)
+        current = meta
+    return 7, chain
+
+
 def schema_draft(schema: Mapping[str, JsonValue] | bool) -> int:
     """Return the draft a schema is read under: 4, 6, 7 (the default), 2019 or 2020.
 
@@ -82,26 +165,37 @@ def schema_draft(schema: Mapping[str, JsonValue] | bool) -> int:
         schema: A JSON Schema.
 
     Returns:
-        The draft named by ``$schema``; 7 when it is absent or not a known draft URI.
+        The draft named by ``$schema``, through registered custom meta-schemas; 7 when it is
+        absent or names neither a known draft nor a registered document.
 
     Raises:
-        InvalidSchemaError: If ``$schema`` names draft-03, which is not supported.
+        InvalidSchemaError: If ``$schema`` (or a custom meta-schema's) names draft-03.
     """
-    if not isinstance(schema, Mapping):
-        return 7
-    declared = schema.get("$schema")
-    if not isinstance(declared, str):
-        return 7
-    parts = urlsplit(declared.strip())
-    if parts.netloc.lower() not in {"json-schema.org", "www.json-schema.org"}:
-        return 7
-    path = parts.path.rstrip("/")
-    if path in {"/draft-03/schema", "/draft-02/schema", "/draft-01/schema"}:
-        raise InvalidSchemaError(
-            f"{declared!r} is not supported; use draft-04, draft-06, draft-07, 2019-09 or 2020-12",
-            path='$["$schema"]',
-        )
-    return _DRAFT_PATHS.get(path, 7)
+    return _meta_chain(schema)[0]
+
+
+def validation_vocabulary(schema: Mapping[str, JsonValue] | bool) -> bool:
+    """Return whether a schema's validation keywords (``type``, ``minimum``...) apply.
+
+    They apply unless ``$schema`` names a registered 2019-09 or 2020-12 custom meta-schema whose
+    ``$vocabulary`` leaves the validation vocabulary out.
+
+    Args:
+        schema: A JSON Schema.
+
+    Returns:
+        False only for such a custom meta-schema.
+
+    Raises:
+        InvalidSchemaError: If ``$schema`` (or a custom meta-schema's) names draft-03.
+    """
+    draft, chain = _meta_chain(schema)
+    if draft < 2019 or not chain:
+        return True
+    vocabularies = chain[0].get("$vocabulary")
+    if not isinstance(vocabularies, Mapping):
+        return True
+    return _VALIDATION_VOCABULARIES[draft] in vocabularies
 
 
 def canonical_json(schema: Mapping[str, JsonValue] | bool, *, source: str | None = None) -> str:

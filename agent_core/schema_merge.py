@@ -14,7 +14,7 @@ from pydantic import JsonValue
 
 from agent_core.schema_walk import resolve_local_ref
 
-__all__ = ["ANNOTATIONS", "CONTAINERS", "flatten", "merge_schemas"]
+__all__ = ["ANNOTATIONS", "CONTAINERS", "draft4_bounds", "flatten", "merge_schemas"]
 
 JsonDict = dict[str, JsonValue]
 
@@ -37,6 +37,26 @@ CONTAINERS = frozenset(_words("$defs definitions $schema $id"))
 _LOWER = frozenset(_words("minimum exclusiveMinimum minLength minItems minProperties minContains"))
 _UPPER = frozenset(_words("maximum exclusiveMaximum maxLength maxItems maxProperties maxContains"))
 _OBJECT = frozenset({"properties", "additionalProperties", "patternProperties"})
+
+
+def draft4_bounds(schema: JsonDict) -> JsonDict:
+    """Return a draft-04 schema with its boolean exclusive bounds in the numeric form.
+
+    ``{"minimum": 5, "exclusiveMinimum": true}`` becomes ``{"exclusiveMinimum": 5}``; a false
+    flag is dropped. Merged in that form, two bounds keep their own exclusiveness: a draft-04
+    flag merged as it is would apply to whichever ``minimum`` wins.
+
+    Args:
+        schema: A schema object read under draft-04.
+
+    Returns:
+        A new schema object (the input is not changed).
+    """
+    out = dict(schema)
+    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(out.get(flag), bool) and out.pop(flag) and bound in out:
+            out[flag] = out.pop(bound)
+    return out
 
 
 def merge_schemas(left: JsonDict, right: JsonDict) -> tuple[JsonDict | None, str]:
@@ -101,6 +121,8 @@ def flatten(
         return {}, "", ""
     if not isinstance(schema, dict):
         return None, "allOf", "a branch accepts no value"
+    if draft == 4:
+        schema = draft4_bounds(schema)
     if "$ref" in schema:
         ref = schema["$ref"]
         resolved = resolve_local_ref(root, ref) if isinstance(ref, str) else None

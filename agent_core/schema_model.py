@@ -85,6 +85,7 @@ from agent_core.validation import (
     compile_schema,
     resolve_pointer,
     schema_hash,
+    validation_vocabulary,
 )
 
 __all__ = [
@@ -169,10 +170,14 @@ class _Builder:
         self.draft = compiled.draft
         self.names: set[str] = set()
         self.memo: dict[int, type[SchemaModel]] = {}
+        self.arrays: list[int] = []
         self.lock = threading.RLock()
         self.root_name = self.class_name(name if name.isidentifier() else _pascal(name))
         root_id = compiled.schema.get("$id") if isinstance(compiled.schema, dict) else None
         self.base = root_id if isinstance(root_id, str) else ""
+        schema = compiled.schema
+        # Without the validation vocabulary, ``type`` constrains nothing: every value stays plain.
+        self.typed = not isinstance(schema, dict) or validation_vocabulary(schema)
 
     def class_name(self, hint: str) -> str:
         """Reserve and return a class name based on ``hint``, unique within this build."""
@@ -230,7 +235,7 @@ class _Builder:
         self, schema: JsonValue, doc: str | None, pointer: str, hint: str
     ) -> _Deferred | None:
         """Return the (deferred) field type for a subschema, or None for a plain JSON value."""
-        if not isinstance(schema, Mapping):
+        if not isinstance(schema, Mapping) or not self.typed:
             return None
         conjuncts = self.conjuncts(_Node(schema, doc, pointer))
         allowed = _allowed_types(conjuncts) if conjuncts else None
@@ -251,14 +256,27 @@ class _Builder:
         return None
 
     def element(self, conjuncts: list[_Node], hint: str) -> _Deferred | None:
-        """Return the item type of an array whose items all have one known shape."""
-        for each in conjuncts:
-            items = each.schema.get("items")
-            if isinstance(items, Mapping) and not (
-                self.draft >= 2020 and "prefixItems" in each.schema
-            ):
-                return self.annotation(items, each.doc, f"{each.pointer}/items", f"{hint}Item")
-        return None
+        """Return the item type of an array whose items all have one known shape.
+
+        An array whose items lead back to itself through arrays alone (``{"type": "array",
+        "items": {"$ref": "#"}}``) holds only arrays (and nulls), never an object: its values
+        stay plain JSON. Recursion that passes through an object is built lazily there.
+        """
+        key = id(conjuncts[0].schema)
+        if key in self.arrays:
+            return None
+        self.arrays.append(key)
+        try:
+            for each in conjuncts:
+                items = each.schema.get("items")
+                if isinstance(items, Mapping) and not (
+                    self.draft >= 2020 and "prefixItems" in each.schema
+                ):
+                    pointer = f"{each.pointer}/items"
+                    return self.annotation(items, each.doc, pointer, f"{hint}Item")
+            return None
+        finally:
+            self.arrays.pop()
 
     def object_class(
         self, conjuncts: list[_Node], hint: str, pointer: str, *, root: bool
@@ -317,7 +335,7 @@ class _Builder:
         """Create the root class; nested classes are created when Pydantic first needs them."""
         schema = self.compiled.schema
         conjuncts = self.conjuncts(_Node(schema, None, "")) if isinstance(schema, Mapping) else None
-        if conjuncts and _allowed_types(conjuncts) == {"object"}:
+        if self.typed and conjuncts and _allowed_types(conjuncts) == {"object"}:
             return self.object_class(conjuncts, self.root_name, "", root=True)
         deferred = self.annotation(schema, None, "", self.root_name)
         model = cast(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from agent_core.schema_merge import ANNOTATIONS, CONTAINERS, merge_schemas
+from agent_core.schema_merge import ANNOTATIONS, CONTAINERS, draft4_bounds, merge_schemas
 from agent_core.schema_walk import (
     child_path,
     offline_validator,
@@ -55,6 +55,7 @@ class ChoiceNodes:
         rest = {
             k: v for k, v in schema.items() if k != "anyOf" and k not in ANNOTATIONS | CONTAINERS
         }
+        rest = draft4_bounds(rest) if self.draft == 4 else rest
         described = self._annotations(schema, path)
         compiled: list[JsonDict] = []
         plans: list[tuple[JsonDict, Plan]] = []
@@ -74,9 +75,109 @@ class ChoiceNodes:
             branch_out, branch_plan = self._node(target, here)
             compiled.append(branch_out)
             plans.append((branch_out, branch_plan))
+        clash = self._ambiguous(plans)
+        if clash is not None:
+            first, second = clash
+            return self._block(
+                path,
+                "anyOf",
+                f"branches {first} and {second} can accept the same answer but strip the nulls "
+                "strict mode forces differently, so a null could not be told from an absent field",
+            )
         out: JsonDict = {"anyOf": list[JsonValue](compiled)}
         _finish(schema, out, described)
         return out, UnionPlan(tuple(plans)) if any(plan for _, plan in plans) else None
+
+    def _ambiguous(self, plans: list[tuple[JsonDict, Plan]]) -> tuple[int, int] | None:
+        """Return two branches whose answers may overlap but map back differently, if any.
+
+        An answer is mapped back with the plan of the first compiled branch that accepts it.
+        That is exact when branches that can accept the same answer have the same plan, or
+        when they cannot (different JSON types, or a required property with disjoint values).
+        """
+        for second in range(1, len(plans)):
+            for first in range(second):
+                (left, left_plan), (right, right_plan) = plans[first], plans[second]
+                if left_plan != right_plan and not self._disjoint(left, right):
+                    return first, second
+        return None
+
+    def _disjoint(self, left: JsonValue, right: JsonValue) -> bool:
+        """Whether no value is accepted by both compiled (strict-subset) schemas, surely."""
+        left, right = self._resolved(left), self._resolved(right)
+        kinds = self._kinds(left), self._kinds(right)
+        if kinds[0] is not None and kinds[1] is not None and not kinds[0] & kinds[1]:
+            return True
+        if not isinstance(left, dict) or not isinstance(right, dict):
+            return False
+        needed = [_listed(left.get("required")), _listed(right.get("required"))]
+        props = [left.get("properties"), right.get("properties")]
+        if not isinstance(props[0], dict) or not isinstance(props[1], dict):
+            return False
+        for name in needed[0] & needed[1] & props[0].keys() & props[1].keys():
+            values = self._values(props[0][name]), self._values(props[1][name])
+            if (
+                values[0] is not None
+                and values[1] is not None
+                and not any(_same(a, b) for a in values[0] for b in values[1])
+            ):
+                return True
+        return False
+
+    def _resolved(self, compiled: JsonValue, depth: int = 0) -> JsonValue:
+        ref = compiled.get("$ref") if isinstance(compiled, dict) else None
+        if isinstance(ref, str) and depth < 32:
+            return self._resolved(self.defs.get(ref.removeprefix("#/$defs/")), depth + 1)
+        return compiled
+
+    def _kinds(self, compiled: JsonValue) -> set[str] | None:
+        """The JSON types a compiled schema can produce (``integer`` counted as ``number``)."""
+        compiled = self._resolved(compiled)
+        if not isinstance(compiled, dict):
+            return None
+        branches = compiled.get("anyOf")
+        if isinstance(branches, list):
+            found: set[str] = set()
+            for branch in branches:
+                kinds = self._kinds(branch)
+                if kinds is None:
+                    return None
+                found |= kinds
+            return found
+        values = self._values(compiled)
+        if values is not None:
+            return {_json_type(value).replace("integer", "number") for value in values}
+        declared = compiled.get("type")
+        names = declared if isinstance(declared, list) else [declared]
+        if not names or not all(isinstance(name, str) for name in names):
+            return None
+        return {str(name).replace("integer", "number") for name in names}
+
+    def _values(self, compiled: JsonValue) -> list[JsonValue] | None:
+        """The values a compiled ``const``/``enum`` (or a union of them) allows, if that is all."""
+        compiled = self._resolved(compiled)
+        if not isinstance(compiled, dict):
+            return None
+        if "const" in compiled:
+            return [compiled["const"]]
+        enum = compiled.get("enum")
+        if isinstance(enum, list):
+            return list(enum)
+        branches = compiled.get("anyOf")
+        if isinstance(branches, list):
+            found: list[JsonValue] = []
+            for branch in branches:
+                each = self._values(branch)
+                if each is None:
+                    if self._kinds(branch) == {"null"}:
+                        found.append(None)
+                        continue
+                    return None
+                found += each
+            return found
+        if compiled.get("type") == "null":
+            return [None]
+        return None
 
     def _literal(self, schema: JsonDict, path: str) -> tuple[JsonDict, Plan]:
         enum = schema.get("enum")
@@ -165,7 +266,7 @@ class ChoiceNodes:
         enum = schema.get("enum")
         if isinstance(enum, list) and None not in enum:
             return False
-        if "const" in schema and schema["const"] is not None:
+        if "const" in schema and schema["const"] is not None and self.draft > 4:
             return False
         for key, combine in (("allOf", all), ("anyOf", any), ("oneOf", any)):
             branches = schema.get(key)
@@ -174,3 +275,7 @@ class ChoiceNodes:
             ):
                 return False
         return True
+
+
+def _listed(names: JsonValue) -> set[str]:
+    return {name for name in names if isinstance(name, str)} if isinstance(names, list) else set()

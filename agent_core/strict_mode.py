@@ -44,7 +44,7 @@ from agent_core.strict_values import (
     _normalize_draft4,
     _pointer_path,
 )
-from agent_core.validation import schema_draft
+from agent_core.validation import DRAFT_NAMES, custom_meta_schema, schema_draft
 
 __all__ = [
     "ArrayPlan",
@@ -82,6 +82,13 @@ _BLOCKING = _words(
     "not dependencies dependentRequired dependentSchemas unevaluatedProperties "
     "unevaluatedItems prefixItems $dynamicRef $recursiveRef"
 )
+_NOT_KEYWORDS = {
+    4: frozenset(_words("const contains propertyNames if then else")),
+    6: frozenset(_words("if then else")),
+    2019: frozenset({"dependencies"}),
+    2020: frozenset({"dependencies"}),
+}
+"""Words that are keywords in some drafts but not in these: a schema means nothing by them."""
 _NO_EFFECT = frozenset(_words("then else additionalItems $anchor $dynamicAnchor"))
 _KNOWN = (
     ANNOTATIONS
@@ -144,6 +151,9 @@ class StrictCompiler(TypedNodes, ChoiceNodes):
             The compiled root (without ``$defs``; see :attr:`defs`) and its plan.
         """
         root = self.root
+        if isinstance(root, dict) and custom_meta_schema(root) is not None:
+            detail = "a custom meta-schema's vocabularies decide which keywords apply"
+            return self._block("$", "$schema", detail)
         try:
             if inline_ref and isinstance(root, dict) and "$ref" in root:
                 return self._ref(root, "$", inline=True)
@@ -245,6 +255,9 @@ class StrictCompiler(TypedNodes, ChoiceNodes):
                 return self._block(path, "oneOf", "oneOf next to anyOf")
             self.note(path, "oneOf", "changed", "sent as anyOf; validation checks only one matches")
             schema["anyOf"] = schema.pop("oneOf")
+        for key in sorted(_NOT_KEYWORDS.get(self.draft, frozenset()) & schema.keys()):
+            del schema[key]
+            self.note(path, key, "dropped", f"not a {DRAFT_NAMES[self.draft]} keyword; no effect")
         for key in _BLOCKING:
             if key in schema:
                 self._block(path, key, f"{self.rules.label} cannot express `{key}`")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from agent_core.pattern_classes import explicit_classes
 from agent_core.schema_walk import (
     child_path,
 )
@@ -37,6 +38,7 @@ class TypedNodes:
 
     rules: StrictRules
     narrowing: bool
+    draft: int
 
     if TYPE_CHECKING:
 
@@ -161,7 +163,7 @@ class TypedNodes:
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
             if self.rules.complex_patterns or not _COMPLEX_PATTERN.search(pattern):
-                out["pattern"] = pattern
+                out["pattern"] = self._explicit(pattern, path)
             else:
                 self._move(schema, path, ("pattern",), described)
         name = schema.get("format")
@@ -171,9 +173,38 @@ class TypedNodes:
             else:
                 self._move(schema, path, ("format",), described)
 
+    def _explicit(self, pattern: str, path: str) -> str:
+        """Return a pattern to send, its class escapes spelled the way ECMA-262 reads them."""
+        rewrite = explicit_classes(pattern)
+        if rewrite.respelled:
+            escapes = " ".join(rewrite.respelled)
+            self.note(
+                path,
+                "pattern",
+                "changed",
+                f"{escapes} sent as explicit classes ({escapes} are ASCII in ECMA-262), "
+                "so a provider with a Unicode regex engine reads the pattern alike",
+            )
+        if rewrite.kept:
+            escapes = " ".join(rewrite.kept)
+            self.note(
+                path,
+                "pattern",
+                "changed",
+                f"{escapes} sent as written: ECMA-262 reads it with ASCII word characters; a "
+                "provider reading it with Unicode ones may produce a value agentshape rejects",
+            )
+        return rewrite.pattern
+
     def _number(self, schema: JsonDict, path: str, out: JsonDict, described: _Described) -> None:
         keys = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf")
         if self.rules.numeric_bounds:
             out.update({key: schema[key] for key in keys if key in schema})
-        else:
-            self._move(schema, path, keys, described)
+            return
+        self._move(schema, path, keys, described)
+        if self.draft == 4:  # a numeric exclusive bound here was the designer's bound plus a flag
+            for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+                if not isinstance(schema.get(flag), bool | None) and bound not in schema:
+                    self.note(
+                        path, bound, "moved to description", f"not supported by {self.rules.label}"
+                    )

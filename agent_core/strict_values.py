@@ -6,6 +6,7 @@ import json
 
 from pydantic import JsonValue
 
+from agent_core.schema_merge import draft4_bounds
 from agent_core.schema_walk import (
     child_path,
     fragment_keys,
@@ -24,12 +25,7 @@ def _pointer_path(pointer: str) -> str:
     return path
 
 
-def _normalize_draft4(schema: JsonDict) -> JsonDict:
-    out = dict(schema)
-    for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-        if isinstance(out.get(flag), bool) and out.pop(flag) and bound in out:
-            out[flag] = out.pop(bound)
-    return out
+_normalize_draft4 = draft4_bounds
 
 
 def _nullable(schema: JsonDict) -> JsonDict:

@@ -40,7 +40,12 @@ from pydantic import JsonValue
 from agent_contracts.errors import InvalidSchemaError
 from agent_core.caches import SchemaCache, schema_cache
 from agent_core.compiled_schema import CompiledSchema
-from agent_core.ecma_patterns import PatternRewrite, rewrite_schema_patterns
+from agent_core.ecma_patterns import (
+    PatternRewrite,
+    needs_engine_spelling,
+    rewrite_schema_patterns,
+)
+from agent_core.engine_options import engine_options
 from agent_core.error_messages import (
     ErrorContext,
     IssueDetail,
@@ -50,15 +55,16 @@ from agent_core.error_messages import (
 from agent_core.output_validation import issues_from_pydantic, validate_output
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 from agent_core.schema_documents import (
-    _EXTRA_FORMATS,
     DRAFT_NAMES,
     DRAFT_URIS,
     DRAFT_VALIDATORS,
     canonical_json,
+    custom_meta_schema,
     node_at,
     resolve_pointer,
     schema_draft,
     schema_hash,
+    validation_vocabulary,
 )
 
 __all__ = [
@@ -70,6 +76,7 @@ __all__ = [
     "canonical_json",
     "compile_canonical",
     "compile_schema",
+    "custom_meta_schema",
     "format_path",
     "issues_from_pydantic",
     "node_at",
@@ -77,6 +84,7 @@ __all__ = [
     "schema_draft",
     "schema_hash",
     "validate_output",
+    "validation_vocabulary",
 ]
 
 
@@ -149,6 +157,8 @@ def compile_canonical(
     generation = registry_generation()
     rewrite: PatternRewrite | None = None
     try:
+        if needs_engine_spelling(schema):  # \d, \w or \s beside a lookaround or backreference
+            raise InvalidSchemaError("patterns to respell")
         validator, retriever = _engine_validator(
             schema, named, draft, lenient=lenient, source=source, renamed={}
         )
@@ -174,7 +184,7 @@ def compile_canonical(
         source=source,
         validator=validator,
         canonical=named,
-        uses_registry=bool(retriever.fetched or retriever.missing),
+        uses_registry=bool(retriever.fetched or retriever.missing) or _other_meta(schema, draft),
         generation=generation,
         rewrite=rewrite,
     )
@@ -182,13 +192,23 @@ def compile_canonical(
     return compiled
 
 
+def _other_meta(schema: Mapping[str, JsonValue] | bool, draft: int) -> bool:
+    """Whether ``$schema`` names anything but the draft's own URI.
+
+    Such a URI may be a custom meta-schema registered later, which changes how the schema reads.
+    """
+    declared = schema.get("$schema") if isinstance(schema, Mapping) else None
+    return isinstance(declared, str) and declared != DRAFT_URIS[draft]
+
+
 def _named_text(schema: Mapping[str, JsonValue] | bool, text: str, draft: int) -> str:
     """Return the schema's canonical ``text`` with ``$schema`` naming ``draft`` exactly.
 
     Named exactly, the draft's meta-schema is built into the engine, which then never tries to
-    fetch one.
+    fetch one. A registered custom meta-schema is kept: the engine reads it from the registry
+    and honours its ``$vocabulary``.
     """
-    if isinstance(schema, Mapping):
+    if isinstance(schema, Mapping) and custom_meta_schema(schema) is None:
         declared = schema.get("$schema")
         if isinstance(declared, str) and declared != DRAFT_URIS[draft]:
             return canonical_json({**schema, "$schema": DRAFT_URIS[draft]})
@@ -214,10 +234,7 @@ def _engine_validator(
     retriever = RegistryRetriever()
     try:
         validator = DRAFT_VALIDATORS[draft](
-            engine_text,
-            validate_formats=not lenient,
-            formats=_EXTRA_FORMATS if draft < 2019 else None,
-            retriever=retriever,
+            engine_text, retriever=retriever, **engine_options(draft, lenient=lenient)
         )
     except jsonschema_rs.ValidationError as error:
         if isinstance(error.kind, Kind.Referencing):

@@ -1,10 +1,14 @@
 """Measure the schema engine against public JSON Schema conformance data.
 
-``python bench/conformance.py PATH`` runs the official JSON-Schema-Test-Suite (draft-07) at
-``PATH`` through :func:`~agent_core.schema_model.model_from_schema`: a test passes when
-``Model.model_validate(data)`` succeeds exactly when the suite says ``valid``. Every file under
-``PATH/remotes`` is registered as ``http://localhost:1234/<relative path>`` for the run, so remote
-references resolve offline.
+``python bench/conformance.py PATH [--draft D]`` runs one draft's directory of the official
+JSON-Schema-Test-Suite at ``PATH`` (``--draft`` 4, 6, 7, 2019-09, 2020-12 or ``all``; 7 by
+default) through :func:`~agent_core.schema_model.model_from_schema`: a test passes when
+``Model.model_validate(data)`` succeeds exactly when the suite says ``valid``. The suite's own
+rules apply: for draft-04/06/07 the runner names the draft (a root schema without ``$schema``
+gets that draft's URI), while 2019-09 and 2020-12 schemas say theirs. Each draft prints
+``required:`` (``tests/<draft>/*.json``), ``optional:`` (``optional/**`` except ``format/``) and
+``format:`` (``optional/format/**``) lines. Every file under ``PATH/remotes`` is registered as
+``http://localhost:1234/<relative path>`` for the run, so remote references resolve offline.
 
 Three labelled corpora can be checked as well, each reported as
 ``agree: N/M, false_accept: N, false_reject: N, not_converted: N``:
@@ -29,17 +33,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
+import jsonschema_rs
 from jsonschema import Draft7Validator
 from pydantic import JsonValue, ValidationError
 
 from agent_contracts.errors import AgentshapeError, InvalidSchemaError
 from agent_core.refs import register_schema, registered_schemas, unregister_schema
 from agent_core.schema_model import SchemaModel, SchemaRootModel, compile_schema, model_from_schema
+from agent_core.validation import DRAFT_URIS, schema_draft
 
 __all__ = [
     "REMOTES_BASE_URI",
+    "SUITE_DRAFTS",
     "CaseFailure",
     "ConversionFailure",
     "CorpusReport",
@@ -59,7 +66,13 @@ __all__ = [
 REMOTES_BASE_URI = "http://localhost:1234/"
 """Base URI the test suite expects its ``remotes/`` folder to be served under."""
 
+SUITE_DRAFTS: dict[str, int] = {"4": 4, "6": 6, "7": 7, "2019-09": 2019, "2020-12": 2020}
+"""Each ``--draft`` name (the suite folder is ``tests/draft<name>``) with the draft it selects."""
+
 _SUMMARY_CHARS = 160
+
+Section = Literal["required", "optional", "format"]
+"""Where a suite case sits: ``*.json``, ``optional/**`` (not format) or ``optional/format/**``."""
 
 _Model = type[SchemaModel] | type[SchemaRootModel]
 
@@ -78,7 +91,7 @@ class CaseFailure:
         data: The instance that was validated.
         expected_valid: What the suite says.
         detail: What happened instead (the validation error, or the conversion error).
-        optional: Whether the case is under ``tests/draft7/optional``.
+        section: ``required``, ``optional`` or ``format`` (``optional/format/**``).
     """
 
     file: str
@@ -87,33 +100,50 @@ class CaseFailure:
     data: JsonValue
     expected_valid: bool
     detail: str
-    optional: bool
+    section: Section
+
+    @property
+    def optional(self) -> bool:
+        """Whether the case is under the draft's ``optional`` folder (formats included)."""
+        return self.section != "required"
 
 
 @dataclass
 class SuiteReport:
-    """Counts and failures of one run of the draft-07 test suite.
+    """Counts and failures of one run of one draft's test suite.
 
     Attributes:
-        required_passed: Cases in ``tests/draft7/*.json`` that passed.
-        required_failed: Cases in ``tests/draft7/*.json`` that failed.
-        optional_passed: Cases in ``tests/draft7/optional/**`` that passed.
-        optional_failed: Cases in ``tests/draft7/optional/**`` that failed.
+        draft: The ``--draft`` name run (``7``, ``2020-12``...).
+        required_passed: Cases in ``tests/<draft>/*.json`` that passed.
+        required_failed: Cases in ``tests/<draft>/*.json`` that failed.
+        optional_passed: Cases in ``tests/<draft>/optional/**`` (not ``format/``) that passed.
+        optional_failed: Cases in ``tests/<draft>/optional/**`` (not ``format/``) that failed.
+        format_passed: Cases in ``tests/<draft>/optional/format/**`` that passed.
+        format_failed: Cases in ``tests/<draft>/optional/format/**`` that failed.
         failures: Every failing case, in file order.
     """
 
+    draft: str = "7"
     required_passed: int = 0
     required_failed: int = 0
     optional_passed: int = 0
     optional_failed: int = 0
+    format_passed: int = 0
+    format_failed: int = 0
     failures: list[CaseFailure] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        """Return the two summary lines, ``required: ...`` then ``optional: ...``."""
+        """Return the three summary lines: ``required: ...``, ``optional: ...``, ``format: ...``."""
         return [
             f"required: {self.required_passed} passed, {self.required_failed} failed",
             f"optional: {self.optional_passed} passed, {self.optional_failed} failed",
+            f"format: {self.format_passed} passed, {self.format_failed} failed",
         ]
+
+    def count(self, section: Section, *, passed: bool) -> None:
+        """Add one outcome to the counter of ``section``."""
+        name = f"{section}_{'passed' if passed else 'failed'}"
+        setattr(self, name, getattr(self, name) + 1)
 
 
 @dataclass(frozen=True)
@@ -214,8 +244,11 @@ class CorpusReport:
         false_accept: Instances labelled invalid that we accepted.
         false_reject: Instances labelled valid that we rejected.
         crashed: Instances where validation raised something other than a validation error.
+        format_annotation: Instances labelled invalid, accepted because their 2020-12 schema
+            makes ``format`` an annotation (they fail only when formats are asserted).
         not_converted: Schemas that could not be converted, with their error.
-        disagreements: Every instance counted in ``false_accept``, ``false_reject`` or ``crashed``.
+        disagreements: Every instance counted in ``false_accept``, ``false_reject``,
+            ``crashed`` or ``format_annotation``.
     """
 
     corpus: str
@@ -225,19 +258,22 @@ class CorpusReport:
     false_accept: int = 0
     false_reject: int = 0
     crashed: int = 0
+    format_annotation: int = 0
     not_converted: list[ConversionFailure] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
 
     def summary(self) -> str:
         """Return ``agree: N/M, false_accept: N, false_reject: N, not_converted: N``.
 
-        ``, crashed: N`` is appended when some validation raised instead of deciding.
+        ``, crashed: N`` is appended when some validation raised instead of deciding, and
+        ``, format_annotation: N`` when 2020-12's annotation-only ``format`` explains accepts.
         """
         text = (
             f"agree: {self.agree}/{self.instances}, false_accept: {self.false_accept}, "
             f"false_reject: {self.false_reject}, not_converted: {len(self.not_converted)}"
         )
-        return text + (f", crashed: {self.crashed}" if self.crashed else "")
+        text += f", crashed: {self.crashed}" if self.crashed else ""
+        return text + (f", format_annotation: {n}" if (n := self.format_annotation) else "")
 
     @property
     def ok(self) -> bool:
@@ -307,12 +343,29 @@ def suite_remotes(suite_dir: Path) -> Iterator[list[str]]:
             unregister_schema(uri)
 
 
-def _suite_files(suite_dir: Path) -> list[tuple[Path, bool]]:
-    """Return the draft-07 test files with whether each is optional, in a stable order."""
-    draft7 = suite_dir / "tests" / "draft7"
-    required = sorted(draft7.glob("*.json"))
-    optional = sorted((draft7 / "optional").rglob("*.json"))
-    return [(path, False) for path in required] + [(path, True) for path in optional]
+def _suite_files(folder: Path) -> list[tuple[Path, Section]]:
+    """Return one draft's test files with the section of each, in a stable order."""
+    optional = folder / "optional"
+    files: list[tuple[Path, Section]] = [
+        (path, "required") for path in sorted(folder.glob("*.json"))
+    ]
+    for path in sorted(optional.rglob("*.json")):
+        inside = path.relative_to(optional).parts
+        files.append((path, "format" if inside[0] == "format" else "optional"))
+    return files
+
+
+def _for_draft(
+    schema: Mapping[str, JsonValue] | bool, draft: int
+) -> Mapping[str, JsonValue] | bool:
+    """Return ``schema`` as the suite's runner reads it under ``draft``.
+
+    Draft-07 and earlier are told the draft (a root without ``$schema`` gets the draft's URI);
+    2019-09 and 2020-12 schemas name their own dialect, so they are left as they are.
+    """
+    if draft >= 2019 or not isinstance(schema, Mapping) or "$schema" in schema:
+        return schema
+    return {"$schema": DRAFT_URIS[draft], **schema}
 
 
 def _as_schema(value: JsonValue, source: str) -> Mapping[str, JsonValue] | bool:
@@ -337,40 +390,48 @@ def _judge(model: _Model, data: JsonValue) -> tuple[bool, str]:
     return True, ""
 
 
-def run_test_suite(suite_dir: Path) -> SuiteReport:
-    """Run the draft-07 JSON-Schema-Test-Suite at ``suite_dir`` through ``model_from_schema``.
+def run_test_suite(suite_dir: Path, draft: str = "7") -> SuiteReport:
+    """Run one draft of the JSON-Schema-Test-Suite at ``suite_dir`` through ``model_from_schema``.
 
     A case passes when ``Model.model_validate(data)`` succeeds exactly when the case is labelled
     valid. A group whose schema does not convert fails all its cases; an engine exception while
     validating fails that case. Nothing raised by the engine escapes.
 
     Args:
-        suite_dir: Root of the suite (holding ``tests/draft7`` and ``remotes``).
+        suite_dir: Root of the suite (holding ``tests/draft<draft>`` and ``remotes``).
+        draft: A key of :data:`SUITE_DRAFTS` (``4``, ``6``, ``7``, ``2019-09``, ``2020-12``).
 
     Returns:
-        The counts, split into required (``tests/draft7/*.json``) and optional cases.
+        The counts, split into required (``tests/<draft>/*.json``), optional and format cases.
 
     Raises:
-        FileNotFoundError: ``suite_dir`` has no ``tests/draft7`` folder.
+        KeyError: ``draft`` is not a key of :data:`SUITE_DRAFTS`.
+        FileNotFoundError: ``suite_dir`` has no ``tests/draft<draft>`` folder.
         OSError: A test file cannot be read.
         ValueError: A test file is not JSON.
         agent_contracts.errors.SchemaError: A remote schema is refused by the registry.
     """
-    if not (suite_dir / "tests" / "draft7").is_dir():
-        raise FileNotFoundError(f"no JSON-Schema-Test-Suite at {suite_dir} (needs tests/draft7)")
-    report = SuiteReport()
+    number = SUITE_DRAFTS[draft]
+    folder = suite_dir / "tests" / f"draft{draft}"
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"no JSON-Schema-Test-Suite at {suite_dir} (needs tests/draft{draft})"
+        )
+    report = SuiteReport(draft=draft)
     with suite_remotes(suite_dir):
-        for path, optional in _suite_files(suite_dir):
+        for path, section in _suite_files(folder):
             groups = _read_json(path)
             if not isinstance(groups, list):
                 raise ValueError(f"{path}: expected a list of test groups")
             relative = path.relative_to(suite_dir).as_posix()
             for group in groups:
-                _run_group(report, relative, group, optional=optional)
+                _run_group(report, relative, group, section=section, draft=number)
     return report
 
 
-def _run_group(report: SuiteReport, relative: str, group: JsonValue, *, optional: bool) -> None:
+def _run_group(
+    report: SuiteReport, relative: str, group: JsonValue, *, section: Section, draft: int
+) -> None:
     """Run one test group and add its outcomes to ``report``."""
     if not isinstance(group, dict) or not isinstance(group.get("tests"), list):
         raise ValueError(f"{relative}: a test group without a 'tests' list")
@@ -381,7 +442,8 @@ def _run_group(report: SuiteReport, relative: str, group: JsonValue, *, optional
     convert_error = ""
     source = f"{relative}: {name}"
     try:
-        model = model_from_schema(_as_schema(group.get("schema", True), source), source=source)
+        schema = _for_draft(_as_schema(group.get("schema", True), source), draft)
+        model = model_from_schema(schema, source=source)
     except Exception as error:  # any engine failure is a result, never a crash
         convert_error = "schema not converted: " + _describe(error)
     for case in tests:
@@ -399,7 +461,7 @@ def _run_group(report: SuiteReport, relative: str, group: JsonValue, *, optional
             else:
                 passed = accepted == expected
                 detail = why if not accepted else "accepted"
-        _count(report, optional=optional, passed=passed)
+        report.count(section, passed=passed)
         if not passed:
             report.failures.append(
                 CaseFailure(
@@ -409,21 +471,9 @@ def _run_group(report: SuiteReport, relative: str, group: JsonValue, *, optional
                     data=data,
                     expected_valid=expected,
                     detail=detail,
-                    optional=optional,
+                    section=section,
                 )
             )
-
-
-def _count(report: SuiteReport, *, optional: bool, passed: bool) -> None:
-    """Add one outcome to the right counter."""
-    if optional and passed:
-        report.optional_passed += 1
-    elif optional:
-        report.optional_failed += 1
-    elif passed:
-        report.required_passed += 1
-    else:
-        report.required_failed += 1
 
 
 # --------------------------------------------------------------------------- labelled corpora
@@ -617,7 +667,9 @@ def check_corpus(corpus: str, schemas: Iterable[LabelledSchema]) -> CorpusReport
                 if accepted == case.valid:
                     report.agree += 1
                     continue
-                if accepted:
+                if accepted and _format_annotation_only(schema, case.data):
+                    report.format_annotation += 1
+                elif accepted:
                     report.false_accept += 1
                 else:
                     report.false_reject += 1
@@ -635,6 +687,21 @@ def check_corpus(corpus: str, schemas: Iterable[LabelledSchema]) -> CorpusReport
                 )
             )
     return report
+
+
+def _format_annotation_only(schema: Mapping[str, JsonValue] | bool, data: JsonValue) -> bool:
+    """Whether a 2020-12 schema rejects ``data`` only when ``format`` is asserted.
+
+    2020-12 makes ``format`` an annotation (the README's policy); corpora labelled on the
+    assumption that formats are asserted then disagree with it, and are counted apart.
+    """
+    if not isinstance(schema, Mapping) or schema_draft(schema) != 2020:
+        return False
+    try:
+        asserting = jsonschema_rs.Draft202012Validator(dict(schema), validate_formats=True)
+        return not asserting.is_valid(data)
+    except (ValueError, jsonschema_rs.ValidationError):
+        return False
 
 
 def _issues(schema: Mapping[str, JsonValue] | bool, source: str, data: JsonValue) -> list[str]:
@@ -662,6 +729,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Check agentshape's JSON Schema engine against public conformance data.",
     )
     parser.add_argument("path", nargs="?", type=Path, help="JSON-Schema-Test-Suite root")
+    parser.add_argument(
+        "--draft",
+        choices=[*SUITE_DRAFTS, "all"],
+        default="7",
+        help="which draft of the suite to run (default 7)",
+    )
     parser.add_argument("--bench", type=Path, metavar="DIR", help="JSONSchemaBench folder")
     parser.add_argument("--schemastore", type=Path, metavar="DIR", help="SchemaStore folder")
     parser.add_argument("--bfcl", type=Path, metavar="DIR", help="BFCL folder")
@@ -679,7 +752,7 @@ def _print_suite(report: SuiteReport, out: TextIO, *, verbose: bool) -> None:
     if not verbose:
         return
     for failure in report.failures:
-        kind = "optional" if failure.optional else "required"
+        kind = failure.section
         label = "valid" if failure.expected_valid else "invalid"
         print(f"FAIL ({kind}) {failure.file} :: {failure.group} :: {failure.description}", file=out)
         print(f"  instance: {_summary(failure.data)}; expected {label}; {failure.detail}", file=out)
@@ -721,9 +794,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     status = 0
     explained: list[str] = []
     try:
-        if args.path is not None:
-            print(f"JSON-Schema-Test-Suite draft7: {args.path}", file=out)
-            suite = run_test_suite(args.path)
+        drafts = list(SUITE_DRAFTS) if args.draft == "all" else [args.draft]
+        for draft in drafts if args.path is not None else []:
+            print(f"JSON-Schema-Test-Suite draft{draft}: {args.path}", file=out)
+            suite = run_test_suite(args.path, draft)
             _print_suite(suite, out, verbose=args.verbose)
             status |= int(suite.required_failed > 0)
         for name, folder in folders.items():

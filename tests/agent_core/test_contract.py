@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
 import json
+import uuid
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError, InvalidSchemaError
@@ -315,3 +319,76 @@ def test_config_time_checks_warn_about_a_likely_typo(caplog: pytest.LogCaptureFi
         contract = resolve(config(output_schema=schema))
     assert contract is not None
     assert "did you mean 'required'" in caplog.text
+
+
+# Pydantic classes judge a model's answer as Pydantic judges JSON -------------------------------
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class StrictOrder(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    when: datetime.datetime
+    colour: Colour
+    id: uuid.UUID
+    price: decimal.Decimal
+    pair: tuple[int, str]
+    tags: set[str]
+    day: datetime.date
+
+
+ORDER_JSON: dict[str, Any] = {
+    "when": "2024-01-02T03:04:05Z",
+    "colour": "red",
+    "id": "123e4567-e89b-12d3-a456-426614174000",
+    "price": "1.50",
+    "pair": [1, "a"],
+    "tags": ["x"],
+    "day": "2024-01-02",
+}
+
+
+def test_a_strict_pydantic_class_accepts_every_correct_json_answer() -> None:
+    contract = must(resolve(config(), output_type=StrictOrder))
+    assert contract.issues(ORDER_JSON) == []
+    verdict = contract.judge_value(json.dumps(ORDER_JSON), ORDER_JSON, "neutral")
+    assert verdict.ok
+    built = contract.build(verdict.value)
+    assert built == StrictOrder.model_validate_json(json.dumps(ORDER_JSON))
+    assert isinstance(built, StrictOrder) and built.pair == (1, "a") and built.tags == {"x"}
+    # Exactly what Pydantic refuses from JSON is refused.
+    for field, wrong in [("colour", "green"), ("pair", [1, 2]), ("when", "yesterday")]:
+        bad = {**ORDER_JSON, field: wrong}
+        with pytest.raises(ValidationError):
+            StrictOrder.model_validate_json(json.dumps(bad))
+        assert [issue.path for issue in contract.issues(bad)] == [
+            f"$.{field}" + ("[1]" if field == "pair" else "")
+        ]
+    assert contract.issues({**ORDER_JSON, "pair": "1,a"}) != []
+
+
+def test_result_data_is_the_json_form_of_the_validated_output() -> None:
+    class Lax(BaseModel):
+        n: int
+        when: datetime.datetime
+
+    contract = must(resolve(config(), output_type=Lax))
+    verdict = contract.judge_value("", {"n": "3", "when": "2024-01-02T03:04:05+00:00"}, "neutral")
+    assert verdict.ok
+    assert verdict.value == {"n": 3, "when": "2024-01-02T03:04:05Z"}
+    assert contract.build(verdict.value) == Lax(
+        n=3, when=datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    )
+
+
+def test_a_lone_surrogate_is_reported_for_a_pydantic_class() -> None:
+    contract = must(resolve(config(), output_type=Review))
+    issues = contract.issues({"title": json.loads('"\\ud83d"'), "score": 1})
+    assert [str(issue) for issue in issues] == [
+        "$: a lone UTF-16 surrogate (\\ud83d) is not text Pydantic reads from JSON; "
+        "send whole characters"
+    ]

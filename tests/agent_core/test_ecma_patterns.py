@@ -6,6 +6,8 @@ import pytest
 from pydantic import JsonValue
 
 from agent_core.ecma_patterns import annex_b_escaped, designer_parts, rewrite_schema_patterns
+from agent_core.schema_model import model_from_schema
+from agent_core.validation import compile_schema
 
 
 @pytest.mark.parametrize(
@@ -90,3 +92,26 @@ def test_designer_parts_spells_pattern_property_keys_back() -> None:
     ]
     assert designer_parts(["properties", "k\\]"], renamed) == ["properties", "k\\]"]
     assert designer_parts([0, "patternProperties", "k\\]"], {}) == [0, "patternProperties", "k\\]"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "ascii_only", "unicode"),
+    [
+        (r"^(\w)\1$", "aa", "éé"),
+        (r"^(?=\w)\w$", "a", "é"),
+        (r"^(?=.)\d$", "3", "٣"),
+        (r"^(?!x)\s$", " ", "\u0085"),  # NEL is not ECMA-262 whitespace
+    ],
+)
+def test_class_escapes_beside_lookarounds_and_backreferences_stay_ascii(
+    pattern: str, ascii_only: str, unicode: str
+) -> None:
+    compiled = compile_schema({"pattern": pattern})
+    assert compiled.is_valid(ascii_only)
+    assert not compiled.is_valid(unicode)
+    assert [str(issue) for issue in compiled.issues(unicode)] == [
+        f"$: {unicode!r} does not match {pattern!r}"
+    ]
+    assert (
+        model_from_schema({"pattern": pattern}).model_validate(ascii_only).to_data() == ascii_only
+    )

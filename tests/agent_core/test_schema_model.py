@@ -536,3 +536,77 @@ def test_annex_b_patterns_build_models_with_the_designers_schema() -> None:
         (("selector",), "'[*' does not match '^\\\\[\\\\*]$'", "$.properties.selector.pattern"),
         (("x}",), "'s' is not of type 'integer'", '$.patternProperties["^x}"].type'),
     ]
+
+
+ARRAY_CYCLES: list[tuple[str, dict[str, JsonValue], JsonValue, JsonValue]] = [
+    (
+        "root array of itself",
+        {"type": "array", "items": {"$ref": "#"}},
+        [[[]], []],
+        [[1]],
+    ),
+    (
+        "definition that is an array of itself",
+        {
+            "definitions": {"tree": {"type": "array", "items": {"$ref": "#/definitions/tree"}}},
+            "type": "object",
+            "properties": {"x": {"$ref": "#/definitions/tree"}},
+        },
+        {"x": [[[]], []]},
+        {"x": [["leaf"]]},
+    ),
+    (
+        "two definitions, arrays of each other, nullable, 2020-12",
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": {
+                "a": {"type": ["array", "null"], "items": {"$ref": "#/$defs/b"}},
+                "b": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/a"}]}},
+            },
+            "$ref": "#/$defs/a",
+        },
+        [[None, [[]]]],
+        [[None, [[3]]]],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [case[1:] for case in ARRAY_CYCLES],
+    ids=[case[0] for case in ARRAY_CYCLES],
+)
+def test_recursion_through_arrays_alone_builds_a_model(
+    schema: dict[str, JsonValue], good: JsonValue, bad: JsonValue
+) -> None:
+    clear_caches()
+    model = model_from_schema(schema)
+    assert model.model_validate(good).to_data() == good
+    assert model.model_validate_json(json.dumps(good)).to_data() == good
+    with pytest.raises(ValidationError):
+        model.model_validate(bad)
+    assert compile_schema(schema).is_valid(good)
+    assert not compile_schema(schema).is_valid(bad)
+
+
+def test_recursion_through_an_array_and_an_object_keeps_typed_models() -> None:
+    schema: dict[str, JsonValue] = {
+        "definitions": {
+            "forest": {"type": "array", "items": {"$ref": "#/definitions/node"}},
+            "node": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "kids": {"$ref": "#/definitions/forest"},
+                },
+            },
+        },
+        "type": "object",
+        "properties": {"roots": {"$ref": "#/definitions/forest"}},
+    }
+    data = {"roots": [{"name": "a", "kids": [{"name": "b", "kids": []}]}]}
+    model = model_from_schema(schema)
+    built = model.model_validate(data)
+    assert built.roots[0].kids[0].name == "b"  # type: ignore[attr-defined]
+    assert built.to_data() == data
