@@ -10,9 +10,9 @@ equals nothing the schema names, so the engine's verdict on the stand-in is its 
 original. :meth:`Masked.text` turns the stand-ins in a message back into the escape ``\ud83d``
 (what ``repr`` prints), and :func:`escape_surrogates` escapes a text for a message or a log line.
 
-A conversation sent back to a provider cannot carry a lone surrogate (the SDKs encode requests as
-UTF-8): :func:`sendable_message` gives the copy of a model's turn that is sent, with each one
-replaced by U+FFFD, while the turn as received is what is judged.
+A conversation sent back to a provider carries a lone surrogate as its escape (the providers'
+request bodies are written by :mod:`agent_core.json_text`'s one policy), while the turn as
+received is what is judged.
 """
 
 from __future__ import annotations
@@ -23,14 +23,11 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from agent_contracts.messages import Message
-
 __all__ = [
     "Masked",
     "escape_surrogates",
     "has_surrogates",
     "mask_surrogates",
-    "sendable_message",
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -158,37 +155,3 @@ def _replace(value: JsonValue, table: dict[int, str], keys_only: bool = False) -
     if isinstance(value, list | tuple):
         return [_replace(item, table, keys_only) for item in value]
     return value
-
-
-_REPLACEMENT = {point: "\ufffd" for point in range(0xD800, 0xE000)}
-
-
-def sendable_message(message: Message) -> Message:
-    """Return ``message`` as it can be sent to a provider: lone surrogates become U+FFFD.
-
-    The text and the tool calls (arguments and raw arguments) are cleaned; reasoning blocks are
-    sent back as they came (they are signed).
-
-    Args:
-        message: A message of the conversation, such as a model's turn.
-
-    Returns:
-        ``message`` itself when it holds no surrogate, otherwise a cleaned copy.
-    """
-    calls = message.tool_calls
-    texts = [message.content, *(call.raw_arguments for call in calls)]
-    texts += [text for call in calls for text in _strings(call.arguments)]
-    if not any(has_surrogates(text) for text in texts):
-        return message
-    cleaned = [
-        call.model_copy(
-            update={
-                "arguments": _replace(call.arguments, _REPLACEMENT),
-                "raw_arguments": call.raw_arguments.translate(_REPLACEMENT),
-            }
-        )
-        for call in calls
-    ]
-    return message.model_copy(
-        update={"content": message.content.translate(_REPLACEMENT), "tool_calls": cleaned}
-    )

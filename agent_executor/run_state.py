@@ -20,7 +20,6 @@ from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, Ru
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
-from agent_core.surrogates import sendable_message
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import (
     ModelTurn,
@@ -245,7 +244,7 @@ async def call_model(
     state.last_turn_usage = turn.usage
     state.last_latency_ms = turn.latency_ms
     state.cannot_force = state.cannot_force or turn.tool_choice_downgraded
-    state.messages.append(sendable_message(turn.to_message()))  # the turn as it is sent back
+    state.messages.append(turn.to_message())
     emit(
         state,
         ModelTurnEvent(

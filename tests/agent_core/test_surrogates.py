@@ -6,14 +6,12 @@ from typing import Any
 import pytest
 from pydantic import JsonValue, ValidationError
 
-from agent_contracts.messages import Message, ToolCall
 from agent_core.json_paths import format_path
 from agent_core.schema_model import model_from_schema
 from agent_core.surrogates import (
     escape_surrogates,
     has_surrogates,
     mask_surrogates,
-    sendable_message,
 )
 from agent_core.validation import compile_schema, validate_output
 
@@ -110,20 +108,3 @@ def test_model_json_text_with_a_lone_surrogate_escape_is_json() -> None:
     assert model.model_validate_json('{"title": "\\ud83d"}').to_data() == {"title": HALF}
     with pytest.raises(ValidationError, match="json_invalid"):
         model.model_validate_json('{"title": "\\ud83d", "n": NaN}')
-
-
-def test_sendable_message_replaces_surrogates_in_text_and_tool_calls() -> None:
-    call = ToolCall(
-        id="c1",
-        name="submit_result",
-        arguments={"title": HALF, HALF: [LOW]},
-        raw_arguments=json.dumps({"title": HALF}, ensure_ascii=False),
-    )
-    message = Message(role="assistant", content="see " + HALF, tool_calls=[call])
-    sent = sendable_message(message)
-    assert sent.content == "see \ufffd"
-    assert sent.tool_calls[0].arguments == {"title": "\ufffd", "\ufffd": ["\ufffd"]}
-    assert sent.tool_calls[0].raw_arguments == '{"title": "\ufffd"}'
-    json.dumps(sent.model_dump(), ensure_ascii=False).encode("utf-8")
-    plain = Message(role="assistant", content="fine")
-    assert sendable_message(plain) is plain
