@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.api.agents import agent_detail, agent_summary
+from agent_coordinator.api.app import serving
 from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
 from agent_coordinator.api.deps import Services, bearer_matches
 from agent_coordinator.api.runs import submit_run, wait_for_end
@@ -343,13 +344,7 @@ def mcp_app(services: Services, *, host: str) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
-            if services.runner is not None:
-                services.runner.start()
-            try:
-                yield
-            finally:
-                if services.runner is not None:
-                    await services.runner.stop()
+        async with serving(services, [manager]):
+            yield
 
     return Starlette(routes=[route, Route("/health", health)], lifespan=lifespan)

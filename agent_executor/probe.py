@@ -149,100 +149,46 @@ async def probe_profile(
     """
     neutral = base.model_copy(update={"strict_tools": False, "native_output": True})
     forced = ToolChoice.tool(_TOOL.name)
-    probes = [
-        await _try(
-            "tools",
-            target(neutral),
-            ModelTurnRequest(
-                messages=_ASK, tools=[_TOOL], max_tokens=_MAX_TOKENS, timeout_s=timeout_s
-            ),
-            _any_reply,
-        ),
-        await _try(
-            "named_tool_choice",
-            target(neutral),
-            ModelTurnRequest(
-                messages=_ASK,
-                tools=[_TOOL],
-                tool_choice=forced,
-                max_tokens=_MAX_TOKENS,
-                timeout_s=timeout_s,
-            ),
-            _called_tool,
-        ),
-        await _try(
-            "required_tool_choice",
-            target(neutral),
-            ModelTurnRequest(
-                messages=_ASK,
-                tools=[_TOOL],
-                tool_choice=ToolChoice.required(),
-                max_tokens=_MAX_TOKENS,
-                timeout_s=timeout_s,
-            ),
-            _called_tool,
-        ),
-        await _try(
-            "strict_tools",
-            target(neutral),
-            ModelTurnRequest(
-                messages=_ASK,
-                tools=[_TOOL.model_copy(update={"strict": True})],
-                tool_choice=forced,
-                max_tokens=_MAX_TOKENS,
-                timeout_s=timeout_s,
-            ),
-            _called_tool,
-        ),
-    ]
+    strict = _TOOL.model_copy(update={"strict": True})
     native = ResponseFormat(name="answer", json_schema=_SCHEMA, strict=True)
-    for name, native_format in (
-        ("json_schema_format", "json_schema"),
-        ("json_object_schema_format", "json_object_schema"),
-    ):
-        probes.append(
-            await _try(
-                name,
-                target(neutral.model_copy(update={"native_format": native_format})),
-                ModelTurnRequest(
-                    messages=_ASK,
-                    response_format=native,
-                    max_tokens=_MAX_TOKENS,
-                    timeout_s=timeout_s,
-                ),
-                _answered_json,
-            )
-        )
     call = ToolCall(id="call_probe1", name=_TOOL.name, arguments={}, raw_arguments="{}")
+    refused = ToolResult(
+        tool_call_id=call.id,
+        name=_TOOL.name,
+        content="$: 'answer' is a required property",
+        is_error=True,
+    )
     conversation = [
         *_ASK,
         Message(role="assistant", content="", tool_calls=[call]),
-        Message(
-            role="tool",
-            tool_results=[
-                ToolResult(
-                    tool_call_id=call.id,
-                    name=_TOOL.name,
-                    content="$: 'answer' is a required property",
-                    is_error=True,
-                )
-            ],
-        ),
+        Message(role="tool", tool_results=[refused]),
     ]
-    probes.append(
-        await _try(
-            "tool_conversation",
-            target(neutral),
-            ModelTurnRequest(
-                messages=conversation,
-                tools=[_TOOL],
-                tool_choice=forced,
-                max_tokens=_MAX_TOKENS,
-                timeout_s=timeout_s,
-            ),
-            _any_reply,
+    # (name, profile, messages, tools, tool choice, response format, what counts as honoured)
+    plan: list[tuple[str, ProviderProfile, list[Message], list[ToolDefinition], ToolChoice,
+                     ResponseFormat | None, Callable[[ModelTurn], str | None]]] = [
+        ("tools", neutral, _ASK, [_TOOL], ToolChoice.auto(), None, _any_reply),
+        ("named_tool_choice", neutral, _ASK, [_TOOL], forced, None, _called_tool),
+        ("required_tool_choice", neutral, _ASK, [_TOOL], ToolChoice.required(), None,
+         _called_tool),
+        ("strict_tools", neutral, _ASK, [strict], forced, None, _called_tool),
+        ("json_schema_format", neutral.model_copy(update={"native_format": "json_schema"}),
+         _ASK, [], ToolChoice.auto(), native, _answered_json),
+        ("json_object_schema_format",
+         neutral.model_copy(update={"native_format": "json_object_schema"}),
+         _ASK, [], ToolChoice.auto(), native, _answered_json),
+        ("tool_conversation", neutral, conversation, [_TOOL], forced, None, _any_reply),
+    ]  # fmt: skip
+    probes = []
+    for name, profile, messages, tools, choice, response_format, honoured in plan:
+        request = ModelTurnRequest(
+            messages=messages,
+            tools=tools,
+            tool_choice=choice,
+            response_format=response_format,
+            max_tokens=_MAX_TOKENS,
+            timeout_s=timeout_s,
         )
-    )
+        probes.append(await _try(name, target(profile), request, honoured))
     return ProbeReport(model=model, probes=probes, profile=_profile(base, probes))
 
 

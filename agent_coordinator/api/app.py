@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
@@ -38,7 +38,7 @@ from agent_coordinator.errors import (
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "serving"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,31 @@ async def _render(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(body.model_dump(mode="json"), status_code=service_error.status_code)
 
 
+@asynccontextmanager
+async def serving(
+    services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
+) -> AsyncIterator[None]:
+    """Run what an app needs while it serves: store threads, MCP sessions, the runner.
+
+    Args:
+        services: The services; their runner (if any) starts, and stops at the end.
+        managers: MCP session managers to run alongside.
+    """
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
+    )
+    async with AsyncExitStack() as stack:
+        for manager in managers:
+            await stack.enter_async_context(manager.run())
+        if services.runner is not None:
+            services.runner.start()
+        try:
+            yield
+        finally:
+            if services.runner is not None:
+                await services.runner.stop()
+
+
 def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
     """Build the API over ``services``; its runner (if any) starts and stops with the app.
 
@@ -109,19 +134,8 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=32, thread_name_prefix="store")
-        )
-        async with AsyncExitStack() as stack:
-            for manager in managers:
-                await stack.enter_async_context(manager.run())
-            if services.runner is not None:
-                services.runner.start()
-            try:
-                yield
-            finally:
-                if services.runner is not None:
-                    await services.runner.stop()
+        async with serving(services, managers):
+            yield
 
     app = FastAPI(
         title="agentshape coordinator",
