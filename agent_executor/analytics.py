@@ -7,8 +7,10 @@ object a line to ``<directory>/events-YYYY-MM-DD.jsonl`` (default directory
 :class:`MemoryAnalytics` keeps them in a list.
 
 The sink is generic over Pydantic models, so it does not depend on the exact event classes in
-:mod:`agent_contracts.events`. Before a line is written it passes a redaction guard
-(:func:`redact`): no API key or authorization header ever reaches the log.
+:mod:`agent_contracts.events`. Before a line is written it passes the redaction every writer
+uses (:mod:`agent_executor.redaction`): no configured API key, no key-shaped or key-named value
+and no authorization header ever reaches the log. The line is serialised by Pydantic and
+redacted as JSON text in one screening pass, so the cost stays small however long the output.
 
 Writing never breaks a run: a failure (an unwritable directory, a full disk) is logged as a
 warning through :mod:`logging` and counted in :attr:`JsonlAnalytics.dropped`.
@@ -23,7 +25,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, JsonValue
+
+from agent_executor.redaction import REDACTED, redact, redact_json_bytes
 
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",
@@ -53,74 +56,8 @@ DEFAULT_ANALYTICS_DIR = Path(".agentshape/analytics")
 """Where :class:`JsonlAnalytics` writes when given no directory (relative to the working directory
 at construction)."""
 
-REDACTED = "[REDACTED]"
-"""What a secret is replaced with in the log."""
-
 _FILE_PREFIX = "events-"
 _FILE_SUFFIX = ".jsonl"
-
-_SECRET_KEY = re.compile(
-    r"^(?:(?:proxy_)?authorization|x_api_key|api_?key|(?:access|refresh|auth|bearer)_?token"
-    r"|client_secret|secret_?key|password|cookie|set_cookie)$"
-)
-"""Dict keys (lower-cased, ``-`` read as ``_``) whose values are always redacted."""
-
-_SECRET_TEXT = (
-    # "Bearer <token>" anywhere, as in an Authorization header.
-    (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
-    # Keys by their well-known shapes: OpenAI/Anthropic sk-..., Google AIza..., GitHub tokens.
-    (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{30,}"), REDACTED),
-    (re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}"), REDACTED),
-    # "x-api-key: value", "api_key=value", '"authorization": "value"' inside text.
-    (
-        re.compile(
-            r"(?i)\b(x-api-key|api[_-]?key|authorization)([\"']?\s*[:=]\s*[\"']?)"
-            r"(?!bearer\b|\[REDACTED\])[^\s\"',;}]+"
-        ),
-        rf"\1\2{REDACTED}",
-    ),
-)
-"""Secret-looking text inside strings, and what replaces it."""
-
-
-def _scrub_text(text: str) -> str:
-    for pattern, replacement in _SECRET_TEXT:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.match(key.strip().lower().replace("-", "_")))
-
-
-def redact(value: JsonValue) -> JsonValue:
-    """Return a copy of a JSON value with anything that looks like a credential replaced.
-
-    The value of a key named like ``authorization``, ``api_key``, ``x-api-key``, ``*_token``,
-    ``password`` or ``cookie`` (any case, ``-`` or ``_``) becomes :data:`REDACTED`, and inside
-    every string (keys included) ``Bearer <token>``, ``sk-...`` keys (OpenAI, ``sk-ant-...``
-    Anthropic), ``AIza...`` Google keys, GitHub tokens and ``api_key=...``-style assignments are
-    replaced. Token counts such as ``input_tokens`` are left alone.
-
-    Args:
-        value: A JSON value, such as an event's ``model_dump(mode="json")``.
-
-    Returns:
-        The scrubbed copy; the input is not changed.
-    """
-    if isinstance(value, str):
-        return _scrub_text(value)
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    if isinstance(value, dict):
-        return {
-            _scrub_text(key): (
-                REDACTED if _is_secret_key(key) and item is not None else redact(item)
-            )
-            for key, item in value.items()
-        }
-    return value
 
 
 @runtime_checkable
@@ -183,6 +120,19 @@ def event_file(directory: Path, day: date) -> Path:
     return directory / f"{_FILE_PREFIX}{day.isoformat()}{_FILE_SUFFIX}"
 
 
+def _serialised(event: BaseModel) -> bytes:
+    """Return the event as compact JSON (UTF-8).
+
+    Text that is not encodable UTF-8 (a lone surrogate from a model or a file name) cannot be
+    written by Pydantic; such an event is written with ASCII escapes instead of being lost.
+    """
+    try:
+        return event.__pydantic_serializer__.to_json(event)
+    except ValueError:
+        payload = event.model_dump(mode="json")
+        return json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode()
+
+
 class JsonlAnalytics:
     """A sink that appends each event as one JSON line to a file per UTC day.
 
@@ -221,14 +171,13 @@ class JsonlAnalytics:
     def emit(self, event: BaseModel) -> None:
         """Append the event, redacted, as one line to its UTC day's file; never raises."""
         try:
-            payload = redact(event.model_dump(mode="json"))
-            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
+            line = redact_json_bytes(_serialised(event)) + b"\n"
         except (TypeError, ValueError) as exc:  # PydanticSerializationError is a ValueError
             self._drop(f"cannot serialise {type(event).__name__}: {exc}")
             return
         path = event_file(self.directory, _event_day(event))
         try:
-            self._append(path, line.encode("utf-8"))
+            self._append(path, line)
         except OSError as exc:
             self._drop(f"cannot write {path}: {exc.strerror or exc}")
             return

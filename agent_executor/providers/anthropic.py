@@ -34,10 +34,12 @@ from agent_executor.providers.base import (
     ToolNameMap,
     error_body,
     error_kind_for_status,
+    error_text,
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
+from agent_executor.redaction import remember_secret
 
 if TYPE_CHECKING:
     from anthropic.types import (
@@ -138,6 +140,8 @@ class AnthropicProvider:
         self.base_url = str(client.base_url)
         self._api_key = client.api_key
         self._auth_token = client.auth_token
+        remember_secret(self._api_key)  # never shown, whatever their shape
+        remember_secret(self._auth_token)
         self._client_key = (self._api_key or "", self._auth_token or "", self.base_url, max_retries)
         self._credentials = client.credentials
 
@@ -356,13 +360,14 @@ def _translate_errors(provider: str) -> Iterator[None]:
     try:
         yield
     except anthropic.APITimeoutError as exc:
-        raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
+        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
     except anthropic.APIConnectionError as exc:
-        raise ProviderError(str(exc), provider=provider, kind="provider_connection_error") from exc
+        kind = "provider_connection_error"
+        raise ProviderError(error_text(exc), provider=provider, kind=kind) from exc
     except anthropic.APIStatusError as exc:
         status = exc.status_code
         raise ProviderError(
-            exc.message,
+            error_text(exc.message),
             provider=provider,
             kind=error_kind_for_status(status),
             status=status,
@@ -370,12 +375,12 @@ def _translate_errors(provider: str) -> Iterator[None]:
         ) from exc
     except anthropic.CredentialsError as exc:
         raise ProviderError(
-            str(exc), provider=provider, kind="provider_authentication_error"
+            error_text(exc), provider=provider, kind="provider_authentication_error"
         ) from exc
     except anthropic.AnthropicError as exc:
         code = getattr(exc, "status_code", None)
         raise ProviderError(
-            str(exc),
+            error_text(exc),
             provider=provider,
             kind="provider_error",
             status=code if isinstance(code, int) else None,

@@ -17,6 +17,7 @@ from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
 from agent_core.tool_names import ToolNameMap
+from agent_executor.redaction import redact, redact_text
 
 __all__ = [
     "JsonObject",
@@ -30,6 +31,7 @@ __all__ = [
     "ToolNameMap",
     "error_body",
     "error_kind_for_status",
+    "error_text",
     "profile_of",
     "tool_names_for",
 ]
@@ -196,7 +198,10 @@ def error_kind_for_status(status: int) -> str:
 
 
 def error_body(body: object) -> JsonValue:
-    """Return an SDK error's response body as JSON (its text when it is not JSON-shaped).
+    """Return an SDK error's response body as JSON (its text when it is not JSON-shaped), redacted.
+
+    A server may echo the key it refused (a 401's text); every secret is replaced (see
+    :mod:`agent_executor.redaction`) before the body reaches a result, a log or the screen.
 
     Args:
         body: The decoded body an SDK error carries (never headers).
@@ -204,13 +209,27 @@ def error_body(body: object) -> JsonValue:
     Returns:
         The body as a JSON value.
     """
-    if body is None or isinstance(body, str | int | float | bool):
+    if body is None or isinstance(body, int | float | bool):
         return body
+    if isinstance(body, str):
+        return redact_text(body)
     try:
         value: JsonValue = json.loads(json.dumps(body))
     except (TypeError, ValueError):
-        return str(body)
-    return value
+        return redact_text(str(body))
+    return redact(value)
+
+
+def error_text(error: BaseException | str) -> str:
+    """Return an SDK error's message with every secret redacted (a 401 may quote the key).
+
+    Args:
+        error: The SDK's exception, or its message.
+
+    Returns:
+        The redacted message.
+    """
+    return redact_text(error if isinstance(error, str) else str(error))
 
 
 def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
