@@ -39,6 +39,7 @@ __all__ = [
     "REDACTED",
     "redact",
     "redact_json_bytes",
+    "redact_json_text",
     "redact_text",
     "remember_secret",
 ]
@@ -295,6 +296,20 @@ def redact_json_bytes(data: bytes) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass"
         )
+
+
+def redact_json_text(text: str) -> str:
+    """Return a JSON document (text) with every secret redacted; it stays valid JSON.
+
+    Args:
+        text: A JSON document, such as a result about to be printed or written.
+
+    Returns:
+        The redacted document; the same object when there was nothing to redact.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    redacted = redact_json_bytes(data)
+    return text if redacted is data else redacted.decode("utf-8", "surrogatepass")
 
 
 _SECRET_KEY = re.compile(

@@ -43,6 +43,7 @@ from agent_executor.cli.inputs import (
 from agent_executor.cli.progress import Progress
 from agent_executor.cli.tasks import TaskItem, read_done, read_tasks, result_record
 from agent_executor.providers.base import Provider
+from agent_executor.redaction import redact_json_text
 from agent_executor.result import AgentResult
 
 __all__ = ["TaskItem", "read_done", "read_tasks", "register", "result_record", "run_tasks"]
@@ -104,7 +105,8 @@ async def run_tasks(
 
     def written(index: int, outcome: AgentResult[BaseModel]) -> None:
         result = outcome.result
-        sink.write(json.dumps(result_record(items[index], result), ensure_ascii=False) + "\n")
+        line = json.dumps(result_record(items[index], result), ensure_ascii=False)
+        sink.write(redact_json_text(line) + "\n")
         sink.flush()
         if result.error is not None:
             failures[result.error.type] += 1

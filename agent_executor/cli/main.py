@@ -13,6 +13,7 @@ invalid, a config has problems), 2 bad usage or config. A mistake on the command
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -44,6 +45,7 @@ from agent_executor.cli.inputs import (
     parse_param,
     run_options,
 )
+from agent_executor.redaction import redact_json_text, redact_text
 from agent_executor.result import AgentResult
 
 __all__ = ["EPILOG", "Registrar", "build_parser", "find_agent_file", "main", "parse_param"]
@@ -124,9 +126,11 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         escalate=not args.no_escalate,
     )
     if args.json:
-        out.write(result.result.model_dump_json(indent=2) + "\n")
+        out.write(redact_json_text(result.result.model_dump_json(indent=2)) + "\n")
     else:
-        _print_pretty(result, out)
+        shown = io.StringIO()
+        _print_pretty(result, shown)
+        out.write(redact_text(shown.getvalue()))
     return EXIT_OK if result.ok else EXIT_RUN_FAILED
 
 
@@ -198,7 +202,7 @@ def main(
         _quiet_closed_pipe()
         return EXIT_OK
     except AgentshapeError as exc:
-        print(f"agentshape: {exc}", file=sys.stderr)
+        print(f"agentshape: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
