@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from pydantic import BaseModel, JsonValue
@@ -28,6 +28,7 @@ from agent_core.dialects import Dialect
 from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
 from agent_core.schema_checks import ensure_output_schema
+from agent_core.schema_classes import build_accepted
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
 from agent_core.validation import validate_output
 from agent_core.verdict import CUT_OFF, Verdict
@@ -60,6 +61,8 @@ class OutputContract:
     tool: OutputTool
     lenient: bool
     _judge: Callable[[JsonValue], list[ValidationIssue]]
+    _sent: dict[Dialect, ToolDefinition] = field(default_factory=dict, compare=False, repr=False)
+    """``submit_result`` as each dialect is sent it, built once (building copies the schema)."""
 
     def issues(self, value: JsonValue) -> list[ValidationIssue]:
         """Return every problem ``value`` has against the contract (empty when it meets it)."""
@@ -67,7 +70,7 @@ class OutputContract:
 
     def build(self, value: JsonValue) -> BaseModel:
         """Return ``value`` (already judged valid) as an instance of :attr:`model`."""
-        return self.model.model_validate(value)
+        return build_accepted(self.model, value)
 
     def bind(self, profile: ProviderProfile) -> BoundContract:
         """Return this contract bound to a provider's profile, once per run.
@@ -83,6 +86,8 @@ class OutputContract:
         Args:
             dialect: The tool dialect (``openai``, ``anthropic`` or ``neutral``).
         """
+        if (sent := self._sent.get(dialect)) is not None:
+            return sent
         if dialect == "anthropic":
             tool = self.tool.anthropic_tool()
             parameters = tool["input_schema"]
@@ -93,12 +98,13 @@ class OutputContract:
             parameters = function["parameters"]
             strict = bool(function["strict"])
         assert isinstance(parameters, dict)
-        return ToolDefinition(
+        self._sent[dialect] = ToolDefinition(
             name=self.tool.name,
             description=self.tool.description,
             parameters=parameters,
             strict=strict,
         )
+        return self._sent[dialect]
 
     def response_format(self, dialect: Dialect) -> ResponseFormat:
         """Return the native structured-output request for a dialect.

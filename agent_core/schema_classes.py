@@ -34,7 +34,7 @@ from agent_core.validation import (
     compile_schema,
 )
 
-__all__ = ["SchemaModel", "SchemaRootModel"]
+__all__ = ["SchemaModel", "SchemaRootModel", "build_accepted"]
 
 
 _Json: object = object
@@ -103,6 +103,30 @@ def _enforce(
     token = _checking.set(True)
     try:
         return handler(data)
+    finally:
+        _checking.reset(token)
+
+
+def build_accepted(cls: type[BaseModel], data: object) -> BaseModel:
+    """Build ``cls`` from data its own compiled schema has just accepted, without checking again.
+
+    A run judges the output with the contract's compiled schema before building the output
+    object; checking it once more while building would validate a large output twice.
+
+    Args:
+        cls: A class built by ``model_from_schema`` (any other Pydantic class is validated as
+            usual).
+        data: The accepted value.
+
+    Returns:
+        The instance.
+
+    Raises:
+        pydantic.ValidationError: The value cannot be built (Pydantic's own checks).
+    """
+    token = _checking.set(issubclass(cls, SchemaModel | SchemaRootModel))
+    try:
+        return cls.model_validate(data)
     finally:
         _checking.reset(token)
 

@@ -23,6 +23,7 @@ import httpx2
 from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
+from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_executor.providers.anthropic_usage import _usage
@@ -35,6 +36,7 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
     error_text,
+    read_json,
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
@@ -303,7 +305,7 @@ class AnthropicProvider:
             ProviderError: The body is not a message.
         """
         try:
-            raw = json.loads(body)
+            raw = read_json(body)
         except ValueError as exc:
             raise ProviderError(
                 f"the reply is not JSON: {body[:200]!r}", provider=self.name, body=body
@@ -324,14 +326,13 @@ class AnthropicProvider:
                 thinking.append(block)
             elif kind == "tool_use":
                 arguments = block.get("input")
-                calls.append(
-                    ToolCall(
-                        id=str(block.get("id") or f"toolu_{len(calls)}"),
-                        name=names.from_wire(str(block.get("name") or "")),
-                        arguments=arguments,
-                        raw_arguments=json.dumps(arguments, ensure_ascii=False),
-                    )
-                )
+                call = {
+                    "id": str(block.get("id") or f"toolu_{len(calls)}"),
+                    "name": names.from_wire(str(block.get("name") or "")),
+                    "arguments": arguments,
+                    "raw_arguments": json.dumps(arguments, ensure_ascii=False),
+                }
+                calls.append(ToolCall.model_validate(call, context=PARSED_JSON))
         reason = raw.get("stop_reason")
         stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
         return ModelTurn(

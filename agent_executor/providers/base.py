@@ -9,8 +9,9 @@ anything the run loop should decide, such as re-prompting.
 from __future__ import annotations
 
 import json
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from agent_contracts.messages import Message, ToolCall, Usage
@@ -33,6 +34,7 @@ __all__ = [
     "error_kind_for_status",
     "error_text",
     "profile_of",
+    "read_json",
     "tool_names_for",
 ]
 
@@ -218,6 +220,28 @@ def error_body(body: object) -> JsonValue:
     except (TypeError, ValueError):
         return redact_text(str(body))
     return redact(value)
+
+
+def read_json(text: str | bytes) -> Any:  # typed as json.loads is
+    """Parse JSON text as ``json.loads`` does, about twice as fast for a large reply.
+
+    Pydantic's parser reads it first; text it refuses (an escaped lone surrogate, which
+    Python's parser accepts) is read by ``json.loads``, which also gives the error for text
+    that is not JSON.
+
+    Args:
+        text: The JSON text.
+
+    Returns:
+        The value.
+
+    Raises:
+        ValueError: The text is not JSON (``json.JSONDecodeError``).
+    """
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def error_text(error: BaseException | str) -> str:

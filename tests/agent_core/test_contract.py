@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError, InvalidSchemaError
@@ -315,3 +315,18 @@ def test_config_time_checks_warn_about_a_likely_typo(caplog: pytest.LogCaptureFi
         contract = resolve(config(output_schema=schema))
     assert contract is not None
     assert "did you mean 'required'" in caplog.text
+
+
+def test_an_accepted_value_is_built_without_a_second_check() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    built = contract.build({"title": "x", "score": 2})
+    assert built.model_dump() == {"title": "x", "score": 2}
+    # Building trusts the contract's verdict; validating the class directly still checks.
+    with pytest.raises(ValidationError):
+        contract.model.model_validate({"title": "x", "score": -1})
+
+
+def test_the_tool_a_dialect_is_sent_is_built_once() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    assert contract.tool_definition("openai") is contract.tool_definition("openai")
+    assert contract.tool_definition("openai") is not contract.tool_definition("neutral")
