@@ -46,6 +46,10 @@ _JsonSafeLoader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
+_FastLoader: type[yaml.SafeLoader] | None = None  # the same over libyaml, ~10x faster
+if getattr(yaml, "__with_libyaml__", False):
+    _FastLoader = type("_JsonCSafeLoader", (yaml.CSafeLoader,), dict(vars(_JsonSafeLoader)))
+
 
 def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
     """Load one agent config file (either config form; see ``agent_contracts.config``).
@@ -212,11 +216,27 @@ def _read_yaml_node(
 ) -> tuple[yaml.Node, object]:
     """Compose and construct the single YAML document, keeping its node tree for line numbers.
 
+    Read by libyaml when available; what it refuses is read again in pure Python (same errors).
+
     Raises:
         ConfigFileError: Invalid YAML, no document, or a top level that is not a mapping.
     """
+    if _FastLoader is not None:
+        try:
+            return _compose(_FastLoader, text, source, what=what, mapping=mapping)
+        except ConfigFileError as exc:
+            if not isinstance(exc.__cause__, yaml.YAMLError):
+                raise
+        except UnicodeEncodeError:  # a lone surrogate in a caller's text
+            pass
+    return _compose(_JsonSafeLoader, text, source, what=what, mapping=mapping)
+
+
+def _compose(
+    loader_class: type[yaml.SafeLoader], text: str, source: str, *, what: str, mapping: bool
+) -> tuple[yaml.Node, object]:
     try:
-        loader = _JsonSafeLoader(text)
+        loader = loader_class(text)
     except yaml.reader.ReaderError as exc:
         raise _reader_error(exc, text, source) from exc
     try:

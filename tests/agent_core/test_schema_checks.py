@@ -404,3 +404,12 @@ def test_meta_schema_check_uses_the_draft_the_engine_reads() -> None:
     errors = [f for f in check_output_schema(wrong) if f.severity == "error"]
     # Under draft-04 a numeric exclusiveMaximum is wrong (it needs maximum, and is a boolean).
     assert len(errors) == 1 and "exclusiveMaximum" in errors[0].message
+
+
+def test_checking_a_schema_again_gives_the_same_findings_with_the_new_source() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimun": 1}}}
+    first = check_output_schema(schema, source="agents/a.yml")
+    again = check_output_schema(dict(schema), source="agents/b.yml")
+    assert [f.message for f in first] == [f.message for f in again] != []
+    assert {f.source for f in first} == {"agents/a.yml"}
+    assert {f.source for f in again} == {"agents/b.yml"}
