@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_ANALYTICS_DIR",
     "REDACTED",
     "AnalyticsSink",
+    "EventLines",
     "JsonlAnalytics",
     "MemoryAnalytics",
     "NullAnalytics",
@@ -269,11 +270,58 @@ def _at_or_after(event: dict[str, JsonValue], since: datetime) -> bool:
     return when is not None and when >= since
 
 
+class EventLines:
+    """The whole lines of analytics files, read one at a time, with counts of what was skipped.
+
+    Iterating reads the files in day order and yields each complete, non-blank line as bytes; a
+    last line without its newline is counted in :attr:`partial`, an unreadable file is logged
+    and listed in :attr:`unreadable`. Nothing is kept but the counts, so a log of any size is
+    read in constant memory. The consumer decides what a line holds and counts the lines it
+    cannot use in :attr:`corrupt`.
+
+    Args:
+        source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
+        since: Day files before this time's UTC day are not read (an aware time, or ``None``).
+    """
+
+    def __init__(self, source: Path | str, *, since: datetime | None = None) -> None:
+        source = Path(source)
+        if source.is_dir():
+            files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
+            if since is not None:
+                first = as_utc(since).date()
+                files = [f for f in files if (_file_day(f) or first) >= first]
+        else:
+            files = [source] if source.exists() else []
+        self.files: list[Path] = files
+        """The files to read."""
+        self.unreadable: list[Path] = []
+        """Files that could not be opened or read, and were skipped."""
+        self.partial = 0
+        """Last lines skipped because they had no newline yet (being written, or cut off)."""
+        self.corrupt = 0
+        """Lines the consumer could not use (not a JSON object: torn, glued or garbled)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        for path in self.files:
+            try:
+                with path.open("rb") as handle:
+                    for raw in handle:
+                        if not raw.endswith(b"\n"):
+                            self.partial += 1
+                        elif raw.strip():
+                            yield raw
+            except OSError as exc:
+                logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
+                self.unreadable.append(path)
+
+
 def read_events(source: Path | str, *, since: datetime | None = None) -> ReadResult:
     """Read analytics events back from a directory of day files or from one file.
 
     Corrupt lines, a last line without its newline, and unreadable files are skipped and counted;
-    none of them raises. A source that does not exist gives an empty result with no files.
+    none of them raises. A source that does not exist gives an empty result with no files. (To
+    read a large log without holding it, iterate :class:`EventLines` instead.)
 
     Args:
         source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
@@ -283,32 +331,19 @@ def read_events(source: Path | str, *, since: datetime | None = None) -> ReadRes
     Returns:
         The events as dicts, with counts of what was skipped.
     """
-    source = Path(source)
     since_utc = None if since is None else as_utc(since)
-    if source.is_dir():
-        files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
-        if since_utc is not None:
-            files = [f for f in files if (_file_day(f) or since_utc.date()) >= since_utc.date()]
-    else:
-        files = [source] if source.exists() else []
+    lines = EventLines(source, since=since_utc)
     events: list[dict[str, JsonValue]] = []
-    unreadable: list[Path] = []
-    corrupt = partial = 0
-    for path in files:
-        try:
-            with path.open("rb") as handle:
-                for raw in handle:
-                    if not raw.endswith(b"\n"):
-                        partial += 1
-                    elif raw.strip():
-                        event = _json_object(raw)
-                        if event is None:
-                            corrupt += 1
-                        elif since_utc is None or _at_or_after(event, since_utc):
-                            events.append(event)
-        except OSError as exc:
-            logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
-            unreadable.append(path)
+    for raw in lines:
+        event = _json_object(raw)
+        if event is None:
+            lines.corrupt += 1
+        elif since_utc is None or _at_or_after(event, since_utc):
+            events.append(event)
     return ReadResult(
-        events=events, corrupt=corrupt, partial=partial, files=files, unreadable=unreadable
+        events=events,
+        corrupt=lines.corrupt,
+        partial=lines.partial,
+        files=lines.files,
+        unreadable=lines.unreadable,
     )
