@@ -91,9 +91,7 @@ def review_with(items: int) -> dict[str, Any]:
     comments = REVIEW["comments"]
     return {
         **REVIEW,
-        "comments": [
-            {**comments[i % len(comments)], "line": i + 1} for i in range(max(0, items))
-        ],
+        "comments": [{**comments[i % len(comments)], "line": i + 1} for i in range(max(0, items))],
     }
 
 
@@ -113,6 +111,8 @@ def _mode_items(mode: str) -> tuple[str, int | None] | None:
     if base == "valid" and count.isdigit() and int(count) <= 100_000:
         return base, int(count)
     return None
+
+
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too Large"}
 
 
