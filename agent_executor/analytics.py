@@ -121,6 +121,28 @@ def event_file(directory: Path, day: date) -> Path:
     return directory / f"{_FILE_PREFIX}{day.isoformat()}{_FILE_SUFFIX}"
 
 
+_KEPT_ACCEPTED = 2_000
+"""Characters of an accepted attempt's ``raw_output`` a JSONL line keeps (the result has it all)."""
+_KEPT_REJECTED = 65_536
+"""Characters of a rejected attempt's ``raw_output`` a JSONL line keeps, for debugging it."""
+
+
+def _bounded(event: BaseModel) -> BaseModel:
+    """Return the event with a long ``raw_output`` cut, so a line's cost does not grow with it.
+
+    An accepted attempt keeps its first 2,000 characters (the run's result holds the whole
+    output), a rejected one its first 64 Ki characters; the cut says how much was left out.
+    """
+    raw = getattr(event, "raw_output", None)
+    if not isinstance(raw, str) or len(raw) <= _KEPT_ACCEPTED:
+        return event
+    keep = _KEPT_REJECTED if getattr(event, "errors", None) else _KEPT_ACCEPTED
+    if len(raw) <= keep:
+        return event
+    cut = f"{raw[:keep]}... [{len(raw) - keep} more characters not logged]"
+    return event.model_copy(update={"raw_output": cut})
+
+
 def _serialised(event: BaseModel) -> bytes:
     """Return the event as compact JSON (UTF-8).
 
@@ -136,6 +158,9 @@ def _serialised(event: BaseModel) -> bytes:
 
 class JsonlAnalytics:
     """A sink that appends each event as one JSON line to a file per UTC day.
+
+    A long ``raw_output`` is cut (an accepted attempt keeps 2,000 characters, the result holds
+    it all; a rejected one 64 Ki), so a line costs about the same whatever the output's size.
 
     Each line is serialised and redacted first, then written with a single ``os.write`` to the
     day's file opened with ``O_APPEND``, so processes and threads can share a file without torn
@@ -172,7 +197,7 @@ class JsonlAnalytics:
     def emit(self, event: BaseModel) -> None:
         """Append the event, redacted, as one line to its UTC day's file; never raises."""
         try:
-            line = redact_json_bytes(_serialised(event)) + b"\n"
+            line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
         except (TypeError, ValueError) as exc:  # PydanticSerializationError is a ValueError
             self._drop(f"cannot serialise {type(event).__name__}: {exc}")
             return
