@@ -318,6 +318,7 @@ def test_the_results_file_never_holds_the_key_a_401_quotes(
     assert run_many("grader", "--tasks", "tasks.jsonl", "--model", "openai:gpt-test") == 1
     capsys.readouterr()
     lines = results()
-    expected = "openai 401: Error code: 401 - bad key [REDACTED]"
-    assert [line["error"]["message"] for line in lines] == [expected] * 2
+    messages = [line["error"]["message"] for line in lines]
+    assert len(messages) == 2
+    assert all(m.startswith("openai 401:") and "bad key [REDACTED]" in m for m in messages)
     assert GROQ_STYLE_KEY not in Path("results.jsonl").read_text()
