@@ -14,10 +14,11 @@ Two kinds of secret are replaced with :data:`REDACTED`:
   id, a schema hash) is an identifier and is kept.
 
 The cost is kept small and nearly flat in the size of what is written: a text is lowered once
-(bytes, ASCII only, so positions do not move), each rule runs only when its literal trigger is
-in the text (a C-speed substring search), the hexadecimal rule reads a translated copy, and a text
-with nothing to redact is returned as it was. Every rule reads the same lowered copy, so one text
-is matched in one pass per rule that can apply, and the replacements are made in one splice.
+(bytes, ASCII only, so positions do not move) and read by one screen, a single regular
+expression of every rule and remembered secret run by the validation engine's Rust regex engine,
+whose literal prefilters read text at memory speed; only a text the screen matches goes through
+the rules one by one. The hexadecimal rule reads a translated copy (one C pass). A text with
+nothing to redact is returned as it was.
 
 JSON text is redacted as text (:func:`redact_json_bytes`), which keeps it valid JSON: a secret
 inside a JSON string is replaced inside it, a value under a secret key is replaced by the string
@@ -67,12 +68,11 @@ def remember_secret(value: str | None) -> None:
     Args:
         value: The secret, exactly as configured.
     """
-    global _known
+    global _known, _screen
     if value is None or len(value.strip()) < _MIN_SECRET:
         return
     forms = {value.strip().encode("utf-8", "surrogatepass").lower()}
     forms.add(json.dumps(value.strip())[1:-1].encode().lower())  # as it appears in JSON text
-    global _screen
     with _lock:
         _known = tuple(sorted(set(_known) | forms, key=len, reverse=True))
         _screen = None
