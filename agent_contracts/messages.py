@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from agent_contracts.json_data import JsonData
+
 __all__ = ["Message", "Role", "ToolCall", "ToolResult", "Usage"]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -53,7 +55,7 @@ class ToolCall(BaseModel):
     """The provider's call id (generated when an OpenAI-compatible server sent none)."""
     name: str
     """The tool name as the run loop knows it (provider-safe aliases already mapped back)."""
-    arguments: JsonValue = None
+    arguments: JsonData = None
     """The parsed arguments, or ``None`` when ``raw_arguments`` is not valid JSON."""
     raw_arguments: str = ""
     """The arguments exactly as the provider sent them (JSON text)."""

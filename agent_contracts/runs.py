@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from agent_contracts.json_data import JsonData
 from agent_contracts.messages import Message, Usage
 from agent_contracts.options import (
     ENV_EXTRACT_JSON,
@@ -164,7 +165,7 @@ class Attempt(BaseModel):
     """How the output was asked for in this attempt."""
     raw_output: str = ""
     """Exactly what the model sent: the tool arguments' text, or the reply text."""
-    parsed: JsonValue = None
+    parsed: JsonData = None
     """The JSON value read from ``raw_output``; ``None`` when nothing parsed."""
     errors: list[ValidationIssue] = Field(default_factory=list)
     """Every problem found with this attempt; empty when it met the contract."""
@@ -204,7 +205,7 @@ class RunError(BaseModel):
     """The last attempt's problems as ``"$.path: message"`` strings, for validation failures."""
     issues: list[ValidationIssue] = Field(default_factory=list)
     """The same problems, structured: path, message, keyword and schema path."""
-    last_output: JsonValue = None
+    last_output: JsonData = None
     """The last thing the model produced (parsed value or raw text), kept so nothing is lost."""
 
     @model_validator(mode="before")
@@ -250,7 +251,7 @@ class RunResult(BaseModel):
     """``completed`` or ``failed``."""
     result_text: str | None = None
     """The model's text answer, for a run without an output contract."""
-    result_data: JsonValue = None
+    result_data: JsonData = None
     """The validated value, for a run with an output contract."""
     error: RunError | None = None
     """Why the run failed; set exactly when ``status`` is ``failed``."""

@@ -5,6 +5,11 @@ Compiled validators, dynamic models, output contracts and rendered prompts are e
 at most its ``size`` entries (the least recently used goes first), and :func:`clear_caches`
 empties all of them at once (for measuring cold loads and freeing memory: a fresh cache never
 gives a stale result, so correctness never needs it).
+
+A least-recently-used cache smaller than the set of schemas used in turn misses every time (a
+fleet of 1,000 agents built one after another through 256 entries): whoever loads a known
+number of schemas (``load_fleet``) calls :func:`reserve_caches` first, so each cache holds them
+all and the second pass over the fleet (building its agents) finds every one.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["SchemaCache", "cache_sizes", "clear_caches", "schema_cache"]
+__all__ = ["SchemaCache", "cache_sizes", "clear_caches", "reserve_caches", "schema_cache"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -75,6 +80,19 @@ def schema_cache(name: str, size: int) -> SchemaCache[K, V]:
     with _registry_lock:
         _registry[name] = cache  # type: ignore[assignment]
     return cache
+
+
+def reserve_caches(entries: int) -> None:
+    """Let every registered cache hold at least ``entries`` entries (sizes never shrink).
+
+    Args:
+        entries: How many schemas are about to be used in turn (a fleet's agents).
+    """
+    with _registry_lock:
+        caches = list(_registry.values())
+    for cache in caches:
+        with cache._lock:
+            cache.size = max(cache.size, entries)
 
 
 def clear_caches() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
 
@@ -30,6 +30,7 @@ from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
 from agent_core.output_validation import json_form, validate_as_json
 from agent_core.schema_checks import ensure_output_schema
+from agent_core.schema_classes import build_accepted
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
 from agent_core.validation import validate_output
 from agent_core.verdict import CUT_OFF, Verdict
@@ -63,6 +64,8 @@ class OutputContract:
     lenient: bool
     _judge: Callable[[JsonValue], list[ValidationIssue]]
     _json_form: Callable[[JsonValue], JsonValue] | None = None  # a Pydantic class's dump
+    _sent: dict[Dialect, ToolDefinition] = field(default_factory=dict, compare=False, repr=False)
+    """``submit_result`` as each dialect is sent it, built once (building copies the schema)."""
 
     def issues(self, value: JsonValue) -> list[ValidationIssue]:
         """Return every problem ``value`` has against the contract (empty when it meets it)."""
@@ -71,7 +74,7 @@ class OutputContract:
     def build(self, value: JsonValue) -> BaseModel:
         """Return ``value`` (already judged valid) as an instance of :attr:`model`."""
         if self._json_form is None:
-            return self.model.model_validate(value)
+            return build_accepted(self.model, value)
         return validate_as_json(self.model, value)
 
     def bind(self, profile: ProviderProfile) -> BoundContract:
@@ -88,6 +91,8 @@ class OutputContract:
         Args:
             dialect: The tool dialect (``openai``, ``anthropic`` or ``neutral``).
         """
+        if (sent := self._sent.get(dialect)) is not None:
+            return sent
         if dialect == "anthropic":
             tool = self.tool.anthropic_tool()
             parameters = tool["input_schema"]
@@ -98,12 +103,13 @@ class OutputContract:
             parameters = function["parameters"]
             strict = bool(function["strict"])
         assert isinstance(parameters, dict)
-        return ToolDefinition(
+        self._sent[dialect] = ToolDefinition(
             name=self.tool.name,
             description=self.tool.description,
             parameters=parameters,
             strict=strict,
         )
+        return self._sent[dialect]
 
     def response_format(self, dialect: Dialect) -> ResponseFormat:
         """Return the native structured-output request for a dialect.

@@ -37,6 +37,7 @@ from agent_contracts.errors import (
     ConfigFileError,
     FleetProblems,
 )
+from agent_core.caches import reserve_caches
 from agent_core.fleet_checks import (
     _ID,
     _SCHEMA_FIELDS,
@@ -174,7 +175,9 @@ def load_fleet(
     warnings: list[ConfigFileError] = []
     loaded: list[_Agent] = []
     tools = None if known_tools is None else sorted(set(known_tools))
-    for path in sorted(root.glob(f"*/{AGENT_FILE}")):
+    paths = sorted(root.glob(f"*/{AGENT_FILE}"))
+    reserve_caches(len(paths))  # each agent's schema is checked now and built again later
+    for path in paths:
         agent = _check_file(path, tools, problems, warnings, known_model_prefixes)
         if agent is not None:
             loaded.append(agent)

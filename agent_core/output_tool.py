@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, JsonValue, PydanticUserError
@@ -93,6 +93,36 @@ def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
         raise InvalidSchemaError(f"the output schema is not JSON: {error}") from error
     assert isinstance(schema, dict)
     return schema
+
+
+class _Dialects(Mapping[Dialect, ProviderSchema]):
+    """The schema compiled for each dialect, each compiled on first use.
+
+    A run needs one dialect (its provider's); compiling the strict ones is most of what
+    building an agent's contract costs, so a dialect nobody asks for is never compiled.
+    """
+
+    def __init__(self, schema: JsonValue, allow_narrowing: bool) -> None:
+        self._schema = schema
+        self._allow_narrowing = allow_narrowing
+        self._done: dict[Dialect, ProviderSchema] = {}
+
+    def __getitem__(self, dialect: Dialect) -> ProviderSchema:
+        done = self._done.get(dialect)
+        if done is None:
+            if dialect not in DIALECTS:
+                raise KeyError(dialect)
+            done = compile_for_provider(
+                self._schema, dialect, allow_narrowing=self._allow_narrowing
+            )
+            self._done[dialect] = done  # two threads may both compile it: the same result
+        return done
+
+    def __iter__(self) -> Iterator[Dialect]:
+        return iter(DIALECTS)
+
+    def __len__(self) -> int:
+        return len(DIALECTS)
 
 
 @dataclass(frozen=True)
@@ -287,16 +317,13 @@ def build_output_tool(
             default: strict mode is then used only when it changes nothing.
 
     Returns:
-        The tool, compiled for every dialect.
+        The tool; each dialect is compiled when first asked for.
 
     Raises:
         InvalidSchemaError: When the contract is not a JSON Schema or a Pydantic model class.
     """
     schema = json_schema_of(contract)
-    compiled = {
-        dialect: compile_for_provider(schema, dialect, allow_narrowing=allow_narrowing)
-        for dialect in DIALECTS
-    }
+    compiled = _Dialects(schema, allow_narrowing)
     text = _DESCRIPTION if description is None else description
     if compiled["neutral"].wrapped:
         text += _WRAPPED_HINT

@@ -23,7 +23,9 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
+from agent_core.caches import SchemaCache, schema_cache
 from agent_core.schema_checker import _Checker
+from agent_core.schema_documents import schema_hash
 from agent_core.schema_findings import SchemaFinding, Severity
 from agent_core.schema_keywords import (
     JSON_TYPES,
@@ -48,8 +50,14 @@ __all__ = [
 # Annotations some generators emit (Pydantic's `discriminator`); harmless, never reported.
 
 
+_FINDINGS: SchemaCache[str, list[SchemaFinding]] = schema_cache("agent_core.schema_findings", 256)
+"""The findings of each schema checked, by hash: a fleet's load checks it and its agent again."""
+
+
 def check_output_schema(schema: JsonValue, *, source: str | None = None) -> list[SchemaFinding]:
     """Check an output schema the way an agent config is checked when it is loaded.
+
+    The findings are kept by the schema's hash, so checking the same schema again costs a hash.
 
     Args:
         schema: The designer's JSON Schema.
@@ -68,13 +76,22 @@ def check_output_schema(schema: JsonValue, *, source: str | None = None) -> list
                 source=source,
             )
         ]
-    checker = _Checker(schema, source)
-    checker.check_root()
-    for path, node in subschemas(schema):
-        if isinstance(node, dict):
-            checker.check_node(path, node)
-    checker.add_meta_errors()
-    return checker.findings
+    try:
+        key: str | None = schema_hash(schema)
+    except (InvalidSchemaError, RecursionError):
+        key = None  # not JSON data: the checker says what is wrong, every time
+    findings = _FINDINGS.get(key) if key is not None else None
+    if findings is None:
+        checker = _Checker(schema, None)
+        checker.check_root()
+        for path, node in subschemas(schema):
+            if isinstance(node, dict):
+                checker.check_node(path, node)
+        checker.add_meta_errors()
+        findings = checker.findings
+        if key is not None:
+            _FINDINGS.put(key, findings)
+    return [finding.model_copy(update={"source": source}) for finding in findings]
 
 
 def ensure_output_schema(schema: JsonValue, *, source: str | None = None) -> list[SchemaFinding]:

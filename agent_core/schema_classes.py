@@ -36,7 +36,7 @@ from agent_core.validation import (
     compile_schema,
 )
 
-__all__ = ["SchemaModel", "SchemaRootModel"]
+__all__ = ["SchemaModel", "SchemaRootModel", "build_accepted"]
 
 
 _Json: object = object
@@ -111,6 +111,30 @@ def _enforce(
         if not any(item["type"] == "string_unicode" for item in error.errors()):
             raise
         return build_with_odd_keys(data, handler)  # a lone surrogate in an object key
+    finally:
+        _checking.reset(token)
+
+
+def build_accepted(cls: type[BaseModel], data: object) -> BaseModel:
+    """Build ``cls`` from data its own compiled schema has just accepted, without checking again.
+
+    A run judges the output with the contract's compiled schema before building the output
+    object; checking it once more while building would validate a large output twice.
+
+    Args:
+        cls: A class built by ``model_from_schema`` (any other Pydantic class is validated as
+            usual).
+        data: The accepted value.
+
+    Returns:
+        The instance.
+
+    Raises:
+        pydantic.ValidationError: The value cannot be built (Pydantic's own checks).
+    """
+    token = _checking.set(issubclass(cls, SchemaModel | SchemaRootModel))
+    try:
+        return cls.model_validate(data)
     finally:
         _checking.reset(token)
 

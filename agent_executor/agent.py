@@ -152,7 +152,11 @@ class Agent(Generic[OutputT]):
         )
         # Check the agent's own contract now, so a bad schema fails at load, not at run.
         lenient = merge_options(self.config.options).lenient_formats
-        self._contract = self._resolve(None, None, lenient=lenient)
+        self._contract = resolve_contract(
+            config, output_type=output_type, inline=None, named=None, lenient=lenient
+        )
+        self._own: dict[bool, OutputContract | None] = {lenient: self._contract}
+        """The agent's own contract by ``lenient_formats``: resolved (hashed, compiled) once."""
 
     @classmethod
     def from_yaml(
@@ -234,13 +238,19 @@ class Agent(Generic[OutputT]):
         *,
         lenient: bool,
     ) -> OutputContract | None:
-        return resolve_contract(
+        """Return the run's contract; the agent's own is resolved once, not hashed every run."""
+        if inline is None and named is None and lenient in self._own:
+            return self._own[lenient]
+        contract = resolve_contract(
             self.config,
             output_type=self.output_type,
             inline=inline,
             named=named,
             lenient=lenient,
         )
+        if inline is None and named is None:
+            self._own[lenient] = contract
+        return contract
 
     async def run(
         self,

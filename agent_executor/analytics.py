@@ -7,8 +7,10 @@ object a line to ``<directory>/events-YYYY-MM-DD.jsonl`` (default directory
 :class:`MemoryAnalytics` keeps them in a list.
 
 The sink is generic over Pydantic models, so it does not depend on the exact event classes in
-:mod:`agent_contracts.events`. Before a line is written it passes a redaction guard
-(:func:`redact`): no API key or authorization header ever reaches the log.
+:mod:`agent_contracts.events`. Before a line is written it passes the redaction every writer
+uses (:mod:`agent_executor.redaction`): no configured API key, no key-shaped or key-named value
+and no authorization header ever reaches the log. The line is serialised by Pydantic and
+redacted as JSON text in one screening pass, so the cost stays small however long the output.
 
 Writing never breaks a run: a failure (an unwritable directory, a full disk) is logged as a
 warning through :mod:`logging` and counted in :attr:`JsonlAnalytics.dropped`.
@@ -24,7 +26,6 @@ import errno
 import json
 import logging
 import os
-import re
 import stat
 import threading
 from collections.abc import Iterator
@@ -35,12 +36,13 @@ from typing import BinaryIO, Protocol, runtime_checkable
 
 from pydantic import BaseModel, JsonValue
 
-from agent_core.json_text import encodable
+from agent_executor.redaction import REDACTED, redact, redact_json_bytes
 
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",
     "REDACTED",
     "AnalyticsSink",
+    "EventLines",
     "JsonlAnalytics",
     "MemoryAnalytics",
     "NullAnalytics",
@@ -57,74 +59,8 @@ DEFAULT_ANALYTICS_DIR = Path(".agentshape/analytics")
 """Where :class:`JsonlAnalytics` writes when given no directory (relative to the working directory
 at construction)."""
 
-REDACTED = "[REDACTED]"
-"""What a secret is replaced with in the log."""
-
 _FILE_PREFIX = "events-"
 _FILE_SUFFIX = ".jsonl"
-
-_SECRET_KEY = re.compile(
-    r"^(?:(?:proxy_)?authorization|x_api_key|api_?key|(?:access|refresh|auth|bearer)_?token"
-    r"|client_secret|secret_?key|password|cookie|set_cookie)$"
-)
-"""Dict keys (lower-cased, ``-`` read as ``_``) whose values are always redacted."""
-
-_SECRET_TEXT = (
-    # "Bearer <token>" anywhere, as in an Authorization header.
-    (re.compile(r"(?i)\b(bearer)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
-    # Keys by their well-known shapes: OpenAI/Anthropic sk-..., Google AIza..., GitHub tokens.
-    (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{30,}"), REDACTED),
-    (re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}"), REDACTED),
-    # "x-api-key: value", "api_key=value", '"authorization": "value"' inside text.
-    (
-        re.compile(
-            r"(?i)\b(x-api-key|api[_-]?key|authorization)([\"']?\s*[:=]\s*[\"']?)"
-            r"(?!bearer\b|\[REDACTED\])[^\s\"',;}]+"
-        ),
-        rf"\1\2{REDACTED}",
-    ),
-)
-"""Secret-looking text inside strings, and what replaces it."""
-
-
-def _scrub_text(text: str) -> str:
-    for pattern, replacement in _SECRET_TEXT:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.match(key.strip().lower().replace("-", "_")))
-
-
-def redact(value: JsonValue) -> JsonValue:
-    """Return a copy of a JSON value with anything that looks like a credential replaced.
-
-    The value of a key named like ``authorization``, ``api_key``, ``x-api-key``, ``*_token``,
-    ``password`` or ``cookie`` (any case, ``-`` or ``_``) becomes :data:`REDACTED`, and inside
-    every string (keys included) ``Bearer <token>``, ``sk-...`` keys (OpenAI, ``sk-ant-...``
-    Anthropic), ``AIza...`` Google keys, GitHub tokens and ``api_key=...``-style assignments are
-    replaced. Token counts such as ``input_tokens`` are left alone.
-
-    Args:
-        value: A JSON value, such as an event's ``model_dump(mode="json")``.
-
-    Returns:
-        The scrubbed copy; the input is not changed.
-    """
-    if isinstance(value, str):
-        return _scrub_text(value)
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    if isinstance(value, dict):
-        return {
-            _scrub_text(key): (
-                REDACTED if _is_secret_key(key) and item is not None else redact(item)
-            )
-            for key, item in value.items()
-        }
-    return value
 
 
 @runtime_checkable
@@ -187,8 +123,46 @@ def event_file(directory: Path, day: date) -> Path:
     return directory / f"{_FILE_PREFIX}{day.isoformat()}{_FILE_SUFFIX}"
 
 
+_KEPT_ACCEPTED = 2_000
+"""Characters of an accepted attempt's ``raw_output`` a JSONL line keeps (the result has it all)."""
+_KEPT_REJECTED = 65_536
+"""Characters of a rejected attempt's ``raw_output`` a JSONL line keeps, for debugging it."""
+
+
+def _bounded(event: BaseModel) -> BaseModel:
+    """Return the event with a long ``raw_output`` cut, so a line's cost does not grow with it.
+
+    An accepted attempt keeps its first 2,000 characters (the run's result holds the whole
+    output), a rejected one its first 64 Ki characters; the cut says how much was left out.
+    """
+    raw = getattr(event, "raw_output", None)
+    if not isinstance(raw, str) or len(raw) <= _KEPT_ACCEPTED:
+        return event
+    keep = _KEPT_REJECTED if getattr(event, "errors", None) else _KEPT_ACCEPTED
+    if len(raw) <= keep:
+        return event
+    cut = f"{raw[:keep]}... [{len(raw) - keep} more characters not logged]"
+    return event.model_copy(update={"raw_output": cut})
+
+
+def _serialised(event: BaseModel) -> bytes:
+    """Return the event as compact JSON (UTF-8).
+
+    Text that is not encodable UTF-8 (a lone surrogate from a model or a file name) cannot be
+    written by Pydantic; such an event is written with ASCII escapes instead of being lost.
+    """
+    try:
+        return event.__pydantic_serializer__.to_json(event)
+    except ValueError:
+        payload = event.model_dump(mode="json")
+        return json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode()
+
+
 class JsonlAnalytics:
     """A sink that appends each event as one JSON line to a file per UTC day.
+
+    A long ``raw_output`` is cut (an accepted attempt keeps 2,000 characters, the result holds
+    it all; a rejected one 64 Ki), so a line costs about the same whatever the output's size.
 
     Each line is serialised and redacted first, then written with a single ``os.write`` to the
     day's file opened with ``O_APPEND``, so processes and threads can share a file without torn
@@ -225,15 +199,13 @@ class JsonlAnalytics:
     def emit(self, event: BaseModel) -> None:
         """Append the event, redacted, as one line to its UTC day's file; never raises."""
         try:
-            payload = redact(event.model_dump(mode="json"))
-            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
+            line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
         except (TypeError, ValueError, RecursionError) as exc:  # incl. PydanticSerializationError
             self._drop(f"cannot serialise {type(event).__name__}: {exc}")
             return
         path = event_file(self.directory, _event_day(event))
         try:
-            # A lone surrogate (a model's half emoji) cannot be UTF-8: write its JSON escape.
-            self._append(path, encodable(line).encode("utf-8"))
+            self._append(path, line)
         except OSError as exc:
             self._drop(f"cannot write {path}: {exc.strerror or exc}")
             return
@@ -334,11 +306,58 @@ def _open_log(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
+class EventLines:
+    """The whole lines of analytics files, read one at a time, with counts of what was skipped.
+
+    Iterating reads the files in day order and yields each complete, non-blank line as bytes; a
+    last line without its newline is counted in :attr:`partial`, an unreadable file is logged
+    and listed in :attr:`unreadable`. Nothing is kept but the counts, so a log of any size is
+    read in constant memory. The consumer decides what a line holds and counts the lines it
+    cannot use in :attr:`corrupt`.
+
+    Args:
+        source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
+        since: Day files before this time's UTC day are not read (an aware time, or ``None``).
+    """
+
+    def __init__(self, source: Path | str, *, since: datetime | None = None) -> None:
+        source = Path(source)
+        if source.is_dir():
+            files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
+            if since is not None:
+                first = as_utc(since).date()
+                files = [f for f in files if (_file_day(f) or first) >= first]
+        else:
+            files = [source] if source.exists() else []
+        self.files: list[Path] = files
+        """The files to read."""
+        self.unreadable: list[Path] = []
+        """Files that could not be opened or read, and were skipped."""
+        self.partial = 0
+        """Last lines skipped because they had no newline yet (being written, or cut off)."""
+        self.corrupt = 0
+        """Lines the consumer could not use (not a JSON object: torn, glued or garbled)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        for path in self.files:
+            try:
+                with _open_log(path) as handle:
+                    for raw in handle:
+                        if not raw.endswith(b"\n"):
+                            self.partial += 1
+                        elif raw.strip():
+                            yield raw
+            except OSError as exc:
+                logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
+                self.unreadable.append(path)
+
+
 def read_events(source: Path | str, *, since: datetime | None = None) -> ReadResult:
     """Read analytics events back from a directory of day files or from one file.
 
     Corrupt lines, a last line without its newline, and unreadable files are skipped and counted;
-    none of them raises. A source that does not exist gives an empty result with no files.
+    none of them raises. A source that does not exist gives an empty result with no files. (To
+    read a large log without holding it, iterate :class:`EventLines` instead.)
 
     Args:
         source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
@@ -348,32 +367,19 @@ def read_events(source: Path | str, *, since: datetime | None = None) -> ReadRes
     Returns:
         The events as dicts, with counts of what was skipped.
     """
-    source = Path(source)
     since_utc = None if since is None else as_utc(since)
-    if source.is_dir():
-        files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
-        if since_utc is not None:
-            files = [f for f in files if (_file_day(f) or since_utc.date()) >= since_utc.date()]
-    else:
-        files = [source] if source.exists() else []
+    lines = EventLines(source, since=since_utc)
     events: list[dict[str, JsonValue]] = []
-    unreadable: list[Path] = []
-    corrupt = partial = 0
-    for path in files:
-        try:
-            with _open_log(path) as handle:
-                for raw in handle:
-                    if not raw.endswith(b"\n"):
-                        partial += 1
-                    elif raw.strip():
-                        event = _json_object(raw)
-                        if event is None:
-                            corrupt += 1
-                        elif since_utc is None or _at_or_after(event, since_utc):
-                            events.append(event)
-        except OSError as exc:
-            logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
-            unreadable.append(path)
+    for raw in lines:
+        event = _json_object(raw)
+        if event is None:
+            lines.corrupt += 1
+        elif since_utc is None or _at_or_after(event, since_utc):
+            events.append(event)
     return ReadResult(
-        events=events, corrupt=corrupt, partial=partial, files=files, unreadable=unreadable
+        events=events,
+        corrupt=lines.corrupt,
+        partial=lines.partial,
+        files=lines.files,
+        unreadable=lines.unreadable,
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_executor.review import AgentReview, Review, _rate
+from agent_executor.review import AgentReview, Review
+from agent_executor.review_tally import rate
 
 __all__ = ["format_review_table"]
 
@@ -137,7 +138,7 @@ def format_review_table(result: Review) -> str:
             _count(day.completed),
             _count(day.failed),
             _count(day.incomplete),
-            _percent(_rate(day.completed, day.runs)),
+            _percent(rate(day.completed, day.runs)),
         ]
         for day in total.days
     ]

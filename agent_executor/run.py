@@ -34,6 +34,7 @@ from pydantic import BaseModel, JsonValue
 
 from agent_contracts.errors import AgentshapeError, ConfigError, ProviderError
 from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStartedEvent
+from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
 from agent_core.caches import SchemaCache, schema_cache
@@ -251,7 +252,7 @@ def _result(
 ) -> RunResult:
     """Return the run's result from its state and how it ended."""
     spec, contract = state.spec, state.spec.contract
-    return RunResult(
+    fields = dict(
         status="failed" if error else "completed",
         result_text=judged.raw if judged is not None and contract is None else None,
         result_data=judged.value if judged is not None and contract is not None else None,
@@ -270,6 +271,8 @@ def _result(
         schema_source=contract.source if contract else None,
         recovered_by_extraction=judged.recovered if judged is not None else False,
     )
+    # The values were read by a JSON parser: checked once, not walked again (json_data.py).
+    return RunResult.model_validate(fields, context=PARSED_JSON)
 
 
 def _emit_ending(state: RunState, result: RunResult) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, JsonValue
 
 from agent_contracts.events import AttemptEvent, ModelTurnEvent, RetryEvent
+from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, RunOptions
@@ -292,20 +293,20 @@ def record_attempt(
     spec = state.spec
     number = len(state.attempts) + 1
     state.last_output = judged.value if judged.value is not None else judged.raw
-    state.attempts.append(
-        Attempt(
-            number=number,
-            mode=mode,
-            raw_output=judged.raw,
-            parsed=judged.value,
-            errors=judged.errors,
-            usage=state.last_turn_usage,
-            latency_ms=state.last_latency_ms,
-            recovered_by_extraction=judged.recovered,
-            tool_name=tool_name,
-            model=model_name(spec.provider),
-        )
-    )
+    attempt = {
+        "number": number,
+        "mode": mode,
+        "raw_output": judged.raw,
+        "parsed": judged.value,
+        "errors": judged.errors,
+        "usage": state.last_turn_usage,
+        "latency_ms": state.last_latency_ms,
+        "recovered_by_extraction": judged.recovered,
+        "tool_name": tool_name,
+        "model": model_name(spec.provider),
+    }
+    state.attempts.append(Attempt.model_validate(attempt, context=PARSED_JSON))
+
     emit(
         state,
         AttemptEvent(

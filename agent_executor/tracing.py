@@ -37,7 +37,8 @@ from agent_contracts.events import (
     RunStartedEvent,
     ToolCallEvent,
 )
-from agent_executor.analytics import AnalyticsSink, redact
+from agent_executor.analytics import AnalyticsSink
+from agent_executor.redaction import redact
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider

@@ -1,14 +1,17 @@
-"""The contenders of ``bench/run.py``: one structured pr-reviewer answer each, four ways.
+"""The contenders of ``bench/run.py``: one structured pr-reviewer answer each, several ways.
 
 Each contender asks the local server (``bench/fleet_server.py``) for a pr-reviewer review and
 returns it validated:
 
-- ``raw SDK (floor)``: ``AsyncOpenAI.chat.completions.create`` with the same messages and the
-  same ``submit_result`` tool agentshape sends, then ``Review.model_validate_json`` of the
-  arguments into a hand-written Pydantic model; on invalid arguments it sends the errors back as
-  a tool result and asks again (once), as a hand-written loop would;
-- ``raw SDK, generic post``: the same request through the SDK's generic ``client.post`` (no walk
-  of the typed request parameters), read as JSON, for reference;
+- ``raw SDK (floor)``: the cheapest correct path a user would write with the SDK: the same
+  messages and ``submit_result`` tool agentshape sends, posted as prepared JSON through the
+  SDK's generic ``client.post`` (its retries, timeouts and error types, no walk of the typed
+  request parameters), the reply read with ``json.loads`` and the arguments validated with
+  ``Review.model_validate_json`` into a hand-written Pydantic model; on invalid arguments it
+  sends the errors back as a tool result and asks again (once), as a hand-written loop would.
+  ``raw_floor_sync`` is the same with the synchronous ``OpenAI`` client;
+- ``raw SDK, typed create``: the same through ``chat.completions.create`` (the SDK walks the
+  typed parameters and builds typed response objects), for reference;
 - ``agentshape``: ``Agent(config, model=OpenAIProvider(...))`` and ``await agent.run(task)``,
   ``.output``;
 - ``instructor``: ``instructor.from_openai(client, mode=Mode.TOOLS)`` and
@@ -84,6 +87,9 @@ class Review(BaseModel):
     metrics: Metrics | None = None
 
 
+FLOOR_NAME = "raw SDK post (floor)"
+
+
 @dataclass
 class Contender:
     """One way of getting the review: ``run`` returns the validated output."""
@@ -91,6 +97,15 @@ class Contender:
     name: str
     run: Callable[[], Awaitable[object]]
     close: Callable[[], Awaitable[None]]
+
+
+@dataclass
+class SyncContender:
+    """A synchronous way of getting the review: ``run`` returns the validated output."""
+
+    name: str
+    run: Callable[[], object]
+    close: Callable[[], None]
 
 
 def pr_reviewer() -> AgentConfig:
@@ -119,8 +134,8 @@ def _agentshape_request(config: AgentConfig) -> tuple[str, dict[str, Any]]:
     return system, {"type": "function", "function": function}
 
 
-def raw_floor(base_url: str, config: AgentConfig) -> Contender:
-    """The raw SDK: typed ``create``, then ``model_validate_json``; one re-ask on bad arguments."""
+def raw_create(base_url: str, config: AgentConfig) -> Contender:
+    """The raw SDK's typed ``create``, then ``model_validate_json``; one re-ask on bad arguments."""
     client = _client(base_url)
     system, tool = _agentshape_request(config)
     tools: list[Any] = [tool]
@@ -138,48 +153,98 @@ def raw_floor(base_url: str, config: AgentConfig) -> Contender:
             calls = response.choices[0].message.tool_calls or []
             call = calls[0]
             assert call.type == "function"
-            arguments = call.function.arguments
             try:
-                return Review.model_validate_json(arguments)
+                return Review.model_validate_json(call.function.arguments)
             except ValidationError as exc:
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": call.id,
-                                "type": "function",
-                                "function": {"name": call.function.name, "arguments": arguments},
-                            }
-                        ],
-                    }
-                )
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": f"Fix these: {exc}"}
-                )
+                messages += _reask(call.id, call.function.name, call.function.arguments, exc)
         raise RuntimeError("the arguments were invalid twice")
 
-    return Contender("raw SDK (floor)", run, client.close)
+    return Contender("raw SDK, typed create", run, client.close)
 
 
-def raw_post(base_url: str, config: AgentConfig) -> Contender:
-    """The raw SDK's generic ``post`` (no typed-parameter walk), body read as JSON."""
-    client = _client(base_url)
+def _reask(call_id: str, name: str, arguments: str, exc: ValidationError) -> list[Any]:
+    """The two messages a hand-written loop sends back after invalid arguments."""
+    function = {"name": name, "arguments": arguments}
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": f"Fix these: {exc}"},
+    ]
+
+
+def _floor_body(config: AgentConfig) -> tuple[dict[str, Any], list[Any]]:
+    """The request body the floor posts (messages last, to be copied per run)."""
     system, tool = _agentshape_request(config)
     body = {
         "model": MODEL,
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": TASK}],
         "tools": [tool],
         "tool_choice": {"type": "function", "function": {"name": "submit_result"}},
     }
+    return body, [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
+
+
+def _floor_answer(text: str) -> tuple[str, str, str]:
+    """Return the tool call's id, name and arguments from a reply body."""
+    call = json.loads(text)["choices"][0]["message"]["tool_calls"][0]
+    return call["id"], call["function"]["name"], call["function"]["arguments"]
+
+
+def raw_floor(base_url: str, config: AgentConfig) -> Contender:
+    """The floor: generic ``post`` of prepared JSON, ``json.loads``, ``model_validate_json``."""
+    client = _client(base_url)
+    body, opening = _floor_body(config)
 
     async def run() -> Review:
-        response = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
-        message = json.loads(response.text)["choices"][0]["message"]
-        return Review.model_validate_json(message["tool_calls"][0]["function"]["arguments"])
+        messages = list(opening)
+        for _ in range(2):
+            response = await client.post(
+                "/chat/completions", body={**body, "messages": messages}, cast_to=httpx2.Response
+            )
+            call_id, name, arguments = _floor_answer(response.text)
+            try:
+                return Review.model_validate_json(arguments)
+            except ValidationError as exc:
+                messages += _reask(call_id, name, arguments, exc)
+        raise RuntimeError("the arguments were invalid twice")
 
-    return Contender("raw SDK, generic post", run, client.close)
+    return Contender(FLOOR_NAME, run, client.close)
+
+
+def raw_floor_sync(base_url: str, config: AgentConfig) -> SyncContender:
+    """The floor with the synchronous ``OpenAI`` client (what a sync caller writes)."""
+    client = openai.OpenAI(base_url=base_url, api_key=API_KEY)
+    body, opening = _floor_body(config)
+
+    def run() -> Review:
+        messages = list(opening)
+        for _ in range(2):
+            response = client.post(
+                "/chat/completions", body={**body, "messages": messages}, cast_to=httpx2.Response
+            )
+            call_id, name, arguments = _floor_answer(response.text)
+            try:
+                return Review.model_validate_json(arguments)
+            except ValidationError as exc:
+                messages += _reask(call_id, name, arguments, exc)
+        raise RuntimeError("the arguments were invalid twice")
+
+    return SyncContender(FLOOR_NAME + ", sync", run, client.close)
+
+
+def agentshape_sync(
+    base_url: str, config: AgentConfig, analytics: AnalyticsSink, label: str
+) -> SyncContender:
+    """agentshape: ``Agent.run_sync`` with an ``OpenAIProvider`` for the server."""
+    provider = OpenAIProvider(MODEL, base_url=base_url, api_key=API_KEY)
+    agent: Agent[BaseModel] = Agent(config, model=provider, analytics=analytics)
+
+    def run() -> BaseModel:
+        return agent.run_sync(TASK).output
+
+    return SyncContender(label, run, lambda: None)
 
 
 def agentshape(

@@ -7,8 +7,9 @@ parser with keep-alive), standard library only.
 
 The base URL picks the behaviour: ``http://127.0.0.1:PORT/<mode>/<latency_ms>/v1``, where
 
-- ``mode`` is ``valid`` (every answer is a valid result) or ``invalid-first`` (the first turn of
-  a conversation gets arguments that break the schema, a conversation that already holds a tool
+- ``mode`` is ``valid`` (every answer is a valid result), ``valid-<n>`` (a valid result with
+  ``n`` comments, for output-size benchmarks) or ``invalid-first`` (the first turn of a
+  conversation gets arguments that break the schema, a conversation that already holds a tool
   result gets a valid one: stateless, so it works at any concurrency);
 - ``latency_ms`` is a delay before answering (``0`` for none).
 
@@ -82,6 +83,36 @@ INVALID_REVIEW: dict[str, Any] = {
 
 _VALID_ARGS = json.dumps(REVIEW)
 _INVALID_ARGS = json.dumps(INVALID_REVIEW)
+_SIZED_ARGS: dict[int, str] = {}
+
+
+def review_with(items: int) -> dict[str, Any]:
+    """Return a valid review with ``items`` comments (the four of :data:`REVIEW`, repeated)."""
+    comments = REVIEW["comments"]
+    return {
+        **REVIEW,
+        "comments": [{**comments[i % len(comments)], "line": i + 1} for i in range(max(0, items))],
+    }
+
+
+def _valid_args(items: int | None) -> str:
+    if items is None:
+        return _VALID_ARGS
+    if items not in _SIZED_ARGS:
+        _SIZED_ARGS[items] = json.dumps(review_with(items))
+    return _SIZED_ARGS[items]
+
+
+def _mode_items(mode: str) -> tuple[str, int | None] | None:
+    """Split ``valid``, ``invalid-first`` or ``valid-<n>`` into the mode and the item count."""
+    if mode in ("valid", "invalid-first"):
+        return mode, None
+    base, _, count = mode.rpartition("-")
+    if base == "valid" and count.isdigit() and int(count) <= 100_000:
+        return base, int(count)
+    return None
+
+
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 413: "Payload Too Large"}
 
 
@@ -120,18 +151,21 @@ def _tool_name(body: dict[str, Any]) -> str | None:
     return None
 
 
-def completion(body: dict[str, Any], *, mode: str, number: int) -> tuple[dict[str, Any], bool]:
+def completion(
+    body: dict[str, Any], *, mode: str, number: int, items: int | None = None
+) -> tuple[dict[str, Any], bool]:
     """Return the chat completion answering ``body``, and whether its result is valid.
 
     Args:
         body: The parsed request.
         mode: ``valid`` or ``invalid-first``.
         number: A request number, for unique ids.
+        items: The number of comments of a valid result (``None``: the four of ``REVIEW``).
     """
     messages = body.get("messages") or []
     answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
     valid = mode == "valid" or answered
-    arguments = _VALID_ARGS if valid else _INVALID_ARGS
+    arguments = _valid_args(items) if valid else _INVALID_ARGS
     name = _tool_name(body)
     message: dict[str, Any]
     if name is None:
@@ -225,7 +259,7 @@ class HTTPProtocol(asyncio.Protocol):
             method != "POST"
             or len(parts) != 5
             or parts[2:] != ["v1", "chat", "completions"]
-            or parts[0] not in ("valid", "invalid-first")
+            or _mode_items(parts[0]) is None
             or not parts[1].isdigit()
         ):
             stats.errors += 1
@@ -241,7 +275,8 @@ class HTTPProtocol(asyncio.Protocol):
             self._reply(400, {"error": {"message": str(exc)}}, close)
             return
         stats.requests += 1
-        answer, valid = completion(body, mode=parts[0], number=stats.requests)
+        mode, items = _mode_items(parts[0]) or ("valid", None)
+        answer, valid = completion(body, mode=mode, number=stats.requests, items=items)
         if valid:
             stats.valid += 1
         else:

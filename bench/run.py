@@ -1,23 +1,28 @@
-"""agentshape against the frameworks users would pick instead, over one local OpenAI-shaped server.
+"""agentshape against the cheapest raw SDK path, instructor and pydantic-ai, on one local server.
 
     .venv/bin/python bench/run.py [--quick]
 
 A local server (``bench/fleet_server.py``, its own process) answers every Chat Completions call
-at once with a pr-reviewer result, so the network and the model drop out and what is left is each
-framework's own cost. Four parts:
+at once with a pr-reviewer result of 1, 50 or 500 comments, so the network and the model drop
+out and what is left is each framework's own cost. The floor is the cheapest correct SDK path a
+user would write: prepared JSON through the SDK's generic ``post``, ``json.loads``, and
+``Review.model_validate_json`` into a hand-written model (one re-ask on invalid arguments). The
+headline agentshape contender runs with the default analytics sink (``JsonlAnalytics``).
 
-1. per-run overhead: sequential runs of the same request with agentshape (NullAnalytics, and the
-   default JSONL analytics), the raw ``openai`` SDK plus ``model_validate_json`` (the floor),
-   instructor (tools mode) and pydantic-ai (tool output); median microseconds per run;
-2. fleet: runs at concurrency 100 with 50 ms of server latency, agentshape's ``run_many``
-   against the raw SDK under an ``asyncio.Semaphore``; runs per second and peak memory;
-3. retry path: the server answers invalid arguments first and valid ones after; the cost of a
-   rescued run against a clean one;
-4. loading the whole ``agents/`` fleet, in a cold process and again from the model cache.
+1. per-run overhead, one run at a time: async at 1, 50 and 500 items (agentshape with the
+   default sink and with ``NullAnalytics``), sync at 1 and 500 items (``run_sync`` against the
+   floor written with the sync client), and instructor, pydantic-ai and the SDK's typed
+   ``create`` at 1 item for context; interleaved rounds, median microseconds per run;
+2. concurrency: runs per second at 100 and 1,000 in flight (50 ms server latency), agentshape's
+   ``run_many`` (default sink) against the floor under an ``asyncio.Semaphore``; and the memory
+   per in-flight run, 1,000 runs held in flight at once in a fresh process each;
+3. retry path: the server answers invalid arguments first and valid ones after;
+4. loading the whole ``agents/`` fleet, in a cold process and again from the cache.
 
-The last four lines are ``overhead_vs_floor``, ``vs_instructor``, ``vs_pydantic_ai`` (agentshape's
-median time divided by the other's: below 1 is faster) and ``fleet_throughput_vs_raw``
-(agentshape's runs per second divided by the raw SDK's: above 1 is faster).
+It ends with the ratio lines (agentshape / floor, measured in the same run): ``overhead_vs_floor``,
+``sync_overhead_vs_floor``, ``overhead_50_vs_floor``, ``overhead_500_vs_floor``,
+``analytics_500_vs_null``, ``throughput_100_vs_raw``, ``throughput_1000_vs_raw``,
+``memory_per_run_vs_raw``, ``vs_instructor`` and ``vs_pydantic_ai``.
 """
 
 from __future__ import annotations
@@ -41,21 +46,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import TypeAlias
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleet_contenders import (
     API_KEY,
+    FLOOR_NAME,
     MODEL,
     ROOT,
     TASK,
     Contender,
+    SyncContender,
     agentshape,
+    agentshape_sync,
     instructor_tools,
     pr_reviewer,
     pydantic_ai_tool,
+    raw_create,
     raw_floor,
-    raw_post,
+    raw_floor_sync,
 )
 from pydantic import BaseModel
 
@@ -66,31 +76,38 @@ from agent_executor.batch import run_many
 from agent_executor.providers.openai import OpenAIProvider
 
 SERVER = Path(__file__).resolve().parent / "fleet_server.py"
-FLOOR = "raw SDK (floor)"
-AGENTSHAPE = "agentshape (NullAnalytics)"
-AGENTSHAPE_JSONL = "agentshape (JSONL analytics)"
+FLOOR = FLOOR_NAME
+FLOOR_SYNC = FLOOR_NAME + ", sync"
+AGENTSHAPE = "agentshape (default JSONL sink)"
+AGENTSHAPE_NULL = "agentshape (NullAnalytics)"
+AGENTSHAPE_SYNC = "agentshape run_sync (default sink)"
+TYPED_CREATE = "raw SDK, typed create"
 INSTRUCTOR = "instructor (tools)"
 PYDANTIC_AI = "pydantic-ai (tool output)"
+SIZES = (1, 50, 500)
 FLEET_LATENCY_MS = 50
-FLEET_CONCURRENCY = 100
+MEMORY_LATENCY_MS = 3000
+"""Server latency while measuring memory: long enough for every run to be in flight at once."""
 
 
 @dataclass(frozen=True)
 class Settings:
     """How much to run: the full benchmark or the quick one."""
 
-    overhead_runs: int
-    overhead_rounds: int
+    runs: dict[int, int]
+    """Sequential runs per contender, by output size."""
+    rounds: int
     fleet_runs: int
     fleet_rounds: int
     fleet_others: bool
+    memory_in_flight: int
     retry_runs: int
     cold_processes: int
     cached_loads: int
 
 
-FULL = Settings(2000, 20, 2000, 3, True, 300, 5, 20)
-QUICK = Settings(200, 5, 500, 3, False, 40, 2, 5)
+FULL = Settings({1: 1000, 50: 600, 500: 300}, 10, 2000, 3, True, 1000, 300, 5, 20)
+QUICK = Settings({1: 150, 50: 100, 500: 60}, 5, 500, 2, False, 1000, 40, 2, 5)
 
 
 # The server ---------------------------------------------------------------------------------------
@@ -100,7 +117,7 @@ QUICK = Settings(200, 5, 500, 3, False, 40, 2, 5)
 def server() -> Iterator[int]:
     """Start ``fleet_server.py`` in its own process; yield its port; stop it (closing stdin)."""
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--idle", "120", "--lifetime", "1800"],
+        [sys.executable, str(SERVER), "--idle", "120", "--lifetime", "3600"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -123,8 +140,10 @@ def server() -> Iterator[int]:
             process.stdout.close()
 
 
-def base_url(port: int, mode: str = "valid", latency_ms: int = 0) -> str:
-    """Return the server's ``/v1`` URL for a behaviour (``valid`` or ``invalid-first``)."""
+def base_url(port: int, mode: str = "valid", latency_ms: int = 0, items: int | None = None) -> str:
+    """Return the server's ``/v1`` URL for a behaviour and, for ``valid``, an output size."""
+    if items is not None:
+        mode = f"{mode}-{items}"
     return f"http://127.0.0.1:{port}/{mode}/{latency_ms}/v1"
 
 
@@ -136,6 +155,8 @@ def server_requests(port: int) -> int:
 
 
 # Measuring ---------------------------------------------------------------------------------------
+
+AnyContender: TypeAlias = Contender | SyncContender
 
 
 @dataclass
@@ -157,81 +178,142 @@ class Timing:
         return statistics.quantiles(self.samples, n=10)[-1] / 1000
 
 
-async def warm_up(
-    contender: Contender, port: int, runs: int, check: Callable[[object], None]
+def checker(items: int | None) -> Callable[[object], None]:
+    """Return a check that fails unless an output is the server's valid review of that size."""
+    from fleet_server import REVIEW, review_with
+
+    expected = REVIEW if items is None else review_with(items)
+
+    def check(output: object) -> None:
+        dump = getattr(output, "model_dump", None)
+        data = dump(exclude_none=True) if callable(dump) else output
+        if data != expected:
+            raise AssertionError(f"unexpected output: {str(output)[:200]}")
+
+    return check
+
+
+def check_review(output: object) -> None:
+    """Fail unless ``output`` is the server's four-comment review (as any model class)."""
+    checker(None)(output)
+
+
+def call(loop: asyncio.AbstractEventLoop, contender: AnyContender) -> object:
+    """Run a contender once from synchronous code (the async ones on ``loop``)."""
+    if isinstance(contender, SyncContender):
+        return contender.run()
+    return loop.run_until_complete(contender.run())
+
+
+def warm_up(
+    loop: asyncio.AbstractEventLoop,
+    contender: AnyContender,
+    port: int,
+    runs: int,
+    check: Callable[[object], None],
 ) -> float:
     """Run ``runs`` times, checking each output; return the model calls made per run."""
     before = server_requests(port)
     for _ in range(runs):
-        check(await contender.run())
+        check(call(loop, contender))
     return (server_requests(port) - before) / runs
 
 
-def check_review(output: object) -> None:
-    """Fail unless ``output`` is the server's valid review (as any model class)."""
-    from fleet_server import REVIEW
-
-    dump = getattr(output, "model_dump", None)
-    data = dump(exclude_none=True) if callable(dump) else output
-    if data != REVIEW:
-        raise AssertionError(f"unexpected output: {output!r}")
-
-
-async def timed_rounds(contenders: Sequence[Contender], runs: int, rounds: int) -> list[Timing]:
+def timed_rounds(
+    loop: asyncio.AbstractEventLoop, contenders: Sequence[AnyContender], runs: int, rounds: int
+) -> list[Timing]:
     """Time ``runs`` sequential runs of each contender, interleaved in ``rounds`` rounds.
 
     Every round runs each contender ``runs // rounds`` times, starting with a different one each
-    round, so a change in machine load hits all of them alike.
+    round, so a change in machine load hits all of them alike. An async contender's runs are
+    timed inside its event loop, a sync one's around each call.
     """
     timings = [Timing(c.name) for c in contenders]
     per_round = max(1, runs // rounds)
     clock = time.perf_counter_ns
+
+    async def batch(contender: Contender, samples: list[int]) -> None:
+        for _ in range(per_round):
+            start = clock()
+            await contender.run()
+            samples.append(clock() - start)
+
     for number in range(rounds):
         shift = number % len(contenders)
         order = list(range(len(contenders)))[shift:] + list(range(len(contenders)))[:shift]
         for index in order:
-            run, samples = contenders[index].run, timings[index].samples
-            for _ in range(per_round):
-                start = clock()
-                await run()
-                samples.append(clock() - start)
+            contender, samples = contenders[index], timings[index].samples
+            if isinstance(contender, SyncContender):
+                for _ in range(per_round):
+                    start = clock()
+                    contender.run()
+                    samples.append(clock() - start)
+            else:
+                loop.run_until_complete(batch(contender, samples))
     return timings
 
 
 # Part 1: per-run overhead -------------------------------------------------------------------------
 
 
-async def overhead(port: int, config: AgentConfig, settings: Settings) -> list[Timing]:
-    """Part 1: sequential runs of every contender against the instant server."""
-    url = base_url(port)
-    with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as analytics_dir:
-        contenders = [
-            raw_floor(url, config),
-            raw_post(url, config),
-            agentshape(url, config, NullAnalytics(), AGENTSHAPE),
-            agentshape(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE_JSONL),
+def contenders_for(
+    url: str, config: AgentConfig, items: int, analytics_dir: str
+) -> list[AnyContender]:
+    """Return the contenders of one output size (the context ones at one item only)."""
+    chosen: list[AnyContender] = [
+        raw_floor(url, config),
+        agentshape(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE),
+        agentshape(url, config, NullAnalytics(), AGENTSHAPE_NULL),
+    ]
+    if items != 50:
+        chosen += [
+            raw_floor_sync(url, config),
+            agentshape_sync(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE_SYNC),
+        ]
+    if items == 1:
+        chosen += [
+            raw_create(url, config),
             instructor_tools(url, config),
             pydantic_ai_tool(url, config),
         ]
-        calls = [await warm_up(c, port, 30, check_review) for c in contenders]
-        timings = await timed_rounds(contenders, settings.overhead_runs, settings.overhead_rounds)
-        for timing, per_run in zip(timings, calls, strict=True):
-            timing.calls_per_run = per_run
-        for contender in contenders:
-            await contender.close()
-    return timings
+    return chosen
 
 
-# Part 2: fleet ------------------------------------------------------------------------------------
+def overhead(port: int, config: AgentConfig, settings: Settings) -> dict[int, list[Timing]]:
+    """Part 1: sequential runs of every contender, at each output size."""
+    loop = asyncio.new_event_loop()
+    results: dict[int, list[Timing]] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as analytics_dir:
+            for items in SIZES:
+                url = base_url(port, items=items)
+                contenders = contenders_for(url, config, items, analytics_dir)
+                check = checker(items)
+                calls = [warm_up(loop, c, port, 20, check) for c in contenders]
+                timings = timed_rounds(loop, contenders, settings.runs[items], settings.rounds)
+                for timing, per_run in zip(timings, calls, strict=True):
+                    timing.calls_per_run = per_run
+                for contender in contenders:
+                    if isinstance(contender, SyncContender):
+                        contender.close()
+                    else:
+                        loop.run_until_complete(contender.close())
+                results[items] = timings
+    finally:
+        loop.close()
+    return results
+
+
+# Part 2: concurrency ------------------------------------------------------------------------------
 
 
 @dataclass
 class FleetResult:
-    """Throughput and memory of one fleet contender."""
+    """Throughput of one contender at one concurrency."""
 
     name: str
+    concurrency: int
     runs_per_s: list[float] = field(default_factory=list)
-    peak_mib: float = 0.0
 
     @property
     def best(self) -> float:
@@ -239,9 +321,9 @@ class FleetResult:
         return max(self.runs_per_s)
 
 
-async def raw_fleet(contender: Contender, runs: int) -> None:
-    """Run the raw SDK ``runs`` times with at most ``FLEET_CONCURRENCY`` calls in flight."""
-    gate = asyncio.Semaphore(FLEET_CONCURRENCY)
+async def raw_fleet(contender: Contender, runs: int, concurrency: int) -> None:
+    """Run the raw SDK ``runs`` times with at most ``concurrency`` calls in flight."""
+    gate = asyncio.Semaphore(concurrency)
 
     async def one() -> object:
         async with gate:
@@ -252,17 +334,17 @@ async def raw_fleet(contender: Contender, runs: int) -> None:
 
 
 def fleet_runners(
-    url: str, config: AgentConfig, names: Sequence[str]
+    url: str, config: AgentConfig, names: Sequence[str], concurrency: int, analytics_dir: str
 ) -> tuple[dict[str, Callable[[int], Awaitable[None]]], list[Contender]]:
     """Return a fleet function per contender name (it runs ``n`` runs), and what to close."""
     agent: Agent[BaseModel] = Agent(
         config,
         model=OpenAIProvider(MODEL, base_url=url, api_key=API_KEY),
-        analytics=NullAnalytics(),
+        analytics=JsonlAnalytics(analytics_dir),
     )
 
     async def agentshape_fleet(runs: int) -> None:
-        results = await run_many(agent, [TASK] * runs, concurrency=FLEET_CONCURRENCY)
+        results = await run_many(agent, [TASK] * runs, concurrency=concurrency)
         failed = [r for r in results if not r.ok]
         if failed:
             raise AssertionError(f"{len(failed)} agentshape runs failed: {failed[0].error}")
@@ -277,38 +359,46 @@ def fleet_runners(
             continue
         contender = makers[name](url, config)
         opened.append(contender)
-        runners[name] = functools.partial(raw_fleet, contender)
+        runners[name] = functools.partial(raw_fleet, contender, concurrency=concurrency)
     return runners, opened
 
 
 async def fleet(port: int, config: AgentConfig, settings: Settings) -> list[FleetResult]:
-    """Part 2: ``run_many`` against a semaphore-bounded raw SDK, 50 ms server latency.
+    """Part 2: ``run_many`` against a semaphore-bounded floor, 50 ms server latency.
 
-    The raw SDK and agentshape run ``fleet_rounds`` interleaved rounds each (the best counts);
-    instructor and pydantic-ai, for context, one round (full benchmark only).
+    At each concurrency the floor and agentshape run ``fleet_rounds`` interleaved rounds (the
+    best counts); instructor and pydantic-ai, for context, one round at 100 (full run only).
     """
-    names = [FLOOR, AGENTSHAPE] + ([INSTRUCTOR, PYDANTIC_AI] if settings.fleet_others else [])
-    runners, opened = fleet_runners(base_url(port, latency_ms=FLEET_LATENCY_MS), config, names)
-    results = {name: FleetResult(name) for name in names}
-    for go in runners.values():  # warm up: connections, caches
-        await go(FLEET_CONCURRENCY)
-    for number in range(settings.fleet_rounds):
-        order = names[:2] if number % 2 == 0 else names[1::-1]
-        if number == 0:
-            order += names[2:]
-        for name in order:
-            gc.collect()
-            start = time.perf_counter()
-            await runners[name](settings.fleet_runs)
-            results[name].runs_per_s.append(settings.fleet_runs / (time.perf_counter() - start))
-    for contender in opened:
-        await contender.close()
-    return list(results.values())
+    results: list[FleetResult] = []
+    url = base_url(port, latency_ms=FLEET_LATENCY_MS)
+    with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as analytics_dir:
+        for concurrency in (100, 1000):
+            names = [FLOOR, AGENTSHAPE]
+            if settings.fleet_others and concurrency == 100:
+                names += [INSTRUCTOR, PYDANTIC_AI]
+            runners, opened = fleet_runners(url, config, names, concurrency, analytics_dir)
+            found = {name: FleetResult(name, concurrency) for name in names}
+            runs = max(settings.fleet_runs, 2 * concurrency)
+            for go in runners.values():  # warm up: connections, caches
+                await go(concurrency)
+            for number in range(settings.fleet_rounds):
+                order = names[:2] if number % 2 == 0 else names[1::-1]
+                if number == 0:
+                    order += names[2:]
+                for name in order:
+                    gc.collect()
+                    start = time.perf_counter()
+                    await runners[name](runs)
+                    found[name].runs_per_s.append(runs / (time.perf_counter() - start))
+            for contender in opened:
+                await contender.close()
+            results += found.values()
+    return results
 
 
-def fleet_memory(port: int, name: str, runs: int) -> float:
-    """Return the peak memory (MiB of RSS above the start) of one fleet, in a fresh process."""
-    worker = ["--memory-worker", name, "--port", str(port), "--runs", str(runs)]
+def fleet_memory(port: int, name: str, in_flight: int) -> float:
+    """Return the peak memory growth (KiB) of ``in_flight`` runs held at once, in a new process."""
+    worker = ["--memory-worker", name, "--port", str(port), "--runs", str(in_flight)]
     done = subprocess.run(
         [sys.executable, __file__, *worker],
         capture_output=True,
@@ -316,26 +406,28 @@ def fleet_memory(port: int, name: str, runs: int) -> float:
         timeout=600,
         check=True,
     )
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["peak_mib"])
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["peak_kib"])
 
 
 async def memory_worker(port: int, name: str, runs: int) -> float:
-    """In a worker process: warm up, then run one fleet; return its RSS growth at peak (MiB).
+    """In a worker process: warm up, then hold ``runs`` runs in flight at once; return KiB.
 
-    The peak is the kernel's high-water mark (``VmHWM``), reset to the current RSS just before
-    the fleet (``/proc/self/clear_refs``), so imports and the warm-up do not count.
+    The server waits ``MEMORY_LATENCY_MS`` before answering, so every run is in flight at the
+    same time. The peak is the kernel's high-water mark (``VmHWM``), reset to the current RSS
+    just before (``/proc/self/clear_refs``), so imports and the warm-up do not count.
     """
-    url = base_url(port, latency_ms=FLEET_LATENCY_MS)
-    runners, opened = fleet_runners(url, pr_reviewer(), [name])
-    await runners[name](FLEET_CONCURRENCY)
-    gc.collect()
-    Path("/proc/self/clear_refs").write_text("5")
-    before = _status_kib("VmRSS")
-    await runners[name](runs)
-    peak = _status_kib("VmHWM")
-    for contender in opened:
-        await contender.close()
-    return max(0, peak - before) / 1024
+    url = base_url(port, latency_ms=MEMORY_LATENCY_MS)
+    with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as analytics_dir:
+        runners, opened = fleet_runners(url, pr_reviewer(), [name], runs, analytics_dir)
+        await runners[name](min(runs, 50))
+        gc.collect()
+        Path("/proc/self/clear_refs").write_text("5")
+        before = _status_kib("VmRSS")
+        await runners[name](runs)
+        peak = _status_kib("VmHWM")
+        for contender in opened:
+            await contender.close()
+    return float(max(0, peak - before))
 
 
 def _status_kib(field_name: str) -> int:
@@ -357,7 +449,7 @@ class RetryResult:
     rescued: Timing
 
 
-async def retry_path(port: int, config: AgentConfig, settings: Settings) -> list[RetryResult]:
+def retry_path(port: int, config: AgentConfig, settings: Settings) -> list[RetryResult]:
     """Part 3: clean runs against runs whose first answer breaks the schema."""
     clean_url, rescue_url = base_url(port), base_url(port, mode="invalid-first")
     pairs: list[tuple[Contender, Contender]] = []
@@ -365,16 +457,21 @@ async def retry_path(port: int, config: AgentConfig, settings: Settings) -> list
         clean, rescued = make(clean_url, config), make(rescue_url, config)
         rescued.name = clean.name + " rescued"
         pairs.append((clean, rescued))
-    clean = agentshape(clean_url, config, NullAnalytics(), AGENTSHAPE)
-    rescued = agentshape(rescue_url, config, NullAnalytics(), AGENTSHAPE + " rescued")
+    clean = agentshape(clean_url, config, NullAnalytics(), AGENTSHAPE_NULL)
+    rescued = agentshape(rescue_url, config, NullAnalytics(), AGENTSHAPE_NULL + " rescued")
     pairs.insert(1, (clean, rescued))
     flat = [c for pair in pairs for c in pair]
-    calls = [await warm_up(c, port, 5, check_review) for c in flat]
-    timings = await timed_rounds(flat, settings.retry_runs, max(1, settings.retry_runs // 20))
-    for timing, per_run in zip(timings, calls, strict=True):
-        timing.calls_per_run = per_run
-    for contender in flat:
-        await contender.close()
+    loop = asyncio.new_event_loop()
+    try:
+        calls = [warm_up(loop, c, port, 5, check_review) for c in flat]
+        rounds = max(1, settings.retry_runs // 20)
+        timings = timed_rounds(loop, flat, settings.retry_runs, rounds)
+        for timing, per_run in zip(timings, calls, strict=True):
+            timing.calls_per_run = per_run
+        for contender in flat:
+            loop.run_until_complete(contender.close())
+    finally:
+        loop.close()
     return [
         RetryResult(pair[0].name, timings[2 * i], timings[2 * i + 1])
         for i, pair in enumerate(pairs)
@@ -472,80 +569,107 @@ def _version(name: str) -> str:
 
 
 def main() -> int:
-    """Run the four parts and print the tables and the four ratio lines."""
+    """Run the four parts and print the tables and the ratio lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (a few minutes)")
     parser.add_argument("--memory-worker", metavar="NAME", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--runs", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_worker:
         peak = asyncio.run(memory_worker(args.port, args.memory_worker, args.runs))
-        print(json.dumps({"peak_mib": peak}))
+        print(json.dumps({"peak_kib": peak}))
         return 0
     settings = QUICK if args.quick else FULL
     print(machine())
     config = pr_reviewer()
     with server() as port:
         started = time.perf_counter()
-        per_run = asyncio.run(overhead(port, config, settings))
-        print_overhead(per_run, settings, time.perf_counter() - started)
+        per_size = overhead(port, config, settings)
+        print_overhead(per_size, settings, time.perf_counter() - started)
         started = time.perf_counter()
         fleet_results = asyncio.run(fleet(port, config, settings))
-        for result in fleet_results:
-            result.peak_mib = fleet_memory(port, result.name, settings.fleet_runs)
-        print_fleet(fleet_results, settings, time.perf_counter() - started)
+        memory = {
+            name: fleet_memory(port, name, settings.memory_in_flight) / settings.memory_in_flight
+            for name in (FLOOR, AGENTSHAPE)
+        }
+        print_fleet(fleet_results, memory, settings, time.perf_counter() - started)
         started = time.perf_counter()
-        retries = asyncio.run(retry_path(port, config, settings))
+        retries = retry_path(port, config, settings)
         print_retry(retries, time.perf_counter() - started)
     started = time.perf_counter()
     print_load(load_times(settings), time.perf_counter() - started)
-    by_name = {t.name: t.median_us for t in per_run}
-    fleet_by_name = {f.name: f.best for f in fleet_results}
-    ours = by_name[AGENTSHAPE]
-    print(f"overhead_vs_floor: {ours / by_name[FLOOR]:.3f}")
-    print(f"vs_instructor: {ours / by_name[INSTRUCTOR]:.3f}")
-    print(f"vs_pydantic_ai: {ours / by_name[PYDANTIC_AI]:.3f}")
-    print(f"fleet_throughput_vs_raw: {fleet_by_name[AGENTSHAPE] / fleet_by_name[FLOOR]:.3f}")
+    print()
+    for line in ratio_lines(per_size, fleet_results, memory):
+        print(line)
     return 0
 
 
-def print_overhead(timings: list[Timing], settings: Settings, seconds: float) -> None:
-    """Print part 1's table."""
-    floor = next(t for t in timings if t.name == FLOOR).median_us
-    print()
-    print(
-        f"1. per-run overhead: {settings.overhead_runs} sequential runs each, "
-        f"{settings.overhead_rounds} interleaved rounds, instant server ({seconds:.0f} s)"
-    )
-    print(f"   {'contender':<30} {'median us':>10} {'p90 us':>10} {'vs floor':>9} {'calls':>6}")
-    for t in timings:
-        print(
-            f"   {t.name:<30} {t.median_us:>10.0f} {t.p90_us:>10.0f} "
-            f"{t.median_us / floor:>9.3f} {t.calls_per_run:>6.2f}"
-        )
+def ratio_lines(
+    per_size: dict[int, list[Timing]], fleet_results: list[FleetResult], memory: dict[str, float]
+) -> list[str]:
+    """Return the ratio lines: agentshape against the floor (or another), measured together."""
+    median = {size: {t.name: t.median_us for t in timings} for size, timings in per_size.items()}
+    best = {(f.name, f.concurrency): f.best for f in fleet_results}
+    one, five_hundred = median[1], median[500]
+    return [
+        f"overhead_vs_floor: {one[AGENTSHAPE] / one[FLOOR]:.3f}",
+        f"sync_overhead_vs_floor: {one[AGENTSHAPE_SYNC] / one[FLOOR_SYNC]:.3f}",
+        f"sync_500_vs_floor: {five_hundred[AGENTSHAPE_SYNC] / five_hundred[FLOOR_SYNC]:.3f}",
+        f"overhead_50_vs_floor: {median[50][AGENTSHAPE] / median[50][FLOOR]:.3f}",
+        f"overhead_500_vs_floor: {five_hundred[AGENTSHAPE] / five_hundred[FLOOR]:.3f}",
+        f"overhead_500_null_vs_floor: {five_hundred[AGENTSHAPE_NULL] / five_hundred[FLOOR]:.3f}",
+        f"analytics_500_vs_null: {five_hundred[AGENTSHAPE] / five_hundred[AGENTSHAPE_NULL]:.3f}",
+        f"throughput_100_vs_raw: {best[AGENTSHAPE, 100] / best[FLOOR, 100]:.3f}",
+        f"throughput_1000_vs_raw: {best[AGENTSHAPE, 1000] / best[FLOOR, 1000]:.3f}",
+        f"memory_per_run_vs_raw: {memory[AGENTSHAPE] / max(memory[FLOOR], 1e-9):.3f}",
+        f"vs_instructor: {one[AGENTSHAPE] / one[INSTRUCTOR]:.3f}",
+        f"vs_pydantic_ai: {one[AGENTSHAPE] / one[PYDANTIC_AI]:.3f}",
+    ]
 
 
-def print_fleet(results: list[FleetResult], settings: Settings, seconds: float) -> None:
-    """Print part 2's table."""
-    raw = next(r for r in results if r.name == FLOOR).best
+def print_overhead(per_size: dict[int, list[Timing]], settings: Settings, seconds: float) -> None:
+    """Print part 1's tables, one per output size."""
     print()
     print(
-        f"2. fleet: {settings.fleet_runs} runs, concurrency {FLEET_CONCURRENCY}, "
-        f"{FLEET_LATENCY_MS} ms server latency, best of {settings.fleet_rounds} "
-        f"({seconds:.0f} s)"
+        f"1. per-run overhead, one run at a time, {settings.rounds} interleaved rounds, "
+        f"instant server ({seconds:.0f} s)"
     )
-    print(f"   {'contender':<30} {'runs/s':>8} {'vs raw':>7} {'rounds':>24} {'peak MiB':>9}")
+    for items, timings in per_size.items():
+        medians = {t.name: t.median_us for t in timings}
+        print(f"   {items} item{'s' if items != 1 else ''} ({settings.runs[items]} runs each):")
+        print(f"   {'contender':<38} {'median us':>10} {'p90 us':>10} {'vs floor':>9} {'calls':>6}")
+        for t in timings:
+            floor = medians[FLOOR_SYNC] if "sync" in t.name else medians[FLOOR]
+            print(
+                f"   {t.name:<38} {t.median_us:>10.0f} {t.p90_us:>10.0f} "
+                f"{t.median_us / floor:>9.3f} {t.calls_per_run:>6.2f}"
+            )
+
+
+def print_fleet(
+    results: list[FleetResult], memory: dict[str, float], settings: Settings, seconds: float
+) -> None:
+    """Print part 2's table and the memory per in-flight run."""
+    print()
+    print(
+        f"2. concurrency: at least {settings.fleet_runs} runs, {FLEET_LATENCY_MS} ms server "
+        f"latency, best of {settings.fleet_rounds} ({seconds:.0f} s)"
+    )
+    print(f"   {'contender':<38} {'in flight':>9} {'runs/s':>8} {'vs raw':>7} {'rounds':>24}")
+    raw = {r.concurrency: r.best for r in results if r.name == FLOOR}
     for r in results:
         rounds = ", ".join(f"{x:.0f}" for x in r.runs_per_s)
         print(
-            f"   {r.name:<30} {r.best:>8.0f} {r.best / raw:>7.3f} {rounds:>24} {r.peak_mib:>9.1f}"
+            f"   {r.name:<38} {r.concurrency:>9} {r.best:>8.0f} "
+            f"{r.best / raw[r.concurrency]:>7.3f} {rounds:>24}"
         )
     print(
-        f"   (ceiling: {FLEET_CONCURRENCY} in flight / {FLEET_LATENCY_MS} ms = "
-        f"{FLEET_CONCURRENCY * 1000 / FLEET_LATENCY_MS:.0f} runs/s; peak MiB: growth of the "
-        "peak RSS over one fleet in a fresh process, all results kept)"
+        f"   memory per in-flight run ({settings.memory_in_flight} runs in flight at once, "
+        f"{MEMORY_LATENCY_MS} ms latency, fresh process, peak RSS growth / runs):"
     )
+    for name, kib in memory.items():
+        print(f"   {name:<38} {kib:>8.1f} KiB")
 
 
 def print_retry(results: list[RetryResult], seconds: float) -> None:

@@ -51,6 +51,7 @@ from agent_executor.cli.tasks import (
     results_lock,
 )
 from agent_executor.providers.base import Provider
+from agent_executor.redaction import redact_json_text
 from agent_executor.result import AgentResult
 
 __all__ = ["TaskItem", "read_done", "read_tasks", "register", "result_record", "run_tasks"]
@@ -112,7 +113,7 @@ async def run_tasks(
 
     def written(index: int, outcome: AgentResult[BaseModel]) -> None:
         result = outcome.result
-        sink.write(dump_json(result_record(items[index], result)) + "\n")
+        sink.write(redact_json_text(dump_json(result_record(items[index], result))) + "\n")
         sink.flush()
         if result.error is not None:
             failures[result.error.type] += 1

@@ -50,6 +50,7 @@ from agent_executor.cli.inputs import (
     parse_param,
     run_options,
 )
+from agent_executor.redaction import redact_json_text, redact_text
 from agent_executor.result import AgentResult
 
 __all__ = ["EPILOG", "Registrar", "build_parser", "find_agent_file", "main", "parse_param"]
@@ -144,9 +145,12 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         escalate=not args.no_escalate,
     )
     if args.json:
-        out.write(dump_json(result.result.model_dump(mode="json"), indent=2) + "\n")
+        text = dump_json(result.result.model_dump(mode="json"), indent=2)
+        out.write(redact_json_text(text) + "\n")
     else:
-        _print_pretty(result, out)
+        shown = io.StringIO()
+        _print_pretty(result, shown)
+        out.write(redact_text(shown.getvalue()))
     return EXIT_OK if result.ok else EXIT_RUN_FAILED
 
 
@@ -256,7 +260,7 @@ def main(
         _quiet_closed_pipe()
         return EXIT_OK
     except AgentshapeError as exc:
-        print(f"agentshape: {exc}", file=sys.stderr)
+        print(f"agentshape: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""

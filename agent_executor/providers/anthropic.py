@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import ssl
 import time
 from collections.abc import Iterable, Iterator
@@ -23,6 +22,7 @@ import httpx2
 from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
+from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_core.json_text import encodable, encodable_data
@@ -38,11 +38,14 @@ from agent_executor.providers.base import (
     echo_text,
     error_body,
     error_kind_for_status,
+    error_text,
+    read_json,
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.error_text import refine_error_kind
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
+from agent_executor.redaction import remember_secret
 
 if TYPE_CHECKING:
     from anthropic.types import (
@@ -143,6 +146,8 @@ class AnthropicProvider:
         self.base_url = str(client.base_url)
         self._api_key = client.api_key
         self._auth_token = client.auth_token
+        remember_secret(self._api_key)  # never shown, whatever their shape
+        remember_secret(self._auth_token)
         self._client_key = (self._api_key or "", self._auth_token or "", self.base_url, max_retries)
         self._credentials = client.credentials
 
@@ -305,7 +310,7 @@ class AnthropicProvider:
             ProviderError: The body is not a message.
         """
         try:
-            raw = json.loads(body)
+            raw = read_json(body)
         except (ValueError, RecursionError) as exc:
             raise ProviderError(
                 f"the reply is not JSON: {body[:200]!r}", provider=self.name, body=body
@@ -328,17 +333,16 @@ class AnthropicProvider:
             elif kind == "tool_use":
                 arguments = block.get("input")
                 problem = arguments_problem(arguments)
+                call = {
+                    "id": str(block.get("id") or f"toolu_{len(calls)}"),
+                    "name": names.from_wire(str(block.get("name") or "")),
+                    "arguments": None if problem else arguments,
+                    "raw_arguments": echo_text(arguments),
+                    "parse_error": problem,
+                }
                 if problem:  # keep the raw reply usable data: the refused input as text
-                    block["input"] = echo_text(arguments)
-                calls.append(
-                    ToolCall(
-                        id=str(block.get("id") or f"toolu_{len(calls)}"),
-                        name=names.from_wire(str(block.get("name") or "")),
-                        arguments=None if problem else arguments,
-                        raw_arguments=echo_text(arguments),
-                        parse_error=problem,
-                    )
-                )
+                    block["input"] = call["raw_arguments"]
+                calls.append(ToolCall.model_validate(call, context=PARSED_JSON))
         reason = raw.get("stop_reason")
         stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
         return ModelTurn(
@@ -367,15 +371,17 @@ def _translate_errors(provider: str) -> Iterator[None]:
     try:
         yield
     except anthropic.APITimeoutError as exc:
-        raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
+        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
     except anthropic.APIConnectionError as exc:
         kind = "provider_connection_error"
-        raise ProviderError(connection_message(exc), provider=provider, kind=kind) from exc
+        raise ProviderError(
+            error_text(connection_message(exc)), provider=provider, kind=kind
+        ) from exc
     except anthropic.APIStatusError as exc:
         status = exc.status_code
         text = f"{exc.message} {exc.response.text}"
         raise ProviderError(
-            exc.message,
+            error_text(exc.message),
             provider=provider,
             kind=refine_error_kind(error_kind_for_status(status), status, text),
             status=status,
@@ -383,12 +389,12 @@ def _translate_errors(provider: str) -> Iterator[None]:
         ) from exc
     except anthropic.CredentialsError as exc:
         raise ProviderError(
-            str(exc), provider=provider, kind="provider_authentication_error"
+            error_text(exc), provider=provider, kind="provider_authentication_error"
         ) from exc
     except anthropic.AnthropicError as exc:
         code = getattr(exc, "status_code", None)
         raise ProviderError(
-            str(exc),
+            error_text(exc),
             provider=provider,
             kind="provider_error",
             status=code if isinstance(code, int) else None,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import errno
 import json
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from agent_contracts.messages import Message, ToolCall, Usage
@@ -19,6 +20,7 @@ from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
 from agent_core.json_text import MAX_JSON_DEPTH, value_problem
 from agent_core.tool_names import ToolNameMap
+from agent_executor.redaction import redact, redact_text
 
 __all__ = [
     "MAX_ARGUMENT_CHARS",
@@ -36,8 +38,10 @@ __all__ = [
     "echo_text",
     "error_body",
     "error_kind_for_status",
+    "error_text",
     "model_arguments",
     "profile_of",
+    "read_json",
     "tool_names_for",
 ]
 
@@ -206,7 +210,10 @@ def error_kind_for_status(status: int) -> str:
 
 
 def error_body(body: object) -> JsonValue:
-    """Return an SDK error's response body as JSON (its text when it is not JSON-shaped).
+    """Return an SDK error's response body as JSON (its text when it is not JSON-shaped), redacted.
+
+    A server may echo the key it refused (a 401's text); every secret is replaced (see
+    :mod:`agent_executor.redaction`) before the body reaches a result, a log or the screen.
 
     Args:
         body: The decoded body an SDK error carries (never headers).
@@ -214,13 +221,49 @@ def error_body(body: object) -> JsonValue:
     Returns:
         The body as a JSON value.
     """
-    if body is None or isinstance(body, str | int | float | bool):
+    if body is None or isinstance(body, int | float | bool):
         return body
+    if isinstance(body, str):
+        return redact_text(body)
     try:
         value: JsonValue = json.loads(json.dumps(body))
     except (TypeError, ValueError):
-        return str(body)
-    return value
+        return redact_text(str(body))
+    return redact(value)
+
+
+def read_json(text: str | bytes) -> Any:  # typed as json.loads is
+    """Parse JSON text as ``json.loads`` does, about twice as fast for a large reply.
+
+    Pydantic's parser reads it first; text it refuses (an escaped lone surrogate, which
+    Python's parser accepts) is read by ``json.loads``, which also gives the error for text
+    that is not JSON.
+
+    Args:
+        text: The JSON text.
+
+    Returns:
+        The value.
+
+    Raises:
+        ValueError: The text is not JSON (``json.JSONDecodeError``).
+    """
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError:
+        return json.loads(text)
+
+
+def error_text(error: BaseException | str) -> str:
+    """Return an SDK error's message with every secret redacted (a 401 may quote the key).
+
+    Args:
+        error: The SDK's exception, or its message.
+
+    Returns:
+        The redacted message.
+    """
+    return redact_text(error if isinstance(error, str) else str(error))
 
 
 def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
@@ -253,7 +296,7 @@ def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
     if len(raw) > MAX_ARGUMENT_CHARS:
         return None, f"{len(raw):,} characters is over the {MAX_ARGUMENT_CHARS:,}-character cap"
     try:
-        value: JsonValue = json.loads(raw)
+        value: JsonValue = read_json(raw)
     except RecursionError:
         return None, f"it nests deeper than {MAX_JSON_DEPTH} levels"
     except ValueError as exc:

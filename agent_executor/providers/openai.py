@@ -42,6 +42,7 @@ from agent_executor.providers.base import (
     connection_message,
     error_body,
     error_kind_for_status,
+    error_text,
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
@@ -50,6 +51,7 @@ from agent_executor.providers.openai_replies import (
     _turn,
 )
 from agent_executor.providers.profiles import OPENAI_PROFILE
+from agent_executor.redaction import remember_secret
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
 
@@ -121,6 +123,7 @@ class OpenAIProvider:
                 f"{name}: no API key: pass api_key= or set OPENAI_API_KEY ({exc})"
             ) from exc
         self._api_key = client.api_key
+        remember_secret(self._api_key)  # never shown, whatever its shape
         self.base_url = str(client.base_url)
         self._client_key = (self._api_key, self.base_url, max_retries)
         if max_tokens_param is None:
@@ -253,16 +256,16 @@ def _translate_errors(provider: str) -> Iterator[None]:
     try:
         yield
     except openai.APITimeoutError as exc:
-        raise ProviderError(str(exc), provider=provider, kind="provider_timeout") from exc
+        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
     except openai.APIConnectionError as exc:
-        message = connection_message(exc)
+        message = error_text(connection_message(exc))
         raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
     except openai.APIStatusError as exc:
         status = exc.status_code
         text = f"{exc.message} {exc.response.text}"
         kind = refine_error_kind(error_kind_for_status(status), status, text)
         raise ProviderError(
-            exc.message,
+            error_text(exc.message),
             provider=provider,
             kind=kind,
             status=status,
@@ -271,7 +274,7 @@ def _translate_errors(provider: str) -> Iterator[None]:
     except (openai.OpenAIError, openai.InvalidWebhookSignatureError) as exc:
         code = getattr(exc, "status_code", None)
         raise ProviderError(
-            str(exc),
+            error_text(exc),
             provider=provider,
             kind="provider_error",
             status=code if isinstance(code, int) else None,

@@ -7,12 +7,12 @@ the stop reason and usage.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import cast
 
 from pydantic import JsonValue
 
 from agent_contracts.errors import ProviderError
+from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import ToolCall, Usage
 from agent_executor.providers.base import (
     ModelTurn,
@@ -21,6 +21,7 @@ from agent_executor.providers.base import (
     arguments_problem,
     echo_text,
     model_arguments,
+    read_json,
 )
 
 _FINISH_REASONS: dict[str, StopReason] = {
@@ -41,7 +42,7 @@ def _turn(
         ProviderError: The body is not a chat completion with at least one choice.
     """
     try:
-        raw = json.loads(body)
+        raw = read_json(body)
     except (ValueError, RecursionError) as exc:
         raise ProviderError(
             f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
@@ -122,13 +123,14 @@ def _tool_call(
     if not isinstance(call_id, str) or not call_id:
         digest = hashlib.sha256(f"{position}:{index}:{name}:{raw}".encode()).hexdigest()[:24]
         call_id = f"call_{digest}"
-    return ToolCall(
-        id=call_id,
-        name=names.from_wire(name),
-        arguments=parsed,
-        raw_arguments=raw,
-        parse_error=error,
-    )
+    call = {
+        "id": call_id,
+        "name": names.from_wire(name),
+        "arguments": parsed,
+        "raw_arguments": raw,
+        "parse_error": error,
+    }
+    return ToolCall.model_validate(call, context=PARSED_JSON)  # arguments: parsed JSON
 
 
 def _usage(usage: JsonValue) -> Usage:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import agent_executor.run  # noqa: F401  (registers the executor's prompt cache too)
 from agent_contracts.config import AgentConfig
 from agent_core import clear_caches, model_from_schema
-from agent_core.caches import cache_sizes, schema_cache
+from agent_core.caches import cache_sizes, reserve_caches, schema_cache
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
 
@@ -34,3 +34,13 @@ def test_a_cache_keeps_at_most_its_size_dropping_the_least_recent() -> None:
     assert cache.get("a") == 1  # "a" is now the most recent
     cache.put("c", 3)
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+
+
+def test_reserve_caches_grows_every_cache_and_never_shrinks_one() -> None:
+    small = schema_cache("tests.reserve_small", 2)
+    large = schema_cache("tests.reserve_large", 5000)
+    reserve_caches(300)
+    for n in range(300):
+        small.put(n, n)
+    assert len(small) == 300 and small.get(0) == 0
+    assert large.size == 5000

@@ -392,3 +392,18 @@ def test_a_lone_surrogate_is_reported_for_a_pydantic_class() -> None:
         "$: a lone UTF-16 surrogate (\\ud83d) is not text Pydantic reads from JSON; "
         "send whole characters"
     ]
+
+
+def test_an_accepted_value_is_built_without_a_second_check() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    built = contract.build({"title": "x", "score": 2})
+    assert built.model_dump() == {"title": "x", "score": 2}
+    # Building trusts the contract's verdict; validating the class directly still checks.
+    with pytest.raises(ValidationError):
+        contract.model.model_validate({"title": "x", "score": -1})
+
+
+def test_the_tool_a_dialect_is_sent_is_built_once() -> None:
+    contract = must(resolve(config(output_schema=SCHEMA)))
+    assert contract.tool_definition("openai") is contract.tool_definition("openai")
+    assert contract.tool_definition("openai") is not contract.tool_definition("neutral")

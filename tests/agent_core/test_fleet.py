@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent_contracts.errors import ConfigError, ConfigFileError, FleetProblems
+from agent_core.caches import cache_sizes
 from agent_core.fleet import Fleet, load_fleet
 from agent_executor.tools import KNOWN_TOOLS
 
@@ -371,3 +372,14 @@ def test_model_prefixes_are_checked_when_known(tmp_path: Path) -> None:
     assert ":4: llm.model: unknown model provider 'opneai'" in lines[0]
     assert "did you mean 'openai'?" in lines[0]
     assert ":5: llm.tiers[1]: unknown model provider 'mistral'" in lines[1]
+
+
+def test_a_fleet_larger_than_the_caches_keeps_every_schema(tmp_path: Path) -> None:
+    count = 300  # more than the caches' 256 entries
+    for n in range(count):
+        write(tmp_path, f"a{n:03}", GOOD.format(id=f"a{n:03}").replace("answer", f"answer{n}"))
+    fleet = load_fleet(tmp_path, known_tools=TOOLS)
+    assert len(fleet) == count
+    sizes = cache_sizes()
+    assert sizes["agent_core.schema_findings"] >= count
+    assert sizes["agent_core.compiled_schemas"] >= count

@@ -486,3 +486,12 @@ def test_lists_too_long_to_use_are_one_clear_error(schema: Any, message: str) ->
     assert [finding for finding in found if finding[1] == "error"] == [("$", "error", message)]
     with pytest.raises(InvalidSchemaError, match="at most 10,000 are supported"):
         ensure_output_schema(schema)
+
+
+def test_checking_a_schema_again_gives_the_same_findings_with_the_new_source() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimun": 1}}}
+    first = check_output_schema(schema, source="agents/a.yml")
+    again = check_output_schema(dict(schema), source="agents/b.yml")
+    assert [f.message for f in first] == [f.message for f in again] != []
+    assert {f.source for f in first} == {"agents/a.yml"}
+    assert {f.source for f in again} == {"agents/b.yml"}

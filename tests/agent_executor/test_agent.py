@@ -305,3 +305,21 @@ def test_a_callers_run_id_is_the_results_and_the_events() -> None:
     result = agent.run_sync(RunRequest(task="Grade.", run_id="run_from_a_service"))
     assert result.run_id == "run_from_a_service"
     assert {event.run_id for event in sink.events} == {"run_from_a_service"}
+
+
+def test_the_agents_own_contract_is_resolved_once_for_every_run() -> None:
+    agent: Agent[BaseModel] = Agent(config(output_schema=SCHEMA), model="test", **quiet())
+    plans = [agent.plan(RunRequest(task=f"Grade {n}.")) for n in range(3)]
+    assert all(plan.contract is agent.contract for plan in plans)
+    lenient = agent.plan(RunRequest(task="Go.", options=RunOptions(lenient_formats=True)))
+    assert lenient.contract is not agent.contract
+    assert lenient.contract is not None and lenient.contract.lenient
+    again = agent.plan(RunRequest(task="Go.", options=RunOptions(lenient_formats=True)))
+    assert again.contract is lenient.contract
+
+
+def test_a_pydantic_output_type_is_not_rebuilt_per_run() -> None:
+    agent = Agent(output_type=Review, system_prompt="Grade.", model="test", **quiet())
+    first = agent.run_sync("Grade it.")
+    assert isinstance(first.output, Review)
+    assert agent.plan(RunRequest(task="Again.")).contract is agent.contract

@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent_contracts.events import AttemptEvent
+from agent_contracts.validation import ValidationIssue
 from agent_executor.analytics import (
     DEFAULT_ANALYTICS_DIR,
     REDACTED,
@@ -368,3 +369,25 @@ def test_as_utc_converts_aware_times_and_takes_naive_ones_as_utc() -> None:
     assert as_utc(later).tzinfo is UTC
     assert as_utc(datetime(2026, 1, 19, 12, 30)) == DAY
     assert as_utc(datetime(2026, 1, 19, 12, 30)).tzinfo is UTC
+
+
+def test_a_long_accepted_output_is_cut_in_the_log_a_rejected_one_kept(tmp_path: Path) -> None:
+    sink = JsonlAnalytics(tmp_path)
+    output = json.dumps({"comments": [{"line": n, "message": "x" * 40} for n in range(500)]})
+    issue = ValidationIssue(path="$", message="'summary' is a required property")
+    common = {"run_id": "r1", "agent_id": "a", "mode": "tool", "ts": DAY}
+    sink.emit(AttemptEvent(number=1, raw_output=output, errors=[issue], **common))
+    sink.emit(AttemptEvent(number=2, raw_output=output, **common))
+    rejected, accepted = read_events(tmp_path).events
+    assert rejected["raw_output"] == output
+    kept = accepted["raw_output"]
+    assert isinstance(kept, str)
+    assert kept == f"{output[:2000]}... [{len(output) - 2000} more characters not logged]"
+
+
+def test_text_that_is_not_utf8_is_logged_escaped_not_dropped(tmp_path: Path) -> None:
+    sink = JsonlAnalytics(tmp_path)
+    sink.emit(AttemptEvent(run_id="r1", agent_id="a", number=1, mode="tool", raw_output="x\ud800y"))
+    assert sink.dropped == 0
+    [event] = read_events(tmp_path).events
+    assert event["raw_output"] == "x\ud800y"

@@ -34,6 +34,7 @@ from agent_executor.review import (
     Review,
     parse_since,
     review,
+    review_events,
 )
 from agent_executor.review_html import render_review_html, write_review_html
 from agent_executor.review_table import format_review_table
@@ -661,3 +662,54 @@ def test_page_renders_in_headless_chromium(logs: Path, tmp_path: Path) -> None:
     assert _count_colour(shot, "#2f9e44") > 2000
     assert _count_colour(shot, "#e03131") > 300
     assert _count_colour(shot, "#e8590c") > 300
+
+
+# -- streaming: the same figures from events read one at a time ---------------------------------
+
+
+def _as_dicts(events: Sequence[BaseModel]) -> list[dict[str, object]]:
+    return [json.loads(event.model_dump_json()) for event in events]
+
+
+def test_events_after_a_runs_end_count_for_that_run_not_a_new_one() -> None:
+    start = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    events = _run("a", "r1", start, [Turn(10, 5, 100.0), Try(ok=True)], Ok(400.0))
+    late = ModelTurnEvent(
+        ts=start + timedelta(minutes=5),
+        run_id="r1",
+        agent_id="a",
+        step=2,
+        usage=Usage(input_tokens=1),
+        latency_ms=300.0,
+    )
+    again = RunStartedEvent(ts=start + timedelta(minutes=6), run_id="r1", agent_id="a")
+    result = review_events(_as_dicts([*events, late, again]), source="memory")
+    [agent] = result.agents
+    assert (agent.runs, agent.completed, agent.incomplete) == (1, 1, 0)
+    assert agent.model_latency.count == 2 and agent.model_latency.max_ms == 300.0
+    assert agent.tokens.input == 10  # an ended run's tokens are its end event's
+
+
+def test_an_agent_with_only_open_runs_is_reviewed_as_incomplete() -> None:
+    start = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    events = _run("b", "r2", start, [Turn(7, 3, 50.0)], None)
+    result = review_events([*_as_dicts(events), {"event": "nope"}], source="memory")
+    [agent] = result.agents
+    assert (agent.agent_id, agent.runs, agent.incomplete) == ("b", 0, 1)
+    assert agent.tokens.total == 10
+    assert agent.days == [DayTrend(day=date(2026, 1, 5), incomplete=1)]
+    assert result.unrecognised_events == 1
+
+
+def test_the_review_of_files_streams_and_counts_what_it_skips(tmp_path: Path) -> None:
+    start = datetime(2026, 1, 5, 9, tzinfo=UTC)
+    sink = JsonlAnalytics(tmp_path)
+    for n in range(50):
+        for event in _run("c", f"r{n}", start, [Turn(1, 1, 10.0), Try(ok=n % 2 == 0)], Ok(20.0)):
+            sink.emit(event)
+    day_file = event_file(tmp_path, start.date())
+    with day_file.open("ab") as handle:
+        handle.write(b'{"event": "unknown"}\n[1, 2]\n{"torn": ')
+    result = review(tmp_path)
+    assert (result.overall.runs, result.overall.first_try_valid) == (50, 25)
+    assert (result.unrecognised_events, result.corrupt_lines, result.partial_lines) == (1, 1, 1)

@@ -105,3 +105,33 @@ def test_the_anthropic_adapter_keeps_its_client_too(fake_llm: FakeLLM) -> None:
 
     assert [counter.run_sync("Count.").result_data for _ in range(3)] == [{"n": 3}] * 3
     assert len({request.client_port for request in fake_llm.requests}) == 1
+
+
+def test_another_librarys_run_sync_keeps_its_loop_after_ours() -> None:
+    # A library whose sync API runs on the main thread's event loop, with a lock bound to that
+    # loop, must still work after run_sync: nothing of ours is bound to (or replaces) its loop.
+    theirs = asyncio.new_event_loop()
+    asyncio.set_event_loop(theirs)
+    try:
+        gate = asyncio.Lock()
+
+        async def their_call() -> str:
+            async with gate:
+                await asyncio.sleep(0)
+                return "theirs"
+
+        assert theirs.run_until_complete(their_call()) == "theirs"
+        assert agent("test").run_sync("Count.").ok
+        assert asyncio.get_event_loop_policy().get_event_loop() is theirs
+        assert theirs.run_until_complete(their_call()) == "theirs"
+        assert asyncio.run(their_call_elsewhere()) == "elsewhere"
+        assert agent("test").run_sync("Count.").ok
+    finally:
+        asyncio.set_event_loop(None)
+        theirs.close()
+
+
+async def their_call_elsewhere() -> str:
+    lock = asyncio.Lock()
+    async with lock:
+        return "elsewhere"

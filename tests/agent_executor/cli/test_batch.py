@@ -19,7 +19,8 @@ from agent_executor.cli.inputs import UsageError
 from agent_executor.cli.progress import Progress
 from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.function import FunctionModel
-from tests.agent_executor.cli.test_main import AGENT_YML, PARAMS_YML
+from tests.agent_executor.cli.test_main import AGENT_YML, GROQ_STYLE_KEY, PARAMS_YML
+from tests.fake_llm import FakeLLM, status_error
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 
@@ -305,3 +306,19 @@ def test_an_out_file_that_is_not_text_is_refused(capsys: pytest.CaptureFixture[s
     assert run_many("grader", "--tasks", "tasks.jsonl") == 2
     assert "--out results.jsonl is not UTF-8 text" in capsys.readouterr().err
     assert Path("results.jsonl").read_bytes() == b"\xff\xfe binary"
+
+
+def test_the_results_file_never_holds_the_key_a_401_quotes(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", GROQ_STYLE_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    fake_llm.respond_always(status_error(401, f"bad key {GROQ_STYLE_KEY}"))
+    write_tasks({"task": "one"}, {"task": "two"})
+    assert run_many("grader", "--tasks", "tasks.jsonl", "--model", "openai:gpt-test") == 1
+    capsys.readouterr()
+    lines = results()
+    messages = [line["error"]["message"] for line in lines]
+    assert len(messages) == 2
+    assert all(m.startswith("openai 401:") and "bad key [REDACTED]" in m for m in messages)
+    assert GROQ_STYLE_KEY not in Path("results.jsonl").read_text()

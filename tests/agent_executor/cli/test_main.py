@@ -11,7 +11,7 @@ import pytest
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunResult
 from agent_executor.cli import find_agent_file, main, parse_param
-from tests.fake_llm import FakeLLM, openai_tool_call
+from tests.fake_llm import FakeLLM, openai_tool_call, status_error
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 
@@ -226,6 +226,56 @@ def test_a_real_provider_over_http_without_leaking_the_key(
     assert fake_llm.requests[0].body["tool_choice"]["function"]["name"] == "submit_result"
     logged = "".join(p.read_text() for p in (fleet.parent / "analytics").glob("*.jsonl"))
     assert logged and "sk-cli-secret-key" not in logged
+
+
+GROQ_STYLE_KEY = "gsk_" + "Qw3rTy8uIoP4aSdF" * 3
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_401_quoting_the_key_never_shows_it(
+    fleet: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    as_json: bool,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", GROQ_STYLE_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    fake_llm.respond_always(status_error(401, f"Incorrect API key provided: {GROQ_STYLE_KEY}"))
+    args = ["grader", "--task", "Grade.", "--model", "openai:gpt-test"]
+    code = run_cli(fleet, *args, *(["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+
+    assert code == 1
+    assert "Incorrect API key provided: [REDACTED]" in out
+    if as_json:
+        assert json.loads(out)["error"]["type"] == "provider_authentication_error"
+    logged = "".join(p.read_text() for p in (fleet.parent / "analytics").glob("*.jsonl"))
+    assert logged
+    for text in (out, err, logged):
+        assert GROQ_STYLE_KEY not in text
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_model_echoing_the_key_never_shows_it(
+    fleet: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    as_json: bool,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", GROQ_STYLE_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    fake_llm.respond(openai_tool_call("submit_result", {"title": GROQ_STYLE_KEY, "score": 2}))
+    args = ["grader", "--task", "Grade.", "--model", "openai:gpt-test"]
+    assert run_cli(fleet, *args, *(["--json"] if as_json else [])) == 0
+    out, _ = capsys.readouterr()
+    if as_json:
+        assert json.loads(out)["result_data"] == {"title": "[REDACTED]", "score": 2}
+    else:
+        assert '"title": "[REDACTED]"' in out
+    logged = "".join(p.read_text() for p in (fleet.parent / "analytics").glob("*.jsonl"))
+    assert GROQ_STYLE_KEY not in out + logged
 
 
 def test_parse_param() -> None:

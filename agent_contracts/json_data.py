@@ -1,0 +1,39 @@
+"""JSON values that are checked once: the :data:`JsonData` field type and :data:`PARSED_JSON`.
+
+Checking that a value is JSON (Pydantic's ``JsonValue``) visits every node through a tagged
+union, a few microseconds a node: a 500-item output costs about a millisecond each time a model
+holding it is built, and a run builds several (the tool call, the attempt, the result). A value
+the run loop has just read with a JSON parser is JSON by construction, so a model built with
+``Model.model_validate(fields, context=PARSED_JSON)`` takes its :data:`JsonData` fields as they
+are, without the walk and without a copy. Without that context (a caller's data, a file read
+back) the full check runs, exactly as for ``JsonValue``; the JSON Schema is ``JsonValue``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated
+
+from pydantic import JsonValue, ValidationInfo, ValidatorFunctionWrapHandler, WrapValidator
+
+__all__ = ["PARSED_JSON", "JsonData"]
+
+_PARSED = "agentshape_parsed_json"
+
+PARSED_JSON: Mapping[str, object] = MappingProxyType({_PARSED: True})
+"""The validation context saying: every :data:`JsonData` value here came from a JSON parser."""
+
+
+def _checked_once(
+    value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+) -> object:
+    context = info.context
+    if isinstance(context, Mapping) and context.get(_PARSED) is True:
+        return value
+    return handler(value)
+
+
+JsonData = Annotated[JsonValue, WrapValidator(_checked_once)]
+"""A JSON value; checked like ``JsonValue`` unless the model is validated with
+:data:`PARSED_JSON` as its context (the value then comes from a JSON parser)."""

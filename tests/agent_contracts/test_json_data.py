@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from agent_contracts.json_data import PARSED_JSON
+from agent_contracts.messages import ToolCall
+from agent_contracts.runs import RunResult
+
+
+def test_a_callers_value_is_checked_as_json() -> None:
+    with pytest.raises(ValidationError, match="result_data"):
+        RunResult(status="completed", result_data={"when": object()})
+
+
+def test_a_parsed_value_is_taken_as_it_is() -> None:
+    value = {"comments": [{"line": 1}] * 3}
+    result = RunResult.model_validate(
+        {"status": "completed", "result_data": value}, context=PARSED_JSON
+    )
+    assert result.result_data is value
+
+
+def test_the_other_checks_still_run_with_the_context() -> None:
+    with pytest.raises(ValidationError, match="exactly one of result_text and result_data"):
+        RunResult.model_validate({"status": "completed"}, context=PARSED_JSON)
+    with pytest.raises(ValidationError, match="name"):
+        ToolCall.model_validate({"id": "c1", "arguments": {}}, context=PARSED_JSON)
+
+
+def test_the_json_schema_is_a_json_value_s() -> None:
+    schema = RunResult.model_json_schema()
+    assert schema["properties"]["result_data"] == {"$ref": "#/$defs/JsonValue", "default": None}
