@@ -39,7 +39,7 @@ from agent_coordinator.errors import (
     from_library,
 )
 from agent_coordinator.store.records import RunInput
-from agent_core.contract import resolve_contract
+from agent_core.contract_resolution import resolve_contract
 from agent_core.fleet import Fleet
 from agent_core.registry import SchemaRegistry
 from agent_core.validation import compile_schema, issues_from_pydantic

@@ -33,7 +33,8 @@ from agent_contracts.runs import (
     merge_options,
     options_from_env,
 )
-from agent_core.contract import OutputContract, resolve_contract
+from agent_core.contract import OutputContract
+from agent_core.contract_resolution import resolve_contract
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
@@ -55,7 +56,6 @@ from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
-from agent_executor.tracing import with_tracing
 
 __all__ = ["ENV_ANALYTICS_DIR", "Agent"]
 
@@ -134,8 +134,7 @@ class Agent(Generic[OutputT]):
         self.workspace = Path(workspace) if workspace is not None else Path.cwd()
         self.tools: list[InputTool] = build_input_tools(config.tools, workspace=self.workspace)
         require_mcp_sdk(config.mcp_servers, config.id)  # MCP servers start per run (mcp_tools.py)
-        sink = sink_for(analytics, analytics_dir, self.env)
-        self.analytics: AnalyticsSink = with_tracing(sink, tracer_provider, self.env)
+        self.analytics = sink_for(analytics, analytics_dir, self.env, tracer_provider)
         self.registry = registry if registry is not None else SchemaRegistry()
         self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
         """Provider-profile fields overridden for every run: the config's, then ``profile=``."""

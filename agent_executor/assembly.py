@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
 from agent_contracts.runs import JsonSchema
 from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
+from agent_executor.tracing import with_tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["ENV_ANALYTICS_DIR", "config_of", "sink_for"]
 
@@ -65,17 +70,24 @@ def sink_for(
     analytics: AnalyticsSink | None,
     directory: str | os.PathLike[str] | None,
     env: Mapping[str, str],
+    tracer_provider: TracerProvider | None = None,
 ) -> AnalyticsSink:
     """Return the sink a run writes to: the given one, a directory's, or none at all.
+
+    When OpenTelemetry tracing is on (``tracer_provider``, or a configured global one), the
+    sink is wrapped so its events also become spans (:mod:`agent_executor.tracing`).
 
     Args:
         analytics: A sink given by the caller.
         directory: A directory for JSONL files given by the caller.
-        env: The environment (``AGENTSHAPE_ANALYTICS_DIR``).
+        env: The environment (``AGENTSHAPE_ANALYTICS_DIR``, content capture for spans).
+        tracer_provider: A tracer provider given by the caller.
     """
     if analytics is not None:
-        return analytics
-    if directory is not None:
-        return JsonlAnalytics(os.fspath(directory))
-    from_env = env.get(ENV_ANALYTICS_DIR, "").strip()
-    return JsonlAnalytics(from_env) if from_env else NullAnalytics()
+        sink = analytics
+    elif directory is not None:
+        sink = JsonlAnalytics(os.fspath(directory))
+    else:
+        from_env = env.get(ENV_ANALYTICS_DIR, "").strip()
+        sink = JsonlAnalytics(from_env) if from_env else NullAnalytics()
+    return with_tracing(sink, tracer_provider, env)

@@ -22,20 +22,17 @@ import httpx2
 from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
-from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_core.json_text import encodable, encodable_data
-from agent_executor.providers.anthropic_usage import _usage
+from agent_executor.providers.anthropic_replies import _tool_use, _usage
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
     ModelTurnRequest,
     StopReason,
     ToolNameMap,
-    arguments_problem,
     connection_message,
-    echo_text,
     error_body,
     error_kind_for_status,
     error_text,
@@ -331,18 +328,7 @@ class AnthropicProvider:
             elif kind in _THINKING_BLOCKS:
                 thinking.append(block)
             elif kind == "tool_use":
-                arguments = block.get("input")
-                problem = arguments_problem(arguments)
-                call = {
-                    "id": str(block.get("id") or f"toolu_{len(calls)}"),
-                    "name": names.from_wire(str(block.get("name") or "")),
-                    "arguments": None if problem else arguments,
-                    "raw_arguments": echo_text(arguments),
-                    "parse_error": problem,
-                }
-                if problem:  # keep the raw reply usable data: the refused input as text
-                    block["input"] = call["raw_arguments"]
-                calls.append(ToolCall.model_validate(call, context=PARSED_JSON))
+                calls.append(_tool_use(block, names, len(calls)))
         reason = raw.get("stop_reason")
         stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
         return ModelTurn(
