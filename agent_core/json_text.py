@@ -170,18 +170,9 @@ def check_depth(value: object, *, limit: int = MAX_JSON_DEPTH) -> None:
     Raises:
         JsonDepthError: It nests deeper.
     """
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: list[object] = list(item.values())
-        elif isinstance(item, list):
-            children = list(item)
-        else:
-            continue
-        if depth + 1 > limit:
-            raise JsonDepthError(f"nests deeper than {limit} levels")
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    problem = _problem(value, limit, numbers=False)
+    if problem is not None:
+        raise JsonDepthError(problem.removeprefix("it "))
 
 
 def value_problem(value: object, *, limit: int = MAX_JSON_DEPTH) -> str | None:
@@ -194,10 +185,15 @@ def value_problem(value: object, *, limit: int = MAX_JSON_DEPTH) -> str | None:
         value: Plain data (lists, dicts and scalars).
         limit: The deepest nesting allowed.
     """
+    return _problem(value, limit, numbers=True)
+
+
+def _problem(value: object, limit: int, *, numbers: bool) -> str | None:
+    """Walk ``value`` without recursing: nesting past ``limit``, and (``numbers``) NaN/Infinity."""
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
+        if numbers and isinstance(item, float) and not math.isfinite(item):
             return f"it holds {item!r}, which is not a JSON number"
         if isinstance(item, dict):
             children: list[object] = list(item.values())
