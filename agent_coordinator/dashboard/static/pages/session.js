@@ -2,27 +2,40 @@
 // (raw output, errors, the re-prompt that followed), the result, parent and children, resume.
 import { ApiError, api, badge, el, errorBox, follow, link, ms, pathPart, pretty, setTitle, when } from "../app.js";
 
+const ENDED = new Set(["completed", "failed", "cancelled"]);
+
 export async function render(view, [id], signal) {
   setTitle(id);
   const content = el("div", {});
   view.append(el("p", { class: "muted" }, link("/sessions", "Sessions"), " / ", id), content);
   let shown = null;
+  let drawn = 0; // draws started; only the latest one may fill the page
+  let again = null;
   const draw = async () => {
+    const mine = ++drawn;
     const base = `/sessions/${pathPart(id)}`;
-    const [session, row] = await Promise.all([api(base, { signal }), api(`/reports${base}`, { signal })]);
-    let result = null;
-    try {
-      result = await api(`${base}/result`, { signal });
-    } catch (error) {
-      if (!(error instanceof ApiError && error.body.error === "ResultNotReady")) throw error;
-    }
+    // The session first: when it has ended, its row and result, read after it, show the end.
+    const session = await api(base, { signal });
+    const [row, result] = await Promise.all([
+      api(`/reports${base}`, { signal }),
+      api(`${base}/result`, { signal }).catch((error) => {
+        if (error instanceof ApiError && error.body.error === "ResultNotReady") return null;
+        throw error;
+      }),
+    ]);
+    if (mine !== drawn) return; // a later draw is under way, with newer data
     shown = session.status;
     content.replaceChildren(...build(session, row, result, draw));
+    // While a run goes on, look again now and then too: a change the event stream reported
+    // before it was connected would otherwise be missed.
+    clearTimeout(again);
+    if (!ENDED.has(session.status) && !signal.aborted) again = setTimeout(() => draw().catch(() => {}), 2000);
   };
-  await draw();
+  signal.addEventListener("abort", () => clearTimeout(again));
   follow("/reports/sessions/events", (type, row) => {
     if (type === "session" && row.session_id === id && row.status !== shown) draw().catch(() => {});
   }, signal);
+  await draw();
 }
 
 function verdict(result, row) {
