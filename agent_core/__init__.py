@@ -35,6 +35,7 @@ from agent_core.output_tool import (
     json_schema_of,
     provider_tool_name,
 )
+from agent_core.partial_output import PartialJson, partial_model, partial_value
 from agent_core.prompts import (
     PromptMode,
     enriched_system_prompt,
@@ -96,6 +97,7 @@ __all__ = [
     "NamedSchema",
     "NoteAction",
     "OutputTool",
+    "PartialJson",
     "PromptMode",
     "ProviderSchema",
     "ResolvedSchema",
@@ -124,6 +126,8 @@ __all__ = [
     "model_from_schema",
     "needs_wrapping",
     "parse_agent_config",
+    "partial_model",
+    "partial_value",
     "provider_tool_name",
     "register_schema",
     "registered_schemas",

@@ -22,6 +22,16 @@ from agent_executor.batch import run_many
 from agent_executor.escalation import ESCALATING_ERRORS
 from agent_executor.providers import FunctionModel, Provider, TestModel, resolve_model
 from agent_executor.result import AgentResult, format_child_result
+from agent_executor.stream_events import (
+    PartialOutput,
+    RetryStarted,
+    RunFinished,
+    RunStarted,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from agent_executor.tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
 from agent_executor.tracing import TracingSink
 
@@ -55,9 +65,17 @@ __all__ = [
     "MemoryAnalytics",
     "NullAnalytics",
     "OpenAIProvider",
+    "PartialOutput",
     "Provider",
     "ReadResult",
+    "RetryStarted",
+    "RunFinished",
+    "RunStarted",
+    "StreamEvent",
     "TestModel",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "TracingSink",
     "build_input_tools",
     "format_child_result",

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, cast
 
 from pydantic import JsonValue
+from typing_extensions import Unpack
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
@@ -44,6 +45,7 @@ from agent_executor.escalation import fold_escalation, should_escalate
 from agent_executor.mcp_tools import execute_with_mcp, require_mcp_sdk
 from agent_executor.planning import (
     Rung,
+    RunKeywords,
     RunPlan,
     choose_mode,
     model_ladder,
@@ -54,6 +56,8 @@ from agent_executor.planning import (
 from agent_executor.providers.base import Provider, profile_of
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
+from agent_executor.stream_events import StreamEvent
+from agent_executor.stream_run import stream_events
 from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
 
@@ -316,17 +320,7 @@ class Agent(Generic[OutputT]):
         return AgentResult(fold_escalation(results), cast("OutputT | None", output))
 
     def run_sync(
-        self,
-        request: RunRequest | str,
-        *,
-        parameters: Mapping[str, JsonValue] | None = None,
-        output_schema: JsonSchema | None = None,
-        schema_name: str | None = None,
-        options: RunOptions | None = None,
-        messages: Sequence[Message] | None = None,
-        model: Provider | str | None = None,
-        model_tier: int = 0,
-        escalate: bool = True,
+        self, request: RunRequest | str, **keywords: Unpack[RunKeywords]
     ) -> AgentResult[OutputT]:
         """Run the agent from synchronous code; the same arguments and result as :meth:`run`.
 
@@ -339,19 +333,24 @@ class Agent(Generic[OutputT]):
             SchemaNotFoundError: As :meth:`run`.
             InvalidSchemaError: As :meth:`run`.
         """
-        return run_coroutine_sync(
-            self.run(
-                request,
-                parameters=parameters,
-                output_schema=output_schema,
-                schema_name=schema_name,
-                options=options,
-                messages=messages,
-                model=model,
-                model_tier=model_tier,
-                escalate=escalate,
-            )
-        )
+        return run_coroutine_sync(self.run(request, **keywords))
+
+    def run_stream(
+        self, request: RunRequest | str, **keywords: Unpack[RunKeywords]
+    ) -> AsyncIterator[StreamEvent[OutputT]]:
+        """Run the agent and yield its events as they happen; the same arguments as :meth:`run`.
+
+        ``async for event in agent.run_stream(task)``: text pieces, input-tool calls and
+        results, :class:`~agent_executor.stream_events.PartialOutput` values while the output
+        is written, a ``RetryStarted`` per re-prompt, and last a ``RunFinished`` whose
+        ``result`` is what :meth:`run` returns. Stopping early cancels the run.
+
+        Raises:
+            ConfigError: As :meth:`run`, from the first step of the iteration.
+            SchemaNotFoundError: As :meth:`run`.
+            InvalidSchemaError: As :meth:`run`.
+        """
+        return stream_events(lambda: self.run(request, **keywords))
 
     def plan(
         self,

@@ -13,13 +13,15 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
+from agent_contracts.messages import Message
 from agent_contracts.profiles import ProviderProfile
-from agent_contracts.runs import OutputMode, RunError, RunOptions, RunRequest
+from agent_contracts.runs import JsonSchema, OutputMode, RunError, RunOptions, RunRequest
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import OutputContract
 from agent_core.prompts import parameters_section
@@ -28,6 +30,7 @@ from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec
 from agent_executor.tools import InputTool
 
 __all__ = [
+    "RunKeywords",
     "RunPlan",
     "Rung",
     "choose_mode",
@@ -41,6 +44,27 @@ logger = logging.getLogger(__name__)
 
 Rung = tuple[int, Provider, OutputMode, ProviderProfile]
 """One tier of a run: its number, its provider, the output mode and the profile used on it."""
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keywords ``Agent.run_sync`` and ``Agent.run_stream`` take, as ``Agent.run`` does."""
+
+    parameters: Mapping[str, JsonValue] | None
+    """Input values, checked against the agent's ``parameters_schema``."""
+    output_schema: JsonSchema | None
+    """An inline output schema for this run."""
+    schema_name: str | None
+    """A registered output schema for this run."""
+    options: RunOptions | None
+    """This run's options."""
+    messages: Sequence[Message] | None
+    """A previous run's transcript, to resume that conversation."""
+    model: Provider | str | None
+    """A provider or model string for this run."""
+    model_tier: int
+    """The tier to start on."""
+    escalate: bool
+    """Escalate a contract failure to the next tier, when there is one."""
 
 
 @dataclass(frozen=True)

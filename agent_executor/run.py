@@ -50,6 +50,7 @@ from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import RunFailure, RunSpec, RunState, emit, model_name
+from agent_executor.stream_relay import relay_for
 from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
@@ -188,6 +189,9 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     run_id = spec.run_id or uuid.uuid4().hex
     state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force)
     state.bound = contract.bind(spec.wire) if contract else None
+    state.relay = relay_for(contract, spec.mode)
+    if state.relay is not None:
+        state.relay.started(run_id, spec.agent_id, model_name(spec.provider), spec.model_tier)
     emit(
         state,
         RunStartedEvent(

@@ -167,8 +167,12 @@ async def _run_and_record(state: RunState, call: ToolCall, *, position: int) -> 
 
     ``position`` counts the input-tool calls before it in the turn (see ``run_input_tool``).
     """
+    if state.relay is not None:
+        state.relay.tool_started(call)
     started = time.perf_counter()
     result = await run_input_tool(state.spec.tools, call, position=position)
+    if state.relay is not None:
+        state.relay.tool_finished(result)
     emit(
         state,
         ToolCallEvent(

@@ -31,6 +31,8 @@ from agent_executor.providers.base import (
     ToolDefinition,
     profile_of,
 )
+from agent_executor.providers.streaming import stream_turn
+from agent_executor.stream_relay import StreamRelay
 from agent_executor.tools import InputTool
 
 __all__ = [
@@ -142,6 +144,7 @@ class RunState:
         last_latency_ms: The last call's latency (an attempt's latency).
         cannot_force: The provider will not force a tool choice (reminders stand in).
         bound: The output contract bound to the provider's profile, or ``None`` (free text).
+        relay: Where a streamed run's events go, or ``None`` when no one streams it.
     """
 
     spec: RunSpec
@@ -156,6 +159,7 @@ class RunState:
     last_latency_ms: float = 0.0
     cannot_force: bool = False
     bound: BoundContract | None = None
+    relay: StreamRelay | None = None
 
     @property
     def retries(self) -> int:
@@ -239,7 +243,12 @@ async def call_model(
         response_format=response_format,
         timeout_s=spec.options.request_timeout_s,
     )
-    turn = await spec.provider.request(request)
+    relay = state.relay
+    if relay is None:
+        turn = await spec.provider.request(request)
+    else:
+        turn = await stream_turn(spec.provider, request, relay.turn())
+        relay.turn_ended()
     state.steps += 1
     state.usage = state.usage + turn.usage
     state.last_turn_usage = turn.usage
@@ -345,3 +354,5 @@ def record_attempt(
             model_tier=spec.model_tier,
         ),
     )
+    if state.relay is not None:
+        state.relay.retried(number, judged.failure, [str(issue) for issue in judged.errors])

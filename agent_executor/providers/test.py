@@ -21,6 +21,7 @@ validation then reports what is wrong, exactly as it would for a real model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -36,8 +37,9 @@ from agent_contracts.messages import ToolCall, Usage
 from agent_core.schema_sample import generate_value, invalid_value
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest, ToolDefinition
 from agent_executor.providers.profiles import TEST_PROFILE
+from agent_executor.providers.streaming import DeltaSink, TurnDelta
 
-__all__ = ["FAILURE_MODES", "FailureMode", "TestModel", "generate_value"]
+__all__ = ["FAILURE_MODES", "STREAM_PIECE", "FailureMode", "TestModel", "generate_value"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,9 @@ with arguments that are not JSON; ``wrong_tool``: a tool that was not offered is
 
 FAILURE_MODES: Final[tuple[str, ...]] = get_args(FailureMode)
 """Every :data:`FailureMode`."""
+
+STREAM_PIECE: Final = 8
+"""Characters in each piece the test model streams its reply in."""
 
 WRONG_TOOL_NAME: Final = "not_an_offered_tool"
 """The tool name a ``wrong_tool`` failure calls."""
@@ -150,6 +155,37 @@ class TestModel:
                 "raw": {"test_model": {"seed": self.seed, "failure": failure}},
             }
         )
+
+    async def stream(self, turn: ModelTurnRequest, on_delta: DeltaSink) -> ModelTurn:
+        """Answer one turn offline, handing the reply over in pieces of :data:`STREAM_PIECE`.
+
+        The loop runs other tasks between pieces, as it would while a server's stream arrives.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+            on_delta: Takes each piece: the text's, then each tool call's arguments.
+
+        Returns:
+            The same reply :meth:`request` gives.
+        """
+        reply = await self.request(turn)
+        for start in range(0, len(reply.text), STREAM_PIECE):
+            on_delta(TurnDelta(text=reply.text[start : start + STREAM_PIECE]))
+            await asyncio.sleep(0)
+        for index, call in enumerate(reply.tool_calls):
+            raw = call.raw_arguments
+            for start in range(0, max(len(raw), 1), STREAM_PIECE):
+                first = start == 0
+                on_delta(
+                    TurnDelta(
+                        call_index=index,
+                        call_id=call.id if first else None,
+                        name=call.name if first else None,
+                        arguments=raw[start : start + STREAM_PIECE],
+                    )
+                )
+                await asyncio.sleep(0)
+        return reply
 
     def _targets(self, turn: ModelTurnRequest) -> list[ToolDefinition]:
         """Return the tools this turn calls (empty for a text answer)."""
