@@ -193,12 +193,8 @@ def partial_model(model: type[BaseModel]) -> type[BaseModel]:
     fields: dict[str, typing.Any] = {}
     for name, info in model.model_fields.items():
         annotation = _partial_type(info.annotation)
-        fields[name] = (
-            Optional[annotation],
-            Field(  # noqa: UP045
-                default=None, alias=info.alias
-            ),
-        )
+        optional = Optional[annotation]  # noqa: UP045 (a runtime value, not an annotation)
+        fields[name] = (optional, Field(default=None, alias=info.alias))
     config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=False)
     partial: type[BaseModel] = create_model(
         f"Partial{model.__name__}", __config__=config, __module__=model.__module__, **fields
