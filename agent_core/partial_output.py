@@ -31,6 +31,7 @@ _MIN_STEP = 16
 """Fewest new characters before the text is read again (an eighth of it when that is more)."""
 _FENCE = "```"
 _LIST: typing.Any = list
+_OPTIONAL: typing.Any = Optional  # noqa: UP045 (applied to runtime types)
 _DICT: typing.Any = dict
 
 
@@ -193,7 +194,7 @@ def partial_model(model: type[BaseModel]) -> type[BaseModel]:
     fields: dict[str, typing.Any] = {}
     for name, info in model.model_fields.items():
         annotation = _partial_type(info.annotation)
-        optional = Optional[annotation]  # noqa: UP045 (a runtime value, not an annotation)
+        optional = _OPTIONAL[annotation]
         fields[name] = (optional, Field(default=None, alias=info.alias))
     config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=False)
     partial: type[BaseModel] = create_model(
