@@ -31,7 +31,7 @@ _MIN_STEP = 16
 """Fewest new characters before the text is read again (an eighth of it when that is more)."""
 _FENCE = "```"
 _LIST: typing.Any = list
-_OPTIONAL: typing.Any = Optional  # noqa: UP045 (applied to runtime types)
+_OPTIONAL: typing.Any = Optional
 _DICT: typing.Any = dict
 
 
