@@ -15,7 +15,10 @@ The base URL picks the behaviour: ``http://127.0.0.1:PORT/<mode>/<latency_ms>/v1
 
 The tool called is the one ``tool_choice`` forces, else the first tool offered, so every
 framework's own output-tool name works. A request without tools is answered with the result as
-JSON text. ``GET /stats`` returns the request counters as JSON.
+JSON text. A request with ``"stream": true`` gets the same answer as server-sent events in
+OpenAI's chunk format, the arguments (or text) in pieces of four characters (about a token
+each), then a usage chunk when ``stream_options.include_usage`` asks for one, then ``[DONE]``.
+``GET /stats`` returns the request counters as JSON.
 
 It runs in its own process and stops by itself: when its standard input closes (the parent
 closed the pipe or died), after ``--idle`` seconds without a request, or after ``--lifetime``
@@ -194,6 +197,55 @@ def completion(
     )
 
 
+STREAM_PIECE = 4
+"""Characters per streamed chunk: about one token."""
+_STREAMS: dict[tuple[str, str | None, bool], bytes] = {}
+
+
+def _streamed(answer: dict[str, Any], body: dict[str, Any]) -> bytes:
+    """Return ``answer`` as the server-sent events of a streamed chat completion.
+
+    The events are made once per reply text, tool and usage setting, and kept.
+    """
+    message = answer["choices"][0]["message"]
+    calls = message.get("tool_calls") or []
+    name = calls[0]["function"]["name"] if calls else None
+    text = calls[0]["function"]["arguments"] if calls else message["content"]
+    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    key = (text, name, usage)
+    if key not in _STREAMS:
+        _STREAMS[key] = _stream_events(answer, text, name, usage)
+    return _STREAMS[key]
+
+
+def _stream_events(answer: dict[str, Any], text: str, name: str | None, usage: bool) -> bytes:
+    head = {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"]}
+    head["model"] = answer["model"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return f"data: {json.dumps({**head, 'choices': [choice]})}\n\n"
+
+    pieces = [text[i : i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)]
+    events = [chunk({"role": "assistant", "content": None if name else ""})]
+    if name is None:
+        events += [chunk({"content": piece}) for piece in pieces]
+    else:
+        call = {"index": 0, "id": "call_streamed", "type": "function"}
+        events.append(
+            chunk({"tool_calls": [{**call, "function": {"name": name, "arguments": ""}}]})
+        )
+        events += [
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in pieces
+        ]
+    events.append(chunk({}, "tool_calls" if name else "stop"))
+    if usage:
+        events.append(f"data: {json.dumps({**head, 'choices': [], 'usage': answer['usage']})}\n\n")
+    events.append("data: [DONE]\n\n")
+    return "".join(events).encode()
+
+
 class HTTPProtocol(asyncio.Protocol):
     """One client connection: parse HTTP/1.1 requests (with keep-alive) and answer them."""
 
@@ -268,8 +320,8 @@ class HTTPProtocol(asyncio.Protocol):
             return
         try:
             body = json.loads(raw)
-            if not isinstance(body, dict) or body.get("stream"):
-                raise ValueError("expected a non-streaming chat completion request")
+            if not isinstance(body, dict):
+                raise ValueError("expected a chat completion request (a JSON object)")
         except ValueError as exc:
             stats.errors += 1
             self._reply(400, {"error": {"message": str(exc)}}, close)
@@ -282,24 +334,30 @@ class HTTPProtocol(asyncio.Protocol):
         else:
             stats.invalid += 1
         delay = int(parts[1]) / 1000
+        payload = _streamed(answer, body) if body.get("stream") else json.dumps(answer).encode()
+        kind = "text/event-stream" if body.get("stream") else "application/json"
         if delay <= 0:
-            self._reply(200, answer, close)
+            self._send(200, payload, close, kind)
             return
         self.busy = True
-        asyncio.get_running_loop().call_later(delay, self._delayed, answer, close)
+        asyncio.get_running_loop().call_later(delay, self._delayed, payload, close, kind)
 
-    def _delayed(self, answer: dict[str, Any], close: bool) -> None:
+    def _delayed(self, payload: bytes, close: bool, kind: str) -> None:
         self.busy = False
-        self._reply(200, answer, close)
+        self._send(200, payload, close, kind)
         self._drain()
 
     def _reply(self, status: int, body: dict[str, Any], close: bool = False) -> None:
+        self._send(status, json.dumps(body).encode(), close)
+
+    def _send(
+        self, status: int, payload: bytes, close: bool, kind: str = "application/json"
+    ) -> None:
         if self.transport is None:
             return
-        payload = json.dumps(body).encode()
         head = (
             f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-            f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
+            f"content-type: {kind}\r\ncontent-length: {len(payload)}\r\n"
             f"{'connection: close' if close else 'connection: keep-alive'}\r\n\r\n"
         )
         self.transport.write(head.encode() + payload)

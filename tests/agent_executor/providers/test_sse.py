@@ -1,0 +1,103 @@
+"""Server-sent events read in batches, over real HTTP from a server that writes in pieces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+
+import httpx2
+import pytest
+from pydantic import JsonValue
+
+from agent_executor.providers.sse import MalformedEvent, sse_batches
+
+
+async def serve_pieces(
+    pieces: Sequence[bytes], finished: asyncio.Event
+) -> tuple[asyncio.Server, int]:
+    """Answer one request with a chunked event stream written piece by piece, a pause between."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+            )
+            for piece in pieces:
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+                await asyncio.sleep(0.02)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        except ConnectionError:
+            pass  # the client stopped reading early ([DONE], an error)
+        finally:
+            writer.close()
+            finished.set()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def read_batches(pieces: Sequence[bytes]) -> list[list[JsonValue]]:
+    async def go() -> list[list[JsonValue]]:
+        finished = asyncio.Event()
+        server, port = await serve_pieces(pieces, finished)
+        try:
+            async with server, httpx2.AsyncClient() as client:
+                url = f"http://127.0.0.1:{port}/"
+                async with client.stream("GET", url) as response:
+                    return [batch async for batch in sse_batches(response)]
+        finally:
+            await asyncio.wait_for(finished.wait(), 10)
+
+    return asyncio.run(go())
+
+
+def event(value: JsonValue) -> bytes:
+    return b"data: " + json.dumps(value).encode() + b"\n\n"
+
+
+def test_each_read_gives_the_events_it_completes_in_order() -> None:
+    first = event({"n": 1}) + event({"n": 2}) + b'data: {"n": '
+    second = b"3}\n\n" + event({"n": 4})
+    batches = read_batches([first, second, b"data: [DONE]\n\n"])
+    assert batches == [[{"n": 1}, {"n": 2}], [{"n": 3}, {"n": 4}]]
+
+
+def test_done_ends_the_stream_and_what_follows_is_not_read() -> None:
+    batches = read_batches([event({"n": 1}) + b"data: [DONE]\n\n" + event({"n": 2})])
+    assert batches == [[{"n": 1}]]
+
+
+def test_named_events_comments_crlf_and_data_over_several_lines() -> None:
+    body = (
+        b": a comment the server sends to keep the connection\r\n\r\n"
+        b'event: message_start\r\ndata: {"type": "message_start"}\r\n\r\n'
+        b"event: ping\r\n\r\n"
+        b'data: {"type":\ndata: "delta", "text": "a\\u00e9"}\n\n'
+        b'data:{"no_space": true}\n\n'
+    )
+    batches = read_batches([body])
+    assert [value for batch in batches for value in batch] == [
+        {"type": "message_start"},
+        {"type": "delta", "text": "a\u00e9"},
+        {"no_space": True},
+    ]
+
+
+def test_a_last_event_without_its_blank_line_is_still_read() -> None:
+    assert read_batches([event({"n": 1}) + b'data: {"n": 2}']) == [[{"n": 1}], [{"n": 2}]]
+
+
+def test_an_escaped_lone_surrogate_is_read_as_pythons_parser_reads_it() -> None:
+    batches = read_batches([b'data: {"text": "\\ud800"}\n\n'])
+    assert batches == [[{"text": "\ud800"}]]
+
+
+def test_an_event_that_is_not_json_is_a_typed_error_naming_it() -> None:
+    with pytest.raises(MalformedEvent, match="not JSON") as raised:
+        read_batches([event({"n": 1}) + b"data: {broken\n\n"])
+    assert raised.value.data == "{broken"
