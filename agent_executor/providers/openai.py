@@ -340,7 +340,7 @@ def _translate_errors(provider: str) -> Iterator[None]:
         ) from exc
     except (openai.OpenAIError, openai.InvalidWebhookSignatureError) as exc:
         if type(exc) is openai.APIError:  # an error object sent inside a stream
-            raise stream_error(provider, error_body(exc.body), exc.message) from exc
+            raise stream_error(provider, {"error": error_body(exc.body)}, exc.message) from exc
         code = getattr(exc, "status_code", None)
         raise ProviderError(
             error_text(exc),

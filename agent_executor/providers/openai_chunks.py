@@ -114,6 +114,8 @@ class CompletionChunks:
             self.on_delta(TurnDelta(text=text))
         if isinstance(refusal := delta.get("refusal"), str) and refusal:
             self._refusal.append(refusal)
+            if not self._text:  # a refusal is the reply's text when there is no other
+                self.on_delta(TurnDelta(text=refusal))
         entries = delta.get("tool_calls")
         for entry in entries if isinstance(entries, list) else []:
             if isinstance(entry, dict):
