@@ -64,6 +64,8 @@ class ScriptedResponse:
     """When set, the reply is a server-sent event stream: each ``(event name, data)`` in turn."""
     cut: bool = False
     """With ``events``: drop the connection after the last event, the body unfinished."""
+    gap_s: float = 0.0
+    """With ``events``: the pause before each event (the headers go first), to stall a stream."""
     never_stream: bool = False
     """Answer a request for a stream with the body whole, as a server ignoring ``stream`` does."""
 
@@ -366,6 +368,8 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                     self.send_header(name, value)
                 self.end_headers()
                 for event, data in response.events or ():
+                    if response.gap_s and fake._stopping.wait(response.gap_s):
+                        return
                     text = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
                     payload = text.encode("utf-8")
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))

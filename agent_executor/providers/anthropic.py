@@ -42,7 +42,7 @@ from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.error_text import refine_error_kind
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 from agent_executor.providers.stream_errors import unfinished_stream
-from agent_executor.providers.streaming import DeltaSink
+from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
 
 if TYPE_CHECKING:
@@ -256,12 +256,18 @@ class AnthropicProvider:
                     stream = await messages_api.create(
                         **params, stream=True, extra_body=extra_body, timeout=timeout
                     )
-                    events = MessageEvents(self.name, names, on_delta)
-                    await _read_events(stream.response, events)
-                    body = events.message()
+                    http = stream.response
+                    if http.headers.get("content-type", "").startswith("application/json"):
+                        body = (await http.aread()).decode("utf-8", "replace")  # not streamed
+                    else:
+                        events = MessageEvents(self.name, names, on_delta)
+                        await _read_events(http, events)
+                        body = events.message()
         latency_ms = (time.perf_counter() - started) * 1000
         if isinstance(body, str):
             result = _turn(self.name, self.model, body, names, latency_ms)
+            if on_delta is not None:  # a server that ignored ``stream``: the reply in one go
+                replay_turn(result, on_delta)
         else:
             result = _turn_of(self.name, self.model, body, names, latency_ms)
         return result.model_copy(update={"tool_choice_downgraded": downgraded})

@@ -17,6 +17,7 @@ each call gets a fresh client closed after it.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import ssl
 import time
@@ -125,6 +126,7 @@ class OpenAIProvider:
             official = client.base_url.host == _OFFICIAL_HOST
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self._max_tokens_param = max_tokens_param
+        self._stream_usage = True  # ask streams for usage; off once the server refused it
 
     def variant(
         self, *, profile: ProviderProfile | None = None, max_retries: int | None = None
@@ -221,18 +223,20 @@ class OpenAIProvider:
         names = tool_names_for(turn)
         body = self._body(turn, names)
         body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
+        if self._stream_usage:
+            body["stream_options"] = {"include_usage": True}
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         body = encodable_data(body)
         chunks = CompletionChunks(names, on_delta)
         started = time.perf_counter()
-        with _translate_errors(self.name):
-            client = await _CLIENTS.get(self._client_key, self._new_client)
-            if client is not None:
-                whole = await _post_stream(client, body, timeout, chunks, self.name)
-            else:
-                async with self._new_client() as fresh:
-                    whole = await _post_stream(fresh, body, timeout, chunks, self.name)
+        try:
+            whole = await self._send_stream(body, timeout, chunks)
+        except ProviderError as exc:
+            if "stream_options" not in body or not _refuses_stream_options(exc):
+                raise
+            self._stream_usage = False  # this server refuses it (Mistral's API does): not again
+            del body["stream_options"]
+            whole = await self._send_stream(body, timeout, chunks)
         latency_ms = (time.perf_counter() - started) * 1000
         position = len(turn.messages)
         if whole is not None:  # the server ignored ``stream``
@@ -242,6 +246,23 @@ class OpenAIProvider:
         if chunks.finish_reason is None:
             raise unfinished_stream(self.name, "finish_reason")
         return _turn_of(self.name, self.model, chunks.completion(), names, position, latency_ms)
+
+    async def _send_stream(
+        self, body: JsonObject, timeout: float, chunks: CompletionChunks
+    ) -> str | None:
+        """Send a streamed request and read it into ``chunks`` (see :func:`_post_stream`)."""
+        with _translate_errors(self.name):
+            client = await _CLIENTS.get(self._client_key, self._new_client)
+            if client is not None:
+                return await _post_stream(client, body, timeout, chunks, self.name)
+            async with self._new_client() as fresh:
+                return await _post_stream(fresh, body, timeout, chunks, self.name)
+
+
+def _refuses_stream_options(error: ProviderError) -> bool:
+    """Tell whether a server refused a request for its ``stream_options`` field."""
+    said = f"{error.message} {json.dumps(error.body, default=str)}"
+    return error.kind == "provider_bad_request" and "stream_options" in said
 
 
 async def _post(client: openai.AsyncOpenAI, body: JsonObject, timeout: float) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -195,6 +196,33 @@ async def test_unparseable_streamed_input_is_a_failed_attempt_not_a_crash(
     assert got.tool_calls[0].parse_error
 
 
+async def test_a_server_that_ignores_stream_is_read_whole(
+    fake_llm: FakeLLM, provider: AnthropicProvider
+) -> None:
+    plain = anthropic_tool_use("look_up", {"q": "x"}, text="Done.")
+    fake_llm.respond(plain, replace(plain, never_stream=True))
+    requested = await provider.request(FORCED)
+
+    got, deltas = await streamed(provider)
+
+    assert without_timing(got) == without_timing(requested)
+    assert [(d.text, d.name, d.arguments) for d in deltas] == [
+        ("Done.", None, ""),
+        ("", "look.up", '{"q": "x"}'),
+    ]
+
+
+async def test_two_streams_reuse_one_connection(
+    fake_llm: FakeLLM, provider: AnthropicProvider
+) -> None:
+    fake_llm.respond_always(anthropic_text("Hello there"))
+
+    await streamed(provider)
+    await streamed(provider)
+
+    assert fake_llm.requests[0].client_port == fake_llm.requests[1].client_port
+
+
 # Failures ---------------------------------------------------------------------------------------
 
 
@@ -233,6 +261,18 @@ async def test_a_stream_ending_without_message_stop_is_an_error(
 
     assert caught.value.kind == "provider_connection_error"
     assert "message_stop" in str(caught.value)
+
+
+async def test_a_stream_that_stalls_times_out(
+    fake_llm: FakeLLM, provider: AnthropicProvider
+) -> None:
+    stream = anthropic_stream(anthropic_text("Hello there"))
+    fake_llm.respond(replace(stream, gap_s=5.0))
+
+    with pytest.raises(ProviderError) as caught:
+        await streamed(provider, FORCED.model_copy(update={"timeout_s": 0.2}))
+
+    assert caught.value.kind == "provider_timeout"
 
 
 @pytest.mark.parametrize(

@@ -186,6 +186,39 @@ async def test_a_server_that_ignores_stream_is_read_whole(
     assert [(d.text, d.arguments) for d in deltas] == [("Done.", ""), ("", ARGUMENTS)]
 
 
+async def test_a_server_refusing_stream_options_is_asked_again_without_them(
+    fake_llm: FakeLLM, provider: OpenAIProvider
+) -> None:
+    def refuse(body: Json) -> ScriptedResponse | None:
+        if "stream_options" not in body:
+            return None
+        message = "body.stream_options.include_usage: Extra inputs are not permitted"
+        return status_error(422, message)
+
+    fake_llm.refuse_when(refuse)
+    fake_llm.respond_always(openai_text("Hello there", finish_reason="stop"))
+
+    first, deltas = await streamed(provider, FORCED)
+    second, _ = await streamed(provider, FORCED)
+
+    assert first.text == second.text == "Hello there"
+    assert "".join(d.text for d in deltas) == "Hello there"
+    assert ["stream_options" in r.body for r in fake_llm.requests] == [True, False, False]
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (11, 7)  # sent anyway
+
+
+async def test_another_bad_request_is_not_retried(
+    fake_llm: FakeLLM, provider: OpenAIProvider
+) -> None:
+    fake_llm.respond(status_error(400, "messages: field required"))
+
+    with pytest.raises(ProviderError) as caught:
+        await streamed(provider, FORCED)
+
+    assert caught.value.kind == "provider_bad_request"
+    assert len(fake_llm.requests) == 1
+
+
 # Failures ---------------------------------------------------------------------------------------
 
 
@@ -225,6 +258,26 @@ async def test_a_stream_ending_without_finish_reason_is_an_error(
 
     assert caught.value.kind == "provider_connection_error"
     assert "finish_reason" in str(caught.value)
+
+
+async def test_a_stream_that_stalls_times_out(fake_llm: FakeLLM, provider: OpenAIProvider) -> None:
+    fake_llm.respond(replace(openai_stream(openai_text("Hello there")), gap_s=5.0))
+
+    with pytest.raises(ProviderError) as caught:
+        await streamed(provider, FORCED.model_copy(update={"timeout_s": 0.2}))
+
+    assert caught.value.kind == "provider_timeout"
+
+
+async def test_two_streams_reuse_one_connection(
+    fake_llm: FakeLLM, provider: OpenAIProvider
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", ARGUMENTS))
+
+    await streamed(provider, FORCED)
+    await streamed(provider, FORCED)
+
+    assert fake_llm.requests[0].client_port == fake_llm.requests[1].client_port
 
 
 @pytest.mark.parametrize(
