@@ -9,10 +9,11 @@ from dataclasses import replace
 import pytest
 
 from agent_contracts.errors import ProviderError
-from agent_contracts.messages import Message
+from agent_contracts.messages import Message, ToolResult
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
 from agent_executor.providers.openai import OpenAIProvider
 from agent_executor.providers.streaming import TurnDelta, stream_turn
+from tests.compatible_servers import SERVERS
 from tests.fake_llm import (
     FakeLLM,
     Json,
@@ -205,6 +206,39 @@ async def test_a_server_refusing_stream_options_is_asked_again_without_them(
     assert "".join(d.text for d in deltas) == "Hello there"
     assert ["stream_options" in r.body for r in fake_llm.requests] == [True, False, False]
     assert (first.usage.input_tokens, first.usage.output_tokens) == (11, 7)  # sent anyway
+
+
+SERVER_STREAMS: dict[str, dict[str, Json]] = {
+    "llamacpp": {"usage": False, "whole_arguments": True},  # llama-cpp-python streams no usage
+    "ollama": {"whole_arguments": True},  # Ollama sends a call whole, in one chunk
+    "vllm": {"piece_chars": 2},
+}
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+async def test_compatible_servers_accept_the_streamed_follow_up_turn(
+    fake_llm: FakeLLM, provider: OpenAIProvider, server: str
+) -> None:
+    fake_llm.refuse_when(SERVERS[server])
+    first = openai_tool_call("look_up", '{"q": "x"}', call_id=None)
+    fake_llm.respond(openai_stream(first, **SERVER_STREAMS[server]))
+    fake_llm.respond(openai_stream(openai_tool_call("submit_result", ARGUMENTS)))
+
+    reply, _ = await streamed(provider, FORCED)
+    result = ToolResult(tool_call_id=reply.tool_calls[0].id, name="look.up", content="found")
+    follow_up = FORCED.model_copy(
+        update={
+            "messages": [
+                *FORCED.messages,
+                reply.to_message(),
+                Message(role="tool", tool_results=[result]),
+            ]
+        }
+    )
+    final, _ = await streamed(provider, follow_up)
+
+    assert final.tool_calls[0].arguments == {"summary": "fine \u00e9t\u00e9", "score": 4}
+    assert all(request.body["stream"] is True for request in fake_llm.requests)
 
 
 async def test_another_bad_request_is_not_retried(
