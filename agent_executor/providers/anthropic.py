@@ -5,6 +5,10 @@ blocks (with ``is_error``); the neutral tool choice becomes ``{"type": "auto" | 
 or ``{"type": "tool", "name": ...}``. With extended thinking on, a forced tool choice is sent as
 ``auto`` (the API forbids forcing) and the turn says so in ``tool_choice_downgraded``. Every SDK
 error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+
+``stream`` sends the same request with ``stream: true``; the SDK's SSE decoder splits the events,
+:class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
+assembles the message, which the same reply parser reads.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ an object instead of a string, missing or empty tool-call ids (deterministic one
 ``tool_choice`` ignored (the text is returned as is, and the run loop decides), ``content`` sent as
 a list of parts. Every SDK error becomes a :class:`ProviderError` in :func:`_translate_errors`.
 
+``stream`` sends the same body with ``stream: true`` (and ``stream_options.include_usage``, left
+out from then on for a server that refuses it); the SDK's SSE decoder splits the chunks,
+:class:`~agent_executor.providers.openai_chunks.CompletionChunks` reads them as plain JSON and
+assembles the ``chat.completion`` the same reply parser reads.
+
 Clients: a pooled SDK client is bound to the event loop it first ran on, so clients are kept one per
 running loop (and per key, base URL and retry setting) in :data:`_CLIENTS`, and each is closed when
 its loop shuts down (``asyncio.run`` and ``asyncio.Runner`` finalise async generators before
