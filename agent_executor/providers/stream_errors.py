@@ -10,6 +10,8 @@ for the status the same failure is answered with before a stream starts.
 
 from __future__ import annotations
 
+import json
+
 from pydantic import JsonValue
 
 from agent_contracts.errors import ProviderError
@@ -58,7 +60,8 @@ def stream_error(provider: str, body: JsonValue, message: str | None = None) -> 
     status = _status_of(error)
     kind = "provider_error"
     if status is not None:
-        kind = refine_error_kind(error_kind_for_status(status), status, text)
+        said = f"{text} {json.dumps(body, default=str)}"  # as an HTTP error's body is read
+        kind = refine_error_kind(error_kind_for_status(status), status, said)
     return ProviderError(
         error_text(f"error in the stream: {text}"),
         provider=provider,
