@@ -22,8 +22,8 @@ from agent_executor.providers.streaming import DeltaSink, TurnDelta
 
 __all__ = ["MessageEvents"]
 
-_TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
-"""Delta types whose piece is appended to the block's field of the same meaning."""
+_TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
+"""Delta types whose piece is appended to a text field of the block, by the field's name."""
 
 
 @dataclass(slots=True)
@@ -35,6 +35,9 @@ class _Block:
     """Its position among the reply's tool calls, for a ``tool_use`` block."""
     arguments: list[str] = field(default_factory=list)
     """The ``input_json_delta`` pieces of a ``tool_use`` block."""
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    """The pieces of the block's text fields (``text``, ``thinking``, ``signature``), joined
+    once at the end."""
 
 
 @dataclass(slots=True)
@@ -99,6 +102,9 @@ class MessageEvents:
         content: list[JsonValue] = []
         for _, part in sorted(self._blocks.items()):
             block = part.block
+            for key, texts in part.texts.items():
+                known = block.get(key)
+                block[key] = (known if isinstance(known, str) else "") + "".join(texts)
             if part.call_index is not None and part.arguments:
                 text = "".join(part.arguments)
                 value, problem = model_arguments(text) if text.strip() else ({}, None)
@@ -136,8 +142,7 @@ class MessageEvents:
         if isinstance(kind, str) and (key := _TEXT_DELTAS.get(kind)):
             piece = delta.get(key)
             if isinstance(piece, str):
-                known = block.get(key)
-                block[key] = (known if isinstance(known, str) else "") + piece
+                part.texts.setdefault(key, []).append(piece)
                 if kind == "text_delta" and piece:
                     self.on_delta(TurnDelta(text=piece))
         elif kind == "input_json_delta" and part.call_index is not None:
@@ -146,9 +151,6 @@ class MessageEvents:
                 part.arguments.append(piece)
                 if piece:
                     self.on_delta(self._call_delta(part, piece))
-        elif kind == "signature_delta" and isinstance(signature := delta.get("signature"), str):
-            known = block.get("signature")
-            block["signature"] = (known if isinstance(known, str) else "") + signature
         elif kind == "citations_delta" and (citation := delta.get("citation")) is not None:
             known = block.get("citations")
             block["citations"] = [*(known if isinstance(known, list) else []), citation]

@@ -32,7 +32,8 @@ class _Call:
     index: int | None
     call_id: str = ""
     name: str = ""
-    arguments: str = ""
+    arguments: list[str] = field(default_factory=list)
+    """The arguments text's pieces (joined once, at the end)."""
     whole: JsonValue = None
     """Arguments sent as a JSON value instead of text (a compatible server's quirk)."""
     announced: bool = False
@@ -136,7 +137,7 @@ class CompletionChunks:
         piece = ""
         if isinstance(arguments, str):
             piece = arguments
-            call.arguments += piece
+            call.arguments.append(piece)
         elif arguments is not None:  # the arguments whole, as a JSON value
             call.whole = arguments
             piece = echo_text(arguments)
@@ -173,7 +174,7 @@ class CompletionChunks:
 
 def _wire_call(call: _Call) -> JsonObject:
     """Return one assembled call as a ``tool_calls`` entry of a non-streamed reply."""
-    arguments: JsonValue = call.whole if call.whole is not None else call.arguments
+    arguments: JsonValue = call.whole if call.whole is not None else "".join(call.arguments)
     entry: JsonObject = {
         "type": "function",
         "function": {"name": call.name, "arguments": arguments},
