@@ -10,11 +10,17 @@ and on what was sent::
 
 The builders below make the wire bodies: ``openai_*`` for ``POST /v1/chat/completions``,
 ``anthropic_*`` for ``POST /v1/messages``; ``status_error`` and ``delayed`` cover failures.
+
+Streaming: a request with ``"stream": true`` gets its scripted reply as a real SSE stream in the
+API's wire format (``tests.fake_llm_streams.stream_of`` splits it; a reply scripted there with
+chosen split points, a cut or an error event is sent as scripted). Replies to other requests,
+and error statuses, are answered as before.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -54,6 +60,14 @@ class ScriptedResponse:
     delay_s: float = 0.0
     path: str | None = None
     """When set, the request must be for this path (else the server answers 404 saying so)."""
+    events: tuple[tuple[str | None, str], ...] | None = None
+    """When set, the reply is a server-sent event stream: each ``(event name, data)`` in turn."""
+    cut: bool = False
+    """With ``events``: drop the connection after the last event, the body unfinished."""
+    gap_s: float = 0.0
+    """With ``events``: the pause before each event (the headers go first), to stall a stream."""
+    never_stream: bool = False
+    """Answer a request for a stream with the body whole, as a server ignoring ``stream`` does."""
 
 
 @dataclass(frozen=True)
@@ -322,6 +336,14 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             response = fake._next(request)
             if response.delay_s and fake._stopping.wait(response.delay_s):
                 return
+            wants_stream = isinstance(body, dict) and body.get("stream") is True
+            if wants_stream and response.status == 200 and not response.never_stream:
+                from tests.fake_llm_streams import stream_of
+
+                response = stream_of(response)
+            if response.events is not None:
+                self._send_events(response)
+                return
             payload = (
                 response.body if isinstance(response.body, str) else json.dumps(response.body)
             ).encode("utf-8")
@@ -335,6 +357,31 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
+
+        def _send_events(self, response: ScriptedResponse) -> None:
+            """Send ``response.events`` as a chunked ``text/event-stream`` body, one a chunk."""
+            try:
+                self.send_response(response.status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                for name, value in response.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for event, data in response.events or ():
+                    if response.gap_s and fake._stopping.wait(response.gap_s):
+                        return
+                    text = (f"event: {event}\n" if event else "") + f"data: {data}\n\n"
+                    payload = text.encode("utf-8")
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+                    self.wfile.flush()
+                if response.cut:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up
 
         def log_message(self, format: str, *args: object) -> None:
             pass

@@ -5,6 +5,10 @@ blocks (with ``is_error``); the neutral tool choice becomes ``{"type": "auto" | 
 or ``{"type": "tool", "name": ...}``. With extended thinking on, a forced tool choice is sent as
 ``auto`` (the API forbids forcing) and the turn says so in ``tool_choice_downgraded``. Every SDK
 error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+
+``stream`` sends the same request with ``stream: true``; the SDK's SSE decoder splits the events,
+:class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
+assembles the message, which the same reply parser reads.
 """
 
 from __future__ import annotations
@@ -19,18 +23,17 @@ from typing import TYPE_CHECKING, cast
 
 import anthropic
 import httpx2
-from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
-from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_core.json_text import encodable, encodable_data
-from agent_executor.providers.anthropic_replies import _tool_use, _usage
+from agent_executor.providers.anthropic_events import MessageEvents
+from agent_executor.providers.anthropic_replies import _turn, _turn_of
+from agent_executor.providers.anthropic_requests import wire_messages
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
     ModelTurnRequest,
-    StopReason,
     ToolNameMap,
     connection_message,
     error_body,
@@ -42,6 +45,8 @@ from agent_executor.providers.base import (
 from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.error_text import refine_error_kind
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
+from agent_executor.providers.stream_errors import unfinished_stream
+from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
 
 if TYPE_CHECKING:
@@ -52,21 +57,12 @@ if TYPE_CHECKING:
         ToolChoiceParam,
         ToolUnionParam,
     )
+    from anthropic.types.message_create_params import MessageCreateParamsBase
 
 __all__ = ["AnthropicProvider"]
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when the request sets none (the Messages API requires one)."""
-
-_STOP_REASONS: dict[str, StopReason] = {
-    "end_turn": "end_turn",
-    "stop_sequence": "end_turn",
-    "tool_use": "tool_use",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "refusal": "refusal",
-}
-_THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 class AnthropicProvider:
@@ -177,6 +173,28 @@ class AnthropicProvider:
         Raises:
             ProviderError: The call failed after the SDK's retries, or the reply is not a message.
         """
+        return await self._call(turn, None)
+
+    async def stream(self, turn: ModelTurnRequest, on_delta: DeltaSink) -> ModelTurn:
+        """Make one Messages call with streaming, handing the reply over as it comes.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+            on_delta: Takes each piece of text and of tool input JSON as it arrives.
+
+        Returns:
+            The reply exactly as :meth:`request` returns it for the same reply (thinking blocks
+            with their signatures included); ``raw`` is the message assembled from the events.
+
+        Raises:
+            ProviderError: The call failed after the SDK's retries, the server sent an ``error``
+                event (typed as the same error before the stream), or the stream broke off or
+                ended before ``message_stop``.
+        """
+        return await self._call(turn, on_delta)
+
+    async def _call(self, turn: ModelTurnRequest, on_delta: DeltaSink | None) -> ModelTurn:
+        """Make one Messages call, streamed when there is a sink for the pieces."""
         names = tool_names_for(turn)
         tools: list[JsonObject] = []
         for tool in turn.tools:
@@ -206,9 +224,23 @@ class AnthropicProvider:
             output_config = {"format": {"type": "json_schema", "schema": schema}}
         system = "\n\n".join(m.content for m in turn.messages if m.role == "system" and m.content)
         system, tools = encodable(system), encodable_data(tools)  # lone surrogates escaped
-        messages = encodable_data(self._messages(turn.messages, names))
+        messages = encodable_data(wire_messages(turn.messages, names))
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
-        omit = anthropic.omit
+        params: MessageCreateParamsBase = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": cast("Iterable[MessageParam]", messages),
+        }
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = cast("Iterable[ToolUnionParam]", tools)
+        if choice:
+            params["tool_choice"] = cast("ToolChoiceParam", choice)
+        if thinking:
+            params["thinking"] = cast("ThinkingConfigParam", thinking)
+        if output_config:
+            params["output_config"] = cast("OutputConfigParam", output_config)
         started = time.perf_counter()
         with _translate_errors(self.name):
             kept = await _CLIENTS.get(self._client_key, self._new_client)
@@ -218,23 +250,30 @@ class AnthropicProvider:
                     if kept is not None
                     else await stack.enter_async_context(self._new_client())
                 )
-                response = await client.messages.with_raw_response.create(
-                    model=self.model,
-                    max_tokens=max_tokens,
-                    messages=cast("Iterable[MessageParam]", messages),
-                    system=system or omit,
-                    tools=cast("Iterable[ToolUnionParam]", tools) if tools else omit,
-                    tool_choice=cast("ToolChoiceParam", choice) if choice else omit,
-                    thinking=cast("ThinkingConfigParam", thinking) if thinking else omit,
-                    output_config=cast("OutputConfigParam", output_config)
-                    if output_config
-                    else omit,
-                    extra_body=extra or None,
-                    timeout=timeout,
-                )
-                body = await response.text()
+                messages_api, extra_body = client.messages, extra or None
+                if on_delta is None:
+                    response = await messages_api.with_raw_response.create(
+                        **params, extra_body=extra_body, timeout=timeout
+                    )
+                    body: str | JsonObject = await response.text()
+                else:  # the events are read as plain JSON, not as the SDK's event types
+                    stream = await messages_api.create(
+                        **params, stream=True, extra_body=extra_body, timeout=timeout
+                    )
+                    http = stream.response
+                    if http.headers.get("content-type", "").startswith("application/json"):
+                        body = (await http.aread()).decode("utf-8", "replace")  # not streamed
+                    else:
+                        events = MessageEvents(self.name, names, on_delta)
+                        await _read_events(http, events)
+                        body = events.message()
         latency_ms = (time.perf_counter() - started) * 1000
-        result = self._turn(body, names, latency_ms)
+        if isinstance(body, str):
+            result = _turn(self.name, self.model, body, names, latency_ms)
+            if on_delta is not None:  # a server that ignored ``stream``: the reply in one go
+                replay_turn(result, on_delta)
+        else:
+            result = _turn_of(self.name, self.model, body, names, latency_ms)
         return result.model_copy(update={"tool_choice_downgraded": downgraded})
 
     def _tool_choice(self, turn: ModelTurnRequest, names: ToolNameMap) -> tuple[JsonObject, bool]:
@@ -253,96 +292,32 @@ class AnthropicProvider:
             wire["disable_parallel_tool_use"] = not turn.parallel_tool_calls
         return wire, downgraded
 
-    def _messages(self, messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
-        """Return the conversation (system messages excluded) as Messages turns.
 
-        Consecutive messages of one role are merged (tool results and a following re-prompt make
-        one user turn); empty assistant turns are dropped; thinking blocks kept from earlier
-        replies are put back before their tool calls, as the API requires.
-        """
-        turns: list[tuple[str, list[JsonValue]]] = []
-        for message in messages:
-            if message.role == "system":
-                continue
-            blocks: list[JsonValue] = []
-            if message.role == "tool":
-                role = "user"
-                for result in message.tool_results:
-                    block: JsonObject = {
-                        "type": "tool_result",
-                        "tool_use_id": result.tool_call_id,
-                        "content": result.content,
-                    }
-                    if result.is_error:
-                        block["is_error"] = True
-                    blocks.append(block)
-            else:
-                role = message.role
-            if message.role == "assistant" and message.tool_calls:
-                blocks.extend(message.thinking)
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
-            for call in message.tool_calls:
-                arguments = call.arguments if isinstance(call.arguments, dict) else {}
-                blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": names.to_wire(call.name),
-                        "input": arguments,
-                    }
-                )
-            if not blocks:
-                continue
-            if turns and turns[-1][0] == role:
-                turns[-1][1].extend(blocks)
-            else:
-                turns.append((role, blocks))
-        return [{"role": role, "content": blocks} for role, blocks in turns]
+async def _read_events(response: httpx2.Response, events: MessageEvents) -> None:
+    """Read a streamed reply's server-sent events (the SDK's SSE decoder) into ``events``.
 
-    def _turn(self, body: str, names: ToolNameMap, latency_ms: float) -> ModelTurn:
-        """Normalise a Messages response body (its thinking blocks travel on the turn's message).
-
-        Raises:
-            ProviderError: The body is not a message.
-        """
-        try:
-            raw = read_json(body)
-        except (ValueError, RecursionError) as exc:
-            raise ProviderError(
-                f"the reply is not JSON: {body[:200]!r}", provider=self.name, body=body
-            ) from exc
-        if not isinstance(raw, dict) or "content" not in raw:
-            raise ProviderError("the reply has no content blocks", provider=self.name, body=raw)
-        if not isinstance(content := raw["content"], list):  # malformed: no blocks, re-prompted
-            content = raw["content"] = []
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        thinking: list[JsonValue] = []
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif kind in _THINKING_BLOCKS:
-                thinking.append(block)
-            elif kind == "tool_use":
-                calls.append(_tool_use(block, names, len(calls)))
-        reason = raw.get("stop_reason")
-        stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
-        return ModelTurn(
-            provider=self.name,
-            model=self.model,
-            text="".join(texts),
-            tool_calls=calls,
-            stop_reason=stop,
-            raw_stop_reason=reason if isinstance(reason, str) else None,
-            usage=_usage(raw.get("usage")),
-            raw=raw,
-            latency_ms=latency_ms,
-            thinking=thinking if calls else [],
-        )
+    Raises:
+        ProviderError: An event is not JSON, the server sent an ``error`` event, or the stream
+            ended before ``message_stop``.
+        anthropic.APIConnectionError: The connection broke off mid-stream (``APITimeoutError``
+            when it timed out), for :func:`_translate_errors`.
+    """
+    try:
+        async for sse in anthropic.AsyncStream.raw_events(response):
+            if sse.data:
+                events.add(sse.event, read_json(sse.data))
+    except httpx2.TimeoutException as exc:
+        raise anthropic.APITimeoutError(request=response.request) from exc
+    except httpx2.TransportError as exc:
+        raise anthropic.APIConnectionError(request=response.request) from exc
+    except ValueError as exc:
+        raise ProviderError(
+            f"the stream sent an event that is not JSON ({exc})", provider=events.provider
+        ) from exc
+    finally:
+        await response.aclose()
+    if not events.finished:
+        raise unfinished_stream(events.provider, "message_stop")
 
 
 @functools.cache

@@ -6,6 +6,11 @@ an object instead of a string, missing or empty tool-call ids (deterministic one
 ``tool_choice`` ignored (the text is returned as is, and the run loop decides), ``content`` sent as
 a list of parts. Every SDK error becomes a :class:`ProviderError` in :func:`_translate_errors`.
 
+``stream`` sends the same body with ``stream: true`` (and ``stream_options.include_usage``, left
+out from then on for a server that refuses it); the SDK's SSE decoder splits the chunks,
+:class:`~agent_executor.providers.openai_chunks.CompletionChunks` reads them as plain JSON and
+assembles the ``chat.completion`` the same reply parser reads.
+
 Clients: a pooled SDK client is bound to the event loop it first ran on, so clients are kept one per
 running loop (and per key, base URL and retry setting) in :data:`_CLIENTS`, and each is closed when
 its loop shuts down (``asyncio.run`` and ``asyncio.Runner`` finalise async generators before
@@ -27,17 +32,14 @@ from typing import Literal
 
 import httpx2
 import openai
-from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
-from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_core.json_text import encodable_data
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
     ModelTurnRequest,
-    ToolDefinition,
     ToolNameMap,
     connection_message,
     error_body,
@@ -47,18 +49,17 @@ from agent_executor.providers.base import (
 )
 from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.error_text import refine_error_kind, refuse_retry_when_malformed
-from agent_executor.providers.openai_replies import (
-    _turn,
-)
+from agent_executor.providers.openai_chunks import CompletionChunks
+from agent_executor.providers.openai_replies import _turn, _turn_of
+from agent_executor.providers.openai_requests import TOOL_ERROR_PREFIX, chat_body
 from agent_executor.providers.profiles import OPENAI_PROFILE
+from agent_executor.providers.stream_errors import stream_error, unfinished_stream
+from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
 
 logger = logging.getLogger(__name__)
-
-TOOL_ERROR_PREFIX = "[tool error] "
-"""Prefix of a failed tool's result: Chat Completions has no ``is_error`` flag."""
 
 _OFFICIAL_HOST = "api.openai.com"
 
@@ -130,6 +131,7 @@ class OpenAIProvider:
             official = client.base_url.host == _OFFICIAL_HOST
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self._max_tokens_param = max_tokens_param
+        self._stream_usage = True  # ask streams for usage; off once the server refused it
 
     def variant(
         self, *, profile: ProviderProfile | None = None, max_retries: int | None = None
@@ -165,6 +167,16 @@ class OpenAIProvider:
             timeout=self.timeout_s,
         )
 
+    def _body(self, turn: ModelTurnRequest, names: ToolNameMap) -> JsonObject:
+        """Return the request body for ``turn`` (see :func:`chat_body`)."""
+        return chat_body(
+            turn,
+            names,
+            model=self.model,
+            profile=self.profile,
+            max_tokens_param=self._max_tokens_param,
+        )
+
     async def request(self, turn: ModelTurnRequest) -> ModelTurn:
         """Make one Chat Completions call.
 
@@ -179,30 +191,7 @@ class OpenAIProvider:
                 completion.
         """
         names = tool_names_for(turn)
-        messages: list[JsonValue] = [*_messages(turn.messages, names)]
-        body: JsonObject = {"model": self.model, "messages": messages}
-        if turn.tools:
-            body["tools"] = [_tool_param(tool, names) for tool in turn.tools]
-            body["tool_choice"] = _tool_choice(turn, names)
-            if turn.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = turn.parallel_tool_calls
-        if turn.max_tokens is not None:
-            body[self._max_tokens_param] = turn.max_tokens
-        if turn.temperature is not None:
-            body["temperature"] = turn.temperature
-        if turn.response_format is not None:
-            fmt = turn.response_format
-            if self.profile.native_format == "json_object_schema":
-                body["response_format"] = {"type": "json_object", "schema": fmt.json_schema}
-            else:
-                body["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": fmt.name,
-                        "schema": fmt.json_schema,
-                        "strict": fmt.strict,
-                    },
-                }
+        body = self._body(turn, names)
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         body = encodable_data(body)  # a lone surrogate (task, echoed answer) as its escape
         started = time.perf_counter()
@@ -216,6 +205,70 @@ class OpenAIProvider:
         latency_ms = (time.perf_counter() - started) * 1000
         return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
 
+    async def stream(self, turn: ModelTurnRequest, on_delta: DeltaSink) -> ModelTurn:
+        """Make one Chat Completions call with streaming, handing the reply over as it comes.
+
+        The body is :meth:`request`'s with ``stream`` (and ``stream_options.include_usage``, so
+        the last chunk carries the usage). A server that answers with a whole completion
+        instead of a stream has its reply handed to ``on_delta`` in one piece per part.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+            on_delta: Takes each piece of text and of tool-call arguments as it arrives.
+
+        Returns:
+            The reply exactly as :meth:`request` returns it for the same reply; ``raw`` is the
+            ``chat.completion`` body assembled from the chunks.
+
+        Raises:
+            ProviderError: The call failed after the SDK's retries, the server sent an error in
+                the stream (typed as the same error before the stream), or the stream broke
+                off or ended before a ``finish_reason``.
+        """
+        names = tool_names_for(turn)
+        body = self._body(turn, names)
+        body["stream"] = True
+        if self._stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
+        body = encodable_data(body)
+        chunks = CompletionChunks(names, on_delta)
+        started = time.perf_counter()
+        try:
+            whole = await self._send_stream(body, timeout, chunks)
+        except ProviderError as exc:
+            if "stream_options" not in body or not _refuses_stream_options(exc):
+                raise
+            self._stream_usage = False  # this server refuses it (Mistral's API does): not again
+            del body["stream_options"]
+            whole = await self._send_stream(body, timeout, chunks)
+        latency_ms = (time.perf_counter() - started) * 1000
+        position = len(turn.messages)
+        if whole is not None:  # the server ignored ``stream``
+            reply = _turn(self.name, self.model, whole, names, position, latency_ms)
+            replay_turn(reply, on_delta)
+            return reply
+        if chunks.finish_reason is None:
+            raise unfinished_stream(self.name, "finish_reason")
+        return _turn_of(self.name, self.model, chunks.completion(), names, position, latency_ms)
+
+    async def _send_stream(
+        self, body: JsonObject, timeout: float, chunks: CompletionChunks
+    ) -> str | None:
+        """Send a streamed request and read it into ``chunks`` (see :func:`_post_stream`)."""
+        with _translate_errors(self.name):
+            client = await _CLIENTS.get(self._client_key, self._new_client)
+            if client is not None:
+                return await _post_stream(client, body, timeout, chunks, self.name)
+            async with self._new_client() as fresh:
+                return await _post_stream(fresh, body, timeout, chunks, self.name)
+
+
+def _refuses_stream_options(error: ProviderError) -> bool:
+    """Tell whether a server refused a request for its ``stream_options`` field."""
+    said = f"{error.message} {json.dumps(error.body, default=str)}"
+    return error.kind == "provider_bad_request" and "stream_options" in said
+
 
 async def _post(client: openai.AsyncOpenAI, body: JsonObject, timeout: float) -> str:
     """Send a Chat Completions request body and return the reply body's text.
@@ -228,6 +281,46 @@ async def _post(client: openai.AsyncOpenAI, body: JsonObject, timeout: float) ->
         "/chat/completions", body=body, cast_to=httpx2.Response, options={"timeout": timeout}
     )
     return response.text
+
+
+async def _post_stream(
+    client: openai.AsyncOpenAI,
+    body: JsonObject,
+    timeout: float,
+    chunks: CompletionChunks,
+    provider: str,
+) -> str | None:
+    """Send a streamed Chat Completions request and read its chunks into ``chunks``.
+
+    The SDK's generic ``post`` sends it (its retries, timeouts and error types apply until the
+    stream starts) and its SSE decoder splits the events; each chunk is read as plain JSON.
+
+    Returns:
+        ``None``, or the reply body's text when the server answered with a whole completion.
+
+    Raises:
+        ProviderError: A chunk is not JSON.
+    """
+    stream = await client.post(
+        "/chat/completions",
+        body=body,
+        cast_to=object,
+        options={"timeout": timeout},
+        stream=True,
+        stream_cls=openai.AsyncStream[object],
+    )
+    try:
+        if stream.response.headers.get("content-type", "").startswith("application/json"):
+            return (await stream.response.aread()).decode("utf-8", "replace")
+        async for chunk in stream:
+            chunks.add(chunk)
+    except ValueError as exc:  # the SDK's SSE reader parses each event's data as JSON
+        raise ProviderError(
+            f"the stream sent a chunk that is not JSON ({exc})", provider=provider
+        ) from exc
+    finally:
+        await stream.close()
+    return None
 
 
 _CLIENTS: LoopClients[openai.AsyncOpenAI] = LoopClients()
@@ -272,6 +365,8 @@ def _translate_errors(provider: str) -> Iterator[None]:
             body=error_body(exc.body),
         ) from exc
     except (openai.OpenAIError, openai.InvalidWebhookSignatureError) as exc:
+        if type(exc) is openai.APIError:  # an error object sent inside a stream
+            raise stream_error(provider, {"error": error_body(exc.body)}, exc.message) from exc
         code = getattr(exc, "status_code", None)
         raise ProviderError(
             error_text(exc),
@@ -280,78 +375,3 @@ def _translate_errors(provider: str) -> Iterator[None]:
             status=code if isinstance(code, int) else None,
             body=error_body(getattr(exc, "body", None)),
         ) from exc
-
-
-def _tool_param(tool: ToolDefinition, names: ToolNameMap) -> JsonObject:
-    """Return a tool definition in Chat Completions form."""
-    function: JsonObject = {
-        "name": names.to_wire(tool.name),
-        "description": tool.description,
-        "parameters": tool.parameters,
-    }
-    if tool.strict:
-        function["strict"] = True
-    return {"type": "function", "function": function}
-
-
-def _tool_choice(turn: ModelTurnRequest, names: ToolNameMap) -> JsonValue:
-    """Return the request's tool choice in Chat Completions form."""
-    choice = turn.tool_choice
-    if choice.mode == "tool" and choice.tool_name is not None:
-        return {"type": "function", "function": {"name": names.to_wire(choice.tool_name)}}
-    return choice.mode
-
-
-def _messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
-    """Return the conversation in Chat Completions form."""
-    wire: list[JsonObject] = []
-    for message in messages:
-        if message.role == "tool":
-            for result in message.tool_results:
-                prefix = TOOL_ERROR_PREFIX if result.is_error else ""
-                wire.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": result.tool_call_id,
-                        "content": prefix + result.content,
-                    }
-                )
-            if message.content:
-                wire.append({"role": "user", "content": message.content})
-        elif message.role == "assistant" and message.tool_calls:
-            wire.append(
-                {
-                    "role": "assistant",
-                    # A string, never null: llama-cpp-python's server refuses a null content.
-                    "content": message.content,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": names.to_wire(call.name),
-                                "arguments": _arguments_text(call),
-                            },
-                        }
-                        for call in message.tool_calls
-                    ],
-                }
-            )
-        else:
-            wire.append({"role": message.role, "content": message.content})
-    return wire
-
-
-def _arguments_text(call: ToolCall) -> str:
-    """Return the arguments to echo back: always the JSON text of an object.
-
-    What the model sent when it was a JSON object, else its parsed value as JSON; arguments
-    that were not a JSON object (cut off, broken, a list) are echoed as ``{}``, because Ollama
-    and llama.cpp parse the echoed arguments and refuse the whole request otherwise. The error
-    tool result that follows tells the model what was wrong with what it sent.
-    """
-    if not isinstance(call.arguments, dict):
-        return "{}"
-    if call.raw_arguments and call.raw_arguments.lstrip().startswith("{"):
-        return call.raw_arguments
-    return json.dumps(call.arguments, ensure_ascii=False)

@@ -47,7 +47,20 @@ def _turn(
         raise ProviderError(
             f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
         ) from exc
-    choices = raw.get("choices") if isinstance(raw, dict) else None
+    return _turn_of(provider, model, raw, names, position, latency_ms)
+
+
+def _turn_of(
+    provider: str, model: str, raw: JsonValue, names: ToolNameMap, position: int, latency_ms: float
+) -> ModelTurn:
+    """Normalise a Chat Completions response body already parsed (or assembled from chunks).
+
+    Raises:
+        ProviderError: The body is not a chat completion with at least one choice.
+    """
+    if not isinstance(raw, dict):
+        raise ProviderError("the reply has no choices", provider=provider, body=raw)
+    choices = raw.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ProviderError("the reply has no choices", provider=provider, body=raw)
     choice = choices[0]

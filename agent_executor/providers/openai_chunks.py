@@ -1,0 +1,184 @@
+"""How streamed Chat Completions chunks become the pieces of a reply, and then the whole reply.
+
+:class:`CompletionChunks` reads each ``chat.completion.chunk`` as plain JSON, hands every text
+piece and every piece of a tool call's arguments to the run loop's sink as it comes, and at the
+end assembles the ``chat.completion`` body the same reply would have had without streaming, so
+the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both.
+
+Compatible servers stream loosely, and every quirk is read as the non-streamed reply's would be:
+a tool call's arguments whole in one chunk (or as an object, not a string), tool-call entries
+without ``index`` or ``id`` (a new id starts a new call; pieces with neither continue the last
+one), ``content`` as a list of parts, ``usage`` in the last chunk, in every chunk or nowhere, and
+``finish_reason`` on a chunk that still carries a delta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import JsonValue
+
+from agent_executor.providers.base import JsonObject, ToolNameMap, echo_text
+from agent_executor.providers.openai_replies import _content_text
+from agent_executor.providers.streaming import DeltaSink, TurnDelta
+
+__all__ = ["CompletionChunks"]
+
+
+@dataclass(slots=True)
+class _Call:
+    """One tool call being assembled."""
+
+    index: int | None
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    """The arguments text's pieces (joined once, at the end)."""
+    whole: JsonValue = None
+    """Arguments sent as a JSON value instead of text (a compatible server's quirk)."""
+    announced: bool = False
+    """A piece naming this call went to the sink already."""
+
+
+@dataclass(slots=True)
+class CompletionChunks:
+    """The chunks of one streamed chat completion, read as they come.
+
+    Attributes:
+        names: Maps the wire's tool names back to the run loop's.
+        on_delta: Takes each piece of the reply.
+        finish_reason: The choice's ``finish_reason`` once a chunk has sent it.
+    """
+
+    names: ToolNameMap
+    on_delta: DeltaSink
+    finish_reason: str | None = None
+    _head: JsonObject = field(default_factory=dict)
+    _text: list[str] = field(default_factory=list)
+    _refusal: list[str] = field(default_factory=list)
+    _calls: list[_Call] = field(default_factory=list)
+    _usage: JsonValue = None
+
+    def add(self, chunk: object) -> None:
+        """Read one chunk: hand its pieces to the sink and keep them for the whole reply.
+
+        Anything that is not a chunk's shape (a keep-alive object, a second choice) is skipped.
+
+        Args:
+            chunk: The chunk's JSON as parsed.
+        """
+        if not isinstance(chunk, dict):
+            return
+        for key in ("id", "created", "model", "system_fingerprint", "service_tier"):
+            if key not in self._head and chunk.get(key) is not None:
+                self._head[key] = chunk[key]
+        if isinstance(usage := chunk.get("usage"), dict):
+            self._usage = usage
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._read_delta(delta)
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
+                self.finish_reason = finish
+
+    def completion(self) -> JsonObject:
+        """Return the whole reply as the ``chat.completion`` body a non-streamed call gets.
+
+        Returns:
+            The body, for :func:`agent_executor.providers.openai_replies._turn`.
+        """
+        message: JsonObject = {"role": "assistant", "content": "".join(self._text) or None}
+        if self._refusal:
+            message["refusal"] = "".join(self._refusal)
+        if self._calls:
+            message["tool_calls"] = [_wire_call(call) for call in self._calls]
+        body: JsonObject = {
+            "id": self._head.get("id", ""),
+            "object": "chat.completion",
+            **{k: v for k, v in self._head.items() if k != "id"},
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+        }
+        if self._usage is not None:
+            body["usage"] = self._usage
+        return body
+
+    def _read_delta(self, delta: dict[str, JsonValue]) -> None:
+        """Read one choice delta: text, refusal and tool-call pieces."""
+        content = delta.get("content")
+        text = content if isinstance(content, str) else _content_text(content)
+        if text:
+            self._text.append(text)
+            self.on_delta(TurnDelta(text=text))
+        if isinstance(refusal := delta.get("refusal"), str) and refusal:
+            self._refusal.append(refusal)
+            if not self._text:  # a refusal is the reply's text when there is no other
+                self.on_delta(TurnDelta(text=refusal))
+        entries = delta.get("tool_calls")
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict):
+                self._read_call(entry)
+
+    def _read_call(self, entry: dict[str, JsonValue]) -> None:
+        """Read one tool-call entry of a delta and hand its arguments piece to the sink."""
+        function = entry.get("function")
+        function = function if isinstance(function, dict) else {}
+        call_id, name = entry.get("id"), function.get("name")
+        call_id = call_id if isinstance(call_id, str) else ""
+        name = name if isinstance(name, str) else ""
+        position = self._position(entry.get("index"), call_id, name)
+        call = self._calls[position]
+        call.call_id = call.call_id or call_id
+        call.name = call.name or name
+        arguments = function.get("arguments")
+        piece = ""
+        if isinstance(arguments, str):
+            piece = arguments
+            call.arguments.append(piece)
+        elif arguments is not None:  # the arguments whole, as a JSON value
+            call.whole = arguments
+            piece = echo_text(arguments)
+        if piece or (not call.announced and call.name):
+            call.announced = True
+            self.on_delta(
+                TurnDelta(
+                    call_index=position,
+                    call_id=call.call_id or None,
+                    name=self.names.from_wire(call.name) if call.name else None,
+                    arguments=piece,
+                )
+            )
+
+    def _position(self, index: JsonValue, call_id: str, name: str) -> int:
+        """Return the position of the call an entry belongs to, starting a new one if needed."""
+        calls = self._calls
+        if isinstance(index, int) and not isinstance(index, bool):
+            for position in range(len(calls) - 1, -1, -1):
+                call = calls[position]
+                if call.index == index:
+                    if call_id and call.call_id and call_id != call.call_id:
+                        break  # the same index again for another call: a server's quirk
+                    return position
+        elif call_id:
+            for position, call in enumerate(calls):
+                if call.call_id == call_id:
+                    return position
+        elif calls and not (name and calls[-1].name):
+            return len(calls) - 1  # no index, no id: the last call goes on
+        calls.append(_Call(index=index if isinstance(index, int) else None))
+        return len(calls) - 1
+
+
+def _wire_call(call: _Call) -> JsonObject:
+    """Return one assembled call as a ``tool_calls`` entry of a non-streamed reply."""
+    arguments: JsonValue = call.whole if call.whole is not None else "".join(call.arguments)
+    entry: JsonObject = {
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+    if call.call_id:
+        entry["id"] = call.call_id
+    return entry
