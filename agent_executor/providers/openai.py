@@ -28,7 +28,7 @@ import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Literal, cast
 
 import httpx2
 import openai
@@ -53,6 +53,7 @@ from agent_executor.providers.openai_chunks import CompletionChunks
 from agent_executor.providers.openai_replies import _turn, _turn_of
 from agent_executor.providers.openai_requests import TOOL_ERROR_PREFIX, chat_body
 from agent_executor.providers.profiles import OPENAI_PROFILE
+from agent_executor.providers.sse import MalformedEvent, sse_batches
 from agent_executor.providers.stream_errors import stream_error, unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
@@ -293,33 +294,50 @@ async def _post_stream(
     """Send a streamed Chat Completions request and read its chunks into ``chunks``.
 
     The SDK's generic ``post`` sends it (its retries, timeouts and error types apply until the
-    stream starts) and its SSE decoder splits the events; each chunk is read as plain JSON.
+    stream starts); the events are read in batches (:func:`~agent_executor.providers.sse.
+    sse_batches`: one parse a network read), each chunk as plain JSON, and the argument pieces
+    of a batch go to the run loop merged.
 
     Returns:
         ``None``, or the reply body's text when the server answered with a whole completion.
 
     Raises:
-        ProviderError: A chunk is not JSON.
+        ProviderError: A chunk is not JSON, or the server sent an error in the stream.
+        openai.APIConnectionError: The connection broke off mid-stream (``APITimeoutError``
+            when it timed out), for :func:`_translate_errors`.
     """
-    stream = await client.post(
+    # With ``cast_to=httpx2.Response`` the SDK hands back the response unread (its stream
+    # class is not used); the typing follows ``stream_cls``.
+    sent: object = await client.post(
         "/chat/completions",
         body=body,
-        cast_to=object,
+        cast_to=httpx2.Response,
         options={"timeout": timeout},
         stream=True,
         stream_cls=openai.AsyncStream[object],
     )
+    response = cast(httpx2.Response, sent)
     try:
-        if stream.response.headers.get("content-type", "").startswith("application/json"):
-            return (await stream.response.aread()).decode("utf-8", "replace")
-        async for chunk in stream:
-            chunks.add(chunk)
-    except ValueError as exc:  # the SDK's SSE reader parses each event's data as JSON
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return (await response.aread()).decode("utf-8", "replace")
+        async for values in sse_batches(response):
+            for chunk in values:
+                if isinstance(chunk, dict) and chunk.get("error") and "choices" not in chunk:
+                    raise stream_error(provider, {"error": error_body(chunk["error"])})
+                chunks.add(chunk)
+            chunks.flush()  # the pieces of a read go on merged
+    except MalformedEvent as exc:
         raise ProviderError(
-            f"the stream sent a chunk that is not JSON ({exc})", provider=provider
+            f"the stream sent a chunk that is not JSON ({exc})",
+            provider=provider,
+            body=error_body(exc.data),
         ) from exc
+    except httpx2.TimeoutException as exc:
+        raise openai.APITimeoutError(request=response.request) from exc
+    except httpx2.TransportError as exc:
+        raise openai.APIConnectionError(request=response.request) from exc
     finally:
-        await stream.close()
+        await response.aclose()
     return None
 
 

@@ -58,6 +58,8 @@ class CompletionChunks:
     _refusal: list[str] = field(default_factory=list)
     _calls: list[_Call] = field(default_factory=list)
     _usage: JsonValue = None
+    _unsent: list[str] = field(default_factory=list)
+    """Pieces of the last call's arguments read by the fast path, not handed over yet."""
 
     def add(self, chunk: object) -> None:
         """Read one chunk: hand its pieces to the sink and keep them for the whole reply.
@@ -67,8 +69,9 @@ class CompletionChunks:
         Args:
             chunk: The chunk's JSON as parsed.
         """
-        if not isinstance(chunk, dict):
+        if not isinstance(chunk, dict) or self._went_on(chunk):
             return
+        self.flush()
         for key in ("id", "created", "model", "system_fingerprint", "service_tier"):
             if key not in self._head and chunk.get(key) is not None:
                 self._head[key] = chunk[key]
@@ -85,12 +88,61 @@ class CompletionChunks:
             if isinstance(finish, str) and finish:
                 self.finish_reason = finish
 
+    def _went_on(self, chunk: dict[str, JsonValue]) -> bool:
+        """Read the commonest chunk fast: one more piece of the last tool call's arguments.
+
+        Most chunks of a tool call carry nothing else (``{"index": i, "function":
+        {"arguments": "..."}}``, no finish, no usage); anything else is read in full.
+
+        Returns:
+            Whether the chunk was such a piece (and is read).
+        """
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1 or not self._calls:
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return False
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or chunk.get("usage") is not None:
+            return False
+        entries = delta.get("tool_calls")
+        if type(entries) is not list or len(entries) != 1 or choice.get("index", 0) != 0:
+            return False
+        entry, call = entries[0], self._calls[-1]
+        if type(entry) is not dict or entry.get("index") != call.index or entry.get("id"):
+            return False
+        function = entry.get("function")
+        if type(function) is not dict or len(function) != 1 or len(entry) > 3:
+            return False
+        piece = function.get("arguments")
+        if (
+            type(piece) is not str
+            or not call.announced
+            or entry.get("type", "function") != "function"
+        ):
+            return False
+        if piece:
+            call.arguments.append(piece)
+            self._unsent.append(piece)
+        return True
+
+    def flush(self) -> None:
+        """Hand over the pieces the fast path kept, as one (call after each batch of chunks)."""
+        if self._unsent:
+            arguments = "".join(self._unsent)
+            self._unsent.clear()
+            self.on_delta(TurnDelta(call_index=len(self._calls) - 1, arguments=arguments))
+
     def completion(self) -> JsonObject:
         """Return the whole reply as the ``chat.completion`` body a non-streamed call gets.
+
+        Pieces not handed over yet are handed over first.
 
         Returns:
             The body, for :func:`agent_executor.providers.openai_replies._turn`.
         """
+        self.flush()
         message: JsonObject = {"role": "assistant", "content": "".join(self._text) or None}
         if self._refusal:
             message["refusal"] = "".join(self._refusal)

@@ -23,7 +23,9 @@ MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Longest server-sent event read (16 MiB); a longer one is malformed."""
 
 _DONE = b"[DONE]"
-_DATA_LINE = re.compile(rb"^data: ?(.*?) *$", re.MULTILINE)
+_DATA_LINE = re.compile(rb"^data: ?(.*)$", re.MULTILINE)
+_AFTER_DONE_BYTES = 64 * 1024
+"""Most bytes read (and dropped) after ``[DONE]`` so that the connection can be used again."""
 
 
 class MalformedEvent(ValueError):
@@ -55,7 +57,13 @@ async def sse_batches(response: httpx2.Response) -> AsyncIterator[list[JsonValue
         httpx2.HTTPError: The connection failed while reading (the caller translates it).
     """
     pending = b""
+    after_done = -1  # bytes read after [DONE], once it came
     async for raw in response.aiter_bytes():
+        if after_done >= 0:
+            after_done += len(raw)
+            if after_done > _AFTER_DONE_BYTES:
+                return  # more than a body's end: the connection is closed, not kept
+            continue
         pending += raw
         if b"\r" in pending:
             pending = pending.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -69,8 +77,8 @@ async def sse_batches(response: httpx2.Response) -> AsyncIterator[list[JsonValue
         if values:
             yield values
         if done:
-            return
-    if pending.strip():
+            after_done = len(pending)  # the body's end is read, so the connection is kept
+    if after_done < 0 and pending.strip():
         values, _ = _read(pending)
         if values:
             yield values
@@ -84,9 +92,9 @@ def _read(events: bytes) -> tuple[list[JsonValue], bool]:
     rare) are read the exact way when that fails.
     """
     datas: list[bytes] = _DATA_LINE.findall(events)
-    done = _DONE in datas
-    if done:
-        datas = datas[: datas.index(_DONE)]
+    done_at = next((at for at, data in enumerate(datas) if data[:6] == _DONE), None)
+    if done_at is not None:
+        datas = datas[:done_at]
     try:
         values: list[JsonValue] = pydantic_core.from_json(
             b"[" + b",".join(datas) + b"]", cache_strings="keys"
@@ -94,7 +102,7 @@ def _read(events: bytes) -> tuple[list[JsonValue], bool]:
     except ValueError:
         values = []
     if len(values) == len(datas):
-        return values, done
+        return values, done_at is not None
     datas, done = _data_of(events)
     return _parse(datas), done
 

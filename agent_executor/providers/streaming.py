@@ -16,7 +16,13 @@ from typing import Protocol, runtime_checkable
 
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest, Provider
 
-__all__ = ["DeltaSink", "StreamingProvider", "TurnDelta", "replay_turn", "stream_turn"]
+__all__ = [
+    "DeltaSink",
+    "StreamingProvider",
+    "TurnDelta",
+    "replay_turn",
+    "stream_turn",
+]
 
 
 @dataclass(frozen=True, slots=True)
