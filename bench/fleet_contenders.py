@@ -14,6 +14,9 @@ returns it validated:
   typed parameters and builds typed response objects), for reference;
 - ``agentshape``: ``Agent(config, model=OpenAIProvider(...))`` and ``await agent.run(task)``,
   ``.output``;
+- ``agentshape, streamed``: the same agent through ``agent.run_stream(task)`` (the server
+  streams its reply in chunks of four characters), every event taken, the ``RunFinished``
+  result's ``.output``;
 - ``instructor``: ``instructor.from_openai(client, mode=Mode.TOOLS)`` and
   ``create(response_model=Review)``;
 - ``pydantic-ai``: ``Agent(OpenAIChatModel(...), output_type=ToolOutput(Review))`` and
@@ -41,6 +44,7 @@ from agent_core.prompts import enriched_system_prompt
 from agent_executor.agent import Agent
 from agent_executor.analytics import AnalyticsSink, NullAnalytics
 from agent_executor.providers.openai import OpenAIProvider
+from agent_executor.stream_events import RunFinished
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_FILE = ROOT / "agents" / "pr-reviewer" / "agent.yml"
@@ -256,6 +260,28 @@ def agentshape(
 
     async def run() -> BaseModel:
         result = await agent.run(TASK)
+        return result.output
+
+    async def close() -> None:
+        """Nothing to close: the provider's pooled client closes with its event loop."""
+
+    return Contender(label, run, close)
+
+
+def agentshape_stream(
+    base_url: str, config: AgentConfig, analytics: AnalyticsSink, label: str
+) -> Contender:
+    """agentshape: ``Agent.run_stream``, iterated to its ``RunFinished`` event."""
+    provider = OpenAIProvider(MODEL, base_url=base_url, api_key=API_KEY)
+    agent: Agent[BaseModel] = Agent(config, model=provider, analytics=analytics)
+
+    async def run() -> BaseModel | None:
+        result = None
+        async for event in agent.run_stream(TASK):
+            if isinstance(event, RunFinished):
+                result = event.result
+        if result is None:
+            raise AssertionError("the stream ended without a RunFinished event")
         return result.output
 
     async def close() -> None:

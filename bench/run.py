@@ -12,7 +12,9 @@ headline agentshape contender runs with the default analytics sink (``JsonlAnaly
 1. per-run overhead, one run at a time: async at 1, 50 and 500 items (agentshape with the
    default sink and with ``NullAnalytics``), sync at 1 and 500 items (``run_sync`` against the
    floor written with the sync client), and instructor, pydantic-ai and the SDK's typed
-   ``create`` at 1 item for context; interleaved rounds, median microseconds per run;
+   ``create`` at 1 item for context, and ``run_stream`` at 1 item against the server streaming
+   the same reply (chunks of four characters: 238 events); interleaved rounds, median
+   microseconds per run;
 2. concurrency: runs per second at 100 and 1,000 in flight (50 ms server latency), agentshape's
    ``run_many`` (default sink) against the floor under an ``asyncio.Semaphore``; and the memory
    per in-flight run, 1,000 runs held in flight at once in a fresh process each;
@@ -22,7 +24,8 @@ headline agentshape contender runs with the default analytics sink (``JsonlAnaly
 It ends with the ratio lines (agentshape / floor, measured in the same run): ``overhead_vs_floor``,
 ``sync_overhead_vs_floor``, ``overhead_50_vs_floor``, ``overhead_500_vs_floor``,
 ``analytics_500_vs_null``, ``throughput_100_vs_raw``, ``throughput_1000_vs_raw``,
-``memory_per_run_vs_raw``, ``vs_instructor`` and ``vs_pydantic_ai``.
+``memory_per_run_vs_raw``, ``stream_overhead_vs_run`` (``run_stream`` against ``run``, both
+agentshape with the default sink), ``vs_instructor`` and ``vs_pydantic_ai``.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from fleet_contenders import (
     Contender,
     SyncContender,
     agentshape,
+    agentshape_stream,
     agentshape_sync,
     instructor_tools,
     pr_reviewer,
@@ -81,6 +85,7 @@ FLOOR_SYNC = FLOOR_NAME + ", sync"
 AGENTSHAPE = "agentshape (default JSONL sink)"
 AGENTSHAPE_NULL = "agentshape (NullAnalytics)"
 AGENTSHAPE_SYNC = "agentshape run_sync (default sink)"
+AGENTSHAPE_STREAM = "agentshape run_stream (default sink)"
 TYPED_CREATE = "raw SDK, typed create"
 INSTRUCTOR = "instructor (tools)"
 PYDANTIC_AI = "pydantic-ai (tool output)"
@@ -272,6 +277,7 @@ def contenders_for(
         ]
     if items == 1:
         chosen += [
+            agentshape_stream(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE_STREAM),
             raw_create(url, config),
             instructor_tools(url, config),
             pydantic_ai_tool(url, config),
@@ -623,6 +629,7 @@ def ratio_lines(
         f"throughput_100_vs_raw: {best[AGENTSHAPE, 100] / best[FLOOR, 100]:.3f}",
         f"throughput_1000_vs_raw: {best[AGENTSHAPE, 1000] / best[FLOOR, 1000]:.3f}",
         f"memory_per_run_vs_raw: {memory[AGENTSHAPE] / max(memory[FLOOR], 1e-9):.3f}",
+        f"stream_overhead_vs_run: {one[AGENTSHAPE_STREAM] / one[AGENTSHAPE]:.3f}",
         f"vs_instructor: {one[AGENTSHAPE] / one[INSTRUCTOR]:.3f}",
         f"vs_pydantic_ai: {one[AGENTSHAPE] / one[PYDANTIC_AI]:.3f}",
     ]
