@@ -39,12 +39,12 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
     error_text,
-    read_json,
     tool_names_for,
 )
 from agent_executor.providers.clients import LoopClients
 from agent_executor.providers.error_text import refine_error_kind
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
+from agent_executor.providers.sse import MalformedEvent, sse_batches
 from agent_executor.providers.stream_errors import unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
@@ -294,7 +294,10 @@ class AnthropicProvider:
 
 
 async def _read_events(response: httpx2.Response, events: MessageEvents) -> None:
-    """Read a streamed reply's server-sent events (the SDK's SSE decoder) into ``events``.
+    """Read a streamed reply's server-sent events into ``events``, a network read at a time.
+
+    The events of a read are parsed at once (:func:`~agent_executor.providers.sse.sse_batches`);
+    each event's data names its kind (``type``), as the event's name does.
 
     Raises:
         ProviderError: An event is not JSON, the server sent an ``error`` event, or the stream
@@ -303,16 +306,18 @@ async def _read_events(response: httpx2.Response, events: MessageEvents) -> None
             when it timed out), for :func:`_translate_errors`.
     """
     try:
-        async for sse in anthropic.AsyncStream.raw_events(response):
-            if sse.data:
-                events.add(sse.event, read_json(sse.data))
+        async for values in sse_batches(response):
+            for data in values:
+                events.add(None, data)
     except httpx2.TimeoutException as exc:
         raise anthropic.APITimeoutError(request=response.request) from exc
     except httpx2.TransportError as exc:
         raise anthropic.APIConnectionError(request=response.request) from exc
-    except ValueError as exc:
+    except MalformedEvent as exc:
         raise ProviderError(
-            f"the stream sent an event that is not JSON ({exc})", provider=events.provider
+            f"the stream sent an event that is not JSON ({exc})",
+            provider=events.provider,
+            body=error_body(exc.data),
         ) from exc
     finally:
         await response.aclose()
