@@ -4,7 +4,8 @@ Two views, both fed events in their ``to_json()`` form (held back by
 :class:`~agent_executor.cli.secret_edge.SecretEdge`) and both redacted as every other output:
 
 - :class:`GrowingView`, for people: the output as far as the model has written it (a contract's
-  latest partial output as indented JSON, a free-text reply's text), redrawn in place on a
+  latest partial output as indented JSON; the reply's text, of a free-text run or before a
+  contract's output begins), redrawn in place on a
   terminal, plus one status line on standard error for each input-tool call, its answer, each
   retry and each escalation. The growing output is drawn on standard output when that is a
   terminal, else on standard error when that is one; with neither a terminal it is written to
@@ -19,6 +20,7 @@ Both are closed once, when the run ends or is interrupted, and write nothing aft
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -93,12 +95,13 @@ class GrowingView:
         self._clock = clock
         self._lock = threading.RLock()
         self._closed = False
-        self._free_text = False
+        self._partial = False
         self._step = 0
         self._text = ""
         self._line_open = False
         self._pending: str | None = None
         self._drawn_at = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
 
     @classmethod
     def for_streams(cls, out: TextIO, err: TextIO) -> GrowingView:
@@ -117,6 +120,8 @@ class GrowingView:
             elif kind == "text_delta":
                 self._text_delta(event)
             elif kind == "partial_output":
+                self._partial = True
+                self._end_line()
                 self._grown(dump_json(event.get("data"), indent=2), dump_json(event.get("data")))
             elif kind == "tool_call_started":
                 arguments = dump_json(event.get("arguments"))
@@ -132,6 +137,7 @@ class GrowingView:
             if self._closed:
                 return
             self._closed = True
+            self._cancel_timer()
             if self.region is not None:
                 self.region.close()
                 return
@@ -140,15 +146,14 @@ class GrowingView:
             self.err.flush()
 
     def _started(self, event: EventJson) -> None:
-        self._free_text = event.get("output_mode") is None
         tier = event.get("model_tier")
         if isinstance(tier, int) and tier > 0:
             self._status(f"escalate: tier {tier}, {event.get('model')}")
         self._restart()
 
     def _text_delta(self, event: EventJson) -> None:
-        if not self._free_text:
-            return  # a contract's output is shown by its partial outputs
+        if self._partial:
+            return  # the output is shown by its partial outputs from now on
         step = event.get("step")
         if isinstance(step, int) and step != self._step:
             self._step = step
@@ -181,16 +186,33 @@ class GrowingView:
         self._flush_lines()
         self._end_line()
         self._text = ""
+        self._partial = False
         self._pending = None
         self._drawn_at = float("-inf")
+        self._cancel_timer()
         if self.region is not None:
             self.region.show("")
 
     def _grown(self, text: str, line: str | None) -> None:
         """Show the output's new state: drawn now, or when the redraw interval has passed."""
         self._pending = text if self.region is not None else f"partial: {line}"
-        if self._clock() - self._drawn_at >= REDRAW_INTERVAL_S:
+        wait = self._drawn_at + REDRAW_INTERVAL_S - self._clock()
+        if wait <= 0:
             self._flush_lines()
+        elif self._timer is None:
+            self._timer = _call_later(wait, self._draw_later)
+
+    def _draw_later(self) -> None:
+        """Draw the state that arrived too soon after the last draw (unless drawn since)."""
+        with self._lock:
+            self._timer = None
+            if not self._closed:
+                self._flush_lines()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _flush_lines(self) -> None:
         """Draw the output's latest state, if it was not drawn yet."""
@@ -221,6 +243,18 @@ class GrowingView:
         if self._line_open:
             self.err.write("\n")
             self._line_open = False
+
+
+def _call_later(delay: float, draw: Callable[[], None]) -> asyncio.TimerHandle | None:
+    """Call ``draw`` after ``delay`` seconds on the running event loop (none: not at all).
+
+    The run's events are shown on the loop that runs it, so the timer fires between them.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop.call_later(delay, draw)
 
 
 StreamView = GrowingView | JsonLinesView
