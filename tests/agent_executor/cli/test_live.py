@@ -14,9 +14,10 @@ COLUMNS, ROWS = 20, 6
 class Terminal(io.StringIO):
     """A text stream whose writes land on an emulated screen (with the tty's \\n -> \\r\\n)."""
 
-    def __init__(self) -> None:
+    def __init__(self, columns: int = COLUMNS, rows: int = ROWS) -> None:
         super().__init__()
-        self.screen = pyte.Screen(COLUMNS, ROWS)
+        self.size = (columns, rows)
+        self.screen = pyte.Screen(columns, rows)
         self.feed = pyte.Stream(self.screen)
 
     def write(self, text: str) -> int:
