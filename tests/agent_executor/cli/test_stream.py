@@ -397,3 +397,10 @@ def test_ctrl_c_cancels_the_run_with_one_line_and_exit_130(
         assert [e["type"] for e in json_lines(out)] == ["run_started"]
     else:
         assert out == ""
+
+
+def test_run_help_documents_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--stream show the output growing" in out
+    assert "one JSON line per event" in out and "run_finished" in out
