@@ -404,3 +404,14 @@ def test_run_help_documents_stream(capsys: pytest.CaptureFixture[str]) -> None:
     out = " ".join(capsys.readouterr().out.split())
     assert "--stream show the output growing" in out
     assert "one JSON line per event" in out and "run_finished" in out
+
+
+def test_escalation_shows_as_a_status_line(fleet: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(fleet, capsys, "tiered", "", "--stream")
+    assert code == 0 and out.startswith("completed: agent tiered on test (escalated to tier 1)")
+    lines = err.splitlines()
+    retry = lines.index(
+        "retry: attempt 1 was rejected (output_schema_validation_failed: "
+        "$: 'title' is a required property); asking again"
+    )
+    assert lines.index("escalate: tier 1, test") > retry  # tier 0's second attempt failed too
