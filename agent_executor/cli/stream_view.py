@@ -75,21 +75,20 @@ class GrowingView:
     """Shows the output growing, and status lines, while a run runs (see the module).
 
     Args:
-        out: Standard output.
-        err: Standard error (status lines; the growing output when ``out`` is no terminal).
-        region: Where the output grows in place, or ``None`` to write it as lines on ``err``.
+        err: Standard error: the status lines, and the growing output as lines when there is
+            no ``region``.
+        region: Where the output grows in place (on standard output, or standard error, when
+            it is a terminal), or ``None``.
         clock: Seconds from a monotonic clock (a test may pass its own).
     """
 
     def __init__(
         self,
-        out: TextIO,
         err: TextIO,
         region: LiveRegion | None,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.out = out
         self.err = err
         self.region = region
         self._clock = clock
@@ -107,7 +106,7 @@ class GrowingView:
     def for_streams(cls, out: TextIO, err: TextIO) -> GrowingView:
         """Return the view for these streams: drawn in place on whichever is a terminal."""
         terminal = out if is_terminal(out) else err if is_terminal(err) else None
-        return cls(out, err, LiveRegion(terminal) if terminal is not None else None)
+        return cls(err, LiveRegion(terminal) if terminal is not None else None)
 
     def show(self, event: EventJson) -> None:
         """Show one event (nothing once the view is closed)."""
@@ -161,7 +160,7 @@ class GrowingView:
         piece = str(event.get("text") or "")
         self._text += piece
         if self.region is not None:
-            self._grown(self._text, None)
+            self._grown(self._text)
             return
         self.err.write(printable(redact_text(piece)))
         self._line_open = not piece.endswith("\n")
@@ -193,9 +192,14 @@ class GrowingView:
         if self.region is not None:
             self.region.show("")
 
-    def _grown(self, text: str, line: str | None) -> None:
-        """Show the output's new state: drawn now, or when the redraw interval has passed."""
-        self._pending = text if self.region is not None else f"partial: {line}"
+    def _grown(self, drawn: str, line: str = "") -> None:
+        """Show the output's new state: drawn now, or when the redraw interval has passed.
+
+        Args:
+            drawn: The state as the region shows it.
+            line: The state as one line, written after ``partial: `` without a region.
+        """
+        self._pending = drawn if self.region is not None else f"partial: {line}"
         wait = self._drawn_at + REDRAW_INTERVAL_S - self._clock()
         if wait <= 0:
             self._flush_lines()

@@ -17,6 +17,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pyte
 import pytest
@@ -297,20 +298,31 @@ def test_a_secret_streamed_in_pieces_never_shows(json_lines_mode: bool, schema: 
 COLUMNS, ROWS = 200, 50
 
 
-def on_terminal(fleet: Path, argv: list[str], *, stderr_too: bool) -> tuple[int, bytes, list[str]]:
-    """Run the command with stdout (and stderr) on a pty; return its code, bytes and screen."""
+class Shown(NamedTuple):
+    code: int
+    raw: bytes
+    """All the terminal got."""
+    screen: list[str]
+    """What the terminal shows at the end (durations blanked, trailing blank lines dropped)."""
+    other: str
+    """What the stream that is not on the terminal got."""
+
+
+def on_terminal(fleet: Path, argv: list[str], *, tty: str) -> Shown:
+    """Run the command with ``tty`` (stdout, stderr or both) on a pty, the other in a file."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     command = [str(Path(sys.executable).parent / "agentshape"), *argv]
     env = {**os.environ, "AGENTSHAPE_ANALYTICS_DIR": str(fleet.parent / "analytics")}
-    with open(os.devnull, "wb") as devnull:
+    other = fleet.parent / "other.txt"
+    with other.open("wb") as file:
         process = subprocess.Popen(
             command,
             cwd=fleet.parent,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=slave,
-            stderr=slave if stderr_too else devnull,
+            stdout=slave if tty in ("stdout", "both") else file,
+            stderr=slave if tty in ("stderr", "both") else file,
         )
     os.close(slave)
     raw = b""
@@ -331,7 +343,7 @@ def on_terminal(fleet: Path, argv: list[str], *, stderr_too: bool) -> tuple[int,
     lines = [same_run(line.rstrip()) for line in screen.display]
     while lines and not lines[-1]:
         lines.pop()
-    return code, raw, lines
+    return Shown(code, raw, lines, other.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(("agent", "model", "code"), [CASES[1], CASES[2], CASES[4]])
@@ -339,25 +351,38 @@ def test_on_a_terminal_the_screen_ends_as_without_stream(
     fleet: Path, capsys: pytest.CaptureFixture[str], agent: str, model: str, code: int
 ) -> None:
     argv = ["run", agent, "--task", "Grade it.", "--model", model]
-    plain_code, _, plain = on_terminal(fleet, argv, stderr_too=False)
-    streamed_code, raw, streamed = on_terminal(fleet, [*argv, "--stream"], stderr_too=False)
-    assert plain_code == streamed_code == code
-    assert streamed == plain
+    plain = on_terminal(fleet, argv, tty="stdout")
+    streamed = on_terminal(fleet, [*argv, "--stream"], tty="stdout")
+    assert plain.code == streamed.code == code
+    assert streamed.screen == plain.screen
+    raw = streamed.raw
     assert b"\x1b[J" in raw  # the growing output was drawn on the terminal, then erased
     if agent == "grader" and model == RESCUED:
         _, out, _ = run_cli(fleet, capsys, agent, model, "--stream", "--json")
         first = next(e for e in json_lines(out) if e["type"] == "partial_output")
         drawn = dump_json(first["data"], indent=2).splitlines()[1].encode()
-        assert drawn in raw and drawn.decode() not in "\n".join(streamed)
+        assert drawn in raw and drawn.decode() not in "\n".join(streamed.screen)
 
 
 def test_on_a_terminal_status_lines_stay_above_the_final_output(fleet: Path) -> None:
     argv = ["run", "grader", "--task", "Grade it.", "--model", RESCUED]
-    _, _, plain = on_terminal(fleet, argv, stderr_too=True)
-    _, _, streamed = on_terminal(fleet, [*argv, "--stream"], stderr_too=True)
+    plain = on_terminal(fleet, argv, tty="both").screen
+    streamed = on_terminal(fleet, [*argv, "--stream"], tty="both").screen
     retry = [line for line in streamed if line.startswith("retry: attempt 1 was rejected")]
     assert len(retry) == 1
     assert [line for line in streamed if line not in retry] == plain
+
+
+def test_with_stdout_piped_the_output_grows_on_stderrs_terminal(fleet: Path) -> None:
+    argv = ["run", "grader", "--task", "Grade it.", "--model", RESCUED]
+    plain = on_terminal(fleet, argv, tty="stderr")
+    streamed = on_terminal(fleet, [*argv, "--stream"], tty="stderr")
+    assert plain.code == streamed.code == 0
+    assert same_run(streamed.other) == same_run(plain.other)  # stdout: the same bytes
+    assert b"\x1b[J" in streamed.raw and b'"score": ' in streamed.raw  # drawn on stderr
+    retry = [line for line in streamed.screen if line.startswith("retry: attempt 1 was")]
+    assert [line for line in streamed.screen if line not in retry] == plain.screen
+    assert len(retry) == 1
 
 
 # Ctrl-C ----------------------------------------------------------------------------------------
