@@ -32,7 +32,7 @@ from agent_executor.cli.stream import run_streamed
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 from agent_executor.providers.function import FunctionModel, FunctionReply
 from agent_executor.providers.streaming import DeltaSink, TurnDelta
-from tests.fake_llm import FakeLLM, delayed, openai_tool_call
+from tests.fake_llm import FakeLLM, delayed, openai_text, openai_tool_call
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 
@@ -291,6 +291,32 @@ def test_a_secret_streamed_in_pieces_never_shows(json_lines_mode: bool, schema: 
     assert "the key is " in shown or "Your key is " in shown  # the stream showed the rest
     leaked = [n for n in range(8, len(KEY) + 1) if KEY[:n] in shown]
     assert leaked == []
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",)])
+@pytest.mark.parametrize("agent", ["grader", "chatter"])
+def test_a_key_a_real_provider_streams_back_never_shows(
+    fleet: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    agent: str,
+    flags: tuple[str, ...],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-the-fake")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+    if agent == "grader":
+        answer = {"title": f"the key {KEY} here", "score": 1, "tags": [KEY]}
+        fake_llm.respond(openai_tool_call("submit_result", answer))
+    else:
+        fake_llm.respond(openai_text(f"Your key is {KEY}, keep it."))
+    code, out, err = run_cli(fleet, capsys, agent, "openai:gpt-test", "--stream", *flags)
+    assert code == 0
+    shown = out + err
+    if flags:  # a reader joins the text pieces
+        shown += "".join(str(e["text"]) for e in json_lines(out) if e["type"] == "text_delta")
+    assert "[REDACTED]" in out
+    assert [n for n in range(8, len(KEY) + 1) if KEY[:n] in shown] == []
 
 
 # On a terminal ---------------------------------------------------------------------------------
