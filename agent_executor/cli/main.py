@@ -32,6 +32,7 @@ from agent_executor.cli import batch as cli_batch
 from agent_executor.cli import fleet as cli_fleet
 from agent_executor.cli import init as cli_init
 from agent_executor.cli import inspect as cli_inspect
+from agent_executor.cli import live
 from agent_executor.cli import probe as cli_probe
 from agent_executor.cli import schemas as cli_schemas
 from agent_executor.cli.agents import build_agent, resolve_provider
@@ -50,6 +51,7 @@ from agent_executor.cli.inputs import (
     parse_param,
     run_options,
 )
+from agent_executor.cli.stream import run_streamed
 from agent_executor.redaction import redact_json_text, redact_text
 from agent_executor.result import AgentResult
 
@@ -62,8 +64,25 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--task", required=True, help="the task for the agent")
     add_run_arguments(run)
     add_schema_arguments(run)
-    run.add_argument("--json", action="store_true", help="print the full run result as JSON")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print the full run result as JSON (with --stream: every event as a JSON line)",
+    )
+    run.add_argument("--stream", action="store_true", help=STREAM_HELP)
     run.set_defaults(handler=_run)
+
+
+STREAM_HELP = (
+    "show the output growing as the model writes it: a contract's latest partial output (or "
+    "the reply's text) redrawn in place on the terminal, one line on stderr for each tool "
+    "call and retry; stdout then ends with exactly the output and exit code of a run without "
+    "--stream (when stdout is not a terminal the progress goes to stderr, so a pipe gets the "
+    "same bytes). With --json, stdout gets one JSON line per event instead (run_started, "
+    "text_delta, tool_call_started, tool_call_finished, partial_output, retry_started), the "
+    "last a run_finished line whose 'result' is the --json result; the word being written "
+    "is held back until whole, so no secret shows in pieces"
+)
 
 
 Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
@@ -133,17 +152,28 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     schema = caller_schema(args, config)
     agent = build_agent(args, config)
     provider = resolve_provider(agent, args.model, err)
-    result = agent.run_sync(
-        RunRequest(
-            task=_utf8_task(args.task),
-            parameters=params,
-            options=options,
-            output_schema=schema.inline,
-            schema_name=schema.name if schema.inline is None else None,
-        ),
-        model=provider,
-        escalate=not args.no_escalate,
+    request = RunRequest(
+        task=_utf8_task(args.task),
+        parameters=params,
+        options=options,
+        output_schema=schema.inline,
+        schema_name=schema.name if schema.inline is None else None,
     )
+    escalate = not args.no_escalate
+    if args.stream:
+        result = run_streamed(
+            agent,
+            request,
+            model=provider,
+            escalate=escalate,
+            json_lines=args.json,
+            out=out,
+            err=err,
+        )
+        if args.json:  # the last JSON line, run_finished, holds the result
+            return EXIT_OK if result.ok else EXIT_RUN_FAILED
+    else:
+        result = agent.run_sync(request, model=provider, escalate=escalate)
     if args.json:
         text = dump_json(result.result.model_dump(mode="json"), indent=2)
         out.write(redact_json_text(text) + "\n")
@@ -212,7 +242,8 @@ class _WarningLines(logging.Handler):
         """Write one warning line (standard error is looked up now, as a test replaces it)."""
         ours = record.name.split(".")[0] in _OWN_PACKAGES
         prefix = "note: " if ours else f"warning: {record.name}: "
-        print(prefix + record.getMessage(), file=sys.stderr)
+        with live.paused():  # above a streamed run's growing output, not through it
+            print(prefix + record.getMessage(), file=sys.stderr)
 
 
 _OWN_PACKAGES = frozenset({"agent_contracts", "agent_core", "agent_executor", "agent_coordinator"})
