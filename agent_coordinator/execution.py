@@ -5,6 +5,10 @@ a claimed run here (:meth:`Execution.run`); nothing else in the service imports 
 contract resolver. When the library's entry point changes (``Agent.run(RunRequest)``), this module
 is the one to change.
 
+Every run streams: :meth:`Execution.run` sets the library's ``STREAM_TO`` to the run's
+:class:`~agent_coordinator.event_log.EventBuffer`, so its log carries the events
+``Agent.run_stream`` yields beside its analytics events.
+
 Model choice, in order: the request's ``model``, the agent's ``llm.model``, the server's
 ``--model``; with none of them the library picks from the environment (and, once it stops falling
 back to the offline test model, fails the run with a ``config_error`` saying how to pick one).
@@ -38,6 +42,7 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.store.records import RunInput
 from agent_core.contract_resolution import resolve_contract
 from agent_core.fleet import Fleet
@@ -46,31 +51,15 @@ from agent_core.validation import compile_schema, issues_from_pydantic
 from agent_executor.agent import Agent
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import format_child_result
+from agent_executor.stream_relay import STREAM_TO
 from agent_executor.tools import InputTool
 
-__all__ = ["COORDINATOR_TOOLS", "EventBuffer", "Execution", "child_result_text"]
+__all__ = ["COORDINATOR_TOOLS", "Execution", "child_result_text"]
 
 logger = logging.getLogger(__name__)
 
 COORDINATOR_TOOLS: frozenset[str] = frozenset({"agents:start_session"})
 """Tools the service gives agents itself (the library's input tools do not include them)."""
-
-
-class EventBuffer:
-    """The analytics sink of one run: keeps the library's events until the runner stores them."""
-
-    def __init__(self) -> None:
-        self._pending: list[tuple[str, dict[str, JsonValue]]] = []
-
-    def emit(self, event: BaseModel) -> None:
-        """Keep one event."""
-        data: dict[str, JsonValue] = event.model_dump(mode="json")
-        self._pending.append((str(data.get("event", type(event).__name__)), data))
-
-    def drain(self) -> list[tuple[str, dict[str, JsonValue]]]:
-        """Return the events kept since the last drain and forget them."""
-        pending, self._pending = self._pending, []
-        return pending
 
 
 _RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events", default=None)
@@ -258,11 +247,13 @@ class Execution:
             agent_name: The agent.
             run: The stored request.
             transcript: The session's conversation so far (empty for a new session).
-            events: Where the library's analytics events go.
+            events: Where the library's analytics events and the run's stream events go
+                (the run streams into it: its log carries what ``Agent.run_stream`` yields).
             tools: Tools the service adds to the agent's own (``agents:start_session``).
             run_id: The service's run id, carried by the library's result and events.
         """
         current = _RUN_EVENTS.set(events)
+        streamed = STREAM_TO.set(events.stream)
         try:
             config = self.config(agent_name)
             agent = self._agent(config, tools)
@@ -286,6 +277,7 @@ class Execution:
             logger.exception("run of agent %s failed unexpectedly", agent_name)
             return _failed("internal_error", f"the run failed unexpectedly: {error!r}")
         finally:
+            STREAM_TO.reset(streamed)
             _RUN_EVENTS.reset(current)
 
     def _agent(self, config: AgentConfig, tools: Sequence[InputTool]) -> Agent[BaseModel]:

@@ -28,7 +28,8 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunResult
 from agent_coordinator.children import TOOL_NAME, StartSession
-from agent_coordinator.execution import EventBuffer, Execution
+from agent_coordinator.event_log import EventBuffer
+from agent_coordinator.execution import Execution
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.records import Claim, RunRecord
 from agent_executor.tools import InputTool
