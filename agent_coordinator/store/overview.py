@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from agent_coordinator.event_log import STREAM_TYPES
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.postgres import PostgresStore
 from agent_coordinator.store.records import RunRecord
@@ -151,8 +152,17 @@ def changed_sessions(store: SqlStore, since: float, *, limit: int = 200) -> list
 
 
 def events_since(store: SqlStore, since: float | None) -> list[dict[str, JsonValue]]:
-    """Return the data of every stored event created at or after ``since``, oldest first."""
-    where, params = (" WHERE created_at >= ?", [since]) if since is not None else ("", [])
+    """Return the data of the stored events created at or after ``since``, oldest first.
+
+    A run's stream events (:data:`~agent_coordinator.event_log.STREAM_TYPES`) are left out:
+    they say nothing the review counts.
+    """
+    skipped = sorted(STREAM_TYPES)
+    where = f" WHERE type NOT IN ({', '.join('?' for _ in skipped)})"
+    params: list[object] = list(skipped)
+    if since is not None:
+        where += " AND created_at >= ?"
+        params.append(since)
     with store._tx(write=False) as cursor:
         rows = store._exec(cursor, f"SELECT data FROM events{where} ORDER BY id", params).fetchall()
     found: list[dict[str, JsonValue]] = []
