@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -92,3 +93,26 @@ def test_a_runner_killed_mid_run_loses_it_and_another_finishes_it_once(
     finally:
         store.close()
     assert len(fake_llm.requests) == 2
+
+
+def test_a_runner_in_its_own_process_stores_the_runs_stream_events(
+    tmp_path: Path, database: str
+) -> None:
+    """The stream events go through the store, so the server's clients see another's runs."""
+    write_fleet(tmp_path / "agents")
+    server, url = serve(tmp_path, database, {}, "--workers", "0")
+    runner = Process(["runner", "--workers", "1", "--database", database], cwd=tmp_path, env={})
+    try:
+        runner.read_until("workers")
+        body = {**REVIEW, "model": "test:fail_first=invalid_arguments"}
+        run = httpx.post(f"{url}/runs", json=body).json()
+        with httpx.stream("GET", f"{url}/runs/{run['run_id']}/events", timeout=60) as response:
+            blocks = "".join(response.iter_text()).strip().split("\n\n")
+        kinds = [dict(line.split(": ", 1) for line in b.splitlines())["event"] for b in blocks]
+        result = httpx.get(f"{url}/sessions/{run['session_id']}/result").json()
+    finally:
+        assert runner.stop() == 0
+        server.stop()
+    assert kinds[-1] == "end" and "retry_started" in kinds
+    last = [b for b in blocks if "event: partial_output" in b][-1]
+    assert json.loads(last.split("data: ", 1)[1])["data"] == result["result_data"]
