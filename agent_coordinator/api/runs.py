@@ -254,10 +254,22 @@ async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
     return run_view(run)
 
 
+_EVENTS_EXAMPLE = (
+    'id: 7\nevent: partial_output\ndata: {"type": "partial_output", '
+    '"data": {"summary": "Retries now back o"}, "attempt": 1}\n\n'
+    'event: end\ndata: {"status": "completed"}\n\n'
+)
+
+
 @router.get(
     "/runs/{run_id}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events"}},
+    responses={
+        200: {
+            "content": {"text/event-stream": {"example": _EVENTS_EXAMPLE}},
+            "description": "Server-sent events (``id``, ``event``, ``data`` lines), then ``end``",
+        }
+    },
 )
 async def run_events(
     run_id: str,
@@ -265,7 +277,25 @@ async def run_events(
     after: Annotated[int, Query(ge=0, le=2**62)] = 0,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> StreamingResponse:
-    """Follow a run's events as server-sent events, ending with an ``end`` event."""
+    """Follow a run's events as server-sent events, ending with an ``end`` event.
+
+    Each event's ``id`` is a cursor to reconnect from (``after`` or ``Last-Event-ID``), its
+    ``event`` the type and its ``data`` JSON. The types:
+
+    - ``run_claimed`` (``runner``, ``claim``), ``run_requeued``, ``run_cancelled``: the service's;
+    - the library's analytics events: ``run_started``, ``model_turn``, ``tool_call``,
+      ``attempt``, ``retry``, ``run_completed``, ``run_failed``;
+    - what ``Agent.run_stream`` yields, its ``to_json()`` (``type`` included): ``text_delta``
+      (``text``, ``step``), ``tool_call_started`` (``call_id``, ``name``, ``arguments``,
+      ``step``), ``tool_call_finished`` (``call_id``, ``name``, ``content``, ``is_error``,
+      ``step``), ``partial_output`` (``data``, the output so far, a prefix of that attempt's
+      final value; ``attempt``) and ``retry_started`` (``attempt``, ``reason``, ``errors``).
+      The runner stores them a few times a second, the text deltas of a model turn joined
+      and only an attempt's latest partial output kept, so the output grows at that rate;
+      the stream's own ``run_started`` and ``run_finished`` are left out (the analytics
+      ``run_started``, the run's end and ``GET /sessions/{id}/result`` say the same);
+    - ``end`` (``status``), last, once the run has ended.
+    """
     await _get(services, run_id)
     start = min(int(last_event_id), 2**62) if last_event_id and last_event_id.isdigit() else after
 

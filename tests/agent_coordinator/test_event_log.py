@@ -170,6 +170,14 @@ def test_the_analytics_review_leaves_the_stream_events_out(service: Service) -> 
     assert review["unrecognised_events"] == 2  # each run's run_claimed, nothing streamed
 
 
+def test_the_openapi_reference_names_every_stream_event_type(service: Service) -> None:
+    operation = service.client.get("/openapi.json").json()["paths"]["/runs/{run_id}/events"]
+    description = operation["get"]["description"]
+    assert [kind for kind in sorted(STREAM_TYPES) if f"``{kind}``" not in description] == []
+    example = operation["get"]["responses"]["200"]["content"]["text/event-stream"]["example"]
+    assert "event: partial_output" in example
+
+
 # The buffer between two writes -------------------------------------------------------------
 
 
