@@ -351,6 +351,28 @@ def test_a_session_page_follows_its_run_and_resumes_it(
     expect(page.get_by_test_id("result")).to_contain_text('"approve"', timeout=15000)
 
 
+def test_a_session_page_shows_the_output_so_far_while_its_run_goes_on(
+    dash: Service, page: Page, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(
+        openai_tool_call("submit_result", {"summary": "A first <b>draft</b>"}),  # no approval
+        delayed(openai_tool_call("submit_result", VALID), 4),
+    )
+    started = dash.client.post("/runs", json=REVIEW).json()
+    page.goto(f"{dash.url}/sessions/{started['session_id']}")
+    expect(page.get_by_test_id("partial-output")).to_contain_text(
+        '"summary": "A first <b>draft</b>"'
+    )
+    expect(page.get_by_test_id("partial-note")).to_have_text(
+        "Attempt 1 failed (output_schema_validation_failed); the model is asked again"
+    )
+    assert page.locator("main b").count() == 0  # shown as text, never as markup
+    shoot(page, "session-running")
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=15000)
+    expect(page.get_by_test_id("result")).to_contain_text("Subtracts instead of adding.")
+    expect(page.get_by_test_id("partial-output")).to_have_count(0)
+
+
 def test_the_editor_tabs_work_from_the_keyboard(dash: Service, page: Page) -> None:
     page.goto(f"{dash.url}/agents/reviewer")
     general = page.get_by_role("tab", name="General")

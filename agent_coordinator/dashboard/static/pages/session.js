@@ -1,5 +1,6 @@
 // "/sessions/{id}": status, the output-schema verdict with its errors, the retries, every attempt
 // (raw output, errors, the re-prompt that followed), the result, parent and children, resume.
+// While a run goes on, its output so far, from the run's server-sent events.
 import { ApiError, api, badge, el, errorBox, follow, link, ms, pathPart, pretty, setTitle, when } from "../app.js";
 
 const ENDED = new Set(["completed", "failed", "cancelled"]);
@@ -25,11 +26,53 @@ export async function render(view, [id], signal) {
     ]);
     if (mine !== drawn) return; // a later draw is under way, with newer data
     shown = session.status;
-    content.replaceChildren(...build(session, row, result, draw));
+    const latest = session.runs[session.runs.length - 1];
+    watch(latest && !ENDED.has(latest.status) ? latest.run_id : null);
+    content.replaceChildren(...build(session, row, result, draw, live));
+    show();
     // While a run goes on, look again now and then too: a change the event stream reported
     // before it was connected would otherwise be missed.
     clearTimeout(again);
     if (!ENDED.has(session.status) && !signal.aborted) again = setTimeout(() => draw().catch(() => {}), 2000);
+  };
+  // The output of the run going on, as its events bring it (one stream per run, across draws).
+  let live = { run: null, stop: null, text: "", note: "", node: null, label: null };
+  const show = () => {
+    if (live.node) live.node.textContent = live.text || "(nothing yet)";
+    if (live.label) live.label.textContent = live.note;
+  };
+  const watch = (runId) => {
+    if (live.run === runId) return;
+    if (live.stop) live.stop.abort();
+    live = { run: runId, stop: null, text: "", note: "", node: null, label: null };
+    if (runId === null) return;
+    const stop = new AbortController();
+    signal.addEventListener("abort", () => stop.abort());
+    live.stop = stop;
+    const mine = live;
+    let reply = "";
+    let step = 0;
+    let partial = false; // once the output is being written, the reply text is not shown
+    follow(`/runs/${pathPart(runId)}/events`, (type, data) => {
+      if (type === "partial_output") {
+        partial = true;
+        mine.text = pretty(data.data);
+        mine.note = `Attempt ${data.attempt}, as far as it is written`;
+      } else if (type === "retry_started") {
+        mine.note = `Attempt ${data.attempt} failed (${data.reason}); the model is asked again`;
+      } else if (type === "text_delta" && !partial) {
+        if (data.step !== step) reply = "";
+        step = data.step;
+        reply += data.text;
+        mine.text = reply;
+        mine.note = "The reply, as far as it is written";
+      } else if (type === "end") {
+        stop.abort(); // the stream would only say "end" again
+        draw().catch(() => {});
+        return;
+      } else return;
+      if (live === mine) show();
+    }, stop.signal);
   };
   signal.addEventListener("abort", () => clearTimeout(again));
   follow("/reports/sessions/events", (type, row) => {
@@ -75,7 +118,7 @@ function attemptBlock(attempt, reprompt) {
   );
 }
 
-function build(session, row, result, redraw) {
+function build(session, row, result, redraw, live) {
   const out = [];
   out.push(el("h1", {}, `Session: ${session.session_id}`));
   const facts = [
@@ -97,6 +140,11 @@ function build(session, row, result, redraw) {
     else if (failure) out.push(el("p", { class: "muted" }, "Last output"), el("pre", { "data-testid": "result" }, typeof failure.last_output === "string" ? failure.last_output : pretty(failure.last_output)));
   } else {
     out.push(el("p", { class: "notice" }, `The latest run is ${session.status}; this page updates when it ends.`));
+    if (live.run !== null) {
+      live.label = el("div", { class: "muted", "data-testid": "partial-note" });
+      live.node = el("pre", { "data-testid": "partial-output" });
+      out.push(el("h2", {}, "Output so far"), live.label, live.node);
+    }
   }
 
   out.push(el("h2", {}, "Runs"));
