@@ -9,16 +9,18 @@ run's end):
 - the events ``Agent.run_stream`` yields (:data:`STREAM_TYPES`), stored as their ``to_json()``:
   ``text_delta``, ``tool_call_started``, ``tool_call_finished``, ``partial_output`` and
   ``retry_started``. The stream's ``RunStarted`` is left out: the analytics ``run_started``
-  already says what it says (model, output mode) and more, under the same name, and each
-  escalation tier shows as a ``retry`` naming its model and tier. ``RunFinished`` never reaches
-  a sink: a run's end is its ``run_completed``/``run_failed`` event, the server-sent ``end``
-  event, and its result at ``GET /runs/{id}``.
+  has the same name and says the same (the model, the output mode; all but the tier number),
+  once per model tier too (an escalated run starts again on the next tier, its attempts
+  numbered from 1 again, in the stream events as in the analytics ``attempt`` events).
+  ``RunFinished`` never reaches a sink: a run's end is its ``run_completed``/``run_failed``
+  event, the server-sent ``end`` event, and its result at ``GET /sessions/{id}/result``.
 
 So that a streamed reply costs a few rows, not one per piece, each write coalesces what
 accumulated since the last one: consecutive ``text_delta`` events of one model turn become one,
-and of an attempt's ``partial_output`` events only the latest is kept. A reader of the log thus
-sees the text and the output grow at the rate the runner writes (a few times a second), each
-partial output still a prefix of that attempt's final value.
+and of an attempt's ``partial_output`` events only the latest is kept (the attempts of one
+tier: a tier's ``RunStarted`` parts them from those of earlier tiers). A reader of the log thus sees
+the text and the output grow at the rate the runner writes (a few times a second), each partial
+output still a prefix of that attempt's final value.
 """
 
 from __future__ import annotations
@@ -55,30 +57,37 @@ class EventBuffer:
         self._pending.append((str(data.get("event", type(event).__name__)), data))
 
     def stream(self, event: RunEvent) -> None:
-        """Keep one stream event (``RunStarted`` is dropped: see the module docstring).
+        """Keep one stream event.
 
         Only a reference is kept; its JSON is made when it is drained, and only if it is not
-        coalesced away by then.
+        coalesced away by then. A ``RunStarted`` only parts one tier's attempts from the next
+        (it is not stored: see the module docstring).
         """
-        if not isinstance(event, RunStarted):
-            self._pending.append(event)
+        self._pending.append(event)
 
     def drain(self) -> list[StoredEvent]:
         """Return the events kept since the last drain, coalesced, and forget them.
 
         Consecutive ``text_delta`` events of one step are joined into one; of the
         ``partial_output`` events of one attempt only the latest is kept, where it was.
+        ``RunStarted`` events are not returned.
         """
         pending, self._pending = self._pending, []
-        latest: dict[int, int] = {}
+        latest: dict[tuple[int, int], int] = {}  # (tier run, attempt): its last partial output
+        tier = 0
         for index, event in enumerate(pending):
+            tier += isinstance(event, RunStarted)
             if isinstance(event, PartialOutput):
-                latest[event.attempt] = index
+                latest[tier, event.attempt] = index
         drained: list[StoredEvent] = []
         text: list[str] = []
         step = 0
+        tier = 0
         for index, event in enumerate(pending):
-            if isinstance(event, PartialOutput) and latest[event.attempt] != index:
+            if isinstance(event, RunStarted):
+                tier += 1
+                continue
+            if isinstance(event, PartialOutput) and latest[tier, event.attempt] != index:
                 continue
             if isinstance(event, TextDelta):
                 if text and event.step != step:

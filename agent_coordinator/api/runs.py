@@ -293,7 +293,8 @@ async def run_events(
       The runner stores them a few times a second, the text deltas of a model turn joined
       and only an attempt's latest partial output kept, so the output grows at that rate;
       the stream's own ``run_started`` and ``run_finished`` are left out (the analytics
-      ``run_started``, the run's end and ``GET /sessions/{id}/result`` say the same);
+      ``run_started``, the run's end and ``GET /sessions/{id}/result`` say the same). An
+      escalated run has a ``run_started`` per model tier, each tier's attempts counted from 1;
     - ``end`` (``status``), last, once the run has ended.
     """
     await _get(services, run_id)

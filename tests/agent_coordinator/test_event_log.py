@@ -223,6 +223,17 @@ def test_a_write_keeps_the_latest_partial_output_of_each_attempt_where_it_was() 
     ]
 
 
+def test_an_escalated_runs_tiers_keep_their_own_attempts_partial_outputs() -> None:
+    buffer = _buffer(
+        RunStarted("run_1", "a", "test"),
+        PartialOutput({"a": "tier 0"}, {"a": "tier 0"}, 1),
+        RunStarted("run_1", "a", "bigger", model_tier=1),
+        PartialOutput({"a": "t"}, {"a": "t"}, 1),
+        PartialOutput({"a": "tier 1"}, {"a": "tier 1"}, 1),
+    )
+    assert [data["data"] for _, data in buffer.drain()] == [{"a": "tier 0"}, {"a": "tier 1"}]
+
+
 def test_the_streams_run_started_is_not_kept_and_every_kept_type_is_listed() -> None:
     buffer = _buffer(
         RunStarted("run_1", "a", "test"),
