@@ -5,7 +5,9 @@ A worker claims the oldest waiting run (or one whose runner's lease ran out), ru
 lease is still its own. So a runner killed mid-run loses the run to the next runner once its lease
 expires, and a run is completed once. One task per runner tends the runs in flight: every tick it
 stores the library's events of all of them in one transaction, and every third of the lease it
-renews all their leases in one statement.
+renews all their leases in one statement. A run's events are its analytics events and its
+stream events (partial outputs, text deltas...), coalesced per write by its
+:class:`~agent_coordinator.event_log.EventBuffer`.
 
 Cancel: a renewal that finds the run asked to cancel stops it and ends it ``cancelled``.
 Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
