@@ -122,6 +122,7 @@ class StartSession(InputTool):
                 parameters=parameters if isinstance(parameters, dict) else {},
                 output_schema=schema if isinstance(schema, dict) else None,
                 output_schema_name=name if isinstance(name, str) else None,
+                stream=self.parent.input.stream,
             )
             checked = await asyncio.to_thread(self.runner.execution.check, agent_name, wanted)
         except ServiceError as error:

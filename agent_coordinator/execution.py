@@ -5,9 +5,10 @@ a claimed run here (:meth:`Execution.run`); nothing else in the service imports 
 contract resolver. When the library's entry point changes (``Agent.run(RunRequest)``), this module
 is the one to change.
 
-Every run streams: :meth:`Execution.run` sets the library's ``STREAM_TO`` to the run's
-:class:`~agent_coordinator.event_log.EventBuffer`, so its log carries the events
-``Agent.run_stream`` yields beside its analytics events.
+A run asked to stream (``RunInput.stream``) streams: :meth:`Execution.run` sets the library's
+``STREAM_TO`` to the run's :class:`~agent_coordinator.event_log.EventBuffer`, so its log carries
+the events ``Agent.run_stream`` yields beside its analytics events. Only when asked: the model
+is then called with its streaming API, which costs a run about twice the CPU.
 
 Model choice, in order: the request's ``model``, the agent's ``llm.model``, the server's
 ``--model``; with none of them the library picks from the environment (and, once it stops falling
@@ -247,13 +248,13 @@ class Execution:
             agent_name: The agent.
             run: The stored request.
             transcript: The session's conversation so far (empty for a new session).
-            events: Where the library's analytics events and the run's stream events go
-                (the run streams into it: its log carries what ``Agent.run_stream`` yields).
+            events: Where the library's analytics events go, and the run's stream events
+                when ``run.stream`` asks for them (what ``Agent.run_stream`` yields).
             tools: Tools the service adds to the agent's own (``agents:start_session``).
             run_id: The service's run id, carried by the library's result and events.
         """
         current = _RUN_EVENTS.set(events)
-        streamed = STREAM_TO.set(events.stream)
+        streamed = STREAM_TO.set(events.stream if run.stream else None)
         try:
             config = self.config(agent_name)
             agent = self._agent(config, tools)

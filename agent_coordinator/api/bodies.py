@@ -95,6 +95,11 @@ class RunCreate(BaseModel):
     ``lenient_formats``, ``token_budget``, ``timeout_s``; unset ones fall through to the agent's."""
     model: str | None = Field(default=None, max_length=200)
     """The model for this run, such as ``openai:gpt-4.1-mini`` or ``test``."""
+    stream: bool = False
+    """Stream the run: the model is called with its streaming API, and the run's events
+    (``GET /runs/{id}/events``) carry what ``Agent.run_stream`` yields: the reply text and the
+    output as they are written (``text_delta``, ``partial_output``), input-tool calls and
+    retries. Its child sessions stream too. The result is the same either way."""
 
 
 class RunFailure(BaseModel):

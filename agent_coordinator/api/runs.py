@@ -152,6 +152,7 @@ async def submit_run(
         output_schema_name=body.output_schema_name,
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
         model=body.model,
+        stream=body.stream,
     )
     if wanted.output_schema_name is None and wanted.output_schema is None:
         # the agent's own contract, compiled and cached at load: cheap, so in place
@@ -285,9 +286,10 @@ async def run_events(
     - ``run_claimed`` (``runner``, ``claim``), ``run_requeued``, ``run_cancelled``: the service's;
     - the library's analytics events: ``run_started``, ``model_turn``, ``tool_call``,
       ``attempt``, ``retry``, ``run_completed``, ``run_failed``;
-    - what ``Agent.run_stream`` yields, its ``to_json()`` (``type`` included): ``text_delta``
-      (``text``, ``step``), ``tool_call_started`` (``call_id``, ``name``, ``arguments``,
-      ``step``), ``tool_call_finished`` (``call_id``, ``name``, ``content``, ``is_error``,
+    - for a run created with ``stream: true``, what ``Agent.run_stream`` yields, its
+      ``to_json()`` (``type`` included): ``text_delta`` (``text``, ``step``),
+      ``tool_call_started`` (``call_id``, ``name``, ``arguments``, ``step``),
+      ``tool_call_finished`` (``call_id``, ``name``, ``content``, ``is_error``,
       ``step``), ``partial_output`` (``data``, the output so far, a prefix of that attempt's
       final value; ``attempt``) and ``retry_started`` (``attempt``, ``reason``, ``errors``).
       The runner stores them a few times a second, the text deltas of a model turn joined

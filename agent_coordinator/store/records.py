@@ -54,6 +54,8 @@ class RunInput(BaseModel):
     """The ``RunOptions`` fields the caller set."""
     model: str | None = None
     """The model the caller asked for, else ``None``."""
+    stream: bool = False
+    """Whether the run streams its events (see ``RunCreate.stream``)."""
 
 
 class NewRun(BaseModel):

@@ -358,7 +358,7 @@ def test_a_session_page_shows_the_output_so_far_while_its_run_goes_on(
         openai_tool_call("submit_result", {"summary": "A first <b>draft</b>"}),  # no approval
         delayed(openai_tool_call("submit_result", VALID), 4),
     )
-    started = dash.client.post("/runs", json=REVIEW).json()
+    started = dash.client.post("/runs", json={**REVIEW, "stream": True}).json()
     page.goto(f"{dash.url}/sessions/{started['session_id']}")
     expect(page.get_by_test_id("partial-output")).to_contain_text(
         '"summary": "A first <b>draft</b>"'

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import JsonValue
@@ -22,9 +24,16 @@ from agent_executor.stream_events import (
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
 from tests.fake_llm import FakeLLM, openai_text, openai_tool_call
+from tests.fake_llm_streams import openai_stream
 
-REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+REVIEW: dict[str, object] = {
+    "agent_name": "reviewer",
+    "prompt": "Review PR 1",
+    "parameters": {"pr_url": "u"},
+}
+STREAMED = {**REVIEW, "stream": True}
 RESCUED = "test:fail_first=invalid_arguments"
+VALID = {"summary": "ok", "approval": "approve"}
 
 Event = tuple[str, dict[str, JsonValue]]
 
@@ -59,7 +68,7 @@ def prefix_of(partial: JsonValue, final: JsonValue) -> bool:
 
 
 def test_a_runs_events_carry_its_partial_outputs_and_retries(service: Service) -> None:
-    created = service.client.post("/runs", json={**REVIEW, "model": RESCUED}).json()
+    created = service.client.post("/runs", json={**STREAMED, "model": RESCUED}).json()
     events = sse_events(service, created["run_id"])
     kinds = [kind for kind, _ in events]
     assert kinds[-1] == "end" and events[-1][1] == {"status": "completed"}
@@ -96,7 +105,7 @@ def test_a_runs_events_carry_its_partial_outputs_and_retries(service: Service) -
 def test_a_streamed_service_run_ends_as_the_library_run_ends(
     service: Service, tmp_path: Path
 ) -> None:
-    created = service.run({**REVIEW, "model": RESCUED}).json()
+    created = service.run({**STREAMED, "model": RESCUED}).json()
     stored = service.store.get_run(created["run_id"])
     assert stored is not None and stored.result is not None
     kept = RunResult.model_validate(stored.result)
@@ -126,7 +135,9 @@ def test_a_streamed_service_run_ends_as_the_library_run_ends(
 
 
 def test_a_text_reply_streams_as_text_deltas_that_spell_it(service: Service) -> None:
-    created = service.run({"agent_name": "writer", "prompt": "hi", "model": "test"}).json()
+    created = service.run(
+        {"agent_name": "writer", "prompt": "hi", "model": "test", "stream": True}
+    ).json()
     events = sse_events(service, created["run_id"])
     deltas = [data for kind, data in events if kind == "text_delta"]
     result = service.client.get(f"/sessions/{created['session_id']}/result").json()
@@ -145,7 +156,9 @@ def test_input_tool_calls_show_in_the_callers_events_only(
     )
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
     service = make_service(env=env, model="openai:gpt-test")
-    parent = service.run({"agent_name": "orchestrator", "prompt": "delegate"}).json()
+    parent = service.run(
+        {"agent_name": "orchestrator", "prompt": "delegate", "stream": True}
+    ).json()
     assert parent["status"] == "completed"
     events = sse_events(service, parent["run_id"])
     [started] = [data for kind, data in events if kind == "tool_call_started"]
@@ -154,17 +167,56 @@ def test_input_tool_calls_show_in_the_callers_events_only(
     assert started["arguments"] == {"agent_name": "writer", "prompt": "say hi"}
     assert finished["call_id"] == started["call_id"]
     assert (finished["content"], finished["is_error"]) == ("hi from the child", False)
-    assert [data["text"] for kind, data in events if kind == "text_delta"] == ["done"]
+    assert "".join(str(data["text"]) for kind, data in events if kind == "text_delta") == "done"
     (child_session,) = service.client.get(f"/sessions/{parent['session_id']}").json()["children"]
     [child] = service.client.get("/runs", params={"session_id": child_session}).json()["items"]
     child_events = sse_events(service, child["run_id"])
-    assert [d["text"] for k, d in child_events if k == "text_delta"] == ["hi from the child"]
+    child_text = "".join(str(d["text"]) for k, d in child_events if k == "text_delta")
+    assert child_text == "hi from the child"  # a streamed run's children stream too
     assert not {"tool_call_started", "tool_call_finished"} & {k for k, _ in child_events}
+
+
+def test_only_a_run_asked_to_stream_streams(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    service = make_service(env=env, model="openai:gpt-test")
+    plain = service.run(REVIEW).json()
+    streamed = service.run(STREAMED).json()
+    assert [request.body.get("stream") for request in fake_llm.requests] == [None, True]
+    plain_kinds = {kind for kind, _ in sse_events(service, plain["run_id"])}
+    streamed_kinds = {kind for kind, _ in sse_events(service, streamed["run_id"])}
+    assert not plain_kinds & STREAM_TYPES and "run_completed" in plain_kinds
+    assert "partial_output" in streamed_kinds
+    results = [
+        service.client.get(f"/sessions/{run['session_id']}/result").json()
+        for run in (plain, streamed)
+    ]
+    assert results[0]["result_data"] == results[1]["result_data"] == VALID
+
+
+def test_a_slow_streams_output_is_seen_growing_a_write_at_a_time(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    final = {"summary": " ".join(f"point {n}" for n in range(40)), "approval": "approve"}
+    reply = openai_stream(openai_tool_call("submit_result", json.dumps(final)), piece_chars=4)
+    fake_llm.respond(replace(reply, gap_s=0.01))  # about 2 s of arguments, 4 characters a chunk
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    service = make_service(env=env, model="openai:gpt-test")
+    created = service.client.post("/runs", json=STREAMED).json()
+    events = sse_events(service, created["run_id"])  # read while the run goes on
+    partials = [data["data"] for kind, data in events if kind == "partial_output"]
+    assert partials[-1] == final
+    assert 2 <= len(partials) < len(reply.events or ()) // 2  # a few writes, not one a chunk
+    for earlier, later in itertools.pairwise(partials):
+        assert prefix_of(earlier, later) and earlier != later, (earlier, later)
+    assert isinstance(partials[0], dict) and "approval" not in partials[0]  # not yet written
 
 
 def test_the_analytics_review_leaves_the_stream_events_out(service: Service) -> None:
     for _ in range(2):
-        assert service.run({**REVIEW, "model": RESCUED}).json()["status"] == "completed"
+        assert service.run({**STREAMED, "model": RESCUED}).json()["status"] == "completed"
     review = service.client.get("/reports/analytics").json()
     assert review["overall"]["runs"] == 2 and review["overall"]["rescued"] == 2
     assert review["unrecognised_events"] == 2  # each run's run_claimed, nothing streamed

@@ -104,7 +104,7 @@ def test_a_runner_in_its_own_process_stores_the_runs_stream_events(
     runner = Process(["runner", "--workers", "1", "--database", database], cwd=tmp_path, env={})
     try:
         runner.read_until("workers")
-        body = {**REVIEW, "model": "test:fail_first=invalid_arguments"}
+        body = {**REVIEW, "model": "test:fail_first=invalid_arguments", "stream": True}
         run = httpx.post(f"{url}/runs", json=body).json()
         with httpx.stream("GET", f"{url}/runs/{run['run_id']}/events", timeout=60) as response:
             blocks = "".join(response.iter_text()).strip().split("\n\n")

@@ -1,5 +1,6 @@
 // "/runs/new": start a run: agent, prompt, parameters (a form generated from the agent's
 // parameters_schema), an inline output schema or a registered schema's name, model, retries.
+// Runs started here stream, so their session page shows the output as it is written.
 import { api, el, errorBox, pathPart, pretty, setTitle } from "../app.js";
 
 export async function render(view, _params, signal) {
@@ -37,7 +38,7 @@ export async function render(view, _params, signal) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      const body = { type: "start_session", agent_name: agentPick.value, prompt: prompt.value, parameters: collect(), ...schemaChoice() };
+      const body = { type: "start_session", agent_name: agentPick.value, prompt: prompt.value, parameters: collect(), ...schemaChoice(), stream: true };
       if (model.value.trim()) body.model = model.value.trim();
       if (retries.value !== "") body.output_schema_options = { max_retries: Number(retries.value) };
       const run = await api("/runs", { method: "POST", body });

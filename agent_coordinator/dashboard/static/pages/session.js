@@ -171,7 +171,7 @@ function build(session, row, result, redraw, live) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await api("/runs", { method: "POST", body: { type: "resume_session", session_id: session.session_id, prompt: prompt.value } });
+      await api("/runs", { method: "POST", body: { type: "resume_session", session_id: session.session_id, prompt: prompt.value, stream: true } });
       status.replaceChildren(el("span", { class: "ok-text" }, "Resumed; waiting for the run…"));
       await redraw();
     } catch (error) {
