@@ -35,6 +35,7 @@ __all__ = [
     "dump_json",
     "encodable",
     "encodable_data",
+    "json_body",
     "parse_json",
     "unencodable",
     "value_problem",
@@ -92,6 +93,31 @@ def encodable_data(value: _Data) -> _Data:
         )
         return cast(_Data, dict(pairs)) if changed else value
     return value
+
+
+def json_body(value: object) -> bytes:
+    r"""Return plain data as the UTF-8 JSON body of an HTTP request, lone surrogates escaped.
+
+    The bytes are what the SDKs' own encoder writes for a JSON body (compact separators,
+    non-ASCII text as is), taken from :func:`encodable_data` of ``value``: a string holding a
+    lone surrogate is sent with the surrogate as its ``\uXXXX`` text. The common case, data
+    without one, is serialised once and never walked in Python.
+
+    Args:
+        value: Plain data (dicts, lists, strings, numbers, booleans, None).
+
+    Raises:
+        TypeError: ``value`` holds something that is not JSON data.
+        ValueError: ``value`` holds NaN or an infinite number (JSON cannot express them).
+    """
+    try:
+        return _compact(value).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate somewhere: escape it where it is
+        return _compact(encodable_data(value)).encode("utf-8")
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def unencodable(text: str) -> str | None:
