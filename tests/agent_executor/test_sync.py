@@ -1,4 +1,4 @@
-"""``run_sync`` runs on one kept event loop: connections reused, threads welcome."""
+"""``run_sync`` runs on a kept event loop per thread: connections reused, threads welcome."""
 
 from __future__ import annotations
 
