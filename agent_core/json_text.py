@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import TypeVar, cast
 
 from pydantic import JsonValue
@@ -35,6 +36,7 @@ __all__ = [
     "dump_json",
     "encodable",
     "encodable_data",
+    "json_body",
     "parse_json",
     "unencodable",
     "value_problem",
@@ -92,6 +94,31 @@ def encodable_data(value: _Data) -> _Data:
         )
         return cast(_Data, dict(pairs)) if changed else value
     return value
+
+
+def json_body(value: object) -> bytes:
+    r"""Return plain data as the UTF-8 JSON body of an HTTP request, lone surrogates escaped.
+
+    The bytes are what the SDKs' own encoder writes for a JSON body (compact separators,
+    non-ASCII text as is), taken from :func:`encodable_data` of ``value``: a string holding a
+    lone surrogate is sent with the surrogate as its ``\uXXXX`` text. The common case, data
+    without one, is serialised once and never walked in Python.
+
+    Args:
+        value: Plain data (dicts, lists, strings, numbers, booleans, None).
+
+    Raises:
+        TypeError: ``value`` holds something that is not JSON data.
+        ValueError: ``value`` holds NaN or an infinite number (JSON cannot express them).
+    """
+    try:
+        return _compact(value).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate somewhere: escape it where it is
+        return _compact(encodable_data(value)).encode("utf-8")
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def unencodable(text: str) -> str | None:
@@ -189,7 +216,13 @@ def value_problem(value: object, *, limit: int = MAX_JSON_DEPTH) -> str | None:
 
 
 def _problem(value: object, limit: int, *, numbers: bool) -> str | None:
-    """Walk ``value`` without recursing: nesting past ``limit``, and (``numbers``) NaN/Infinity."""
+    """Walk ``value`` without recursing: nesting past ``limit``, and (``numbers``) NaN/Infinity.
+
+    Most values have no problem: :func:`_clean` says so about three times faster (a large
+    output is walked on every run); this walk runs when it cannot, to name the problem.
+    """
+    if _clean(value, 0, limit, numbers):
+        return None
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
@@ -205,6 +238,32 @@ def _problem(value: object, limit: int, *, numbers: bool) -> str | None:
             return f"it nests deeper than {limit} levels"
         stack.extend((child, depth + 1) for child in children)
     return None
+
+
+def _clean(value: object, depth: int, limit: int, numbers: bool) -> bool:
+    """Tell whether ``value`` (at ``depth``) certainly has no problem :func:`_problem` finds.
+
+    Plain JSON data only: any other type answers ``False`` and leaves it to the exact walk.
+    The recursion stops at ``limit``, so it is never deeper than that.
+    """
+    cls = value.__class__
+    if cls is dict:
+        children: Iterable[object] = cast("dict[object, object]", value).values()
+    elif cls is list:
+        children = cast("list[object]", value)
+    elif cls is float:
+        return not numbers or math.isfinite(cast(float, value))
+    else:
+        return cls is str or cls is int or cls is bool or value is None
+    if depth >= limit:
+        return False
+    for child in children:
+        kind = child.__class__
+        if kind is str or kind is int or kind is bool or child is None:
+            continue
+        if not _clean(child, depth + 1, limit, numbers):
+            return False
+    return True
 
 
 def _no_constant(name: str) -> float:

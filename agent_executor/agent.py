@@ -324,7 +324,7 @@ class Agent(Generic[OutputT]):
     ) -> AgentResult[OutputT]:
         """Run the agent from synchronous code; the same arguments and result as :meth:`run`.
 
-        Every ``run_sync`` in the process runs on one kept event loop (see
+        Each calling thread runs its runs on an event loop it keeps (see
         :mod:`agent_executor.sync`), so connections are reused from call to call and several
         threads may call at once.
 

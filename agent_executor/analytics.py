@@ -28,6 +28,7 @@ import logging
 import os
 import stat
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -190,6 +191,8 @@ class JsonlAnalytics:
         self._lock = threading.Lock()
         self._dropped = 0
         self._failing = False
+        self._open: dict[Path, int] = {}  # the day file's descriptor, kept between events
+        weakref.finalize(self, _close_all, self._open)
 
     @property
     def dropped(self) -> int:
@@ -208,25 +211,28 @@ class JsonlAnalytics:
             self._append(path, line)
         except OSError as exc:
             self._drop(f"cannot write {path}: {exc.strerror or exc}")
-            return
-        with self._lock:
-            self._failing = False
 
     def _append(self, path: Path, data: bytes) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, flags, 0o600)
-        try:
-            written = os.write(fd, data)
-            if written != len(data):
-                with contextlib.suppress(OSError):
-                    os.write(fd, b"\n")  # end the torn line so the next one stays whole
-                raise OSError(f"short write: {written} of {len(data)} bytes")
-        finally:
-            os.close(fd)
+        # The day file stays open (opening costs more than writing); it is opened again for a
+        # new day, after a failed write, and once deleted (no links left: made anew).
+        with self._lock:
+            fd = self._open.get(path)
+            if fd is None or os.fstat(fd).st_nlink == 0:
+                _close_all(self._open)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+                fd = os.open(path, flags, 0o600)
+                self._open[path] = fd
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    with contextlib.suppress(OSError):
+                        os.write(fd, b"\n")  # end the torn line so the next one stays whole
+                    raise OSError(f"short write: {written} of {len(data)} bytes")
+            except OSError:
+                _close_all(self._open)
+                raise
+            self._failing = False
 
     def _drop(self, reason: str) -> None:
         with self._lock:
@@ -235,6 +241,13 @@ class JsonlAnalytics:
             self._failing = True
         level = logging.WARNING if first else logging.DEBUG
         logger.log(level, "analytics event dropped (%d so far): %s", self._dropped, reason)
+
+
+def _close_all(kept: dict[Path, int]) -> None:
+    for fd in kept.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    kept.clear()
 
 
 @dataclass(frozen=True)

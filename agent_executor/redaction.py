@@ -114,6 +114,7 @@ _NAMED = tuple((name, re.compile(re.escape(name) + _SEP)) for name in _NAMES)
 
 _ID_KEY = re.compile(rb"(?:id|hash|digest|sha|etag|uuid)\\?\"[ \t]*:[ \t]*\\?\"\Z")
 _HEX_RUN = b"x" * 32
+_MORE_HEX = re.compile(rb"x*")
 
 
 def _hex_mask() -> bytes:
@@ -200,9 +201,8 @@ def _hex_spans(data: bytes, low: bytes) -> Iterator[tuple[int, int, bytes]]:
     mask = data.translate(_HEX_MASK)
     at = mask.find(_HEX_RUN)
     while at >= 0:
-        end = at + 32
-        while end < len(mask) and mask[end] == 0x78:
-            end += 1
+        more = _MORE_HEX.match(mask, at + 32)  # the rest of the run, at C speed
+        end = more.end() if more else at + 32
         whole = end - at == 32 and not _is_word(low, at - 1) and not _is_word(low, end)
         digits = low[at:end].translate(None, b"abcdef")
         mixed = whole and 0 < len(digits) < 32  # a key has letters and digits; 32 digits: a number

@@ -230,7 +230,10 @@ async def _settle(state: RunState) -> _Settled:
     # The input tools run in threads a timeout cannot stop: they read the deadline and stop.
     deadline = RUN_DEADLINE.set(time.monotonic() + timeout)
     try:
-        judged = await asyncio.wait_for(loop(state), timeout)
+        # In the caller's task (asyncio.timeout), not a task of its own (wait_for): no task to
+        # create and wake per run.
+        async with asyncio.timeout(timeout):
+            judged = await loop(state)
         return judged, contract.build(judged.value) if contract else None, None
     except RunFailure as failure:
         return None, None, failure.error

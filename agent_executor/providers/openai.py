@@ -35,7 +35,7 @@ import openai
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
-from agent_core.json_text import encodable_data
+from agent_core.json_text import json_body
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -194,15 +194,15 @@ class OpenAIProvider:
         names = tool_names_for(turn)
         body = self._body(turn, names)
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
-        body = encodable_data(body)  # a lone surrogate (task, echoed answer) as its escape
+        content = json_body(body)  # a lone surrogate (task, echoed answer) as its escape
         started = time.perf_counter()
         with _translate_errors(self.name):
             client = await _CLIENTS.get(self._client_key, self._new_client)
             if client is not None:
-                text = await _post(client, body, timeout)
+                text = await _post(client, content, timeout)
             else:
                 async with self._new_client() as fresh:
-                    text = await _post(fresh, body, timeout)
+                    text = await _post(fresh, content, timeout)
         latency_ms = (time.perf_counter() - started) * 1000
         return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
 
@@ -271,15 +271,16 @@ def _refuses_stream_options(error: ProviderError) -> bool:
     return error.kind == "provider_bad_request" and "stream_options" in said
 
 
-async def _post(client: openai.AsyncOpenAI, body: JsonObject, timeout: float) -> str:
+async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> str:
     """Send a Chat Completions request body and return the reply body's text.
 
-    The body goes out as built (plain JSON), through the SDK's generic ``post``: its retries,
-    timeouts and error types apply, but not its per-call walk of the typed parameters (about a
-    quarter of a call's client time with a schema the size of the pr-reviewer's).
+    The body goes out as built (JSON bytes, serialised once by :func:`json_body`), through the
+    SDK's generic ``post``: its retries, timeouts and error types apply, but not its per-call walk
+    of the typed parameters (about a quarter of a call's client time with a schema the size of the
+    pr-reviewer's).
     """
     response = await client.post(
-        "/chat/completions", body=body, cast_to=httpx2.Response, options={"timeout": timeout}
+        "/chat/completions", content=content, cast_to=httpx2.Response, options={"timeout": timeout}
     )
     return response.text
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from agent_core.json_text import (
     dump_json,
     encodable,
     encodable_data,
+    json_body,
     parse_json,
     unencodable,
     value_problem,
@@ -92,6 +94,36 @@ def test_value_problem_finds_depth_and_non_numbers_without_recursing() -> None:
     assert value_problem({"a": [1, 2.5, "x"]}) is None
     assert value_problem(nested(100_000)) == f"it nests deeper than {MAX_JSON_DEPTH} levels"
     assert value_problem({"a": float("nan")}) == "it holds nan, which is not a JSON number"
+
+
+def test_value_problem_is_the_same_for_large_values_and_types_beyond_plain_json() -> None:
+    comments = [{"file": "a.py", "line": n, "ok": True, "note": None} for n in range(500)]
+    assert value_problem({"comments": comments, "score": 2.5}) is None
+    comments[321]["score"] = float("-inf")
+    assert value_problem({"comments": comments}) == "it holds -inf, which is not a JSON number"
+    assert value_problem(nested(MAX_JSON_DEPTH)) is None
+    assert value_problem(nested(MAX_JSON_DEPTH + 1)) is not None
+    deep_in_a_subclass = OrderedDict(a=nested(MAX_JSON_DEPTH + 5))
+    assert value_problem([deep_in_a_subclass]) == f"it nests deeper than {MAX_JSON_DEPTH} levels"
+    assert value_problem((1, 2)) is None  # not JSON data, but nothing the walk refuses
+
+
+def test_json_body_is_compact_utf8_with_lone_surrogates_sent_as_their_escape_text() -> None:
+    clean = {"model": "m", "messages": [{"role": "user", "content": "café \u2028"}], "n": 1.5}
+    assert json_body(clean) == json.dumps(clean, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8"
+    )
+    dirty = {"k\udce9": ["ok", "half \ud83d"], "n": None}
+    sent = json_body(dirty)
+    assert sent == b'{"k\\\\udce9":["ok","half \\\\ud83d"],"n":null}'
+    assert json.loads(sent) == encodable_data(dirty)
+
+
+def test_json_body_refuses_what_json_cannot_express() -> None:
+    with pytest.raises(ValueError):
+        json_body({"temperature": float("nan")})
+    with pytest.raises(TypeError):
+        json_body({"when": object()})
 
 
 def test_encodable_data_escapes_strings_and_keys_and_copies_only_when_needed() -> None:

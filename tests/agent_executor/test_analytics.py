@@ -215,6 +215,21 @@ def test_full_disk_does_not_raise(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     assert "No space left on device" in caplog.text
 
 
+def test_a_day_file_or_directory_removed_between_events_is_made_anew(tmp_path: Path) -> None:
+    folder = tmp_path / "analytics"
+    sink = JsonlAnalytics(folder)
+    sink.emit(Ping(seq=1))
+    (folder / DAY_FILE).unlink()
+    sink.emit(Ping(seq=2))
+    assert [e["seq"] for e in read_events(folder)] == [2]
+    (folder / DAY_FILE).unlink()
+    folder.rmdir()
+    sink.emit(Ping(seq=3))
+    sink.emit(Ping(seq=4))
+    assert [e["seq"] for e in read_events(folder)] == [3, 4]
+    assert sink.dropped == 0
+
+
 def test_unserialisable_event_is_dropped_not_raised(tmp_path: Path) -> None:
     sink = JsonlAnalytics(tmp_path)
     sink.emit(Unserialisable(thing=object()))

@@ -1,4 +1,4 @@
-"""``run_sync`` runs on one kept event loop: connections reused, threads welcome."""
+"""``run_sync`` runs on a kept event loop per thread: connections reused, threads welcome."""
 
 from __future__ import annotations
 
@@ -39,6 +39,30 @@ def test_run_sync_reuses_one_connection_across_calls(fake_llm: FakeLLM) -> None:
 
     assert [r.result_data for r in results] == [{"n": 1}] * 3
     assert len({request.client_port for request in fake_llm.requests}) == 1
+
+
+def test_each_thread_keeps_its_own_loop_and_connection(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", '{"n": 1}'))
+    provider = OpenAIProvider("gpt-test", api_key="sk-x", base_url=fake_llm.openai_base_url)
+    counter = agent(provider)
+    ports: dict[str, set[int]] = {}
+
+    def calls(name: str) -> None:
+        before = len(fake_llm.requests)
+        assert all(counter.run_sync("Count.").ok for _ in range(2))
+        ports[name] = {request.client_port for request in fake_llm.requests[before:]}
+
+    for name in ("first", "second"):
+        thread = threading.Thread(target=calls, args=(name,))
+        thread.start()
+        thread.join(timeout=60)
+    calls("main")
+
+    assert [len(ports[name]) for name in ("first", "second", "main")] == [1, 1, 1]
+    assert len(ports["first"] | ports["second"] | ports["main"]) == 3
+    shutdown_sync_loop()
 
 
 def test_run_sync_from_several_threads_at_once() -> None:
