@@ -10,7 +10,7 @@ when an attempt fails and the model is asked again, and ends with :class:`RunFin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar, Generic
 
 from pydantic import BaseModel, JsonValue
@@ -52,14 +52,7 @@ class RunStarted:
 
     def to_json(self) -> dict[str, JsonValue]:
         """Return the event as JSON (``type`` names it)."""
-        return {
-            "type": self.type,
-            "run_id": self.run_id,
-            "agent_id": self.agent_id,
-            "model": self.model,
-            "model_tier": self.model_tier,
-            "output_mode": self.output_mode,
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +70,7 @@ class TextDelta:
 
     def to_json(self) -> dict[str, JsonValue]:
         """Return the event as JSON (``type`` names it)."""
-        return {"type": self.type, "text": self.text, "step": self.step}
+        return _fields_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +92,7 @@ class ToolCallStarted:
 
     def to_json(self) -> dict[str, JsonValue]:
         """Return the event as JSON (``type`` names it)."""
-        return {
-            "type": self.type,
-            "call_id": self.call_id,
-            "name": self.name,
-            "arguments": self.arguments,
-            "step": self.step,
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +116,7 @@ class ToolCallFinished:
 
     def to_json(self) -> dict[str, JsonValue]:
         """Return the event as JSON (``type`` names it)."""
-        return {
-            "type": self.type,
-            "call_id": self.call_id,
-            "name": self.name,
-            "content": self.content,
-            "is_error": self.is_error,
-            "step": self.step,
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +162,7 @@ class RetryStarted:
 
     def to_json(self) -> dict[str, JsonValue]:
         """Return the event as JSON (``type`` names it)."""
-        return {
-            "type": self.type,
-            "attempt": self.attempt,
-            "reason": self.reason,
-            "errors": list(self.errors),
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,3 +189,14 @@ RunEvent = (
 
 StreamEvent = RunEvent | RunFinished[OutputT]
 """Any event ``Agent.run_stream`` yields (``RunFinished`` last)."""
+
+
+def _fields_json(
+    event: RunStarted | TextDelta | ToolCallStarted | ToolCallFinished | RetryStarted,
+) -> dict[str, JsonValue]:
+    """Return an event's ``type`` and fields as JSON (its fields are JSON values already)."""
+    data: dict[str, JsonValue] = {"type": event.type}
+    for item in fields(event):
+        value = getattr(event, item.name)
+        data[item.name] = list(value) if isinstance(value, list) else value
+    return data

@@ -23,6 +23,7 @@ from agent_executor.stream_events import (
 )
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
+from tests.agent_core.test_partial_output import is_prefix
 from tests.fake_llm import FakeLLM, openai_text, openai_tool_call
 from tests.fake_llm_streams import openai_stream
 
@@ -50,21 +51,7 @@ def sse_events(service: Service, run_id: str) -> list[Event]:
     return events
 
 
-def prefix_of(partial: JsonValue, final: JsonValue) -> bool:
-    """Whether ``partial`` is a prefix of ``final``: what it holds is final, strings may grow."""
-    if isinstance(partial, dict):
-        return isinstance(final, dict) and all(
-            key in final and prefix_of(value, final[key]) for key, value in partial.items()
-        )
-    if isinstance(partial, list):
-        return (
-            isinstance(final, list)
-            and len(partial) <= len(final)
-            and all(prefix_of(item, whole) for item, whole in zip(partial, final, strict=False))
-        )
-    if isinstance(partial, str):
-        return isinstance(final, str) and final.startswith(partial)
-    return type(partial) is type(final) and partial == final
+prefix_of = is_prefix  # what a partial holds is final; its strings may grow
 
 
 def test_a_runs_events_carry_its_partial_outputs_and_retries(service: Service) -> None:
