@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ def postgres() -> Iterator[Postgres]:
     try:
         cluster = Postgres(root)
     except Exception as error:  # pragma: no cover - depends on the machine
+        shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"PostgreSQL could not be started: {error}")
     yield cluster
     cluster.stop()
