@@ -325,15 +325,15 @@ class Agent(Generic[OutputT]):
         """Run the agent from synchronous code; the same arguments and result as :meth:`run`.
 
         Each calling thread runs its runs on an event loop it keeps (see
-        :mod:`agent_executor.sync`), so connections are reused from call to call and several
-        threads may call at once.
+        :mod:`agent_executor.sync`); the SDKs' synchronous clients make the model calls, each
+        attempt bounded by the run's timeout (:mod:`agent_executor.providers.blocking`).
 
         Raises:
             ConfigError: As :meth:`run`; also when called from inside a running event loop.
             SchemaNotFoundError: As :meth:`run`.
             InvalidSchemaError: As :meth:`run`.
         """
-        return run_coroutine_sync(self.run(request, **keywords))
+        return run_coroutine_sync(self.run(request, **keywords), blocking_calls=True)
 
     def run_stream(
         self, request: RunRequest | str, **keywords: Unpack[RunKeywords]

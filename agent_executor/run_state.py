@@ -31,9 +31,11 @@ from agent_executor.providers.base import (
     ToolDefinition,
     profile_of,
 )
+from agent_executor.providers.blocking import BLOCKING_CALLS, BlockingProvider, blocking_turn
 from agent_executor.providers.streaming import stream_turn
 from agent_executor.stream_relay import StreamRelay
 from agent_executor.tools import InputTool
+from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
     "RunFailure",
@@ -244,7 +246,9 @@ async def call_model(
         timeout_s=spec.options.request_timeout_s,
     )
     relay = state.relay
-    if relay is None:
+    if relay is None and BLOCKING_CALLS.get() and isinstance(spec.provider, BlockingProvider):
+        turn = blocking_turn(spec.provider, request, RUN_DEADLINE.get())
+    elif relay is None:
         turn = await spec.provider.request(request)
     else:
         turn = await stream_turn(spec.provider, request, relay.turn())

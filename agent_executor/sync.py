@@ -21,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from agent_contracts.errors import ConfigError
+from agent_executor.providers.blocking import BLOCKING_CALLS
 
 __all__ = ["run_coroutine_sync", "shutdown_sync_loop"]
 
@@ -83,11 +85,13 @@ def _close(kept: _Kept) -> None:
                 _kept.remove(kept)
 
 
-def run_coroutine_sync(coro: Coroutine[Any, Any, T]) -> T:
+def run_coroutine_sync(coro: Coroutine[Any, Any, T], *, blocking_calls: bool = False) -> T:
     """Run ``coro`` on the calling thread's kept event loop and return its result.
 
     Args:
         coro: The coroutine to run.
+        blocking_calls: Let model calls inside block the loop (the SDKs' synchronous clients,
+            see :mod:`agent_executor.providers.blocking`): the loop runs nothing else meanwhile.
 
     Returns:
         What the coroutine returned.
@@ -109,7 +113,10 @@ def run_coroutine_sync(coro: Coroutine[Any, Any, T]) -> T:
             loop = kept.loop
             if loop.is_closed():  # closed at exit while this thread waited for it
                 continue
-            task = loop.create_task(coro)
+            context = contextvars.copy_context()
+            if blocking_calls:
+                context.run(BLOCKING_CALLS.set, True)
+            task = loop.create_task(coro, context=context)
             try:
                 return loop.run_until_complete(task)
             except BaseException:

@@ -4,7 +4,7 @@ System messages become ``system``; tool calls and results become ``tool_use`` an
 blocks (with ``is_error``); the neutral tool choice becomes ``{"type": "auto" | "any" | "none"}``
 or ``{"type": "tool", "name": ...}``. With extended thinking on, a forced tool choice is sent as
 ``auto`` (the API forbids forcing) and the turn says so in ``tool_choice_downgraded``. Every SDK
-error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+error becomes a :class:`ProviderError` in :func:`translate_errors`.
 
 ``stream`` sends the same request with ``stream: true``; the SDK's SSE decoder splits the events,
 :class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
@@ -14,12 +14,9 @@ assembles the message, which the same reply parser reads.
 from __future__ import annotations
 
 import contextlib
-import functools
-import ssl
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, cast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import anthropic
 import httpx2
@@ -27,6 +24,13 @@ import httpx2
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
 from agent_core.json_text import encodable, encodable_data
+from agent_executor.providers.anthropic_clients import (
+    CLIENTS,
+    SYNC_CLIENTS,
+    async_client,
+    sync_client,
+    translate_errors,
+)
 from agent_executor.providers.anthropic_events import MessageEvents
 from agent_executor.providers.anthropic_replies import _turn, _turn_of
 from agent_executor.providers.anthropic_requests import wire_messages
@@ -35,14 +39,10 @@ from agent_executor.providers.base import (
     ModelTurn,
     ModelTurnRequest,
     ToolNameMap,
-    connection_message,
     error_body,
-    error_kind_for_status,
-    error_text,
     tool_names_for,
 )
-from agent_executor.providers.clients import LoopClients
-from agent_executor.providers.error_text import refine_error_kind
+from agent_executor.providers.blocking import call_deadline
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 from agent_executor.providers.sse import MalformedEvent, sse_batches
 from agent_executor.providers.stream_errors import unfinished_stream
@@ -60,6 +60,17 @@ if TYPE_CHECKING:
     from anthropic.types.message_create_params import MessageCreateParamsBase
 
 __all__ = ["AnthropicProvider"]
+
+
+class _Prepared(NamedTuple):
+    """A Messages request ready to send: its parameters and what reading the reply needs."""
+
+    names: ToolNameMap
+    params: MessageCreateParamsBase
+    extra_body: JsonObject | None
+    timeout: float
+    downgraded: bool
+
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when the request sets none (the Messages API requires one)."""
@@ -125,12 +136,8 @@ class AnthropicProvider:
         self._max_retries = max_retries
         missing = f"{name}: no API key: pass api_key= or set ANTHROPIC_API_KEY"
         try:
-            client = anthropic.AsyncAnthropic(
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=max_retries,
-                timeout=timeout_s,
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            client = async_client(
+                api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
             )
         except (anthropic.AnthropicError, ValueError) as exc:  # unusable profile or credentials
             raise ConfigError(f"{missing} ({exc})") from exc
@@ -145,21 +152,19 @@ class AnthropicProvider:
         self._credentials = client.credentials
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
-        """Return a fresh SDK client, used for one request and closed after it.
+        """Return a new SDK client (the TLS context, the costly part, is shared)."""
+        return async_client(**self._settings())
 
-        A pooled client is bound to the event loop it first ran on, and its idle connections leak
-        once that loop closes (each ``asyncio.run`` makes a new loop), so none is kept; the
-        costly part, the TLS context, is shared.
-        """
-        return anthropic.AsyncAnthropic(
-            http_client=anthropic.DefaultAsyncHttpxClient(verify=_ssl_context()),
-            base_url=self.base_url,
-            max_retries=self._max_retries,
-            timeout=self.timeout_s,
-            api_key=self._api_key,
-            auth_token=None if self._api_key else self._auth_token,
-            credentials=None if self._api_key or self._auth_token else self._credentials,
-        )
+    def _settings(self) -> dict[str, object]:
+        """Return the SDK client settings of this provider (credentials, URL, retries, timeout)."""
+        return {
+            "base_url": self.base_url,
+            "max_retries": self._max_retries,
+            "timeout": self.timeout_s,
+            "api_key": self._api_key,
+            "auth_token": None if self._api_key else self._auth_token,
+            "credentials": None if self._api_key or self._auth_token else self._credentials,
+        }
 
     async def request(self, turn: ModelTurnRequest) -> ModelTurn:
         """Make one Messages call.
@@ -193,8 +198,8 @@ class AnthropicProvider:
         """
         return await self._call(turn, on_delta)
 
-    async def _call(self, turn: ModelTurnRequest, on_delta: DeltaSink | None) -> ModelTurn:
-        """Make one Messages call, streamed when there is a sink for the pieces."""
+    def _prepare(self, turn: ModelTurnRequest) -> _Prepared:
+        """Return the Messages request for ``turn`` (the same for every way of sending it)."""
         names = tool_names_for(turn)
         tools: list[JsonObject] = []
         for tool in turn.tools:
@@ -241,16 +246,21 @@ class AnthropicProvider:
             params["thinking"] = cast("ThinkingConfigParam", thinking)
         if output_config:
             params["output_config"] = cast("OutputConfigParam", output_config)
+        return _Prepared(names, params, extra or None, timeout, downgraded)
+
+    async def _call(self, turn: ModelTurnRequest, on_delta: DeltaSink | None) -> ModelTurn:
+        """Make one Messages call, streamed when there is a sink for the pieces."""
+        names, params, extra_body, timeout, downgraded = self._prepare(turn)
         started = time.perf_counter()
-        with _translate_errors(self.name):
-            kept = await _CLIENTS.get(self._client_key, self._new_client)
+        with translate_errors(self.name):
+            kept = await CLIENTS.get(self._client_key, self._new_client)
             async with contextlib.AsyncExitStack() as stack:
                 client = (
                     kept
                     if kept is not None
                     else await stack.enter_async_context(self._new_client())
                 )
-                messages_api, extra_body = client.messages, extra or None
+                messages_api = client.messages
                 if on_delta is None:
                     response = await messages_api.with_raw_response.create(
                         **params, extra_body=extra_body, timeout=timeout
@@ -274,6 +284,33 @@ class AnthropicProvider:
                 replay_turn(result, on_delta)
         else:
             result = _turn_of(self.name, self.model, body, names, latency_ms)
+        return result.model_copy(update={"tool_choice_downgraded": downgraded})
+
+    def request_blocking(self, turn: ModelTurnRequest, deadline: float | None) -> ModelTurn:
+        """Make one Messages call with the SDK's synchronous client (for ``run_sync``).
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+            deadline: When the run must end (``time.monotonic()``): no HTTP attempt outlasts it
+                (see :mod:`agent_executor.providers.blocking`); ``None`` for no bound.
+
+        Returns:
+            What :meth:`request` returns for the same reply.
+
+        Raises:
+            ProviderError: As :meth:`request` (``provider_timeout`` when the deadline cut an
+                attempt short).
+        """
+        names, params, extra_body, timeout, downgraded = self._prepare(turn)
+        started = time.perf_counter()
+        with translate_errors(self.name), call_deadline(deadline):
+            client = SYNC_CLIENTS.get(self._client_key, lambda: sync_client(**self._settings()))
+            response = client.messages.with_raw_response.create(
+                **params, extra_body=extra_body, timeout=timeout
+            )
+            body = response.text()
+        latency_ms = (time.perf_counter() - started) * 1000
+        result = _turn(self.name, self.model, body, names, latency_ms)
         return result.model_copy(update={"tool_choice_downgraded": downgraded})
 
     def _tool_choice(self, turn: ModelTurnRequest, names: ToolNameMap) -> tuple[JsonObject, bool]:
@@ -303,7 +340,7 @@ async def _read_events(response: httpx2.Response, events: MessageEvents) -> None
         ProviderError: An event is not JSON, the server sent an ``error`` event, or the stream
             ended before ``message_stop``.
         anthropic.APIConnectionError: The connection broke off mid-stream (``APITimeoutError``
-            when it timed out), for :func:`_translate_errors`.
+            when it timed out), for :func:`translate_errors`.
     """
     try:
         async for values in sse_batches(response):
@@ -323,50 +360,3 @@ async def _read_events(response: httpx2.Response, events: MessageEvents) -> None
         await response.aclose()
     if not events.finished:
         raise unfinished_stream(events.provider, "message_stop")
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """Return the TLS context every client shares (loading CA certificates takes ~30 ms)."""
-    return httpx2.create_ssl_context()
-
-
-@contextmanager
-def _translate_errors(provider: str) -> Iterator[None]:
-    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
-    try:
-        yield
-    except anthropic.APITimeoutError as exc:
-        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
-    except anthropic.APIConnectionError as exc:
-        kind = "provider_connection_error"
-        raise ProviderError(
-            error_text(connection_message(exc)), provider=provider, kind=kind
-        ) from exc
-    except anthropic.APIStatusError as exc:
-        status = exc.status_code
-        text = f"{exc.message} {exc.response.text}"
-        raise ProviderError(
-            error_text(exc.message),
-            provider=provider,
-            kind=refine_error_kind(error_kind_for_status(status), status, text),
-            status=status,
-            body=error_body(exc.body),
-        ) from exc
-    except anthropic.CredentialsError as exc:
-        raise ProviderError(
-            error_text(exc), provider=provider, kind="provider_authentication_error"
-        ) from exc
-    except anthropic.AnthropicError as exc:
-        code = getattr(exc, "status_code", None)
-        raise ProviderError(
-            error_text(exc),
-            provider=provider,
-            kind="provider_error",
-            status=code if isinstance(code, int) else None,
-            body=error_body(getattr(exc, "body", None)),
-        ) from exc
-
-
-_CLIENTS: LoopClients[anthropic.AsyncAnthropic] = LoopClients()
-"""The process's pooled Anthropic clients, one per running event loop and settings."""

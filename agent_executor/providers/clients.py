@@ -10,11 +10,13 @@ hooks), :meth:`LoopClients.get` returns ``None`` and the adapter uses a fresh cl
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 import sys
 from collections.abc import AsyncGenerator, Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["LoopClients"]
+__all__ = ["LoopClients", "ssl_context"]
 
 
 class _Closable(Protocol):
@@ -98,3 +100,11 @@ class LoopClients(Generic[C]):
 
 def _drop(generator: AsyncGenerator[None, None]) -> None:
     """Finalise an abandoned guard generator by doing nothing (its loop is already closed)."""
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """Return the TLS context every SDK client shares (loading CA certificates takes ~30 ms)."""
+    import httpx2  # installed with either SDK's extra, not without
+
+    return httpx2.create_ssl_context()

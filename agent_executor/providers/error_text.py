@@ -23,6 +23,7 @@ import httpx2
 __all__ = [
     "refine_error_kind",
     "refuse_retry_when_malformed",
+    "refuse_retry_when_malformed_sync",
     "says_context_overflow",
     "says_malformed",
 ]
@@ -68,9 +69,29 @@ async def refuse_retry_when_malformed(response: httpx2.Response) -> None:
     Args:
         response: The response, before the SDK looks at it.
     """
-    if response.status_code < 500 or "x-should-retry" in response.headers:
-        return
-    await response.aread()
+    if _undecided_5xx(response):
+        await response.aread()
+        _mark_malformed(response)
+
+
+def refuse_retry_when_malformed_sync(response: httpx2.Response) -> None:
+    """The synchronous clients' :func:`refuse_retry_when_malformed`.
+
+    Args:
+        response: The response, before the SDK looks at it.
+    """
+    if _undecided_5xx(response):
+        response.read()
+        _mark_malformed(response)
+
+
+def _undecided_5xx(response: httpx2.Response) -> bool:
+    """Tell whether ``response`` is a 5xx the server did not say whether to retry."""
+    return response.status_code >= 500 and "x-should-retry" not in response.headers
+
+
+def _mark_malformed(response: httpx2.Response) -> None:
+    """Mark a read 5xx answer not to be retried when it blames the request."""
     if says_malformed(response.status_code, response.text):
         response.headers["x-should-retry"] = "false"
 

@@ -4,30 +4,26 @@ Uses the official ``openai`` SDK (``AsyncOpenAI``) for transport, bounded retrie
 the reply body is read as plain JSON so that compatible servers' quirks survive: arguments sent as
 an object instead of a string, missing or empty tool-call ids (deterministic ones are made up), a
 ``tool_choice`` ignored (the text is returned as is, and the run loop decides), ``content`` sent as
-a list of parts. Every SDK error becomes a :class:`ProviderError` in :func:`_translate_errors`.
+a list of parts. Every SDK error becomes a :class:`ProviderError` in :func:`translate_errors`.
 
 ``stream`` sends the same body with ``stream: true`` (and ``stream_options.include_usage``, left
 out from then on for a server that refuses it); the SDK's SSE decoder splits the chunks,
 :class:`~agent_executor.providers.openai_chunks.CompletionChunks` reads them as plain JSON and
 assembles the ``chat.completion`` the same reply parser reads.
 
-Clients: a pooled SDK client is bound to the event loop it first ran on, so clients are kept one per
-running loop (and per key, base URL and retry setting) in :data:`_CLIENTS`, and each is closed when
-its loop shuts down (``asyncio.run`` and ``asyncio.Runner`` finalise async generators before
-closing the loop; a guard generator closes the client then). Connections are reused across calls
-and runs. Where no such shutdown can be relied on (no asyncio loop, or no async-generator hooks),
-each call gets a fresh client closed after it.
+Clients (:mod:`~agent_executor.providers.openai_clients`): a pooled SDK client is bound to the
+event loop it first ran on, so clients are kept one per running loop (and per key, base URL and
+retry setting), each closed when its loop shuts down; connections are reused across calls and
+runs. Where no such shutdown can be relied on, each call gets a fresh client closed after it.
+``request_blocking`` (for ``run_sync``, see :mod:`~agent_executor.providers.blocking`) sends the
+same body through the SDK's synchronous client, kept one per settings.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import ssl
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Literal, cast
 
 import httpx2
@@ -41,15 +37,18 @@ from agent_executor.providers.base import (
     ModelTurn,
     ModelTurnRequest,
     ToolNameMap,
-    connection_message,
     error_body,
-    error_kind_for_status,
-    error_text,
     tool_names_for,
 )
-from agent_executor.providers.clients import LoopClients
-from agent_executor.providers.error_text import refine_error_kind, refuse_retry_when_malformed
+from agent_executor.providers.blocking import call_deadline
 from agent_executor.providers.openai_chunks import CompletionChunks
+from agent_executor.providers.openai_clients import (
+    CLIENTS,
+    SYNC_CLIENTS,
+    async_client,
+    sync_client,
+    translate_errors,
+)
 from agent_executor.providers.openai_replies import _turn, _turn_of
 from agent_executor.providers.openai_requests import TOOL_ERROR_PREFIX, chat_body
 from agent_executor.providers.profiles import OPENAI_PROFILE
@@ -113,13 +112,7 @@ class OpenAIProvider:
         self.timeout_s = timeout_s
         self._max_retries = max_retries
         try:
-            client = openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=max_retries,
-                timeout=timeout_s,
-                http_client=_http_client(),
-            )
+            client = async_client(api_key, base_url, max_retries, timeout_s)
         except openai.OpenAIError as exc:
             raise ConfigError(
                 f"{name}: no API key: pass api_key= or set OPENAI_API_KEY ({exc})"
@@ -160,13 +153,7 @@ class OpenAIProvider:
 
     def _new_client(self) -> openai.AsyncOpenAI:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
-        return openai.AsyncOpenAI(
-            http_client=_http_client(),
-            api_key=self._api_key,
-            base_url=self.base_url,
-            max_retries=self._max_retries,
-            timeout=self.timeout_s,
-        )
+        return async_client(self._api_key, self.base_url, self._max_retries, self.timeout_s)
 
     def _body(self, turn: ModelTurnRequest, names: ToolNameMap) -> JsonObject:
         """Return the request body for ``turn`` (see :func:`chat_body`)."""
@@ -196,8 +183,8 @@ class OpenAIProvider:
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         content = json_body(body)  # a lone surrogate (task, echoed answer) as its escape
         started = time.perf_counter()
-        with _translate_errors(self.name):
-            client = await _CLIENTS.get(self._client_key, self._new_client)
+        with translate_errors(self.name):
+            client = await CLIENTS.get(self._client_key, self._new_client)
             if client is not None:
                 text = await _post(client, content, timeout)
             else:
@@ -205,6 +192,41 @@ class OpenAIProvider:
                     text = await _post(fresh, content, timeout)
         latency_ms = (time.perf_counter() - started) * 1000
         return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
+
+    def request_blocking(self, turn: ModelTurnRequest, deadline: float | None) -> ModelTurn:
+        """Make one Chat Completions call with the SDK's synchronous client (for ``run_sync``).
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+            deadline: When the run must end (``time.monotonic()``): no HTTP attempt outlasts it
+                (see :mod:`agent_executor.providers.blocking`); ``None`` for no bound.
+
+        Returns:
+            What :meth:`request` returns for the same reply.
+
+        Raises:
+            ProviderError: As :meth:`request` (``provider_timeout`` when the deadline cut an
+                attempt short).
+        """
+        names = tool_names_for(turn)
+        content = json_body(self._body(turn, names))
+        timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
+        started = time.perf_counter()
+        with translate_errors(self.name), call_deadline(deadline):
+            client = SYNC_CLIENTS.get(self._client_key, self._new_sync_client)
+            response = client.post(
+                "/chat/completions",
+                content=content,
+                cast_to=httpx2.Response,
+                options={"timeout": timeout},
+            )
+            text = response.text
+        latency_ms = (time.perf_counter() - started) * 1000
+        return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
+
+    def _new_sync_client(self) -> openai.OpenAI:
+        """Return a new synchronous SDK client with this provider's settings."""
+        return sync_client(self._api_key, self.base_url, self._max_retries, self.timeout_s)
 
     async def stream(self, turn: ModelTurnRequest, on_delta: DeltaSink) -> ModelTurn:
         """Make one Chat Completions call with streaming, handing the reply over as it comes.
@@ -256,8 +278,8 @@ class OpenAIProvider:
         self, body: JsonObject, timeout: float, chunks: CompletionChunks
     ) -> str | None:
         """Send a streamed request and read it into ``chunks`` (see :func:`_post_stream`)."""
-        with _translate_errors(self.name):
-            client = await _CLIENTS.get(self._client_key, self._new_client)
+        with translate_errors(self.name):
+            client = await CLIENTS.get(self._client_key, self._new_client)
             if client is not None:
                 return await _post_stream(client, body, timeout, chunks, self.name)
             async with self._new_client() as fresh:
@@ -304,7 +326,7 @@ async def _post_stream(
     Raises:
         ProviderError: A chunk is not JSON, or the server sent an error in the stream.
         openai.APIConnectionError: The connection broke off mid-stream (``APITimeoutError``
-            when it timed out), for :func:`_translate_errors`.
+            when it timed out), for :func:`translate_errors`.
     """
     # With ``cast_to=httpx2.Response`` the SDK hands back the response unread (its stream
     # class is not used); the typing follows ``stream_cls``.
@@ -339,57 +361,3 @@ async def _post_stream(
     finally:
         await response.aclose()
     return None
-
-
-_CLIENTS: LoopClients[openai.AsyncOpenAI] = LoopClients()
-"""The process's pooled OpenAI clients, one per running event loop and settings."""
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """Return the TLS context every client shares (loading CA certificates takes ~30 ms)."""
-    return httpx2.create_ssl_context()
-
-
-def _http_client() -> httpx2.AsyncClient:
-    """Return the SDK's default HTTP client, with malformed-request 5xx answers not retried.
-
-    See :mod:`agent_executor.providers.error_text`.
-    """
-    return openai.DefaultAsyncHttpxClient(
-        verify=_ssl_context(), event_hooks={"response": [refuse_retry_when_malformed]}
-    )
-
-
-@contextmanager
-def _translate_errors(provider: str) -> Iterator[None]:
-    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
-    try:
-        yield
-    except openai.APITimeoutError as exc:
-        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
-    except openai.APIConnectionError as exc:
-        message = error_text(connection_message(exc))
-        raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
-    except openai.APIStatusError as exc:
-        status = exc.status_code
-        text = f"{exc.message} {exc.response.text}"
-        kind = refine_error_kind(error_kind_for_status(status), status, text)
-        raise ProviderError(
-            error_text(exc.message),
-            provider=provider,
-            kind=kind,
-            status=status,
-            body=error_body(exc.body),
-        ) from exc
-    except (openai.OpenAIError, openai.InvalidWebhookSignatureError) as exc:
-        if type(exc) is openai.APIError:  # an error object sent inside a stream
-            raise stream_error(provider, {"error": error_body(exc.body)}, exc.message) from exc
-        code = getattr(exc, "status_code", None)
-        raise ProviderError(
-            error_text(exc),
-            provider=provider,
-            kind="provider_error",
-            status=code if isinstance(code, int) else None,
-            body=error_body(getattr(exc, "body", None)),
-        ) from exc

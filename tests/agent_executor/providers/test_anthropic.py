@@ -9,7 +9,8 @@ import pytest
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_executor.providers.anthropic import AnthropicProvider, _translate_errors
+from agent_executor.providers.anthropic import AnthropicProvider
+from agent_executor.providers.anthropic_clients import translate_errors
 from agent_executor.providers.base import (
     ModelTurnRequest,
     ResponseFormat,
@@ -471,7 +472,7 @@ def test_every_public_sdk_error_is_classified() -> None:
 def test_sdk_error_maps_to_its_kind(name: str) -> None:
     error = _instance(_sdk_errors()[name])
 
-    with pytest.raises(ProviderError) as caught, _translate_errors("anthropic"):
+    with pytest.raises(ProviderError) as caught, translate_errors("anthropic"):
         raise error
 
     assert caught.value.kind == EXPECTED_KINDS[name]

@@ -24,7 +24,8 @@ from agent_executor.providers.base import (
     ToolDefinition,
     ToolNameMap,
 )
-from agent_executor.providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider, _translate_errors
+from agent_executor.providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider
+from agent_executor.providers.openai_clients import translate_errors
 from tests.fake_llm import (
     FakeLLM,
     ScriptedResponse,
@@ -515,7 +516,7 @@ def test_every_public_sdk_error_is_classified() -> None:
 def test_sdk_error_maps_to_its_kind(cls: type[BaseException]) -> None:
     error = _instance(cls)
 
-    with pytest.raises(ProviderError) as caught, _translate_errors("openai"):
+    with pytest.raises(ProviderError) as caught, translate_errors("openai"):
         raise error
 
     assert caught.value.kind == EXPECTED_KINDS[cls.__name__]
@@ -525,7 +526,7 @@ def test_sdk_error_maps_to_its_kind(cls: type[BaseException]) -> None:
 
 def test_running_out_of_file_descriptors_is_named_not_blamed_on_the_provider() -> None:
     request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
-    with pytest.raises(ProviderError) as caught, _translate_errors("openai"):
+    with pytest.raises(ProviderError) as caught, translate_errors("openai"):
         try:  # the transport's connect fails as it does when the process is out of fds
             raise OSError(errno.EMFILE, "Too many open files")
         except OSError as exc:

@@ -1,0 +1,204 @@
+"""Blocking model calls for ``run_sync``: the SDKs' synchronous clients, bounded by the run's end.
+
+``Agent.run_sync`` runs the async run loop on a kept event loop of the calling thread. An SDK's
+asynchronous HTTP stack costs about a third more CPU a call than its synchronous one, so a
+provider that has a synchronous path (:class:`BlockingProvider`) is called through it when
+:data:`BLOCKING_CALLS` is set, as ``run_sync`` sets it: the call blocks the kept loop, which has
+nothing else to run meanwhile (input tools and MCP servers run between model calls, not during).
+
+A blocking call cannot be cancelled by the run's timeout, so the run's deadline bounds it
+instead (:func:`deadline_hooks`): each HTTP attempt's timeout is cut to the time the run has
+left, no attempt starts after the deadline, and the SDK is told not to retry an error answer
+whose wait could pass it. A call that fails or returns after the deadline ends the run as
+``run_timeout``, as the async path's timeout would have (:func:`blocking_turn`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+
+from agent_contracts.errors import ProviderError
+from agent_executor.providers.base import ModelTurn, ModelTurnRequest
+
+if TYPE_CHECKING:  # the SDK extras install it; this module is imported without them
+    import httpx2
+
+__all__ = [
+    "BLOCKING_CALLS",
+    "LONGEST_RETRY_WAIT_S",
+    "BlockingProvider",
+    "SyncClients",
+    "blocking_turn",
+    "call_deadline",
+    "deadline_hooks",
+    "past_deadline",
+]
+
+BLOCKING_CALLS: ContextVar[bool] = ContextVar("agentshape_blocking_calls", default=False)
+"""Set (by ``run_sync``) where model calls may block the event loop they run on."""
+
+_DEADLINE: ContextVar[float | None] = ContextVar("agentshape_call_deadline", default=None)
+
+LONGEST_RETRY_WAIT_S = 8.0
+"""The longest the SDKs wait before a retry unless the server's ``retry-after`` says more."""
+
+
+@runtime_checkable
+class BlockingProvider(Protocol):
+    """A provider that can also make a call synchronously (the OpenAI and Anthropic ones)."""
+
+    def request_blocking(self, turn: ModelTurnRequest, deadline: float | None) -> ModelTurn:
+        """Make one model call, blocking, and return what ``request`` would.
+
+        Args:
+            turn: The conversation, tools and settings for this call.
+            deadline: When the run must end (``time.monotonic()``); ``None`` for no bound.
+
+        Raises:
+            ProviderError: The provider failed after the SDK's bounded retries.
+        """
+        ...
+
+
+def blocking_turn(
+    provider: BlockingProvider, turn: ModelTurnRequest, deadline: float | None
+) -> ModelTurn:
+    """Make one blocking call within the run's deadline.
+
+    Args:
+        provider: The provider.
+        turn: The call.
+        deadline: When the run must end (``time.monotonic()``), or ``None``.
+
+    Returns:
+        The reply.
+
+    Raises:
+        TimeoutError: The deadline passed before, during or by the end of the call (the run
+            ends as ``run_timeout``, as the async path's timeout ends it).
+        ProviderError: The provider failed, within the deadline.
+    """
+    if past_deadline(deadline):
+        raise TimeoutError
+    try:
+        reply = provider.request_blocking(turn, deadline)
+    except ProviderError as exc:
+        if past_deadline(deadline):
+            raise TimeoutError from exc
+        raise
+    if past_deadline(deadline):
+        raise TimeoutError
+    return reply
+
+
+def past_deadline(deadline: float | None) -> bool:
+    """Tell whether ``deadline`` (``time.monotonic()``; ``None`` is never) has passed."""
+    return deadline is not None and time.monotonic() >= deadline
+
+
+@contextmanager
+def call_deadline(deadline: float | None) -> Iterator[None]:
+    """Let :func:`deadline_hooks` bound the HTTP attempts made inside by ``deadline``."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def deadline_hooks(
+    timed_out: Callable[[httpx2.Request], Exception],
+) -> dict[str, list[Callable[..., object]]]:
+    """Return ``httpx`` event hooks that keep a synchronous client's attempts within the deadline.
+
+    The request hook cuts each attempt's timeouts to the time left and refuses an attempt after
+    the deadline with ``timed_out(request)`` (an SDK error, which the SDKs raise without
+    retrying); the response hook marks an error answer not to be retried (``x-should-retry:
+    false``) when the wait before the retry (its ``retry-after``, or the SDK's longest backoff)
+    would pass the deadline.
+
+    Args:
+        timed_out: Makes the SDK's timeout error for a request.
+    """
+
+    def bound_attempt(request: httpx2.Request) -> None:
+        deadline = _DEADLINE.get()
+        if deadline is None:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise timed_out(request)
+        timeouts = request.extensions.get("timeout")
+        if isinstance(timeouts, dict):
+            request.extensions["timeout"] = {
+                phase: left if value is None else min(value, left)
+                for phase, value in timeouts.items()
+            }
+
+    def no_retry_past_deadline(response: httpx2.Response) -> None:
+        deadline = _DEADLINE.get()
+        if deadline is None or response.status_code < 400 or "x-should-retry" in response.headers:
+            return
+        wait = max(_retry_after(response.headers), LONGEST_RETRY_WAIT_S)
+        if time.monotonic() + wait >= deadline:
+            response.headers["x-should-retry"] = "false"
+
+    return {"request": [bound_attempt], "response": [no_retry_past_deadline]}
+
+
+def _retry_after(headers: httpx2.Headers) -> float:
+    """Return the seconds a ``retry-after`` or ``retry-after-ms`` header asks for (0 if none)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return float(headers.get(name, "")) * scale
+        except ValueError:
+            continue
+    return 0.0
+
+
+C = TypeVar("C")
+
+
+class SyncClients(Generic[C]):
+    """Synchronous SDK clients kept per settings and process, closed at interpreter exit.
+
+    A synchronous client is bound to no event loop and its connection pool is safe to share
+    between threads, so one per settings serves every thread; a forked child makes its own
+    (the parent's connections are not its to use).
+    """
+
+    def __init__(self, close: Callable[[C], None]) -> None:
+        """Keep no client yet; ``close`` closes one (at exit, or in :meth:`close_all`)."""
+        self._clients: dict[tuple[int, Hashable], C] = {}
+        self._lock = threading.Lock()
+        self._close = close
+        atexit.register(self.close_all)
+
+    def get(self, key: Hashable, make: Callable[[], C]) -> C:
+        """Return the client for ``key``, made with ``make`` on first use in this process."""
+        full = (os.getpid(), key)
+        client = self._clients.get(full)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(full)
+                if client is None:
+                    client = self._clients[full] = make()
+        return client
+
+    def close_all(self) -> None:
+        """Close and forget every client this process made (a later call makes new ones)."""
+        with self._lock:
+            clients = [c for (pid, _), c in self._clients.items() if pid == os.getpid()]
+            self._clients.clear()
+        for client in clients:
+            try:
+                self._close(client)
+            except Exception:  # closing at exit: nothing to report to
+                continue

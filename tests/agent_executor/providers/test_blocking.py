@@ -1,0 +1,166 @@
+"""``run_sync`` calls through the SDKs' synchronous clients, each attempt within the run's end."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+from agent_executor.providers.anthropic_clients import SYNC_CLIENTS as ANTHROPIC_CLIENTS
+from agent_executor.providers.blocking import past_deadline
+from agent_executor.providers.openai_clients import SYNC_CLIENTS as OPENAI_CLIENTS
+from tests.agent_executor.test_run import (
+    APIS,
+    INVALID,
+    VALID,
+    agent_for,
+    call,
+    provider_for,
+)
+from tests.fake_llm import FakeLLM, delayed, status_error
+
+T = TypeVar("T")
+
+
+def async_library(fake: FakeLLM, index: int = -1) -> str:
+    """What the SDK said of its async library on a request (``false``: the sync client)."""
+    return fake.requests[index].headers["x-stainless-async"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_run_sync_calls_through_the_sync_client_and_run_the_async_one(
+    fake_llm: FakeLLM, api: str
+) -> None:
+    fake_llm.respond_always(call(api, "submit_result", VALID))
+    agent = agent_for(provider_for(api, fake_llm))
+
+    synced = await_free(lambda: agent.run_sync("Grade it."))
+    assert async_library(fake_llm) == "false"
+    awaited = await agent.run("Grade it.")
+    assert async_library(fake_llm).startswith("async:")
+
+    assert synced.result_data == awaited.result_data == VALID
+
+
+def await_free(function: Callable[[], T]) -> T:
+    """Call ``function`` from a thread with no running event loop (as sync code does)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(function).result(timeout=60)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_re_prompted_run_gives_the_same_result_either_way(fake_llm: FakeLLM, api: str) -> None:
+    fake_llm.respond(
+        call(api, "submit_result", INVALID),
+        call(api, "submit_result", VALID),
+        call(api, "submit_result", INVALID),
+        call(api, "submit_result", VALID),
+    )
+    agent = agent_for(provider_for(api, fake_llm))
+
+    synced = agent.run_sync("Grade it.")
+    awaited = asyncio.run(agent.run("Grade it."))
+
+    assert [async_library(fake_llm, i) == "false" for i in range(4)] == [True, True, False, False]
+    assert synced.ok and awaited.ok
+    assert synced.result_data == awaited.result_data == VALID
+    assert synced.retries == awaited.retries == 1
+    assert [a.errors for a in synced.attempts] == [a.errors for a in awaited.attempts]
+    assert [m.model_dump(exclude={"tool_calls"}) for m in synced.transcript] == [
+        m.model_dump(exclude={"tool_calls"}) for m in awaited.transcript
+    ]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_the_run_timeout_cuts_a_blocking_call_and_no_retry_starts_after_it(
+    fake_llm: FakeLLM, api: str
+) -> None:
+    fake_llm.respond(
+        call(api, "submit_result", INVALID), delayed(call(api, "submit_result", VALID), 30)
+    )
+    agent = agent_for(provider_for(api, fake_llm, max_retries=2), options={"timeout_s": 1.0})
+
+    result = agent.run_sync("Grade it.")
+
+    assert result.error is not None and result.error.type == "run_timeout"
+    assert result.error.last_output == INVALID
+    assert len(result.attempts) == 1
+    # The second call was cut at the run's end (not after the server's 30 s), and the SDK's
+    # retries found the deadline passed: the server saw no third request.
+    assert len(fake_llm.requests) == 2
+    assert result.duration_ms < 20_000
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_retry_whose_wait_would_pass_the_deadline_is_not_waited_for(
+    fake_llm: FakeLLM, api: str
+) -> None:
+    fake_llm.respond(
+        status_error(429, "slow down", headers={"retry-after": "20"}, api=api),
+        call(api, "submit_result", VALID),
+    )
+    agent = agent_for(provider_for(api, fake_llm, max_retries=2), options={"timeout_s": 5.0})
+
+    result = agent.run_sync("Grade it.")
+
+    assert result.error is not None and result.error.type == "provider_rate_limited"
+    assert "slow down" in result.error.message
+    assert len(fake_llm.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_retry_well_within_the_deadline_is_made(fake_llm: FakeLLM, api: str) -> None:
+    fake_llm.respond(
+        status_error(503, "busy", headers={"retry-after": "0.05"}, api=api),
+        call(api, "submit_result", VALID),
+    )
+    agent = agent_for(provider_for(api, fake_llm, max_retries=2))
+
+    result = agent.run_sync("Grade it.")
+
+    assert result.ok and result.result_data == VALID
+    assert len(fake_llm.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_provider_errors_are_the_same_typed_errors(fake_llm: FakeLLM, api: str) -> None:
+    fake_llm.respond_always(status_error(401, "bad key", api=api))
+    agent = agent_for(provider_for(api, fake_llm))
+
+    result = agent.run_sync("Grade it.")
+
+    assert result.error is not None and result.error.type == "provider_authentication_error"
+    assert "bad key" in result.error.message
+
+
+def test_a_refused_connection_is_a_connection_error() -> None:
+    server = FakeLLM()
+    provider = provider_for("openai", server)
+    server.close()
+
+    result = agent_for(provider).run_sync("Grade it.")
+
+    assert result.error is not None and result.error.type == "provider_connection_error"
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_closed_clients_are_made_anew(fake_llm: FakeLLM, api: str) -> None:
+    fake_llm.respond_always(call(api, "submit_result", VALID))
+    agent = agent_for(provider_for(api, fake_llm))
+    assert agent.run_sync("Grade it.").ok
+
+    OPENAI_CLIENTS.close_all()
+    ANTHROPIC_CLIENTS.close_all()
+
+    assert agent.run_sync("Grade it.").ok
+    ports = [request.client_port for request in fake_llm.requests]
+    assert ports[0] != ports[1]
+
+
+def test_past_deadline() -> None:
+    assert not past_deadline(None)
+    assert past_deadline(0.0)
+    assert not past_deadline(float("inf"))
