@@ -11,6 +11,7 @@ from pydantic import JsonValue
 from agent_contracts.errors import ProviderError
 from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import ToolCall, Usage
+from agent_core.json_text import read_checked_json
 from agent_executor.providers.base import (
     ModelTurn,
     StopReason,
@@ -38,6 +39,9 @@ def _turn(provider: str, model: str, body: str, names: ToolNameMap, latency_ms: 
     Raises:
         ProviderError: The body is not JSON or not a message.
     """
+    checked = read_checked_json(body)  # then no tool input needs walking for NaN or depth
+    if checked is not None:
+        return _turn_of(provider, model, checked[0], names, latency_ms, checked=True)
     try:
         raw = read_json(body)
     except (ValueError, RecursionError) as exc:
@@ -48,11 +52,19 @@ def _turn(provider: str, model: str, body: str, names: ToolNameMap, latency_ms: 
 
 
 def _turn_of(
-    provider: str, model: str, raw: JsonValue, names: ToolNameMap, latency_ms: float
+    provider: str,
+    model: str,
+    raw: JsonValue,
+    names: ToolNameMap,
+    latency_ms: float,
+    *,
+    checked: bool = False,
 ) -> ModelTurn:
     """Normalise a Messages body already parsed (or assembled from a stream's events).
 
     Its thinking blocks travel on the turn (see ``Message.thinking``) when it calls tools.
+    ``checked``: the body was read by :func:`~agent_core.json_text.read_checked_json`, so its
+    tool inputs hold no ``NaN`` and are not too deep.
 
     Raises:
         ProviderError: The body is not a message.
@@ -73,7 +85,7 @@ def _turn_of(
         elif kind in _THINKING_BLOCKS:
             thinking.append(block)
         elif kind == "tool_use":
-            calls.append(_tool_use(block, names, len(calls)))
+            calls.append(_tool_use(block, names, len(calls), checked=checked))
     reason = raw.get("stop_reason")
     stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
     return ModelTurn(
@@ -108,7 +120,9 @@ def _usage(usage: JsonValue) -> Usage:
     )
 
 
-def _tool_use(block: dict[str, JsonValue], names: ToolNameMap, index: int) -> ToolCall:
+def _tool_use(
+    block: dict[str, JsonValue], names: ToolNameMap, index: int, *, checked: bool = False
+) -> ToolCall:
     """Return a ``tool_use`` block as a call; an ``input`` no run can use is kept as text.
 
     Input nested too deep, holding ``NaN`` or not an object gives a call with ``parse_error``
@@ -121,7 +135,8 @@ def _tool_use(block: dict[str, JsonValue], names: ToolNameMap, index: int) -> To
         raw = arguments
         arguments, problem = model_arguments(raw) if raw.strip() else ({}, None)
     else:
-        problem, raw = arguments_problem(arguments), echo_text(arguments)
+        problem = None if checked else arguments_problem(arguments)
+        raw = echo_text(arguments)
     call = {
         "id": str(block.get("id") or f"toolu_{index}"),
         "name": names.from_wire(str(block.get("name") or "")),

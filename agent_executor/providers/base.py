@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
-from agent_core.json_text import MAX_JSON_DEPTH, value_problem
+from agent_core.json_text import MAX_JSON_DEPTH, read_checked_json, value_problem
 from agent_core.tool_names import ToolNameMap
 from agent_executor.redaction import redact, redact_text
 
@@ -295,6 +295,9 @@ def model_arguments(raw: str) -> tuple[JsonValue, str | None]:
     """
     if len(raw) > MAX_ARGUMENT_CHARS:
         return None, f"{len(raw):,} characters is over the {MAX_ARGUMENT_CHARS:,}-character cap"
+    checked = read_checked_json(raw)
+    if checked is not None:
+        return checked[0], None
     try:
         value: JsonValue = read_json(raw)
     except RecursionError:

@@ -7,6 +7,8 @@ from collections import OrderedDict
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_contracts.errors import ConfigFileError
 from agent_core.json_text import (
@@ -16,6 +18,7 @@ from agent_core.json_text import (
     encodable_data,
     json_body,
     parse_json,
+    read_checked_json,
     unencodable,
     value_problem,
 )
@@ -131,3 +134,95 @@ def test_encodable_data_escapes_strings_and_keys_and_copies_only_when_needed() -
     assert encodable_data(clean) is clean
     dirty = {"k\udce9": ["ok", "half \ud83d"], "n": 2}
     assert encodable_data(dirty) == {"k\\udce9": ["ok", "half \\ud83d"], "n": 2}
+
+
+# read_checked_json: vouches without a walk only for what the exact reading accepts -----------
+
+
+def exact(text: str) -> tuple[Any, str | None]:
+    """The exact reading: Python's parser (NaN and all), then the walk."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return None, str(error)
+    return value, value_problem(value)
+
+
+def objects(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+def arrays(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def mixed(levels: int) -> str:
+    opening = "".join('{"a":' if i % 2 else "[" for i in range(levels))
+    return opening + "[]" + "".join("}" if i % 2 else "]" for i in reversed(range(levels)))
+
+
+EDGES = [
+    *(
+        f(n)
+        for f in (objects, arrays, mixed)
+        for n in range(MAX_JSON_DEPTH - 3, MAX_JSON_DEPTH + 4)
+    ),
+    "1e999",
+    "-1E+400",
+    "1e308",
+    "1e-999",
+    "1" * 400,
+    "1" * 400 + ".5",
+    "0." + "0" * 350 + "1",
+    '{"a": NaN}',
+    "[Infinity]",
+    "[-Infinity]",
+    '"\\ud800"',
+    "1,2",
+    "",
+    " ",
+    "[1]]",
+    "{} ",
+]
+
+
+@pytest.mark.parametrize("text", EDGES, ids=range(len(EDGES)))
+def test_read_checked_json_at_the_edges(text: str) -> None:
+    checked = read_checked_json(text)
+    value, problem = exact(text)
+    if checked is not None:
+        assert problem is None and checked[0] == value
+
+
+def test_read_checked_json_reads_ordinary_output_and_refuses_what_the_walk_would() -> None:
+    text = json.dumps({"comments": [{"line": n, "body": "x" * n} for n in range(500)]})
+    assert read_checked_json(text) == (json.loads(text),)
+    assert read_checked_json(arrays(MAX_JSON_DEPTH)) == (json.loads(arrays(MAX_JSON_DEPTH)),)
+    for refused in (arrays(MAX_JSON_DEPTH + 1), "1e999", "[NaN]", "1,2"):
+        assert read_checked_json(refused) is None
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.integers(min_value=0, max_value=MAX_JSON_DEPTH + 3))
+def test_read_checked_json_never_vouches_for_what_the_exact_reading_refuses(
+    value: Any, wrap: int
+) -> None:
+    text = "[" * wrap + json.dumps(value) + "]" * wrap  # NaN and Infinity as Python writes them
+    checked = read_checked_json(text)
+    expected, problem = exact(text)
+    if checked is not None:
+        assert problem is None
+        assert json.dumps(checked[0]) == json.dumps(expected)
