@@ -15,28 +15,25 @@ redacted as JSON text in one screening pass, so the cost stays small however lon
 Writing never breaks a run: a failure (an unwritable directory, a full disk) is logged as a
 warning through :mod:`logging` and counted in :attr:`JsonlAnalytics.dropped`.
 
-:func:`read_events` reads the files back, skipping and counting corrupt or partial lines; a bad
-line is never fatal.
+:func:`read_events` (from :mod:`agent_executor.analytics_read`) reads the files back, skipping
+and counting corrupt or partial lines; a bad line is never fatal.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
-import stat
 import threading
 import weakref
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel
 
+from agent_executor.analytics_read import EventLines, ReadResult, as_utc, event_file, read_events
 from agent_executor.redaction import REDACTED, redact, redact_json_bytes
 
 __all__ = [
@@ -59,9 +56,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_ANALYTICS_DIR = Path(".agentshape/analytics")
 """Where :class:`JsonlAnalytics` writes when given no directory (relative to the working directory
 at construction)."""
-
-_FILE_PREFIX = "events-"
-_FILE_SUFFIX = ".jsonl"
 
 
 @runtime_checkable
@@ -100,28 +94,11 @@ class MemoryAnalytics:
             self.events.append(event)
 
 
-def as_utc(moment: datetime) -> datetime:
-    """Return ``moment`` as an aware time in UTC; a naive time is taken to be UTC already.
-
-    Args:
-        moment: An aware or naive time.
-
-    Returns:
-        The same instant, with ``tzinfo=UTC``.
-    """
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def _event_day(event: BaseModel) -> date:
     ts = getattr(event, "ts", None)
     if isinstance(ts, datetime):
         return as_utc(ts).date()
     return datetime.now(UTC).date()
-
-
-def event_file(directory: Path, day: date) -> Path:
-    """Return the file that holds the events of one UTC day: ``events-YYYY-MM-DD.jsonl``."""
-    return directory / f"{_FILE_PREFIX}{day.isoformat()}{_FILE_SUFFIX}"
 
 
 _KEPT_ACCEPTED = 2_000
@@ -136,10 +113,11 @@ def _bounded(event: BaseModel) -> BaseModel:
     An accepted attempt keeps its first 2,000 characters (the run's result holds the whole
     output), a rejected one its first 64 Ki characters; the cut says how much was left out.
     """
-    raw = getattr(event, "raw_output", None)
+    # ``__dict__``: a missing attribute costs a Pydantic model an exception to say so.
+    raw = event.__dict__.get("raw_output")
     if not isinstance(raw, str) or len(raw) <= _KEPT_ACCEPTED:
         return event
-    keep = _KEPT_REJECTED if getattr(event, "errors", None) else _KEPT_ACCEPTED
+    keep = _KEPT_REJECTED if event.__dict__.get("errors") else _KEPT_ACCEPTED
     if len(raw) <= keep:
         return event
     cut = f"{raw[:keep]}... [{len(raw) - keep} more characters not logged]"
@@ -192,6 +170,7 @@ class JsonlAnalytics:
         self._dropped = 0
         self._failing = False
         self._open: dict[Path, int] = {}  # the day file's descriptor, kept between events
+        self._paths: dict[date, Path] = {}  # the day's file name, made once a day
         weakref.finalize(self, _close_all, self._open)
 
     @property
@@ -206,7 +185,11 @@ class JsonlAnalytics:
         except (TypeError, ValueError, RecursionError) as exc:  # incl. PydanticSerializationError
             self._drop(f"cannot serialise {type(event).__name__}: {exc}")
             return
-        path = event_file(self.directory, _event_day(event))
+        day = _event_day(event)
+        path = self._paths.get(day)
+        if path is None:
+            self._paths = {day: event_file(self.directory, day)}  # one day at a time
+            path = self._paths[day]
         try:
             self._append(path, line)
         except OSError as exc:
@@ -248,151 +231,3 @@ def _close_all(kept: dict[Path, int]) -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
     kept.clear()
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """The events :func:`read_events` recovered, and what it had to skip.
-
-    Iterating it yields the events.
-    """
-
-    events: list[dict[str, JsonValue]] = field(default_factory=list)
-    """Each whole line that parsed to a JSON object, in file order (files by day)."""
-    corrupt: int = 0
-    """Lines skipped because they were not a JSON object (torn, glued or garbled)."""
-    partial: int = 0
-    """Last lines skipped because they had no newline yet (being written, or cut off)."""
-    files: list[Path] = field(default_factory=list)
-    """The files read."""
-    unreadable: list[Path] = field(default_factory=list)
-    """Files that could not be opened or read, and were skipped."""
-
-    def __iter__(self) -> Iterator[dict[str, JsonValue]]:
-        return iter(self.events)
-
-    def __len__(self) -> int:
-        return len(self.events)
-
-
-def _file_day(path: Path) -> date | None:
-    stem = path.name.removeprefix(_FILE_PREFIX).removesuffix(_FILE_SUFFIX)
-    try:
-        return date.fromisoformat(stem)
-    except ValueError:
-        return None
-
-
-def _event_time(event: dict[str, JsonValue]) -> datetime | None:
-    ts = event.get("ts")
-    if not isinstance(ts, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(ts)
-    except ValueError:
-        return None
-    # Not converted (a far-past offset time cannot be): comparing aware times is exact anyway.
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _json_object(raw: bytes) -> dict[str, JsonValue] | None:
-    """Return the JSON object a line holds, or ``None`` when it holds anything else."""
-    try:
-        event = json.loads(raw)
-    except (ValueError, RecursionError):  # UnicodeDecodeError, a huge integer, deep nesting
-        return None
-    return event if isinstance(event, dict) else None
-
-
-def _at_or_after(event: dict[str, JsonValue], since: datetime) -> bool:
-    """Whether the event has a readable ``ts`` at or after ``since`` (an aware time)."""
-    when = _event_time(event)
-    return when is not None and when >= since
-
-
-def _open_log(path: Path) -> BinaryIO:
-    """Open a log file for reading without blocking; a FIFO or device is refused (``OSError``)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return os.fdopen(fd, "rb")
-
-
-class EventLines:
-    """The whole lines of analytics files, read one at a time, with counts of what was skipped.
-
-    Iterating reads the files in day order and yields each complete, non-blank line as bytes; a
-    last line without its newline is counted in :attr:`partial`, an unreadable file is logged
-    and listed in :attr:`unreadable`. Nothing is kept but the counts, so a log of any size is
-    read in constant memory. The consumer decides what a line holds and counts the lines it
-    cannot use in :attr:`corrupt`.
-
-    Args:
-        source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
-        since: Day files before this time's UTC day are not read (an aware time, or ``None``).
-    """
-
-    def __init__(self, source: Path | str, *, since: datetime | None = None) -> None:
-        source = Path(source)
-        if source.is_dir():
-            files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))
-            if since is not None:
-                first = as_utc(since).date()
-                files = [f for f in files if (_file_day(f) or first) >= first]
-        else:
-            files = [source] if source.exists() else []
-        self.files: list[Path] = files
-        """The files to read."""
-        self.unreadable: list[Path] = []
-        """Files that could not be opened or read, and were skipped."""
-        self.partial = 0
-        """Last lines skipped because they had no newline yet (being written, or cut off)."""
-        self.corrupt = 0
-        """Lines the consumer could not use (not a JSON object: torn, glued or garbled)."""
-
-    def __iter__(self) -> Iterator[bytes]:
-        for path in self.files:
-            try:
-                with _open_log(path) as handle:
-                    for raw in handle:
-                        if not raw.endswith(b"\n"):
-                            self.partial += 1
-                        elif raw.strip():
-                            yield raw
-            except OSError as exc:
-                logger.warning("cannot read analytics file %s: %s", path, exc.strerror or exc)
-                self.unreadable.append(path)
-
-
-def read_events(source: Path | str, *, since: datetime | None = None) -> ReadResult:
-    """Read analytics events back from a directory of day files or from one file.
-
-    Corrupt lines, a last line without its newline, and unreadable files are skipped and counted;
-    none of them raises. A source that does not exist gives an empty result with no files. (To
-    read a large log without holding it, iterate :class:`EventLines` instead.)
-
-    Args:
-        source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
-        since: Keep only events whose ``ts`` is at or after this time (naive means UTC); events
-            without a readable ``ts`` are left out, and day files before its UTC day are not read.
-
-    Returns:
-        The events as dicts, with counts of what was skipped.
-    """
-    since_utc = None if since is None else as_utc(since)
-    lines = EventLines(source, since=since_utc)
-    events: list[dict[str, JsonValue]] = []
-    for raw in lines:
-        event = _json_object(raw)
-        if event is None:
-            lines.corrupt += 1
-        elif since_utc is None or _at_or_after(event, since_utc):
-            events.append(event)
-    return ReadResult(
-        events=events,
-        corrupt=lines.corrupt,
-        partial=lines.partial,
-        files=lines.files,
-        unreadable=lines.unreadable,
-    )
