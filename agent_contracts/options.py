@@ -6,6 +6,7 @@ Options come in layers: environment defaults, then the agent's options, then the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Literal
 
@@ -87,9 +88,8 @@ def merge_options(*layers: RunOptions | None) -> RunOptions:
             if value is not None:
                 chosen[name] = value
     resolved = RunOptions.model_validate(chosen)
-    return RunOptions.model_validate(
-        {name: getattr(resolved, name) for name in RunOptions.model_fields}
-    )
+    # Every field marked set, so the result overrides everything as a layer (already checked).
+    return RunOptions.model_construct(_fields_set=set(RunOptions.model_fields), **resolved.__dict__)
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -112,18 +112,24 @@ def options_from_env(env: Mapping[str, str]) -> RunOptions:
     Raises:
         ConfigError: A variable holds something that is not a whole number >= 0 or a boolean.
     """
+    return _env_layer(env.get(ENV_MAX_RETRIES, ""), env.get(ENV_EXTRACT_JSON, ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _env_layer(retries: str, extract: str) -> RunOptions:
+    """Return the environment layer for the two variables' values (read once per pair)."""
     values: dict[str, object] = {}
-    retries = env.get(ENV_MAX_RETRIES, "").strip()
+    retries = retries.strip()
     if retries:
         if not retries.isdigit():
             raise ConfigError(f"{ENV_MAX_RETRIES} must be a whole number >= 0, got {retries!r}")
         values["max_retries"] = int(retries)
-    extract = env.get(ENV_EXTRACT_JSON, "").strip().lower()
+    given = extract
+    extract = extract.strip().lower()
     if extract:
         if extract not in _TRUE | _FALSE:
             raise ConfigError(
-                f"{ENV_EXTRACT_JSON} must be true or false (or 1/0, yes/no, on/off), "
-                f"got {env[ENV_EXTRACT_JSON]!r}"
+                f"{ENV_EXTRACT_JSON} must be true or false (or 1/0, yes/no, on/off), got {given!r}"
             )
         values["extract_json"] = extract in _TRUE
     return RunOptions.model_validate(values)
