@@ -31,7 +31,7 @@ from agent_executor.providers.base import (
     ToolDefinition,
     profile_of,
 )
-from agent_executor.providers.blocking import BLOCKING_CALLS, BlockingProvider, blocking_turn
+from agent_executor.providers.blocking import BLOCKING_CALLS, blocking_turn, can_block
 from agent_executor.providers.streaming import stream_turn
 from agent_executor.stream_relay import StreamRelay
 from agent_executor.tools import InputTool
@@ -246,7 +246,7 @@ async def call_model(
         timeout_s=spec.options.request_timeout_s,
     )
     relay = state.relay
-    if relay is None and BLOCKING_CALLS.get() and isinstance(spec.provider, BlockingProvider):
+    if relay is None and BLOCKING_CALLS.get() and can_block(spec.provider):
         turn = blocking_turn(spec.provider, request, RUN_DEADLINE.get())
     elif relay is None:
         turn = await spec.provider.request(request)

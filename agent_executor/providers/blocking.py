@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 from agent_contracts.errors import ProviderError
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
@@ -37,6 +37,7 @@ __all__ = [
     "SyncClients",
     "blocking_turn",
     "call_deadline",
+    "can_block",
     "deadline_hooks",
     "past_deadline",
 ]
@@ -65,6 +66,26 @@ class BlockingProvider(Protocol):
             ProviderError: The provider failed after the SDK's bounded retries.
         """
         ...
+
+
+_CAN_BLOCK: dict[type, bool] = {}
+
+
+def can_block(provider: object) -> TypeGuard[BlockingProvider]:
+    """Tell whether ``provider`` makes its calls blocking the same way as ``request`` does.
+
+    Only when one class defines both methods: a subclass that overrides ``request`` (to record
+    or change calls) keeps getting every call through it.
+    """
+    kind = type(provider)
+    usable = _CAN_BLOCK.get(kind)
+    if usable is None:
+        owners = [
+            next((c for c in kind.__mro__ if name in c.__dict__), None)
+            for name in ("request_blocking", "request")
+        ]
+        usable = _CAN_BLOCK[kind] = owners[0] is not None and owners[0] is owners[1]
+    return usable
 
 
 def blocking_turn(

@@ -10,7 +10,9 @@ from typing import TypeVar
 import pytest
 
 from agent_executor.providers.anthropic_clients import SYNC_CLIENTS as ANTHROPIC_CLIENTS
-from agent_executor.providers.blocking import past_deadline
+from agent_executor.providers.base import ModelTurn, ModelTurnRequest
+from agent_executor.providers.blocking import can_block, past_deadline
+from agent_executor.providers.openai import OpenAIProvider
 from agent_executor.providers.openai_clients import SYNC_CLIENTS as OPENAI_CLIENTS
 from tests.agent_executor.test_run import (
     APIS,
@@ -164,3 +166,21 @@ def test_past_deadline() -> None:
     assert not past_deadline(None)
     assert past_deadline(0.0)
     assert not past_deadline(float("inf"))
+
+
+def test_a_subclass_that_overrides_request_keeps_getting_every_call(fake_llm: FakeLLM) -> None:
+    seen: list[int] = []
+
+    class Recording(OpenAIProvider):
+        async def request(self, turn: ModelTurnRequest) -> ModelTurn:
+            seen.append(len(turn.messages))
+            return await super().request(turn)
+
+    fake_llm.respond_always(call("openai", "submit_result", VALID))
+    provider = Recording("gpt-test", api_key="sk-x", base_url=fake_llm.openai_base_url)
+
+    result = agent_for(provider).run_sync("Grade it.")
+
+    assert result.ok and seen == [2]
+    assert async_library(fake_llm).startswith("async:")
+    assert can_block(OpenAIProvider("m", api_key="sk-x")) and not can_block(provider)
