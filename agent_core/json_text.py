@@ -103,21 +103,33 @@ def json_body(value: object) -> bytes:
     r"""Return plain data as the UTF-8 JSON body of an HTTP request, lone surrogates escaped.
 
     The bytes are what the SDKs' own encoder writes for a JSON body (compact separators,
-    non-ASCII text as is), taken from :func:`encodable_data` of ``value``: a string holding a
-    lone surrogate is sent with the surrogate as its ``\uXXXX`` text. The common case, data
-    without one, is serialised once and never walked in Python.
+    non-ASCII text as is; a float may be written in its shorter equivalent form, ``1e-7`` for
+    ``1e-07``), taken from :func:`encodable_data` of ``value``: a string holding a lone
+    surrogate is sent with the surrogate as its ``\uXXXX`` text. The common case, data without
+    one, is serialised once by Pydantic's serialiser and never walked in Python.
 
     Args:
         value: Plain data (dicts, lists, strings, numbers, booleans, None).
 
     Raises:
-        TypeError: ``value`` holds something that is not JSON data.
+        TypeError: ``value`` holds an object no JSON serialiser knows.
         ValueError: ``value`` holds NaN or an infinite number (JSON cannot express them).
     """
     try:
+        data = pydantic_core.to_json(value, fallback=_not_json, inf_nan_mode="constants")
+    except ValueError:  # a lone surrogate or an unknown object: the exact way says which
+        pass
+    else:
+        if b"NaN" not in data and b"Infinity" not in data:
+            return data
+    try:  # NaN/Infinity as a number is refused here; inside a string it is just text
         return _compact(value).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate somewhere: escape it where it is
         return _compact(encodable_data(value)).encode("utf-8")
+
+
+def _not_json(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _compact(value: object) -> str:

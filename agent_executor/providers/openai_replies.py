@@ -81,17 +81,18 @@ def _turn_of(
         stop, text = "refusal", text or refusal
     elif calls and stop in ("end_turn", "other"):
         stop = "tool_use"  # a forced tool often comes back with finish_reason "stop"
-    return ModelTurn(
-        provider=provider,
-        model=model,
-        text=text,
-        tool_calls=calls,
-        stop_reason=stop,
-        raw_stop_reason=finish if isinstance(finish, str) else None,
-        usage=_usage(raw.get("usage")),
-        raw=raw,
-        latency_ms=latency_ms,
-    )
+    turn = {
+        "provider": provider,
+        "model": model,
+        "text": text,
+        "tool_calls": calls,
+        "stop_reason": stop,
+        "raw_stop_reason": finish if isinstance(finish, str) else None,
+        "usage": _usage(raw.get("usage")),
+        "raw": raw,
+        "latency_ms": latency_ms,
+    }
+    return ModelTurn.model_validate(turn, context=PARSED_JSON)  # raw: parsed JSON
 
 
 def _content_text(content: object) -> str:

@@ -125,8 +125,18 @@ def test_json_body_is_compact_utf8_with_lone_surrogates_sent_as_their_escape_tex
 def test_json_body_refuses_what_json_cannot_express() -> None:
     with pytest.raises(ValueError):
         json_body({"temperature": float("nan")})
+    with pytest.raises(ValueError):
+        json_body({"scores": [1.0, -float("inf")]})
     with pytest.raises(TypeError):
         json_body({"when": object()})
+
+
+def test_json_body_reads_back_as_the_data_it_was_given() -> None:
+    # NaN and Infinity as words in text are text; big integers and floats keep their value.
+    data = {"text": "NaN or -Infinity?", "big": 2**100, "tiny": 1e-07, "huge": 1e16, "z": -0.0}
+    sent = json_body(data)
+    assert json.loads(sent) == data
+    assert b'"NaN or -Infinity?"' in sent
 
 
 def test_encodable_data_escapes_strings_and_keys_and_copies_only_when_needed() -> None:

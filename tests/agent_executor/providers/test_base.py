@@ -1,0 +1,22 @@
+"""The neutral reply type: ``ModelTurn`` checks what a caller gives it, not what a parser read."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from agent_contracts.json_data import PARSED_JSON
+from agent_executor.providers.base import ModelTurn
+
+
+def test_a_turn_built_by_a_caller_has_its_raw_body_checked_as_json() -> None:
+    with pytest.raises(ValidationError):
+        ModelTurn(raw={"choices": [object()]})
+    turn = ModelTurn(raw={"choices": [{"finish_reason": "stop"}]})
+    assert turn.raw == {"choices": [{"finish_reason": "stop"}]}
+
+
+def test_a_body_read_by_a_json_parser_is_kept_as_read_without_a_copy() -> None:
+    body = {"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": 3}}
+    turn = ModelTurn.model_validate({"raw": body}, context=PARSED_JSON)
+    assert turn.raw["choices"] is body["choices"]
