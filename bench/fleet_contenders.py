@@ -29,6 +29,8 @@ event loop). A contender's ``run`` returns the output object; ``close`` closes i
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,8 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_contracts.config import AgentConfig
+from agent_contracts.events import AttemptEvent, ModelTurnEvent, RunCompletedEvent, RunStartedEvent
+from agent_contracts.messages import Usage
 from agent_core.loading import load_agent_config
 from agent_core.prompts import enriched_system_prompt
 from agent_executor.agent import Agent
@@ -236,6 +240,67 @@ def raw_floor_sync(base_url: str, config: AgentConfig) -> SyncContender:
         raise RuntimeError("the arguments were invalid twice")
 
     return SyncContender(FLOOR_NAME + ", sync", run, client.close)
+
+
+def raw_floor_sync_logged(
+    base_url: str, config: AgentConfig, analytics: AnalyticsSink
+) -> SyncContender:
+    """The sync floor that also writes the four analytics lines of a run to ``analytics``.
+
+    The same events agentshape writes for a run accepted on its first attempt (``run_started``,
+    ``model_turn``, ``attempt``, ``run_completed``), through the same sink: what the default
+    log costs on top of the floor, with no run loop around it.
+    """
+    client = openai.OpenAI(base_url=base_url, api_key=API_KEY)
+    body, opening = _floor_body(config)
+    agent_id, model, digest = config.id, f"openai:{MODEL}", "0" * 64
+
+    def run() -> Review:
+        run_id = uuid.uuid4().hex
+        ids = {"run_id": run_id, "agent_id": agent_id}
+        analytics.emit(
+            RunStartedEvent(
+                **ids, model=model, output_mode="tool", schema_hash=digest, max_retries=1
+            )
+        )
+        started = time.perf_counter()
+        response = client.post(
+            "/chat/completions", body={**body, "messages": list(opening)}, cast_to=httpx2.Response
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        reply = json.loads(response.text)
+        call = reply["choices"][0]["message"]["tool_calls"][0]
+        tokens = reply.get("usage") or {}
+        usage = Usage(
+            input_tokens=tokens.get("prompt_tokens", 0),
+            output_tokens=tokens.get("completion_tokens", 0),
+            requests=1,
+        )
+        analytics.emit(
+            ModelTurnEvent(
+                **ids,
+                step=1,
+                model=model,
+                usage=usage,
+                latency_ms=latency_ms,
+                stop_reason=reply["choices"][0]["finish_reason"],
+                tool_calls=[call["function"]["name"]],
+            )
+        )
+        arguments = call["function"]["arguments"]
+        review = Review.model_validate_json(arguments)
+        analytics.emit(
+            AttemptEvent(**ids, number=1, mode="tool", schema_hash=digest, raw_output=arguments)
+        )
+        duration_ms = (time.perf_counter() - started) * 1000
+        analytics.emit(
+            RunCompletedEvent(
+                **ids, usage=usage, duration_ms=duration_ms, attempts=1, retries=0, model=model
+            )
+        )
+        return review
+
+    return SyncContender(FLOOR_NAME + ", sync, JSONL log", run, client.close)
 
 
 def agentshape_sync(

@@ -11,7 +11,8 @@ headline agentshape contender runs with the default analytics sink (``JsonlAnaly
 
 1. per-run overhead, one run at a time: async at 1, 50 and 500 items (agentshape with the
    default sink and with ``NullAnalytics``), sync at 1 and 500 items (``run_sync`` against the
-   floor written with the sync client), and instructor, pydantic-ai and the SDK's typed
+   floor written with the sync client, and that floor writing the same four analytics lines
+   a run writes, through the same sink), and instructor, pydantic-ai and the SDK's typed
    ``create`` at 1 item for context, and ``run_stream`` at 1 item against the server streaming
    the same reply (chunks of four characters: 238 events); interleaved rounds, median
    microseconds per run;
@@ -22,7 +23,8 @@ headline agentshape contender runs with the default analytics sink (``JsonlAnaly
 4. loading the whole ``agents/`` fleet, in a cold process and again from the cache.
 
 It ends with the ratio lines (agentshape / floor, measured in the same run): ``overhead_vs_floor``,
-``sync_overhead_vs_floor``, ``overhead_50_vs_floor``, ``overhead_500_vs_floor``,
+``sync_overhead_vs_floor``, ``sync_floor_log_vs_floor`` (what the default log alone costs the
+sync floor), ``sync_overhead_vs_floor_log``, ``overhead_50_vs_floor``, ``overhead_500_vs_floor``,
 ``analytics_500_vs_null``, ``throughput_100_vs_raw``, ``throughput_1000_vs_raw``,
 ``memory_per_run_vs_raw``, ``stream_overhead_vs_run`` (``run_stream`` against ``run``, both
 agentshape with the default sink), ``vs_instructor`` and ``vs_pydantic_ai``.
@@ -70,6 +72,7 @@ from fleet_contenders import (
     raw_create,
     raw_floor,
     raw_floor_sync,
+    raw_floor_sync_logged,
 )
 from pydantic import BaseModel
 
@@ -82,6 +85,7 @@ from agent_executor.providers.openai import OpenAIProvider
 SERVER = Path(__file__).resolve().parent / "fleet_server.py"
 FLOOR = FLOOR_NAME
 FLOOR_SYNC = FLOOR_NAME + ", sync"
+FLOOR_SYNC_LOG = FLOOR_NAME + ", sync, JSONL log"
 AGENTSHAPE = "agentshape (default JSONL sink)"
 AGENTSHAPE_NULL = "agentshape (NullAnalytics)"
 AGENTSHAPE_SYNC = "agentshape run_sync (default sink)"
@@ -273,6 +277,7 @@ def contenders_for(
     if items != 50:
         chosen += [
             raw_floor_sync(url, config),
+            raw_floor_sync_logged(url, config, JsonlAnalytics(analytics_dir)),
             agentshape_sync(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE_SYNC),
         ]
     if items == 1:
@@ -622,6 +627,8 @@ def ratio_lines(
         f"overhead_vs_floor: {one[AGENTSHAPE] / one[FLOOR]:.3f}",
         f"sync_overhead_vs_floor: {one[AGENTSHAPE_SYNC] / one[FLOOR_SYNC]:.3f}",
         f"sync_500_vs_floor: {five_hundred[AGENTSHAPE_SYNC] / five_hundred[FLOOR_SYNC]:.3f}",
+        f"sync_floor_log_vs_floor: {one[FLOOR_SYNC_LOG] / one[FLOOR_SYNC]:.3f}",
+        f"sync_overhead_vs_floor_log: {one[AGENTSHAPE_SYNC] / one[FLOOR_SYNC_LOG]:.3f}",
         f"overhead_50_vs_floor: {median[50][AGENTSHAPE] / median[50][FLOOR]:.3f}",
         f"overhead_500_vs_floor: {five_hundred[AGENTSHAPE] / five_hundred[FLOOR]:.3f}",
         f"overhead_500_null_vs_floor: {five_hundred[AGENTSHAPE_NULL] / five_hundred[FLOOR]:.3f}",
