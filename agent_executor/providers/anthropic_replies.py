@@ -19,6 +19,7 @@ from agent_executor.providers.base import (
     arguments_problem,
     echo_text,
     model_arguments,
+    parsed_turn,
     read_json,
 )
 
@@ -88,19 +89,18 @@ def _turn_of(
             calls.append(_tool_use(block, names, len(calls), checked=checked))
     reason = raw.get("stop_reason")
     stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
-    turn = {
-        "provider": provider,
-        "model": model,
-        "text": "".join(texts),
-        "tool_calls": calls,
-        "stop_reason": stop,
-        "raw_stop_reason": reason if isinstance(reason, str) else None,
-        "usage": _usage(raw.get("usage")),
-        "raw": raw,
-        "latency_ms": latency_ms,
-        "thinking": thinking if calls else [],
-    }
-    return ModelTurn.model_validate(turn, context=PARSED_JSON)  # raw: parsed JSON
+    return parsed_turn(
+        provider=provider,
+        model=model,
+        text="".join(texts),
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=reason if isinstance(reason, str) else None,
+        usage=_usage(raw.get("usage")),
+        raw=raw,
+        latency_ms=latency_ms,
+        thinking=thinking if calls else [],
+    )
 
 
 def _usage(usage: JsonValue) -> Usage:

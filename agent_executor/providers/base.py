@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from agent_contracts.json_data import JsonData
+from agent_contracts.json_data import PARSED_JSON, JsonData
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
@@ -41,6 +41,7 @@ __all__ = [
     "error_kind_for_status",
     "error_text",
     "model_arguments",
+    "parsed_turn",
     "profile_of",
     "read_json",
     "tool_names_for",
@@ -134,6 +135,21 @@ class ModelTurn(BaseModel):
             tool_calls=list(self.tool_calls),
             thinking=list(self.thinking),
         )
+
+
+def parsed_turn(**fields: Any) -> ModelTurn:
+    """Return a ``ModelTurn`` whose ``raw`` body (and tool-call arguments) a JSON parser read.
+
+    The body is taken as it is, without ``JsonValue``'s walk and copy; the other fields are
+    checked as usual.
+
+    Args:
+        fields: The turn's fields, as for ``ModelTurn(...)``.
+
+    Raises:
+        pydantic.ValidationError: A field is not of its type.
+    """
+    return ModelTurn.model_validate(fields, context=PARSED_JSON)
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ from agent_executor.providers.base import (
     arguments_problem,
     echo_text,
     model_arguments,
+    parsed_turn,
     read_json,
 )
 
@@ -81,18 +82,17 @@ def _turn_of(
         stop, text = "refusal", text or refusal
     elif calls and stop in ("end_turn", "other"):
         stop = "tool_use"  # a forced tool often comes back with finish_reason "stop"
-    turn = {
-        "provider": provider,
-        "model": model,
-        "text": text,
-        "tool_calls": calls,
-        "stop_reason": stop,
-        "raw_stop_reason": finish if isinstance(finish, str) else None,
-        "usage": _usage(raw.get("usage")),
-        "raw": raw,
-        "latency_ms": latency_ms,
-    }
-    return ModelTurn.model_validate(turn, context=PARSED_JSON)  # raw: parsed JSON
+    return parsed_turn(
+        provider=provider,
+        model=model,
+        text=text,
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=finish if isinstance(finish, str) else None,
+        usage=_usage(raw.get("usage")),
+        raw=raw,
+        latency_ms=latency_ms,
+    )
 
 
 def _content_text(content: object) -> str:

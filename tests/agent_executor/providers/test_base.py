@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.json_data import PARSED_JSON
-from agent_executor.providers.base import ModelTurn
+from agent_executor.providers.base import ModelTurn, parsed_turn
 
 
 def test_a_turn_built_by_a_caller_has_its_raw_body_checked_as_json() -> None:
@@ -18,5 +17,7 @@ def test_a_turn_built_by_a_caller_has_its_raw_body_checked_as_json() -> None:
 
 def test_a_body_read_by_a_json_parser_is_kept_as_read_without_a_copy() -> None:
     body = {"choices": [{"message": {"content": "hi"}}], "usage": {"prompt_tokens": 3}}
-    turn = ModelTurn.model_validate({"raw": body}, context=PARSED_JSON)
+    turn = parsed_turn(raw=body, stop_reason="end_turn")
     assert turn.raw["choices"] is body["choices"]
+    with pytest.raises(ValidationError):  # the other fields are still checked
+        parsed_turn(raw=body, stop_reason="finished")
