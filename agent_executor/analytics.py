@@ -34,6 +34,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from agent_executor.analytics_read import EventLines, ReadResult, as_utc, event_file, read_events
+from agent_executor.analytics_writer import flush_pending, submit
 from agent_executor.redaction import REDACTED, redact, redact_json_bytes
 
 __all__ = [
@@ -158,14 +159,26 @@ class JsonlAnalytics:
     (later ones at debug level, so a read-only directory does not flood the log) and every lost
     event is counted in :attr:`dropped`.
 
+    By default a line is written soon after :meth:`emit` rather than inside it, so a run does
+    not spend its own time on its log: while this process's next model call waits for its
+    reply, or within 50 ms, in the order emitted (:mod:`agent_executor.analytics_writer`).
+    Queued lines are written at interpreter exit, by :meth:`flush`, before :attr:`dropped` is
+    read and before :func:`read_events` reads in this process; a hard kill (``SIGKILL``,
+    ``os._exit``) loses the last 50 ms. ``defer=False`` writes each line inside :meth:`emit`.
+
     Args:
         directory: Where the files go; created as needed. Relative paths are taken from the
             working directory at construction.
+        defer: Write lines soon after :meth:`emit` (the default) rather than inside it.
     """
 
-    def __init__(self, directory: Path | str = DEFAULT_ANALYTICS_DIR) -> None:
+    def __init__(
+        self, directory: Path | str = DEFAULT_ANALYTICS_DIR, *, defer: bool = True
+    ) -> None:
         self.directory = Path(directory).absolute()
         """The directory the day files are written to."""
+        self.defer = defer
+        """Whether lines are written soon after :meth:`emit` rather than inside it."""
         self._lock = threading.Lock()
         self._dropped = 0
         self._failing = False
@@ -175,11 +188,33 @@ class JsonlAnalytics:
 
     @property
     def dropped(self) -> int:
-        """How many events could not be written."""
+        """How many events could not be written (queued ones are written first: :meth:`flush`)."""
+        if self.defer:
+            flush_pending()
         return self._dropped
 
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Write every event queued so far (by any deferring sink of the process).
+
+        Returns whether that was done within ``timeout`` seconds (another thread may be writing
+        to a slow disk; a warning is logged if not); never raises.
+
+        Args:
+            timeout: Seconds to wait at most for a write another thread has under way.
+        """
+        return flush_pending(timeout)
+
     def emit(self, event: BaseModel) -> None:
-        """Append the event, redacted, as one line to its UTC day's file; never raises."""
+        """Append the event, redacted, as one line to its UTC day's file; never raises.
+
+        With ``defer`` (the default) the line is written soon after, see :meth:`flush`.
+        """
+        if self.defer:
+            submit(self._write, event)
+        else:
+            self._write(event)
+
+    def _write(self, event: BaseModel) -> None:
         try:
             line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
         except (TypeError, ValueError, RecursionError) as exc:  # incl. PydanticSerializationError

@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 
 from agent_contracts.errors import ProviderError
+from agent_executor.analytics_writer import mark_request, mark_request_async
 from agent_executor.providers.base import (
     connection_message,
     error_body,
@@ -41,7 +42,9 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
     """
-    http = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    http = anthropic.DefaultAsyncHttpxClient(
+        verify=ssl_context(), event_hooks={"request": [mark_request_async]}
+    )
     return anthropic.AsyncAnthropic(http_client=http, **settings)
 
 
@@ -53,6 +56,7 @@ def sync_client(**settings: Any) -> anthropic.Anthropic:
         ValueError: The SDK refused a setting.
     """
     hooks = deadline_hooks(lambda request: anthropic.APITimeoutError(request=request))
+    hooks["request"].append(mark_request)
     http = anthropic.DefaultHttpxClient(verify=ssl_context(), event_hooks=hooks)
     return anthropic.Anthropic(http_client=http, **settings)
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import openai
 
 from agent_contracts.errors import ProviderError
+from agent_executor.analytics_writer import mark_request, mark_request_async
 from agent_executor.providers.base import (
     connection_message,
     error_body,
@@ -54,7 +55,11 @@ def async_client(
         max_retries=max_retries,
         timeout=timeout_s,
         http_client=openai.DefaultAsyncHttpxClient(
-            verify=ssl_context(), event_hooks={"response": [refuse_retry_when_malformed]}
+            verify=ssl_context(),
+            event_hooks={
+                "request": [mark_request_async],
+                "response": [refuse_retry_when_malformed],
+            },
         ),
     )
 
@@ -67,6 +72,7 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
     """
     hooks = deadline_hooks(lambda request: openai.APITimeoutError(request=request))
     hooks["response"].insert(0, refuse_retry_when_malformed_sync)
+    hooks["request"].append(mark_request)
     return openai.OpenAI(
         api_key=api_key,
         base_url=base_url,

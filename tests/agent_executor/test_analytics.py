@@ -73,6 +73,7 @@ def test_jsonl_sink_writes_one_line_per_event_in_the_utc_day_file(tmp_path: Path
     # The file is chosen by the event's day in UTC, not in its own offset.
     sink.emit(Ping(seq=2, ts=datetime(2026, 1, 20, 0, 30, tzinfo=timezone(timedelta(hours=2)))))
     sink.emit(Ping(seq=3, ts=datetime(2026, 1, 19, 20, 30, tzinfo=timezone(timedelta(hours=-5)))))
+    assert sink.flush() is True
     directory = tmp_path / "analytics"
     assert sorted(p.name for p in directory.iterdir()) == [DAY_FILE, "events-2026-01-20.jsonl"]
     day = [json.loads(line) for line in lines(directory / DAY_FILE)]
@@ -96,6 +97,7 @@ def test_default_directory_is_under_the_working_directory(
     sink = JsonlAnalytics()
     assert sink.directory == tmp_path / DEFAULT_ANALYTICS_DIR
     sink.emit(Ping())
+    sink.flush()
     assert (tmp_path / ".agentshape" / "analytics" / DAY_FILE).is_file()
 
 
@@ -134,6 +136,7 @@ def test_redaction_guard_keeps_keys_and_auth_headers_out_of_the_log(tmp_path: Pa
             },
         )
     )
+    sink.flush()
     text = (tmp_path / DAY_FILE).read_text()
     for secret in (
         openai_key,
@@ -213,6 +216,7 @@ def test_a_day_file_or_directory_removed_between_events_is_made_anew(tmp_path: P
     folder = tmp_path / "analytics"
     sink = JsonlAnalytics(folder)
     sink.emit(Ping(seq=1))
+    sink.flush()  # written, then the file is removed
     (folder / DAY_FILE).unlink()
     sink.emit(Ping(seq=2))
     assert [e["seq"] for e in read_events(folder)] == [2]
@@ -238,8 +242,10 @@ def test_writing_recovers_after_a_failure(tmp_path: Path, caplog: pytest.LogCapt
     sink = JsonlAnalytics(tmp_path)
     with caplog.at_level(logging.WARNING, logger="agent_executor.analytics"):
         sink.emit(Ping(seq=1))
+        sink.flush()
         blocker.rmdir()
         sink.emit(Ping(seq=2))
+        sink.flush()
         blocker.unlink()
         blocker.mkdir()
         sink.emit(Ping(seq=3))

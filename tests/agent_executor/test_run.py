@@ -1127,6 +1127,7 @@ async def test_analytics_jsonl_lines_without_the_key(
     failed = await agent.run("Grade it again.")
     assert ok.ok and failed.error is not None
 
+    assert sink.flush() is True
     (log,) = (tmp_path / "analytics").glob("events-*.jsonl")
     raw = log.read_text()
     assert KEY not in raw and "authorization" not in raw.lower()
