@@ -28,6 +28,7 @@ from typing import Literal, cast
 
 import httpx2
 import openai
+from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
@@ -52,7 +53,7 @@ from agent_executor.providers.openai_clients import (
 from agent_executor.providers.openai_replies import _turn, _turn_of
 from agent_executor.providers.openai_requests import TOOL_ERROR_PREFIX, chat_body
 from agent_executor.providers.profiles import OPENAI_PROFILE
-from agent_executor.providers.sse import MalformedEvent, sse_batches
+from agent_executor.providers.sse import MalformedEvent, sse_data
 from agent_executor.providers.stream_errors import stream_error, unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
@@ -317,8 +318,9 @@ async def _post_stream(
 
     The SDK's generic ``post`` sends it (its retries, timeouts and error types apply until the
     stream starts); the events are read in batches (:func:`~agent_executor.providers.sse.
-    sse_batches`: one parse a network read), each chunk as plain JSON, and the argument pieces
-    of a batch go to the run loop merged.
+    sse_data`: the events a network read completes), each chunk as plain JSON (an argument
+    piece shaped like the one before it is read without a parse, see
+    :meth:`CompletionChunks.read`), and the argument pieces of a batch go to the run loop merged.
 
     Returns:
         ``None``, or the reply body's text when the server answered with a whole completion.
@@ -339,15 +341,16 @@ async def _post_stream(
         stream_cls=openai.AsyncStream[object],
     )
     response = cast(httpx2.Response, sent)
+
+    def check(chunk: JsonValue) -> None:
+        if isinstance(chunk, dict) and chunk.get("error") and "choices" not in chunk:
+            raise stream_error(provider, {"error": error_body(chunk["error"])})
+
     try:
         if response.headers.get("content-type", "").startswith("application/json"):
             return (await response.aread()).decode("utf-8", "replace")
-        async for values in sse_batches(response):
-            for chunk in values:
-                if isinstance(chunk, dict) and chunk.get("error") and "choices" not in chunk:
-                    raise stream_error(provider, {"error": error_body(chunk["error"])})
-                chunks.add(chunk)
-            chunks.flush()  # the pieces of a read go on merged
+        async for datas in sse_data(response):
+            chunks.read(datas, check)  # the pieces of a read go on merged
     except MalformedEvent as exc:
         raise ProviderError(
             f"the stream sent a chunk that is not JSON ({exc})",

@@ -3,7 +3,10 @@
 :class:`CompletionChunks` reads each ``chat.completion.chunk`` as plain JSON, hands every text
 piece and every piece of a tool call's arguments to the run loop's sink as it comes, and at the
 end assembles the ``chat.completion`` body the same reply would have had without streaming, so
-the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both.
+the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both. Most events of
+a tool call are one more piece of its arguments, byte for byte the event before with another
+string: :meth:`CompletionChunks.read` takes such a piece straight from the bytes (a JSON parse of
+every event is most of a streamed reply's cost) and parses every other event.
 
 Compatible servers stream loosely, and every quirk is read as the non-streamed reply's would be:
 a tool call's arguments whole in one chunk (or as an object, not a string), tool-call entries
@@ -14,12 +17,16 @@ one), ``content`` as a list of parts, ``usage`` in the last chunk, in every chun
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
 from agent_executor.providers.base import JsonObject, ToolNameMap, echo_text
 from agent_executor.providers.openai_replies import _content_text
+from agent_executor.providers.sse import parse_data
 from agent_executor.providers.streaming import DeltaSink, TurnDelta
 
 __all__ = ["CompletionChunks"]
@@ -60,6 +67,53 @@ class CompletionChunks:
     _usage: JsonValue = None
     _unsent: list[str] = field(default_factory=list)
     """Pieces of the last call's arguments read by the fast path, not handed over yet."""
+    _shape: tuple[bytes, bytes] | None = None
+    """The bytes around the arguments string of the last piece read the fast way, while no
+    other chunk has come since: a chunk with the same bytes around its string is one more."""
+    _went: bool = False
+    """Whether the last chunk :meth:`add` read was one more piece (:meth:`_went_on`)."""
+
+    def read(self, datas: list[bytes], check: Callable[[JsonValue], None]) -> None:
+        """Read the data of a batch of events (one network read) in order, then :meth:`flush`.
+
+        An event whose bytes are those of the last argument piece with only the string in
+        between changed is read as one more piece without parsing it (most of a tool call's
+        events, each otherwise a JSON parse); the others are parsed and read by :meth:`add`.
+
+        Args:
+            datas: Each event's data (see :func:`~agent_executor.providers.sse.sse_data`).
+            check: Called with each parsed chunk before it is read (to raise on an error).
+
+        Raises:
+            MalformedEvent: An event's data is not JSON.
+        """
+        slow: list[bytes] = []
+        for data in datas:
+            if self._shape is not None:
+                piece = _piece_in(data, self._shape)
+                if piece is not None:
+                    self._take(piece)
+                    continue
+                self._shape = None
+            slow.append(data)
+            if b'"arguments"' in data:  # read now: it may be a piece to take the shape of
+                self._add_parsed(slow, check)
+                slow = []
+        if slow:
+            self._add_parsed(slow, check)
+        self.flush()
+
+    def _add_parsed(self, datas: list[bytes], check: Callable[[JsonValue], None]) -> None:
+        for chunk in parse_data(datas):
+            check(chunk)
+            self.add(chunk)
+        if self._went and self._calls and self._calls[-1].arguments:
+            self._shape = _shape_of(datas[-1], self._calls[-1].arguments[-1])
+
+    def _take(self, piece: str) -> None:
+        if piece:
+            self._calls[-1].arguments.append(piece)
+            self._unsent.append(piece)
 
     def add(self, chunk: object) -> None:
         """Read one chunk: hand its pieces to the sink and keep them for the whole reply.
@@ -69,7 +123,11 @@ class CompletionChunks:
         Args:
             chunk: The chunk's JSON as parsed.
         """
-        if not isinstance(chunk, dict) or self._went_on(chunk):
+        self._went = False
+        if not isinstance(chunk, dict):
+            return
+        if self._went_on(chunk):
+            self._went = True
             return
         self.flush()
         for key in ("id", "created", "model", "system_fingerprint", "service_tier"):
@@ -222,6 +280,59 @@ class CompletionChunks:
             return len(calls) - 1  # no index, no id: the last call goes on
         calls.append(_Call(index=index if isinstance(index, int) else None))
         return len(calls) - 1
+
+
+_ARGUMENTS = re.compile(rb'"arguments"[ \t\r\n]*:[ \t\r\n]*"')
+_NOT_PLAIN = re.compile(rb'["\x00-\x1f]')
+"""Bytes a JSON string's content cannot hold as they are (a quote, a control character)."""
+
+
+def _shape_of(data: bytes, piece: str) -> tuple[bytes, bytes] | None:
+    """Return the bytes before and after the arguments string of a piece's event, if exact.
+
+    Only the last ``"arguments"`` string of the event is taken, and only when its content
+    reads back as exactly ``piece``.
+    """
+    matches = list(_ARGUMENTS.finditer(data))
+    if not matches:
+        return None
+    start = matches[-1].end()
+    end = data.find(b'"', start)
+    while end > 0 and _escaped_quote(data, end):
+        end = data.find(b'"', end + 1)
+    if end < 0 or _piece(data[start:end]) != piece:
+        return None
+    return data[:start], data[end:]
+
+
+def _escaped_quote(data: bytes, at: int) -> bool:
+    backslashes = 0
+    while data[at - 1 - backslashes] == 0x5C:
+        backslashes += 1
+    return backslashes % 2 == 1
+
+
+def _piece_in(data: bytes, shape: tuple[bytes, bytes]) -> str | None:
+    """Return the arguments piece of an event with ``shape``'s bytes around it, or ``None``."""
+    before, after = shape
+    if len(data) < len(before) + len(after) or not (
+        data.startswith(before) and data.endswith(after)
+    ):
+        return None
+    return _piece(data[len(before) : len(data) - len(after)])
+
+
+def _piece(content: bytes) -> str | None:
+    """Return a JSON string's content as text, or ``None`` when it is not one whole string."""
+    try:
+        if b"\\" in content:  # escapes: the JSON parser reads them (and refuses a broken one)
+            text = json.loads(b'"' + content + b'"')
+            return text if isinstance(text, str) else None
+        if _NOT_PLAIN.search(content) is not None:
+            return None
+        return content.decode("utf-8")
+    except ValueError:
+        return None
 
 
 def _wire_call(call: _Call) -> JsonObject:

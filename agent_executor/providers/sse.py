@@ -17,7 +17,7 @@ import httpx2
 import pydantic_core
 from pydantic import JsonValue
 
-__all__ = ["MAX_EVENT_BYTES", "MalformedEvent", "sse_batches"]
+__all__ = ["MAX_EVENT_BYTES", "MalformedEvent", "parse_data", "sse_batches", "sse_data"]
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Longest server-sent event read (16 MiB); a longer one is malformed."""
@@ -56,6 +56,24 @@ async def sse_batches(response: httpx2.Response) -> AsyncIterator[list[JsonValue
             :data:`MAX_EVENT_BYTES`.
         httpx2.HTTPError: The connection failed while reading (the caller translates it).
     """
+    async for datas in sse_data(response):
+        yield parse_data(datas)
+
+
+async def sse_data(response: httpx2.Response) -> AsyncIterator[list[bytes]]:
+    """Yield the data of the events each read of ``response`` completes, unparsed.
+
+    Args:
+        response: A streamed response (its body not read yet).
+
+    Yields:
+        The ``data`` of each complete event, in order (the lines of a many-line event joined
+        by newlines); a read that completes no event yields nothing. ``[DONE]`` ends it.
+
+    Raises:
+        MalformedEvent: An event is longer than :data:`MAX_EVENT_BYTES`.
+        httpx2.HTTPError: The connection failed while reading (the caller translates it).
+    """
     pending = b""
     after_done = -1  # bytes read after [DONE], once it came
     async for raw in response.aiter_bytes():
@@ -73,28 +91,29 @@ async def sse_batches(response: httpx2.Response) -> AsyncIterator[list[JsonValue
                 raise MalformedEvent(f"an event is longer than {MAX_EVENT_BYTES:,} bytes")
             continue
         complete, pending = pending[:end], pending[end + 2 :]
-        values, done = _read(complete)
-        if values:
-            yield values
+        datas, done = _split(complete)
+        if datas:
+            yield datas
         if done:
             after_done = len(pending)  # the body's end is read, so the connection is kept
     if after_done < 0 and pending.strip():
-        values, _ = _read(pending)
-        if values:
-            yield values
+        datas, _ = _split(pending)
+        if datas:
+            yield datas
 
 
-def _read(events: bytes) -> tuple[list[JsonValue], bool]:
-    """Return the parsed data of ``events``, and whether ``[DONE]`` came.
+def parse_data(datas: list[bytes]) -> list[JsonValue]:
+    """Parse the data of events (from :func:`sse_data`) as JSON, all in one go.
 
-    Every provider writes an event's JSON on one ``data:`` line, so the lines are taken with
-    one regular expression and parsed as one array; events whose data spans lines (allowed,
-    rare) are read the exact way when that fails.
+    Args:
+        datas: Each event's data.
+
+    Returns:
+        Each event's JSON value, in order.
+
+    Raises:
+        MalformedEvent: An event's data is not JSON (the first such event is named).
     """
-    datas: list[bytes] = _DATA_LINE.findall(events)
-    done_at = next((at for at, data in enumerate(datas) if data[:6] == _DONE), None)
-    if done_at is not None:
-        datas = datas[:done_at]
     try:
         values: list[JsonValue] = pydantic_core.from_json(
             b"[" + b",".join(datas) + b"]", cache_strings="keys"
@@ -102,9 +121,24 @@ def _read(events: bytes) -> tuple[list[JsonValue], bool]:
     except ValueError:
         values = []
     if len(values) == len(datas):
-        return values, done_at is not None
-    datas, done = _data_of(events)
-    return _parse(datas), done
+        return values
+    return _parse(datas)
+
+
+def _split(events: bytes) -> tuple[list[bytes], bool]:
+    """Return the data of each event in ``events``, and whether ``[DONE]`` came.
+
+    Every provider writes an event's JSON on one ``data:`` line, so the lines are taken with
+    one regular expression when each event has exactly one; otherwise (a comment, a many-line
+    event, an empty one) the events are read the exact way.
+    """
+    datas: list[bytes] = _DATA_LINE.findall(events)
+    if len(datas) != events.count(b"\n\n") + 1:
+        return _data_of(events)
+    done_at = next((at for at, data in enumerate(datas) if data[:6] == _DONE), None)
+    if done_at is not None:
+        return datas[:done_at], True
+    return datas, False
 
 
 def _data_of(events: bytes) -> tuple[list[bytes], bool]:
