@@ -99,15 +99,7 @@ def write_pending(*, wait: bool = False) -> bool:
             ``False`` at once when another thread is writing.
     """
     queue = _queue
-    if not queue.pending:
-        return True
-    if not queue.writing.acquire(blocking=wait):
-        return False
-    try:
-        _write_all(queue)
-    finally:
-        queue.writing.release()
-    return True
+    return not queue.pending or _write_locked(queue, queue.writing.acquire(blocking=wait))
 
 
 def flush_pending(timeout: float = 10.0) -> bool:
@@ -120,10 +112,15 @@ def flush_pending(timeout: float = 10.0) -> bool:
         timeout: Seconds to wait at most for another thread's write.
     """
     queue = _queue
-    if not queue.pending:
+    if not queue.pending or _write_locked(queue, queue.writing.acquire(timeout=timeout)):
         return True
-    if not queue.writing.acquire(timeout=timeout):
-        logger.warning("analytics: events still unwritten after %.0f s", timeout)
+    logger.warning("analytics: events still unwritten after %.0f s", timeout)
+    return False
+
+
+def _write_locked(queue: _Queue, acquired: bool) -> bool:
+    """Write the queue if the writing lock was ``acquired`` (and release it)."""
+    if not acquired:
         return False
     try:
         _write_all(queue)
