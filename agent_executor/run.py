@@ -49,8 +49,16 @@ from agent_core.prompts import (
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
-from agent_executor.run_state import RunFailure, RunSpec, RunState, emit, model_name
+from agent_executor.run_state import (
+    RunFailure,
+    RunSpec,
+    RunState,
+    calls_block,
+    emit,
+    model_name,
+)
 from agent_executor.stream_relay import relay_for
+from agent_executor.sync import ensure_task
 from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
@@ -230,10 +238,16 @@ async def _settle(state: RunState) -> _Settled:
     # The input tools run in threads a timeout cannot stop: they read the deadline and stop.
     deadline = RUN_DEADLINE.set(time.monotonic() + timeout)
     try:
-        # In the caller's task (asyncio.timeout), not a task of its own (wait_for): no task to
-        # create and wake per run.
-        async with asyncio.timeout(timeout):
+        if calls_block(state):
+            # Every call blocks and is bounded by the deadline (run_sync): there is no await
+            # for a timeout to cancel, so none is armed and no event loop is needed.
             judged = await loop(state)
+        else:
+            await ensure_task()  # run_sync's first step runs outside one
+            # In the caller's task (asyncio.timeout), not a task of its own (wait_for): no
+            # task to create and wake per run.
+            async with asyncio.timeout(timeout):
+                judged = await loop(state)
         return judged, contract.build(judged.value) if contract else None, None
     except RunFailure as failure:
         return None, None, failure.error

@@ -42,6 +42,7 @@ __all__ = [
     "RunSpec",
     "RunState",
     "call_model",
+    "calls_block",
     "emit",
     "model_name",
     "raw_of_calls",
@@ -199,6 +200,22 @@ def raw_of_calls(calls: Sequence[ToolCall]) -> str:
         calls: The calls.
     """
     return "\n".join(call.raw_arguments for call in calls)
+
+
+def calls_block(state: RunState) -> bool:
+    """Tell whether every await of this run completes without suspending (``run_sync``'s case).
+
+    True when the model calls block within the run's deadline (``run_sync`` with a provider that
+    has a synchronous path, not streamed) and there are no input tools to run in threads: such
+    a run needs no event loop, and no timeout that cancels an await.
+
+    Args:
+        state: The run.
+    """
+    spec = state.spec
+    return (
+        state.relay is None and not spec.tools and BLOCKING_CALLS.get() and can_block(spec.provider)
+    )
 
 
 def emit(state: RunState, event: BaseModel) -> None:
