@@ -117,6 +117,16 @@ async def test_only_allowed_tools_are_offered_and_submit_is_forced_on_the_last_s
     assert script.tools[0] == ["mcp__t__add", "submit_result"]
 
 
+def test_run_sync_starts_the_servers_and_calls_their_tools() -> None:
+    # run_sync starts a run off the event loop; a run with MCP servers goes on in a task of the
+    # kept loop, where the servers' sessions live until the run ends.
+    script = Script(("mcp__t__add", {"a": 4, "b": 5}))
+    result = agent([server_entry(tools=["add"])], script.model()).run_sync("go")
+
+    assert result.ok, result.error
+    assert [json.loads(r.content) for r in script.results] == [{"sum": 9}]
+
+
 async def test_a_server_that_crashes_mid_call_fails_the_run_naming_it() -> None:
     script = Script(("mcp__t__crash", {}))
     result = await agent([server_entry(tools=["crash"])], script.model()).run("go")
