@@ -77,8 +77,26 @@ def merge_options(*layers: RunOptions | None) -> RunOptions:
             (the run's own options).
 
     Returns:
-        The resolved options.
+        The resolved options (options are frozen, so the same layers give the same object).
     """
+    key = tuple(map(id, layers))
+    known = _merged.get(key)
+    if known is not None and all(a is b for a, b in zip(known[0], layers, strict=True)):
+        return known[1]
+    merged = _merge(layers)
+    if len(_merged) >= _MERGED_KEPT:
+        _merged.clear()
+    _merged[key] = (layers, merged)
+    return merged
+
+
+_MERGED_KEPT = 256
+_merged: dict[tuple[int, ...], tuple[tuple[RunOptions | None, ...], RunOptions]] = {}
+"""Merged options by the identity of their layers (kept with them, so an id is not reused)."""
+
+
+def _merge(layers: tuple[RunOptions | None, ...]) -> RunOptions:
+    """Merge ``layers`` (see :func:`merge_options`)."""
     chosen: dict[str, object] = {}
     for layer in layers:
         if layer is None:

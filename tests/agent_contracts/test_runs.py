@@ -88,6 +88,16 @@ def test_a_merged_result_overrides_everything_as_a_layer() -> None:
     assert merge_options(RunOptions(max_retries=9, extract_json=False), resolved) == resolved
 
 
+def test_the_same_layers_merge_once_and_new_layers_merge_anew() -> None:
+    agent = RunOptions(max_retries=2)
+    first = merge_options(None, agent, None)
+
+    assert merge_options(None, agent, None) is first
+    assert merge_options(None, agent, RunOptions(max_retries=5)).max_retries == 5
+    assert merge_options(None, RunOptions(max_retries=3), None).max_retries == 3
+    assert merge_options(agent, None, None) == first  # a different key, the same values
+
+
 def test_options_from_env_reads_only_what_is_set() -> None:
     env = {"SCHEMA_ENFORCEMENT_MAX_RETRIES": "4", "SCHEMA_ENFORCEMENT_EXTRACT_JSON": "false"}
     layer = options_from_env(env)
