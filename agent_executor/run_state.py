@@ -52,6 +52,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+NO_USAGE = Usage()
+"""No tokens and no requests yet (usage is frozen: one instance serves every run)."""
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -154,11 +157,11 @@ class RunState:
     sink: AnalyticsSink
     run_id: str
     messages: list[Message]
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE
     attempts: list[Attempt] = field(default_factory=list)
     steps: int = 0
     last_output: JsonValue = None
-    last_turn_usage: Usage = field(default_factory=Usage)
+    last_turn_usage: Usage = NO_USAGE
     last_latency_ms: float = 0.0
     cannot_force: bool = False
     bound: BoundContract | None = None
