@@ -228,3 +228,31 @@ def test_an_error_after_the_handover_comes_back_and_the_loop_stays_usable() -> N
     assert run_coroutine_sync(finishes(), blocking_calls=True) == "done"
     with pytest.raises(RuntimeError, match="no running event loop"):
         asyncio.get_running_loop()  # the first step's running loop was unset
+
+
+def test_a_blocking_tier_then_a_suspending_one(fake_llm: FakeLLM) -> None:
+    # Tier 0 (the SDK's sync client) fails its contract twice with no task; the escalation to a
+    # model that awaits goes on in a task of the kept loop, and the run ends there.
+    from agent_executor.providers.function import FunctionModel
+
+    fake_llm.respond_always(openai_tool_call("submit_result", {"n": "four"}))
+    provider = OpenAIProvider("gpt-x", api_key="k", base_url=fake_llm.openai_base_url)
+
+    async def careful(messages: Any, request: Any) -> dict[str, int]:
+        await asyncio.sleep(0.01)
+        return {"n": 4}
+
+    config = AgentConfig.model_validate({"name": "counter", "output_schema": SCHEMA})
+    counter = Agent(
+        config,
+        model=provider,
+        analytics=NullAnalytics(),
+        env={},
+        model_tiers=[FunctionModel(careful)],
+    )
+
+    result = counter.run_sync("Count.")
+
+    assert result.result_data == {"n": 4}
+    assert result.model_tier == 1
+    assert len(fake_llm.requests) == 2  # tier 0's attempt and its re-prompt
