@@ -78,6 +78,7 @@ from agent_contracts.runs import (
     SchemaSource,
     SchemaValidation,
     merge_options,
+    no_options,
     options_from_env,
 )
 from agent_contracts.validation import (
@@ -146,6 +147,7 @@ __all__ = [
     "Usage",
     "ValidationIssue",
     "merge_options",
+    "no_options",
     "options_from_env",
     "parse_event",
     "suggest_key",

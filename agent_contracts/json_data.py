@@ -29,6 +29,8 @@ def _checked_once(
     value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
 ) -> object:
     context = info.context
+    if context is PARSED_JSON:  # the usual case, without an ABC check per value
+        return value
     if isinstance(context, Mapping) and context.get(_PARSED) is True:
         return value
     return handler(value)

@@ -20,6 +20,7 @@ __all__ = [
     "OutputMode",
     "RunOptions",
     "merge_options",
+    "no_options",
     "options_from_env",
 ]
 
@@ -62,6 +63,18 @@ class RunOptions(BaseModel):
     on a CPU can need minutes a call."""
     lenient_formats: bool = False
     """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
+
+
+_NO_OPTIONS = RunOptions()
+
+
+def no_options() -> RunOptions:
+    """Return the one empty options layer (sets nothing): what a request that gives none has.
+
+    Options are frozen, so requests share it; :func:`merge_options` then finds their merged
+    options by identity instead of merging again for every run.
+    """
+    return _NO_OPTIONS
 
 
 def merge_options(*layers: RunOptions | None) -> RunOptions:

@@ -31,6 +31,7 @@ from agent_contracts.options import (
     OutputMode,
     RunOptions,
     merge_options,
+    no_options,
     options_from_env,
 )
 from agent_contracts.validation import ValidationIssue
@@ -130,7 +131,7 @@ class RunRequest(BaseModel):
     """An inline output schema for this run only."""
     schema_name: str | None = None
     """The name of a registered output schema for this run."""
-    options: RunOptions = Field(default_factory=RunOptions)
+    options: RunOptions = Field(default_factory=no_options)
     """This run's options; fields it does not set fall through to the agent and environment."""
     messages: list[Message] = Field(default_factory=list)
     """An earlier conversation to resume (the transcript of a previous run), oldest first."""

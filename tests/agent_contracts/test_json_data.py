@@ -21,6 +21,18 @@ def test_a_parsed_value_is_taken_as_it_is() -> None:
     assert result.result_data is value
 
 
+def test_a_copy_of_the_context_counts_too() -> None:
+    value = {"comments": []}
+    result = RunResult.model_validate(
+        {"status": "completed", "result_data": value}, context=dict(PARSED_JSON)
+    )
+    assert result.result_data is value
+    with pytest.raises(ValidationError, match="result_data"):
+        RunResult.model_validate(
+            {"status": "completed", "result_data": {"when": object()}}, context={"other": True}
+        )
+
+
 def test_the_other_checks_still_run_with_the_context() -> None:
     with pytest.raises(ValidationError, match="exactly one of result_text and result_data"):
         RunResult.model_validate({"status": "completed"}, context=PARSED_JSON)

@@ -98,6 +98,15 @@ def test_the_same_layers_merge_once_and_new_layers_merge_anew() -> None:
     assert merge_options(agent, None, None) == first  # a different key, the same values
 
 
+def test_requests_that_give_no_options_share_one_empty_layer() -> None:
+    first, second = RunRequest(task="a"), RunRequest.model_validate({"task": "b"})
+    assert first.options is second.options
+    assert first.options.model_fields_set == set()
+    agent = RunOptions(max_retries=2)
+    assert merge_options(None, agent, first.options) is merge_options(None, agent, second.options)
+    assert RunRequest(task="c", options=RunOptions(max_retries=4)).options.max_retries == 4
+
+
 def test_options_from_env_reads_only_what_is_set() -> None:
     env = {"SCHEMA_ENFORCEMENT_MAX_RETRIES": "4", "SCHEMA_ENFORCEMENT_EXTRACT_JSON": "false"}
     layer = options_from_env(env)
