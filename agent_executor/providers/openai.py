@@ -32,7 +32,6 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
-from agent_core.json_text import json_body
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
@@ -51,7 +50,7 @@ from agent_executor.providers.openai_clients import (
     translate_errors,
 )
 from agent_executor.providers.openai_replies import _turn, _turn_of
-from agent_executor.providers.openai_requests import TOOL_ERROR_PREFIX, chat_body
+from agent_executor.providers.openai_requests import TOOL_ERROR_PREFIX, chat_content
 from agent_executor.providers.profiles import OPENAI_PROFILE
 from agent_executor.providers.sse import MalformedEvent, sse_data
 from agent_executor.providers.stream_errors import stream_error, unfinished_stream
@@ -156,14 +155,20 @@ class OpenAIProvider:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return async_client(self._api_key, self.base_url, self._max_retries, self.timeout_s)
 
-    def _body(self, turn: ModelTurnRequest, names: ToolNameMap) -> JsonObject:
-        """Return the request body for ``turn`` (see :func:`chat_body`)."""
-        return chat_body(
+    def _content(
+        self, turn: ModelTurnRequest, names: ToolNameMap, extra: JsonObject | None = None
+    ) -> bytes:
+        """Return the request body for ``turn`` as JSON bytes (see :func:`chat_content`).
+
+        A lone surrogate (in the task, or an echoed answer) goes out as its escape.
+        """
+        return chat_content(
             turn,
             names,
             model=self.model,
             profile=self.profile,
             max_tokens_param=self._max_tokens_param,
+            extra=extra,
         )
 
     async def request(self, turn: ModelTurnRequest) -> ModelTurn:
@@ -180,9 +185,8 @@ class OpenAIProvider:
                 completion.
         """
         names = tool_names_for(turn)
-        body = self._body(turn, names)
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
-        content = json_body(body)  # a lone surrogate (task, echoed answer) as its escape
+        content = self._content(turn, names)
         started = time.perf_counter()
         with translate_errors(self.name):
             client = await CLIENTS.get(self._client_key, self._new_client)
@@ -210,7 +214,7 @@ class OpenAIProvider:
                 attempt short).
         """
         names = tool_names_for(turn)
-        content = json_body(self._body(turn, names))
+        content = self._content(turn, names)
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         started = time.perf_counter()
         with translate_errors(self.name), call_deadline(deadline):
@@ -250,21 +254,21 @@ class OpenAIProvider:
                 off or ended before a ``finish_reason``.
         """
         names = tool_names_for(turn)
-        body = self._body(turn, names)
-        body["stream"] = True
-        if self._stream_usage:
-            body["stream_options"] = {"include_usage": True}
+        usage = self._stream_usage
+        extra: JsonObject = {"stream": True}
+        if usage:
+            extra["stream_options"] = {"include_usage": True}
         timeout = turn.timeout_s if turn.timeout_s is not None else self.timeout_s
         chunks = CompletionChunks(names, on_delta)
         started = time.perf_counter()
         try:
-            whole = await self._send_stream(body, timeout, chunks)
+            whole = await self._send_stream(self._content(turn, names, extra), timeout, chunks)
         except ProviderError as exc:
-            if "stream_options" not in body or not _refuses_stream_options(exc):
+            if not usage or not _refuses_stream_options(exc):
                 raise
             self._stream_usage = False  # this server refuses it (Mistral's API does): not again
-            del body["stream_options"]
-            whole = await self._send_stream(body, timeout, chunks)
+            content = self._content(turn, names, {"stream": True})
+            whole = await self._send_stream(content, timeout, chunks)
         latency_ms = (time.perf_counter() - started) * 1000
         position = len(turn.messages)
         if whole is not None:  # the server ignored ``stream``
@@ -276,15 +280,15 @@ class OpenAIProvider:
         return _turn_of(self.name, self.model, chunks.completion(), names, position, latency_ms)
 
     async def _send_stream(
-        self, body: JsonObject, timeout: float, chunks: CompletionChunks
+        self, content: bytes, timeout: float, chunks: CompletionChunks
     ) -> str | None:
         """Send a streamed request and read it into ``chunks`` (see :func:`_post_stream`)."""
         with translate_errors(self.name):
             client = await CLIENTS.get(self._client_key, self._new_client)
             if client is not None:
-                return await _post_stream(client, body, timeout, chunks, self.name)
+                return await _post_stream(client, content, timeout, chunks, self.name)
             async with self._new_client() as fresh:
-                return await _post_stream(fresh, body, timeout, chunks, self.name)
+                return await _post_stream(fresh, content, timeout, chunks, self.name)
 
 
 def _refuses_stream_options(error: ProviderError) -> bool:
@@ -296,7 +300,7 @@ def _refuses_stream_options(error: ProviderError) -> bool:
 async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> str:
     """Send a Chat Completions request body and return the reply body's text.
 
-    The body goes out as built (JSON bytes, serialised once by :func:`json_body`), through the
+    The body goes out as built (JSON bytes, from :func:`chat_content`), through the
     SDK's generic ``post``: its retries, timeouts and error types apply, but not its per-call walk
     of the typed parameters (about a quarter of a call's client time with a schema the size of the
     pr-reviewer's).
@@ -309,12 +313,12 @@ async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> s
 
 async def _post_stream(
     client: openai.AsyncOpenAI,
-    body: JsonObject,
+    content: bytes,
     timeout: float,
     chunks: CompletionChunks,
     provider: str,
 ) -> str | None:
-    """Send a streamed Chat Completions request and read its chunks into ``chunks``.
+    """Send a streamed Chat Completions request body and read its chunks into ``chunks``.
 
     The SDK's generic ``post`` sends it (its retries, timeouts and error types apply until the
     stream starts); the events are read in batches (:func:`~agent_executor.providers.sse.
@@ -334,7 +338,7 @@ async def _post_stream(
     # class is not used); the typing follows ``stream_cls``.
     sent: object = await client.post(
         "/chat/completions",
-        content=json_body(body),  # a lone surrogate (task, echoed answer) as its escape
+        content=content,
         cast_to=httpx2.Response,
         options={"timeout": timeout},
         stream=True,

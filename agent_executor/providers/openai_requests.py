@@ -8,12 +8,14 @@ and the streamed call send this body (a streamed one adds ``stream`` and ``strea
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import JsonValue
 
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
+from agent_core.json_text import json_body
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurnRequest,
@@ -21,7 +23,7 @@ from agent_executor.providers.base import (
     ToolNameMap,
 )
 
-__all__ = ["TOOL_ERROR_PREFIX", "chat_body"]
+__all__ = ["TOOL_ERROR_PREFIX", "chat_body", "chat_content"]
 
 TOOL_ERROR_PREFIX = "[tool error] "
 """Prefix of a failed tool's result: Chat Completions has no ``is_error`` flag."""
@@ -34,6 +36,7 @@ def chat_body(
     model: str,
     profile: ProviderProfile,
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"],
+    tools: bool = True,
 ) -> JsonObject:
     """Return the Chat Completions request body for one call.
 
@@ -43,6 +46,8 @@ def chat_body(
         model: The model to call.
         profile: What the server can be sent (how native output is spelled).
         max_tokens_param: Which field carries ``max_tokens``.
+        tools: Whether to put the ``tools`` list in (without it, the rest of a body that
+            offers tools, ``tool_choice`` included).
 
     Returns:
         The body as plain JSON.
@@ -50,7 +55,8 @@ def chat_body(
     messages: list[JsonValue] = [*_messages(turn.messages, names)]
     body: JsonObject = {"model": model, "messages": messages}
     if turn.tools:
-        body["tools"] = [_tool_param(tool, names) for tool in turn.tools]
+        if tools:
+            body["tools"] = _tool_params(turn.tools, names)
         body["tool_choice"] = _tool_choice(turn, names)
         if turn.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = turn.parallel_tool_calls
@@ -72,6 +78,69 @@ def chat_body(
                 },
             }
     return body
+
+
+def chat_content(
+    turn: ModelTurnRequest,
+    names: ToolNameMap,
+    *,
+    model: str,
+    profile: ProviderProfile,
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"],
+    extra: JsonObject | None = None,
+) -> bytes:
+    """Return :func:`chat_body` (and ``extra``'s fields) as the request's JSON bytes.
+
+    The ``tools`` list, the largest part of most bodies and the same on every call, is
+    serialised once per set of tool definitions (definitions are frozen; the same objects
+    under the same wire names give the same bytes) and put in as bytes; the rest is
+    serialised by :func:`~agent_core.json_text.json_body` on every call.
+
+    Args:
+        turn: The conversation, tools and settings for this call.
+        names: The wire names of the request's tools.
+        model: The model to call.
+        profile: What the server can be sent.
+        max_tokens_param: Which field carries ``max_tokens``.
+        extra: Fields to add to the body (``stream``, ``stream_options``).
+
+    Raises:
+        TypeError: The body holds an object no JSON serialiser knows.
+        ValueError: The body holds NaN or an infinite number.
+    """
+    body = chat_body(
+        turn, names, model=model, profile=profile, max_tokens_param=max_tokens_param, tools=False
+    )
+    if extra:
+        body.update(extra)
+    content = json_body(body)
+    if not turn.tools:
+        return content
+    return b"".join((content[:-1], b',"tools":', _tools_json(turn.tools, names), b"}"))
+
+
+_TOOLS_KEPT = 64
+_tools_sent: dict[tuple[tuple[int, str], ...], tuple[tuple[ToolDefinition, ...], bytes]] = {}
+"""The JSON of tool lists by their definitions' identity and wire names (kept with them, so an
+id is not reused while its bytes are kept)."""
+
+
+def _tools_json(tools: Sequence[ToolDefinition], names: ToolNameMap) -> bytes:
+    """Return the JSON of the ``tools`` list for ``tools``, serialised once per set."""
+    key = tuple((id(tool), names.to_wire(tool.name)) for tool in tools)
+    known = _tools_sent.get(key)
+    if known is not None:
+        return known[1]
+    content = json_body(_tool_params(tools, names))
+    if len(_tools_sent) >= _TOOLS_KEPT:
+        _tools_sent.clear()
+    _tools_sent[key] = (tuple(tools), content)
+    return content
+
+
+def _tool_params(tools: Sequence[ToolDefinition], names: ToolNameMap) -> list[JsonValue]:
+    """Return the ``tools`` list in Chat Completions form."""
+    return [_tool_param(tool, names) for tool in tools]
 
 
 def _tool_param(tool: ToolDefinition, names: ToolNameMap) -> JsonObject:

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import json
+
+from agent_contracts.messages import Message
+from agent_contracts.profiles import ProviderProfile
+from agent_contracts.tools import ToolChoice, ToolDefinition
+from agent_executor.providers.base import ModelTurnRequest, tool_names_for
+from agent_executor.providers.openai_requests import chat_body, chat_content
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def _turn(tools: list[ToolDefinition], task: str = "count") -> ModelTurnRequest:
+    return ModelTurnRequest(
+        messages=[Message.user(task)],
+        tools=tools,
+        tool_choice=ToolChoice.tool(tools[0].name) if tools else ToolChoice.auto(),
+        max_tokens=50,
+    )
+
+
+def _content(turn: ModelTurnRequest, **extra: object) -> bytes:
+    return chat_content(
+        turn,
+        tool_names_for(turn),
+        model="m",
+        profile=ProviderProfile(),
+        max_tokens_param="max_tokens",
+        extra=dict(extra) or None,
+    )
+
+
+def _body(turn: ModelTurnRequest) -> dict[str, object]:
+    return chat_body(
+        turn,
+        tool_names_for(turn),
+        model="m",
+        profile=ProviderProfile(),
+        max_tokens_param="max_tokens",
+    )
+
+
+def test_the_bytes_are_the_body_with_its_tools() -> None:
+    tools = [
+        ToolDefinition(name="fs:read", description="Read \u00e9 file", parameters=SCHEMA),
+        ToolDefinition(name="submit_result", parameters=SCHEMA, strict=True),
+    ]
+    turn = _turn(tools)
+    assert json.loads(_content(turn)) == _body(turn)
+    sent = json.loads(_content(turn, stream=True))
+    assert sent["stream"] is True and sent["tools"] == _body(turn)["tools"]
+    assert sent["tools"][0]["function"]["name"] != "fs:read"  # its wire name
+
+
+def test_the_same_tools_give_the_same_bytes_with_each_conversation() -> None:
+    tools = [ToolDefinition(name="submit_result", parameters=SCHEMA)]
+    first = json.loads(_content(_turn(tools, "one")))
+    second = json.loads(_content(_turn(tools, "two")))
+    assert first["tools"] == second["tools"]
+    assert [m["content"] for m in (first["messages"][0], second["messages"][0])] == ["one", "two"]
+
+
+def test_other_tools_are_serialised_for_themselves() -> None:
+    first = _turn([ToolDefinition(name="submit_result", parameters=SCHEMA)])
+    other = {"type": "object", "properties": {"s": {"type": "string"}}}
+    second = _turn([ToolDefinition(name="submit_result", parameters=other)])
+    _content(first)
+    sent = json.loads(_content(second))
+    assert sent["tools"][0]["function"]["parameters"] == other
+
+
+def test_a_lone_surrogate_in_a_tool_goes_out_as_its_escape_text() -> None:
+    tools = [ToolDefinition(name="t", description="bad \ud800 text", parameters=SCHEMA)]
+    sent = json.loads(_content(_turn(tools)))  # UTF-8 bytes: the surrogate could not go as is
+    assert sent["tools"][0]["function"]["description"] == "bad \\ud800 text"
+
+
+def test_a_body_without_tools_has_no_tools_list() -> None:
+    sent = json.loads(_content(_turn([])))
+    assert "tools" not in sent and "tool_choice" not in sent
+    assert sent["max_tokens"] == 50
