@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -145,15 +146,17 @@ class JsonlAnalytics:
     it all; a rejected one 64 Ki), so a line costs about the same whatever the output's size.
 
     Each line is serialised and redacted first, then written with a single ``os.write`` to the
-    day's file opened with ``O_APPEND``, so processes and threads can share a file without torn
-    or interleaved lines. ``O_APPEND`` makes every write land at the current end of the file. On
-    Linux a ``write`` to a regular file on a local filesystem (ext4, xfs, btrfs, tmpfs) holds
-    the inode lock for its whole length, so one ``write`` is never interleaved with another,
-    however long the line; the ``PIPE_BUF`` (4 KiB) atomicity limit applies to pipes and FIFOs,
-    not to regular files. Looping over partial writes would break this, so a short write (a full
-    disk) is not retried: the line is ended with a newline if possible, the event is counted as
-    dropped, and :func:`read_events` counts the torn line as corrupt. NFS does not honour
-    ``O_APPEND`` atomically; keep the directory on a local disk.
+    day's file opened with ``O_APPEND`` (the lines queued together, one after another, in one
+    write), so processes and threads can share a file without torn or interleaved lines.
+    ``O_APPEND`` makes every write land at the current end of the file. On Linux a ``write`` to a
+    regular file on a local filesystem (ext4, xfs, btrfs, tmpfs) holds the inode lock for its whole
+    length, so one ``write`` is never interleaved with another, however long the line; the
+    ``PIPE_BUF`` (4 KiB) atomicity limit applies to pipes and FIFOs, not to regular files. Looping
+    over partial writes would break this, so a short write (a full disk) is not retried: the line
+    is ended with a newline if possible, the events whose lines were not written whole are counted
+    as dropped, and :func:`read_events` counts the torn line as corrupt (or, unended at the end of
+    the file, as partial). NFS does not honour ``O_APPEND`` atomically; keep the directory on a
+    local disk.
 
     A failure to write never raises: the first failure after a success is logged as a warning
     (later ones at debug level, so a read-only directory does not flood the log) and every lost
@@ -212,23 +215,30 @@ class JsonlAnalytics:
         if self.defer:
             submit(self._write, event)
         else:
-            self._write(event)
+            self._write((event,))
 
-    def _write(self, event: BaseModel) -> None:
-        try:
-            line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
-        except (TypeError, ValueError, RecursionError) as exc:  # incl. PydanticSerializationError
-            self._drop(f"cannot serialise {type(event).__name__}: {exc}")
-            return
-        day = _event_day(event)
-        path = self._paths.get(day)
-        if path is None:
-            self._paths = {day: event_file(self.directory, day)}  # one day at a time
-            path = self._paths[day]
-        try:
-            self._append(path, line)
-        except OSError as exc:
-            self._drop(f"cannot write {path}: {exc.strerror or exc}")
+    def _write(self, events: Sequence[BaseModel]) -> None:
+        """Append ``events``' lines, those of one day with one write."""
+        days: dict[Path, list[bytes]] = {}
+        for event in events:
+            try:
+                line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
+            except (TypeError, ValueError, RecursionError) as exc:  # PydanticSerializationError
+                self._drop(f"cannot serialise {type(event).__name__}: {exc}")
+                continue
+            day = _event_day(event)
+            path = self._paths.get(day)
+            if path is None:
+                self._paths = {day: event_file(self.directory, day)}  # one day at a time
+                path = self._paths[day]
+            days.setdefault(path, []).append(line)
+        for path, lines in days.items():
+            try:
+                self._append(path, b"".join(lines))
+            except _ShortWrite as exc:
+                self._drop(str(exc), exc.lost)
+            except OSError as exc:
+                self._drop(f"cannot write {path}: {exc.strerror or exc}", len(lines))
 
     def _append(self, path: Path, data: bytes) -> None:
         # The day file stays open (opening costs more than writing); it is opened again for a
@@ -246,19 +256,29 @@ class JsonlAnalytics:
                 if written != len(data):
                     with contextlib.suppress(OSError):
                         os.write(fd, b"\n")  # end the torn line so the next one stays whole
-                    raise OSError(f"short write: {written} of {len(data)} bytes")
+                    lost = data.count(b"\n", written)  # lines not written whole
+                    raise _ShortWrite(f"short write: {written} of {len(data)} bytes", lost)
             except OSError:
                 _close_all(self._open)
                 raise
             self._failing = False
 
-    def _drop(self, reason: str) -> None:
+    def _drop(self, reason: str, events: int = 1) -> None:
         with self._lock:
-            self._dropped += 1
+            self._dropped += events
             first = not self._failing
             self._failing = True
         level = logging.WARNING if first else logging.DEBUG
-        logger.log(level, "analytics event dropped (%d so far): %s", self._dropped, reason)
+        what = "analytics event" if events == 1 else f"{events} analytics events"
+        logger.log(level, "%s dropped (%d so far): %s", what, self._dropped, reason)
+
+
+class _ShortWrite(OSError):
+    """A write that wrote part of its lines (a full disk); ``lost`` lines were not written whole."""
+
+    def __init__(self, message: str, lost: int) -> None:
+        super().__init__(message)
+        self.lost = lost
 
 
 def _close_all(kept: dict[Path, int]) -> None:

@@ -15,8 +15,9 @@ written, in the order they were submitted, at the first of:
   and reading the files in this process (``read_events``, ``EventLines``);
 - more than :data:`MAX_PENDING` events queued: the thread that queues the next one writes them.
 
-Writing runs the sink's own code (serialise, redact, append), so whatever thread writes, the
-lines are the ones ``emit`` would have written. A hard kill (``SIGKILL``, ``os._exit``) loses
+Writing runs the sink's own code (serialise, redact, append), so whatever thread writes, the lines
+are the ones ``emit`` would have written. The events a sink queued one after another are handed to
+it together, so it can append them with one write. A hard kill (``SIGKILL``, ``os._exit``) loses
 what is still queued, at most the last :data:`LINGER_S`. After ``fork`` the child drops what the
 parent had queued (the parent writes it).
 """
@@ -29,7 +30,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel
@@ -55,8 +56,8 @@ LINGER_S: Final = 0.05
 MAX_PENDING: Final = 10_000
 """Queued events past which the thread that queues one more writes them all itself."""
 
-Write = Callable[[BaseModel], None]
-"""A sink's write of one event; it never raises (the sink counts its own failures)."""
+Write = Callable[[Sequence[BaseModel]], None]
+"""A sink's write of events, in order; it never raises (the sink counts its own failures)."""
 
 _WAITING = "receive_response_headers.started"
 """The end of the HTTP stack's ``trace`` event a request is sent and its reply awaited at."""
@@ -80,7 +81,8 @@ def submit(write: Write, event: BaseModel) -> None:
     """Queue an event's write; it is carried out soon, in order, by whoever writes the queue.
 
     Args:
-        write: The sink's write, called once with the event.
+        write: The sink's write: called with this event and the ones queued right after it
+            with an equal ``write`` (the same sink's), in order.
         event: The event.
     """
     queue = _queue
@@ -133,10 +135,13 @@ def _write_all(queue: _Queue) -> None:
     pending = queue.pending
     while pending:
         write, event = pending.popleft()
+        batch = [event]
+        while pending and pending[0][0] == write:  # the same sink's next events
+            batch.append(pending.popleft()[1])
         try:
-            write(event)
+            write(batch)
         except Exception:  # a sink's bug must not cost the other sinks their lines
-            logger.warning("analytics: an event could not be written", exc_info=True)
+            logger.warning("analytics: events could not be written", exc_info=True)
 
 
 def _arm(queue: _Queue) -> None:

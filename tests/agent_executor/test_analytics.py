@@ -191,7 +191,8 @@ def test_directory_that_cannot_be_created_drops_and_warns(
     assert sink.dropped == 2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1  # later failures are logged at debug level, not repeated
-    assert "analytics event dropped (1 so far)" in warnings[0].getMessage()
+    # queued together: one write, both lost
+    assert "2 analytics events dropped (2 so far)" in warnings[0].getMessage()
     assert str(blocker / "analytics") in warnings[0].getMessage()
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,8 +61,8 @@ def no_linger(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def recorder(threads: list[str]) -> analytics_writer.Write:
-    def write(event: BaseModel) -> None:
-        threads.append(threading.current_thread().name)
+    def write(events: Sequence[BaseModel]) -> None:
+        threads.extend(threading.current_thread().name for _ in events)
 
     return write
 
@@ -146,7 +146,7 @@ def test_a_queue_past_its_bound_is_written_by_the_emitting_thread(
 def test_a_failing_write_does_not_cost_the_others_their_lines(
     tmp_path: Path, no_linger: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(event: BaseModel) -> None:
+    def broken(events: Sequence[BaseModel]) -> None:
         raise RuntimeError("a sink's bug")
 
     sink = JsonlAnalytics(tmp_path)
@@ -154,7 +154,66 @@ def test_a_failing_write_does_not_cost_the_others_their_lines(
     sink.emit(Ping(seq=9))
     assert sink.flush() is True
     assert seqs(tmp_path / DAY_FILE) == [9]
-    assert "an event could not be written" in caplog.text
+    assert "events could not be written" in caplog.text
+
+
+def test_a_sinks_events_queued_together_are_written_together(no_linger: list[str]) -> None:
+    batches: list[tuple[str, list[int]]] = []
+
+    def writer(name: str) -> analytics_writer.Write:
+        def write(events: Sequence[BaseModel]) -> None:
+            batches.append((name, [getattr(event, "seq", -1) for event in events]))
+
+        return write
+
+    first, second = writer("first"), writer("second")
+    for seq, write in enumerate([first, first, first, second, first, first]):
+        submit(write, Ping(seq=seq))
+    assert flush_pending() is True
+    assert batches == [("first", [0, 1, 2]), ("second", [3]), ("first", [4, 5])]
+
+
+SHORT_WRITE_SCRIPT = """
+import logging, resource, signal, sys
+from datetime import datetime, timezone
+from pydantic import BaseModel
+from agent_executor.analytics import JsonlAnalytics
+
+class Ping(BaseModel):
+    event: str = "ping"
+    ts: datetime = datetime(2026, 1, 19, 12, 30, tzinfo=timezone.utc)
+    seq: int
+    pad: str = "x" * 40
+
+logging.basicConfig(level=logging.WARNING)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit is cut short instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+sink = JsonlAnalytics(sys.argv[1])
+for seq in range(10):
+    sink.emit(Ping(seq=seq))
+print(sink.dropped)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_FSIZE and SIGXFSZ (Linux)")
+def test_a_write_cut_short_counts_the_lines_it_did_not_write_whole(tmp_path: Path) -> None:
+    line = len(
+        json.dumps({"event": "ping", "ts": "2026-01-19T12:30:00Z", "seq": 0, "pad": "x" * 40})
+    )
+    limit = 3 * (line + 1) + 10  # three whole lines and part of the fourth
+    done = subprocess.run(
+        [sys.executable, "-c", SHORT_WRITE_SCRIPT, str(tmp_path), str(limit)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["7"]  # the ten went in one write: seven not written whole
+    assert "short write" in done.stderr
+    read = read_events(tmp_path)
+    assert [event["seq"] for event in read.events] == [0, 1, 2]
+    assert (read.corrupt, read.partial) == (0, 1)  # the torn line, left unended at the limit
 
 
 EXIT_SCRIPT = """
