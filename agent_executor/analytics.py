@@ -96,6 +96,10 @@ class MemoryAnalytics:
             self.events.append(event)
 
 
+_Fields = tuple[type[BaseModel], dict[str, object]]
+"""An event not built yet: its class and fields (:meth:`JsonlAnalytics.emit_fields`)."""
+
+
 def _event_day(event: BaseModel) -> date:
     ts = getattr(event, "ts", None)
     if isinstance(ts, datetime):
@@ -217,14 +221,35 @@ class JsonlAnalytics:
         else:
             self._write((event,))
 
-    def _write(self, events: Sequence[BaseModel]) -> None:
+    def emit_fields(self, kind: type[BaseModel], fields: dict[str, object]) -> None:
+        """Append the event ``kind.model_validate(fields)`` as :meth:`emit` would; never raises.
+
+        With ``defer`` the event is built when its line is written (off the run's path), its
+        ``ts`` the time of this call. Fields that do not make a ``kind`` are counted in
+        :attr:`dropped` and logged, as an event that cannot be serialised is.
+
+        Args:
+            kind: The event's class (an event of :mod:`agent_contracts.events`, or any model
+                with an aware ``ts`` field or none).
+            fields: Its fields; the sink keeps the dict (the caller makes a new one each time).
+        """
+        if "ts" not in fields and "ts" in kind.__pydantic_fields__:
+            fields["ts"] = datetime.now(UTC)
+        if self.defer:
+            submit(self._write, (kind, fields))
+        else:
+            self._write(((kind, fields),))
+
+    def _write(self, events: Sequence[BaseModel | _Fields]) -> None:
         """Append ``events``' lines, those of one day with one write."""
         days: dict[Path, list[bytes]] = {}
-        for event in events:
+        for item in events:
             try:
+                event = item if isinstance(item, BaseModel) else item[0].model_validate(item[1])
                 line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
-            except (TypeError, ValueError, RecursionError) as exc:  # PydanticSerializationError
-                self._drop(f"cannot serialise {type(event).__name__}: {exc}")
+            except (TypeError, ValueError, RecursionError) as exc:  # incl. ValidationError
+                kind = type(item) if isinstance(item, BaseModel) else item[0]
+                self._drop(f"cannot serialise {kind.__name__}: {exc}")
                 continue
             day = _event_day(event)
             path = self._paths.get(day)

@@ -31,9 +31,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:  # the SDK extras install it; this module is imported without them
     import httpx2
@@ -56,8 +54,9 @@ LINGER_S: Final = 0.05
 MAX_PENDING: Final = 10_000
 """Queued events past which the thread that queues one more writes them all itself."""
 
-Write = Callable[[Sequence[BaseModel]], None]
-"""A sink's write of events, in order; it never raises (the sink counts its own failures)."""
+Write = Callable[[Sequence[Any]], None]
+"""A sink's write of what it queued (events, in order); it never raises (the sink counts its
+own failures)."""
 
 _WAITING = "receive_response_headers.started"
 """The end of the HTTP stack's ``trace`` event a request is sent and its reply awaited at."""
@@ -67,7 +66,7 @@ class _Queue:
     """The process's queued writes, the lock one writer holds, and the lingering thread."""
 
     def __init__(self) -> None:
-        self.pending: deque[tuple[Write, BaseModel]] = deque()
+        self.pending: deque[tuple[Write, object]] = deque()
         self.writing = threading.Lock()
         self.armed = threading.Event()
         self.thread: threading.Thread | None = None
@@ -77,13 +76,13 @@ class _Queue:
 _queue = _Queue()
 
 
-def submit(write: Write, event: BaseModel) -> None:
+def submit(write: Write, event: object) -> None:
     """Queue an event's write; it is carried out soon, in order, by whoever writes the queue.
 
     Args:
         write: The sink's write: called with this event and the ones queued right after it
             with an equal ``write`` (the same sink's), in order.
-        event: The event.
+        event: The event (or what the sink builds it from).
     """
     queue = _queue
     queue.pending.append((write, event))

@@ -202,15 +202,14 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
         state.relay.started(run_id, spec.agent_id, model_name(spec.provider), spec.model_tier)
     emit(
         state,
-        RunStartedEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            model=model_name(spec.provider),
-            output_mode=spec.mode if contract is not None else None,
-            schema_hash=contract.hash if contract else None,
-            schema_name=contract.name if contract else None,
-            max_retries=spec.options.max_retries,
-        ),
+        RunStartedEvent,
+        run_id=state.run_id,
+        agent_id=spec.agent_id,
+        model=model_name(spec.provider),
+        output_mode=spec.mode if contract is not None else None,
+        schema_hash=contract.hash if contract else None,
+        schema_name=contract.name if contract else None,
+        max_retries=spec.options.max_retries,
     )
     judged: Verdict | None = None
     output: BaseModel | None = None
@@ -312,10 +311,10 @@ def _emit_ending(state: RunState, result: RunResult) -> None:
             "model_tier": result.model_tier,
             "recovered_by_extraction": result.recovered_by_extraction,
         }
-        emit(state, RunCompletedEvent.model_validate({**ending, **completed}))
+        emit(state, RunCompletedEvent, **ending, **completed)
     else:
         failed = {"error_type": result.error.type, "message": result.error.message}
-        emit(state, RunFailedEvent.model_validate({**ending, **failed}))
+        emit(state, RunFailedEvent, **ending, **failed)
 
 
 def _answered(messages: list[Message]) -> list[Message]:

@@ -175,13 +175,12 @@ async def _run_and_record(state: RunState, call: ToolCall, *, position: int) -> 
         state.relay.tool_finished(result)
     emit(
         state,
-        ToolCallEvent(
-            run_id=state.run_id,
-            agent_id=state.spec.agent_id,
-            tool=call.name,
-            duration_ms=(time.perf_counter() - started) * 1000,
-            is_error=result.is_error,
-        ),
+        ToolCallEvent,
+        run_id=state.run_id,
+        agent_id=state.spec.agent_id,
+        tool=call.name,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        is_error=result.is_error,
     )
     return result
 

@@ -21,7 +21,7 @@ from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, Ru
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
-from agent_executor.analytics import AnalyticsSink
+from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
 from agent_executor.providers.base import (
     ModelTurn,
     ModelTurnRequest,
@@ -221,15 +221,24 @@ def calls_block(state: RunState) -> bool:
     )
 
 
-def emit(state: RunState, event: BaseModel) -> None:
-    """Send an analytics event; a failing sink is logged and never breaks the run.
+def emit(state: RunState, kind: type[BaseModel], **fields: object) -> None:
+    """Send the analytics event ``kind(**fields)``; a failing sink never breaks the run.
+
+    The event is built only for a sink that keeps it: not for :class:`NullAnalytics`, and
+    for a deferring :class:`JsonlAnalytics` when its line is written, off the run's path
+    (:meth:`JsonlAnalytics.emit_fields`); any other sink gets it built, in :meth:`emit`.
 
     Args:
         state: The run.
-        event: The event.
+        kind: The event's class.
+        **fields: Its fields.
     """
+    sink = state.sink
     try:
-        state.sink.emit(event)
+        if type(sink) is JsonlAnalytics:
+            sink.emit_fields(kind, fields)
+        elif type(sink) is not NullAnalytics:
+            sink.emit(kind.model_validate(fields))
     except Exception:  # analytics must never break a run
         logger.warning("analytics sink failed; event dropped", exc_info=True)
 
@@ -281,16 +290,15 @@ async def call_model(
     state.messages.append(turn.to_message())
     emit(
         state,
-        ModelTurnEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            step=state.steps,
-            model=model_name(spec.provider),
-            usage=turn.usage,
-            latency_ms=turn.latency_ms,
-            stop_reason=turn.raw_stop_reason or turn.stop_reason,
-            tool_calls=[call.name for call in turn.tool_calls],
-        ),
+        ModelTurnEvent,
+        run_id=state.run_id,
+        agent_id=spec.agent_id,
+        step=state.steps,
+        model=model_name(spec.provider),
+        usage=turn.usage,
+        latency_ms=turn.latency_ms,
+        stop_reason=turn.raw_stop_reason or turn.stop_reason,
+        tool_calls=[call.name for call in turn.tool_calls],
     )
     budget = spec.options.token_budget
     if budget is not None and state.usage.total_tokens > budget:
@@ -342,16 +350,15 @@ def record_attempt(
 
     emit(
         state,
-        AttemptEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            number=number,
-            mode=mode,
-            schema_hash=spec.contract.hash if spec.contract else None,
-            raw_output=judged.raw,
-            errors=judged.errors,
-            recovered_by_extraction=judged.recovered,
-        ),
+        AttemptEvent,
+        run_id=state.run_id,
+        agent_id=spec.agent_id,
+        number=number,
+        mode=mode,
+        schema_hash=spec.contract.hash if spec.contract else None,
+        raw_output=judged.raw,
+        errors=judged.errors,
+        recovered_by_extraction=judged.recovered,
     )
     if judged.ok:
         return
@@ -368,15 +375,14 @@ def record_attempt(
         )
     emit(
         state,
-        RetryEvent(
-            run_id=state.run_id,
-            agent_id=spec.agent_id,
-            number=number,
-            reason=judged.failure,
-            error_count=len(judged.errors),
-            model=model_name(spec.provider),
-            model_tier=spec.model_tier,
-        ),
+        RetryEvent,
+        run_id=state.run_id,
+        agent_id=spec.agent_id,
+        number=number,
+        reason=judged.failure,
+        error_count=len(judged.errors),
+        model=model_name(spec.provider),
+        model_tier=spec.model_tier,
     )
     if state.relay is not None:
         state.relay.retried(number, judged.failure, [str(issue) for issue in judged.errors])

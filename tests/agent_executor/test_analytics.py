@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -108,6 +109,36 @@ def test_real_contract_events_are_written(tmp_path: Path) -> None:
     assert event["event"] == "attempt"
     assert event["run_id"] == "r1"
     assert event["ts"] == "2026-01-19T12:30:00Z"
+
+
+@pytest.mark.parametrize("defer", [True, False])
+def test_fields_are_written_as_the_event_they_make(tmp_path: Path, defer: bool) -> None:
+    sink = JsonlAnalytics(tmp_path, defer=defer)
+    before = datetime.now(UTC)
+    sink.emit_fields(AttemptEvent, {"run_id": "r1", "agent_id": "a", "number": 1, "mode": "tool"})
+    time.sleep(0.1)  # a deferred line is written after this, its time still the emit's
+    day = {"run_id": "r2", "agent_id": "a", "number": 1, "mode": "tool", "ts": DAY}
+    sink.emit_fields(AttemptEvent, day)
+    assert sink.flush() is True
+    events = sorted(read_events(tmp_path).events, key=lambda event: str(event["run_id"]))
+    assert [(e["event"], e["run_id"], e["number"]) for e in events] == [
+        ("attempt", "r1", 1),
+        ("attempt", "r2", 1),
+    ]
+    stamped = datetime.fromisoformat(str(events[0]["ts"]))
+    assert before <= stamped < before + timedelta(seconds=0.1)
+    assert events[1]["ts"] == "2026-01-19T12:30:00Z"
+
+
+def test_fields_that_make_no_event_are_dropped_not_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink = JsonlAnalytics(tmp_path)
+    sink.emit_fields(AttemptEvent, {"run_id": 7, "agent_id": "a", "number": 1, "ts": DAY})
+    sink.emit(Ping())
+    assert sink.dropped == 1
+    assert "cannot serialise AttemptEvent" in caplog.text and "run_id" in caplog.text
+    assert len(read_events(tmp_path)) == 1
 
 
 # --- redaction ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from agent_contracts.messages import Message, ToolCall
 from agent_contracts.runs import RunOptions
 from agent_executor import run as run_module
 from agent_executor.agent import Agent
-from agent_executor.analytics import JsonlAnalytics, MemoryAnalytics
+from agent_executor.analytics import JsonlAnalytics, MemoryAnalytics, read_events
 from agent_executor.providers.anthropic import AnthropicProvider
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest, Provider
 from agent_executor.providers.function import FunctionModel
@@ -1165,6 +1165,27 @@ async def test_memory_analytics_event_types(fake_llm: FakeLLM) -> None:
     ]
     assert all(getattr(e, "run_id", None) == result.run_id for e in sink.events)
     assert not any(isinstance(e, RetryEvent) for e in sink.events)
+
+
+async def test_a_jsonl_sink_that_overrides_emit_gets_each_event_built(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    class Counting(JsonlAnalytics):
+        def __init__(self, directory: Path) -> None:
+            super().__init__(directory)
+            self.seen: list[str] = []
+
+        def emit(self, event: BaseModel) -> None:
+            self.seen.append(type(event).__name__)
+            super().emit(event)
+
+    fake_llm.respond(openai_tool_call("submit_result", VALID))
+    sink = Counting(tmp_path)
+    result = await agent_for(provider_for("openai", fake_llm), analytics=sink).run("Grade it.")
+    assert result.ok and sink.flush() is True
+    names = ["RunStartedEvent", "ModelTurnEvent", "AttemptEvent", "RunCompletedEvent"]
+    assert sink.seen == names
+    assert len(read_events(tmp_path)) == 4
 
 
 async def test_a_failing_analytics_sink_does_not_break_the_run(fake_llm: FakeLLM) -> None:
