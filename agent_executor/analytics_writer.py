@@ -166,11 +166,24 @@ def _linger(queue: _Queue) -> None:
 def _on_trace(name: str, info: Mapping[str, object]) -> None:
     if name.endswith(_WAITING):
         write_pending()
+        _untrace(info)
 
 
 async def _on_trace_async(name: str, info: Mapping[str, object]) -> None:
     if name.endswith(_WAITING):
         write_pending()
+        _untrace(info)
+
+
+def _untrace(info: Mapping[str, object]) -> None:
+    """Take the callback off the request once it has written: the HTTP stack calls it no more.
+
+    The stack reads the callback from the request's extensions as each step of the exchange
+    starts (the steps after this one: the rest of the reply, closing the response).
+    """
+    extensions = getattr(info.get("request"), "extensions", None)
+    if isinstance(extensions, dict) and extensions.get("trace") in (_on_trace, _on_trace_async):
+        del extensions["trace"]
 
 
 def mark_request(request: httpx2.Request) -> None:

@@ -132,6 +132,26 @@ def test_a_request_made_with_nothing_queued_is_not_traced(no_linger: list[str]) 
     assert no_linger == []  # marked, not written: the write waits for the reply's wait
 
 
+@pytest.mark.parametrize("queued", [True, False])
+def test_the_trace_is_taken_off_a_request_once_it_has_written(
+    fake_llm: FakeLLM, no_linger: list[str], queued: bool
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", {"title": "ok"}))
+    traced: list[bool] = []
+
+    def still_traced(response: httpx2.Response) -> None:
+        traced.append("trace" in response.request.extensions)
+
+    if queued:
+        submit(recorder(no_linger), Ping())
+    hooks = {"request": [mark_request], "response": [still_traced]}
+    with httpx2.Client(event_hooks=hooks) as client:
+        url = f"{fake_llm.openai_base_url}/chat/completions"
+        assert client.post(url, json={"model": "m", "messages": []}).status_code == 200
+    assert traced == [False]  # written while the reply was awaited, then no more calls
+    assert no_linger == ([threading.current_thread().name] if queued else [])
+
+
 def test_a_queue_past_its_bound_is_written_by_the_emitting_thread(
     monkeypatch: pytest.MonkeyPatch, no_linger: list[str]
 ) -> None:
