@@ -52,6 +52,7 @@ __all__ = [
     "SchemaSource",
     "SchemaValidation",
     "merge_options",
+    "no_options",
     "options_from_env",
 ]
 

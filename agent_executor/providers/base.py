@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from agent_contracts.json_data import PARSED_JSON, JsonData
+from agent_contracts.json_data import PARSED_JSON, JsonObjectData
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import JsonObject, ResponseFormat, ToolChoice, ToolDefinition
@@ -118,7 +118,7 @@ class ModelTurn(BaseModel):
     """The provider's own stop reason (``finish_reason``/``stop_reason``), when it sent one."""
     usage: Usage = Field(default_factory=lambda: Usage(requests=1))
     """Tokens spent by this call (``requests`` is 1)."""
-    raw: dict[str, JsonData] = Field(default_factory=dict)
+    raw: JsonObjectData = Field(default_factory=dict)
     """The raw response body as JSON (taken as parsed, unwalked, under ``PARSED_JSON``)."""
     latency_ms: float = 0.0
     """Wall time of the call, SDK retries included."""

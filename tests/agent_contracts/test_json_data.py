@@ -43,3 +43,21 @@ def test_the_other_checks_still_run_with_the_context() -> None:
 def test_the_json_schema_is_a_json_value_s() -> None:
     schema = RunResult.model_json_schema()
     assert schema["properties"]["result_data"] == {"$ref": "#/$defs/JsonValue", "default": None}
+
+
+def test_a_json_object_field_is_taken_whole_from_a_parser_and_checked_otherwise() -> None:
+    from pydantic import BaseModel
+
+    from agent_contracts.json_data import JsonObjectData
+
+    class Holder(BaseModel):
+        body: JsonObjectData
+
+    body = {"choices": [{"n": 1}], "usage": None}
+    assert Holder.model_validate({"body": body}, context=PARSED_JSON).body is body
+    assert Holder.model_validate({"body": body}).body == body
+    with pytest.raises(ValidationError):
+        Holder.model_validate({"body": {"when": object()}})
+    with pytest.raises(ValidationError):
+        Holder.model_validate({"body": [1]}, context=PARSED_JSON)
+    assert Holder.model_json_schema()["properties"]["body"]["type"] == "object"

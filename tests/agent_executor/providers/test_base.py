@@ -21,3 +21,10 @@ def test_a_body_read_by_a_json_parser_is_kept_as_read_without_a_copy() -> None:
     assert turn.raw["choices"] is body["choices"]
     with pytest.raises(ValidationError):  # the other fields are still checked
         parsed_turn(raw=body, stop_reason="finished")
+
+
+def test_a_parsed_body_must_still_be_an_object() -> None:
+    with pytest.raises(ValidationError, match="raw"):
+        parsed_turn(raw=["not", "an", "object"], stop_reason="end_turn")
+    with pytest.raises(ValidationError, match="raw"):
+        ModelTurn(raw={1: "a key that is no string"})  # type: ignore[dict-item]
