@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agent_contracts.messages import Message
 from agent_contracts.profiles import ProviderProfile
@@ -20,25 +21,19 @@ def _turn(tools: list[ToolDefinition], task: str = "count") -> ModelTurnRequest:
     )
 
 
+SETTINGS: dict[str, Any] = {
+    "model": "m",
+    "profile": ProviderProfile(),
+    "max_tokens_param": "max_tokens",
+}
+
+
 def _content(turn: ModelTurnRequest, **extra: object) -> bytes:
-    return chat_content(
-        turn,
-        tool_names_for(turn),
-        model="m",
-        profile=ProviderProfile(),
-        max_tokens_param="max_tokens",
-        extra=dict(extra) or None,
-    )
+    return chat_content(turn, tool_names_for(turn), extra=dict(extra) or None, **SETTINGS)
 
 
 def _body(turn: ModelTurnRequest) -> dict[str, object]:
-    return chat_body(
-        turn,
-        tool_names_for(turn),
-        model="m",
-        profile=ProviderProfile(),
-        max_tokens_param="max_tokens",
-    )
+    return chat_body(turn, tool_names_for(turn), **SETTINGS)
 
 
 def test_the_bytes_are_the_body_with_its_tools() -> None:
