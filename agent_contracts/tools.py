@@ -7,6 +7,7 @@ translates them to its wire format.
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
@@ -43,7 +44,8 @@ class ToolDefinition(BaseModel):
 class ToolChoice(BaseModel):
     """Which tool the model must call, decided once, provider-neutrally.
 
-    Build one with :meth:`auto`, :meth:`required`, :meth:`none` or :meth:`tool`.
+    Build one with :meth:`auto`, :meth:`required`, :meth:`none` or :meth:`tool` (choices are
+    frozen: those give the same object for the same choice).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -62,27 +64,36 @@ class ToolChoice(BaseModel):
     @classmethod
     def auto(cls) -> ToolChoice:
         """Return the choice that lets the model decide whether to call a tool."""
-        return cls(mode="auto")
+        return _choice(cls, "auto", None)
 
     @classmethod
     def required(cls) -> ToolChoice:
         """Return the choice that makes the model call some tool."""
-        return cls(mode="required")
+        return _choice(cls, "required", None)
 
     @classmethod
     def none(cls) -> ToolChoice:
         """Return the choice that forbids tool calls."""
-        return cls(mode="none")
+        return _choice(cls, "none", None)
 
     @classmethod
     def tool(cls, name: str) -> ToolChoice:
         """Return the choice that forces a call to the tool called ``name``."""
-        return cls(mode="tool", tool_name=name)
+        if not isinstance(name, str):  # the validation error names the field
+            return cls(mode="tool", tool_name=name)
+        return _choice(cls, "tool", name)
 
     @property
     def forces_tool(self) -> bool:
         """Whether this choice forces a tool call (``required`` or a named tool)."""
         return self.mode in ("required", "tool")
+
+
+@functools.lru_cache(maxsize=256)
+def _choice(kind: type[ToolChoice], mode: str, name: str | None) -> ToolChoice:
+    """Return the (frozen) choice ``kind(mode=mode, tool_name=name)``, built once."""
+    fields = {"mode": mode} if name is None else {"mode": mode, "tool_name": name}
+    return kind.model_validate(fields)
 
 
 class ResponseFormat(BaseModel):
