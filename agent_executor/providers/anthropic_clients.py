@@ -26,7 +26,14 @@ from agent_executor.providers.blocking import SyncClients, deadline_hooks
 from agent_executor.providers.clients import LoopClients, ssl_context
 from agent_executor.providers.error_text import refine_error_kind
 
-__all__ = ["CLIENTS", "SYNC_CLIENTS", "async_client", "sync_client", "translate_errors"]
+__all__ = [
+    "CLIENTS",
+    "SYNC_CLIENTS",
+    "DeadlineTimeout",
+    "async_client",
+    "sync_client",
+    "translate_errors",
+]
 
 CLIENTS: LoopClients[anthropic.AsyncAnthropic] = LoopClients()
 """The process's pooled asynchronous Anthropic clients, one per running event loop and settings."""
@@ -55,10 +62,21 @@ def sync_client(**settings: Any) -> anthropic.Anthropic:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
     """
-    hooks = deadline_hooks(lambda request: anthropic.APITimeoutError(request=request))
-    hooks["request"].append(mark_request)
+    hooks = deadline_hooks(lambda request: DeadlineTimeout())
+    hooks["request"].insert(0, mark_request)  # before the deadline's hook: it wraps this trace
     http = anthropic.DefaultHttpxClient(verify=ssl_context(), event_hooks=hooks)
     return anthropic.Anthropic(http_client=http, **settings)
+
+
+class DeadlineTimeout(anthropic.AnthropicError):
+    """A synchronous call's attempt ended by the run's deadline (cut, or not started).
+
+    Not the SDK's ``APITimeoutError``: the SDK retries that one after a backoff, which the
+    deadline would refuse. Translated like a timeout (``provider_timeout``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the request timed out: the run's deadline passed")
 
 
 @contextmanager
@@ -66,7 +84,7 @@ def translate_errors(provider: str) -> Iterator[None]:
     """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
     try:
         yield
-    except anthropic.APITimeoutError as exc:
+    except (anthropic.APITimeoutError, DeadlineTimeout) as exc:
         raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
     except anthropic.APIConnectionError as exc:
         kind = "provider_connection_error"

@@ -6,11 +6,12 @@ provider that has a synchronous path (:class:`BlockingProvider`) is called throu
 :data:`BLOCKING_CALLS` is set, as ``run_sync`` sets it: the call blocks the kept loop, which has
 nothing else to run meanwhile (input tools and MCP servers run between model calls, not during).
 
-A blocking call cannot be cancelled by the run's timeout, so the run's deadline bounds it
-instead (:func:`deadline_hooks`): each HTTP attempt's timeout is cut to the time the run has
-left, no attempt starts after the deadline, and the SDK is told not to retry an error answer
-whose wait could pass it. A call that fails or returns after the deadline ends the run as
-``run_timeout``, as the async path's timeout would have (:func:`blocking_turn`).
+A blocking call cannot be cancelled by the run's timeout, so the run's deadline bounds it instead
+(:func:`deadline_hooks`): each HTTP attempt's timeout is cut to the time the run has left, an
+attempt the deadline cut fails with the SDK's final timeout error (no backoff is slept before a
+retry that could not start), no attempt starts after the deadline, and the SDK is told not to retry
+an error answer whose wait could pass it. A call that fails or returns after the deadline ends the
+run as ``run_timeout``, as the async path's timeout would have (:func:`blocking_turn`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import atexit
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
@@ -39,6 +40,7 @@ __all__ = [
     "call_deadline",
     "can_block",
     "deadline_hooks",
+    "final_at_deadline",
     "past_deadline",
 ]
 
@@ -140,13 +142,15 @@ def deadline_hooks(
     """Return ``httpx`` event hooks that keep a synchronous client's attempts within the deadline.
 
     The request hook cuts each attempt's timeouts to the time left and refuses an attempt after
-    the deadline with ``timed_out(request)`` (an SDK error, which the SDKs raise without
-    retrying); the response hook marks an error answer not to be retried (``x-should-retry:
-    false``) when the wait before the retry (its ``retry-after``, or the SDK's longest backoff)
-    would pass the deadline.
+    the deadline with ``timed_out(request)``; an attempt whose timeouts it cut and that fails at
+    the deadline (it timed out) fails with ``timed_out(request)`` too, raised from the HTTP
+    stack's ``trace`` callback (:func:`final_at_deadline`). The response hook marks an error
+    answer not to be retried (``x-should-retry: false``) when the wait before the retry (its
+    ``retry-after``, or the SDK's longest backoff) would pass the deadline.
 
     Args:
-        timed_out: Makes the SDK's timeout error for a request.
+        timed_out: Makes the SDK's timeout error for a request: one the SDK raises as it is,
+            without retrying it (so without sleeping a backoff first).
     """
 
     def bound_attempt(request: httpx2.Request) -> None:
@@ -158,10 +162,15 @@ def deadline_hooks(
             raise timed_out(request)
         timeouts = request.extensions.get("timeout")
         if isinstance(timeouts, dict):
-            request.extensions["timeout"] = {
+            cut = {
                 phase: left if value is None else min(value, left)
                 for phase, value in timeouts.items()
             }
+            request.extensions["timeout"] = cut
+            if cut != timeouts:  # the deadline, not the request's own timeout, bounds it
+                earlier = request.extensions.get("trace")
+                trace = final_at_deadline(deadline, earlier, lambda: timed_out(request))
+                request.extensions["trace"] = trace
 
     def no_retry_past_deadline(response: httpx2.Response) -> None:
         deadline = _DEADLINE.get()
@@ -172,6 +181,39 @@ def deadline_hooks(
             response.headers["x-should-retry"] = "false"
 
     return {"request": [bound_attempt], "response": [no_retry_past_deadline]}
+
+
+_AT_DEADLINE_S = 0.01
+"""How close to the deadline a failed attempt counts as cut by it (socket timers round)."""
+
+
+def final_at_deadline(
+    deadline: float,
+    earlier: Callable[[str, Mapping[str, object]], object] | None,
+    timed_out: Callable[[], Exception],
+) -> Callable[[str, Mapping[str, object]], None]:
+    """Return a ``trace`` callback that makes an attempt failing at ``deadline`` final.
+
+    The HTTP stack calls it as each step of an exchange starts and ends; a step that fails
+    (``....failed``: the read timed out at the cut timeout) once the deadline has come raises
+    ``timed_out()`` from its exception, which the SDKs raise as it is, instead of sleeping a
+    backoff before a retry the deadline would refuse. Every call goes on to ``earlier`` first
+    (the analytics writer's callback, when it was there).
+
+    Args:
+        deadline: The run's end (``time.monotonic()``).
+        earlier: The request's ``trace`` callback before this one, or ``None``.
+        timed_out: Makes the SDK's final timeout error.
+    """
+
+    def trace(name: str, info: Mapping[str, object]) -> None:
+        if earlier is not None:
+            earlier(name, info)
+        if name.endswith(".failed") and time.monotonic() >= deadline - _AT_DEADLINE_S:
+            cause = info.get("exception")
+            raise timed_out() from cause if isinstance(cause, BaseException) else None
+
+    return trace
 
 
 def _retry_after(headers: httpx2.Headers) -> float:

@@ -72,7 +72,7 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
     """
     hooks = deadline_hooks(lambda request: openai.APITimeoutError(request=request))
     hooks["response"].insert(0, refuse_retry_when_malformed_sync)
-    hooks["request"].append(mark_request)
+    hooks["request"].insert(0, mark_request)  # before the deadline's hook: it wraps this trace
     return openai.OpenAI(
         api_key=api_key,
         base_url=base_url,

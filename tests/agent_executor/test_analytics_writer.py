@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from pydantic import BaseModel
 
+from agent_contracts.runs import RunOptions
 from agent_executor import analytics_writer
 from agent_executor.agent import Agent
 from agent_executor.analytics import JsonlAnalytics, NullAnalytics, read_events
@@ -25,7 +26,7 @@ from agent_executor.analytics_writer import flush_pending, mark_request, submit
 from agent_executor.providers.anthropic import AnthropicProvider
 from agent_executor.providers.base import Provider
 from agent_executor.providers.openai import OpenAIProvider
-from tests.fake_llm import FakeLLM, anthropic_tool_use, openai_tool_call
+from tests.fake_llm import FakeLLM, anthropic_tool_use, delayed, openai_tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = datetime(2026, 1, 19, 12, 30, tzinfo=UTC)
@@ -130,6 +131,30 @@ def test_a_request_made_with_nothing_queued_is_not_traced(no_linger: list[str]) 
     mark_request(request)
     assert "trace" in request.extensions
     assert no_linger == []  # marked, not written: the write waits for the reply's wait
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_call_the_deadline_cuts_still_writes_the_queue_while_it_waits(
+    fake_llm: FakeLLM, no_linger: list[str], api: str
+) -> None:
+    answer = (
+        openai_tool_call("submit_result", {"title": "ok"})
+        if api == "openai"
+        else anthropic_tool_use("submit_result", {"title": "ok"})
+    )
+    fake_llm.respond(delayed(answer, 30))
+    provider: Provider = (
+        OpenAIProvider(model="gpt-test", api_key="k", base_url=fake_llm.openai_base_url)
+        if api == "openai"
+        else AnthropicProvider(
+            model="claude-test", api_key="k", base_url=fake_llm.anthropic_base_url
+        )
+    )
+    agent = Agent(output_schema=SCHEMA, model=provider, analytics=NullAnalytics())
+    submit(recorder(no_linger), Ping())
+    result = agent.run_sync("Title it.", options=RunOptions(timeout_s=1.0))
+    assert result.error is not None and result.error.type == "run_timeout"
+    assert no_linger == [threading.current_thread().name]  # written during the cut call
 
 
 @pytest.mark.parametrize("queued", [True, False])

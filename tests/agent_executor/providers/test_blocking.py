@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -94,6 +95,23 @@ def test_the_run_timeout_cuts_a_blocking_call_and_no_retry_starts_after_it(
     # retries found the deadline passed: the server saw no third request.
     assert len(fake_llm.requests) == 2
     assert result.duration_ms < 20_000
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_attempt_the_deadline_cut_is_not_retried_after_a_backoff(
+    fake_llm: FakeLLM, api: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_llm.respond(delayed(call(api, "submit_result", VALID), 30))
+    agent = agent_for(provider_for(api, fake_llm, max_retries=2), options={"timeout_s": 1.0})
+
+    with caplog.at_level(logging.INFO, logger=f"{api}._base_client"):
+        result = agent.run_sync("Grade it.")
+
+    assert result.error is not None and result.error.type == "run_timeout"
+    assert len(fake_llm.requests) == 1
+    # The run ends with the cut attempt: the SDK sleeps no backoff before a retry it would
+    # refuse anyway (its log says when it does).
+    assert not [r for r in caplog.records if "Retrying request" in r.getMessage()]
 
 
 @pytest.mark.parametrize("api", APIS)
