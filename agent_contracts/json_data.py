@@ -54,4 +54,4 @@ def _object_checked_once(
 JsonObjectData = Annotated[dict[str, JsonValue], WrapValidator(_object_checked_once)]
 """A JSON object; checked like ``dict[str, JsonValue]`` unless the model is validated with
 :data:`PARSED_JSON` as its context (a ``dict`` is then taken as it is, with one check for the
-whole object rather than one for each of its members)."""
+whole object rather than one for each of its members: a parser's objects have string keys)."""

@@ -247,7 +247,7 @@ class JsonlAnalytics:
             try:
                 event = item if isinstance(item, BaseModel) else item[0].model_validate(item[1])
                 line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
-            except (TypeError, ValueError, RecursionError) as exc:  # incl. ValidationError
+            except Exception as exc:  # a model's own validator may raise anything: one line lost
                 kind = type(item) if isinstance(item, BaseModel) else item[0]
                 self._drop(f"cannot serialise {kind.__name__}: {exc}")
                 continue

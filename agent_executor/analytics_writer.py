@@ -176,7 +176,10 @@ async def _on_trace_async(name: str, info: Mapping[str, object]) -> None:
 
 
 def _untrace(info: Mapping[str, object]) -> None:
-    """Take the callback off the request once it has written: the HTTP stack calls it no more.
+    """Take the callback off the request once it has run: the HTTP stack calls it no more.
+
+    The queue is written by then, or being written by the thread that holds it (which writes
+    what is queued until the queue is empty).
 
     The stack reads the callback from the request's extensions as each step of the exchange
     starts (the steps after this one: the rest of the reply, closing the response).

@@ -8,10 +8,10 @@ nothing else to run meanwhile (input tools and MCP servers run between model cal
 
 A blocking call cannot be cancelled by the run's timeout, so the run's deadline bounds it instead
 (:func:`deadline_hooks`): each HTTP attempt's timeout is cut to the time the run has left, an
-attempt the deadline cut fails with the SDK's final timeout error (no backoff is slept before a
-retry that could not start), no attempt starts after the deadline, and the SDK is told not to retry
-an error answer whose wait could pass it. A call that fails or returns after the deadline ends the
-run as ``run_timeout``, as the async path's timeout would have (:func:`blocking_turn`).
+attempt the deadline cut fails with a timeout error the SDK does not retry (no backoff is slept
+before a retry that could not start), no attempt starts after the deadline, and the SDK is told not
+to retry an error answer whose wait could pass it. A call that fails or returns after the deadline
+ends the run as ``run_timeout``, as the async path's timeout would have (:func:`blocking_turn`).
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ def deadline_hooks(
     ``retry-after``, or the SDK's longest backoff) would pass the deadline.
 
     Args:
-        timed_out: Makes the SDK's timeout error for a request: one the SDK raises as it is,
-            without retrying it (so without sleeping a backoff first).
+        timed_out: Makes the timeout error for a request: one the SDK raises as it is, without
+            retrying it (so without sleeping a backoff first).
     """
 
     def bound_attempt(request: httpx2.Request) -> None:
@@ -194,24 +194,33 @@ def final_at_deadline(
 ) -> Callable[[str, Mapping[str, object]], None]:
     """Return a ``trace`` callback that makes an attempt failing at ``deadline`` final.
 
-    The HTTP stack calls it as each step of an exchange starts and ends; a step that fails
-    (``....failed``: the read timed out at the cut timeout) once the deadline has come raises
-    ``timed_out()`` from its exception, which the SDKs raise as it is, instead of sleeping a
-    backoff before a retry the deadline would refuse. Every call goes on to ``earlier`` first
-    (the analytics writer's callback, when it was there).
+    The HTTP stack calls it as each step of an exchange starts and ends; a step that times out
+    (``....failed`` with a timeout) at the deadline raises ``timed_out()`` from the timeout, an
+    error the SDK raises as it is, instead of sleeping a backoff before a retry the deadline
+    would refuse. Any other failure (a reset connection, an interrupt) goes on as it was. Every
+    call goes to ``earlier`` first (the analytics writer's callback, when it was there).
 
     Args:
         deadline: The run's end (``time.monotonic()``).
         earlier: The request's ``trace`` callback before this one, or ``None``.
-        timed_out: Makes the SDK's final timeout error.
+        timed_out: Makes the timeout error the SDK does not retry.
     """
 
     def trace(name: str, info: Mapping[str, object]) -> None:
         if earlier is not None:
             earlier(name, info)
-        if name.endswith(".failed") and time.monotonic() >= deadline - _AT_DEADLINE_S:
-            cause = info.get("exception")
-            raise timed_out() from cause if isinstance(cause, BaseException) else None
+        if not name.endswith(".failed"):
+            return
+        import httpcore2  # the HTTP stack calling this has it imported
+
+        cause = info.get("exception")
+        if not isinstance(cause, httpcore2.TimeoutException):
+            return  # a reset, a Ctrl-C: not the deadline's
+        early = deadline - time.monotonic()
+        if early <= _AT_DEADLINE_S:
+            if early > 0:  # a timer that fired a hair early: the run's end is this close
+                time.sleep(early)
+            raise timed_out() from cause
 
     return trace
 

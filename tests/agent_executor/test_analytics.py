@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from agent_contracts.events import AttemptEvent
 from agent_contracts.validation import ValidationIssue
@@ -139,6 +139,29 @@ def test_fields_that_make_no_event_are_dropped_not_raised(
     assert sink.dropped == 1
     assert "cannot serialise AttemptEvent" in caplog.text and "run_id" in caplog.text
     assert len(read_events(tmp_path)) == 1
+
+
+class Picky(BaseModel):
+    ts: datetime
+    seq: int
+
+    @model_validator(mode="after")
+    def _no_thirteen(self) -> Picky:
+        if self.seq == 13:
+            raise KeyError("a validator's own bug")
+        return self
+
+
+@pytest.mark.parametrize("defer", [True, False])
+def test_an_event_whose_validator_breaks_costs_only_its_own_line(
+    tmp_path: Path, defer: bool
+) -> None:
+    sink = JsonlAnalytics(tmp_path, defer=defer)
+    for seq in (12, 13, 14):
+        sink.emit_fields(Picky, {"seq": seq, "ts": DAY})  # never raises
+    assert sink.flush() is True
+    assert sorted(e["seq"] for e in read_events(tmp_path).events) == [12, 14]
+    assert sink.dropped == 1
 
 
 # --- redaction ------------------------------------------------------------------------------

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+import httpcore2
 import pytest
 
 from agent_executor.providers.anthropic_clients import SYNC_CLIENTS as ANTHROPIC_CLIENTS
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
-from agent_executor.providers.blocking import can_block, past_deadline
+from agent_executor.providers.blocking import can_block, final_at_deadline, past_deadline
 from agent_executor.providers.openai import OpenAIProvider
 from agent_executor.providers.openai_clients import SYNC_CLIENTS as OPENAI_CLIENTS
 from tests.agent_executor.test_run import (
@@ -178,6 +180,38 @@ def test_closed_clients_are_made_anew(fake_llm: FakeLLM, api: str) -> None:
     assert agent.run_sync("Grade it.").ok
     ports = [request.client_port for request in fake_llm.requests]
     assert ports[0] != ports[1]
+
+
+class Final(Exception):
+    """The stand-in for an SDK's final timeout error."""
+
+
+def test_only_a_timeout_at_the_deadline_is_made_final() -> None:
+    seen: list[str] = []
+    now = time.monotonic()
+
+    def earlier(name: str, info: Mapping[str, object]) -> None:
+        seen.append(name)
+
+    at_end = final_at_deadline(now, earlier, Final)
+    timeout = httpcore2.ReadTimeout("timed out")
+    at_end("http11.receive_response_headers.started", {})
+    with pytest.raises(Final) as raised:
+        at_end("http11.receive_response_headers.failed", {"exception": timeout})
+    assert raised.value.__cause__ is timeout
+    # not a timeout (an interrupt, a reset connection): it goes on as it was
+    at_end("http11.receive_response_body.failed", {"exception": KeyboardInterrupt()})
+    at_end("http11.receive_response_body.failed", {"exception": httpcore2.ReadError("reset")})
+    # a timeout well before the deadline is the request's own: the SDK may retry it
+    final_at_deadline(now + 60, None, Final)(
+        "http11.send_request_body.failed", {"exception": timeout}
+    )
+    assert seen == [
+        "http11.receive_response_headers.started",
+        "http11.receive_response_headers.failed",
+        "http11.receive_response_body.failed",
+        "http11.receive_response_body.failed",
+    ]
 
 
 def test_past_deadline() -> None:
