@@ -30,7 +30,6 @@ from agent_contracts.runs import (
     JsonSchema,
     RunOptions,
     RunRequest,
-    RunResult,
     merge_options,
     options_from_env,
 )
@@ -41,7 +40,7 @@ from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.assembly import ENV_ANALYTICS_DIR, config_of, sink_for
-from agent_executor.escalation import fold_escalation, should_escalate
+from agent_executor.escalation import escalates, fold_escalation
 from agent_executor.mcp_tools import execute_with_mcp, require_mcp_sdk
 from agent_executor.planning import (
     Rung,
@@ -56,6 +55,7 @@ from agent_executor.planning import (
 from agent_executor.providers.base import Provider, profile_of
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
+from agent_executor.run import RunOutcome
 from agent_executor.stream_events import StreamEvent
 from agent_executor.stream_run import stream_events
 from agent_executor.sync import run_coroutine_sync
@@ -301,23 +301,25 @@ class Agent(Generic[OutputT]):
             "messages": messages,
         }
         plan = self.plan(request_of(request, fields), model, model_tier, escalate=escalate)
-        results: list[RunResult] = []
-        output = None
+        outcomes: list[RunOutcome] = []
         for rung in plan.ladder:
             spec = run_spec(self.config, self.tools, plan, rung)
             outcome = await execute_with_mcp(self.config.mcp_servers, spec, self.analytics)
-            results.append(outcome.result)
-            output = outcome.output
-            if not should_escalate(outcome.result) or rung is plan.ladder[-1]:
+            outcomes.append(outcome)
+            if not escalates(outcome.error) or rung is plan.ladder[-1]:
                 break
             logger.info(
                 "agent %s: escalating from tier %d (%s) after %s",
                 self.config.id,
                 rung[0],
                 outcome.result.model,
-                outcome.result.error.type if outcome.result.error else "",
+                outcome.error.type if outcome.error else "",
             )
-        return AgentResult(fold_escalation(results), cast("OutputT | None", output))
+        output = cast("OutputT | None", outcomes[-1].output)
+        if len(outcomes) == 1:  # its RunResult is built if and when it is read
+            only = outcomes[0]
+            return AgentResult.deferred(lambda: only.result, only.error, output)
+        return AgentResult(fold_escalation([each.result for each in outcomes]), output)
 
     def run_sync(
         self, request: RunRequest | str, **keywords: Unpack[RunKeywords]

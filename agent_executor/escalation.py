@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_contracts.runs import RunResult
+from agent_contracts.runs import RunError, RunResult
 
-__all__ = ["ESCALATING_ERRORS", "fold_escalation", "should_escalate"]
+__all__ = ["ESCALATING_ERRORS", "escalates", "fold_escalation", "should_escalate"]
 
 ESCALATING_ERRORS: frozenset[str] = frozenset(
     {
@@ -35,7 +35,16 @@ def should_escalate(result: RunResult) -> bool:
     Args:
         result: One tier's result.
     """
-    return result.error is not None and result.error.type in ESCALATING_ERRORS
+    return escalates(result.error)
+
+
+def escalates(error: RunError | None) -> bool:
+    """Return whether a run that ended with ``error`` failed its output contract.
+
+    Args:
+        error: Why one tier's run failed (``None`` when it completed).
+    """
+    return error is not None and error.type in ESCALATING_ERRORS
 
 
 def fold_escalation(results: Sequence[RunResult]) -> RunResult:

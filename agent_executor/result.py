@@ -7,7 +7,7 @@ program that reads ``result.result_data`` or ``result.retries`` type-checks unde
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal
 
 from pydantic import BaseModel, JsonValue
@@ -40,26 +40,58 @@ class AgentResult(Generic[OutputT]):
     """
 
     def __init__(self, result: RunResult, output: OutputT | None) -> None:
-        self.result = result
+        self._result: RunResult | None = result
+        self._build: Callable[[], RunResult] | None = None
+        self._error = result.error
         self._output = output
 
+    @classmethod
+    def deferred(
+        cls, build: Callable[[], RunResult], error: RunError | None, output: OutputT | None
+    ) -> AgentResult[OutputT]:
+        """Return the result of a run whose ``RunResult`` is built when first read.
+
+        A program that reads only :attr:`output` (or :attr:`ok`, :attr:`error`) never pays
+        for building it.
+
+        Args:
+            build: Builds the run's result (called once, on first read of anything else).
+            error: Why the run failed (``None`` when it completed), as the built result says.
+            output: The validated output as an instance of the contract's class, or ``None``.
+        """
+        made = cls.__new__(cls)
+        made._result, made._build, made._error, made._output = None, build, error, output
+        return made
+
+    @property
+    def result(self) -> RunResult:
+        """The run's serialisable result (built on first read for a deferred one).
+
+        Raises:
+            pydantic.ValidationError: A bug of ours left a field of the result unusable.
+        """
+        if self._result is None:
+            assert self._build is not None
+            self._result = self._build()
+        return self._result
+
     def __repr__(self) -> str:
-        return f"AgentResult(status={self.result.status!r}, run_id={self.result.run_id!r})"
+        return f"AgentResult(status={self.status!r}, run_id={self.result.run_id!r})"
 
     @property
     def ok(self) -> bool:
         """Whether the run completed."""
-        return self.result.status == "completed"
+        return self._error is None
 
     @property
     def status(self) -> RunStatus:
         """``completed`` or ``failed``."""
-        return self.result.status
+        return "completed" if self._error is None else "failed"
 
     @property
     def error(self) -> RunError | None:
         """Why the run failed, or ``None``."""
-        return self.result.error
+        return self._error
 
     @property
     def result_data(self) -> JsonValue | None:
@@ -160,7 +192,7 @@ class AgentResult(Generic[OutputT]):
         Raises:
             RunFailedError: The run failed.
         """
-        error = self.result.error
+        error = self._error
         if error is not None:
             raise RunFailedError(
                 error.message,

@@ -28,7 +28,8 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 
 from pydantic import BaseModel, JsonValue
 
@@ -83,17 +84,50 @@ DEFAULT_RUN_TIMEOUT_S = 300.0
 model requests' worth, when ``request_timeout_s`` allows a request longer than 100 s)."""
 
 
-@dataclass(frozen=True)
 class RunOutcome:
-    """A finished run: the serialisable result and the typed output object.
+    """A finished run: its result (built when first read) and the typed output object.
 
-    Attributes:
-        result: The run's result.
+    Building the ``RunResult`` (the transcript copied with every tool call answered, every
+    field checked) costs about as much as reading the model's reply; a caller that reads only
+    the output, or only whether the run failed, never pays it.
+
+    Args:
+        result: The run's result, or a function that builds it (called once, when
+            :attr:`result` is first read).
         output: The output as an instance of the contract's class, for a completed run with one.
+        error: Why the run failed (``None`` when it completed); read from ``result`` when it
+            is given as a ``RunResult``.
     """
 
-    result: RunResult
-    output: BaseModel | None = None
+    __slots__ = ("_build", "_result", "error", "output")
+
+    def __init__(
+        self,
+        result: RunResult | Callable[[], RunResult],
+        output: BaseModel | None = None,
+        *,
+        error: RunError | None = None,
+    ) -> None:
+        self._result: RunResult | None = None
+        self._build: Callable[[], RunResult] | None = None
+        if isinstance(result, RunResult):
+            self._result, error = result, result.error
+        else:
+            self._build = result
+        self.error = error
+        self.output = output
+
+    @property
+    def result(self) -> RunResult:
+        """The run's result (built on first read).
+
+        Raises:
+            pydantic.ValidationError: A bug of ours left a field of the result unusable.
+        """
+        if self._result is None:
+            assert self._build is not None
+            self._result = self._build()
+        return self._result
 
 
 _SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode], tuple[JsonValue, str]]
@@ -216,9 +250,9 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     error = spec.precheck
     if error is None:
         judged, output, error = await _settle(state)
-    result = _result(state, judged, error, started)
-    _emit_ending(state, result)
-    return RunOutcome(result=result, output=output)
+    duration_ms = (time.perf_counter() - started) * 1000
+    _emit_ending(state, judged, error, duration_ms)
+    return RunOutcome(partial(_result, state, judged, error, duration_ms), output, error=error)
 
 
 _Settled = tuple[Verdict | None, BaseModel | None, RunError | None]
@@ -268,9 +302,9 @@ async def _settle(state: RunState) -> _Settled:
 
 
 def _result(
-    state: RunState, judged: Verdict | None, error: RunError | None, started: float
+    state: RunState, judged: Verdict | None, error: RunError | None, duration_ms: float
 ) -> RunResult:
-    """Return the run's result from its state and how it ended."""
+    """Return the run's result from its state and how it ended (once the run has ended)."""
     spec, contract = state.spec, state.spec.contract
     fields = dict(
         status="failed" if error else "completed",
@@ -280,7 +314,7 @@ def _result(
         attempts=state.attempts,
         retries=state.retries,
         usage=state.usage,
-        duration_ms=(time.perf_counter() - started) * 1000,
+        duration_ms=duration_ms,
         transcript=_answered(state.messages),
         run_id=state.run_id,
         agent_id=spec.agent_id,
@@ -295,25 +329,28 @@ def _result(
     return RunResult.model_validate(fields, context=PARSED_JSON)
 
 
-def _emit_ending(state: RunState, result: RunResult) -> None:
+def _emit_ending(
+    state: RunState, judged: Verdict | None, error: RunError | None, duration_ms: float
+) -> None:
     """Send ``run_completed`` or ``run_failed``, with the fields both share."""
+    spec = state.spec
     ending = {
         "run_id": state.run_id,
-        "agent_id": state.spec.agent_id,
-        "usage": result.usage,
-        "duration_ms": result.duration_ms,
-        "attempts": len(result.attempts),
-        "retries": result.retries,
+        "agent_id": spec.agent_id,
+        "usage": state.usage,
+        "duration_ms": duration_ms,
+        "attempts": len(state.attempts),
+        "retries": state.retries,
     }
-    if result.error is None:
+    if error is None:
         completed = {
-            "model": result.model,
-            "model_tier": result.model_tier,
-            "recovered_by_extraction": result.recovered_by_extraction,
+            "model": model_name(spec.provider),
+            "model_tier": spec.model_tier,
+            "recovered_by_extraction": judged.recovered if judged is not None else False,
         }
         emit(state, RunCompletedEvent, **ending, **completed)
     else:
-        failed = {"error_type": result.error.type, "message": result.error.message}
+        failed = {"error_type": error.type, "message": error.message}
         emit(state, RunFailedEvent, **ending, **failed)
 
 
