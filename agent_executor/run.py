@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from functools import partial
 
@@ -49,6 +48,7 @@ from agent_core.prompts import (
 )
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
+from agent_executor.run_ids import new_run_id
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import (
     RunFailure,
@@ -228,7 +228,7 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     started = time.perf_counter()
     contract = spec.contract
     messages, cannot_force = _opening(spec)
-    run_id = spec.run_id or uuid.uuid4().hex
+    run_id = spec.run_id or new_run_id()
     state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force)
     state.bound = contract.bind(spec.wire) if contract else None
     state.relay = relay_for(contract, spec.mode)

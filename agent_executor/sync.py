@@ -107,11 +107,7 @@ def run_coroutine_sync(coro: Coroutine[Any, Any, T], *, blocking_calls: bool = F
         ConfigError: Called from inside a running event loop (await the async API there).
         KeyboardInterrupt: Interrupted while waiting; the run is cancelled first.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+    if asyncio._get_running_loop() is not None:  # get_running_loop() raises when there is none
         coro.close()
         raise ConfigError("run_sync cannot be called from a running event loop; await run()")
     while True:

@@ -20,8 +20,7 @@ import atexit
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
 
@@ -126,14 +125,25 @@ def past_deadline(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
-@contextmanager
-def call_deadline(deadline: float | None) -> Iterator[None]:
-    """Let :func:`deadline_hooks` bound the HTTP attempts made inside by ``deadline``."""
-    token = _DEADLINE.set(deadline)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
+class call_deadline:
+    """Let :func:`deadline_hooks` bound the HTTP attempts made inside by ``deadline``.
+
+    A plain context manager rather than a generator one: it is entered on every blocking call.
+
+    Args:
+        deadline: When the run must end (``time.monotonic()``), or ``None``.
+    """
+
+    __slots__ = ("_deadline", "_token")
+
+    def __init__(self, deadline: float | None) -> None:
+        self._deadline = deadline
+
+    def __enter__(self) -> None:
+        self._token = _DEADLINE.set(self._deadline)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _DEADLINE.reset(self._token)
 
 
 def deadline_hooks(

@@ -10,8 +10,7 @@ the SDK's default HTTP client settings, with malformed-request 5xx answers not r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 import openai
 
@@ -82,35 +81,57 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
     )
 
 
-@contextmanager
-def translate_errors(provider: str) -> Iterator[None]:
-    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
-    try:
-        yield
-    except openai.APITimeoutError as exc:
-        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
-    except openai.APIConnectionError as exc:
+class translate_errors:
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place).
+
+    A plain context manager rather than a generator one: it is entered on every model call.
+
+    Args:
+        provider: The provider's name, for the errors.
+    """
+
+    __slots__ = ("provider",)
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, openai.OpenAIError | openai.InvalidWebhookSignatureError):
+            raise _provider_error(self.provider, exc) from exc
+
+
+def _provider_error(
+    provider: str, exc: openai.OpenAIError | openai.InvalidWebhookSignatureError
+) -> ProviderError:
+    """Return the :class:`ProviderError` an SDK error stands for."""
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError(error_text(exc), provider=provider, kind="provider_timeout")
+    if isinstance(exc, openai.APIConnectionError):
         message = error_text(connection_message(exc))
-        raise ProviderError(message, provider=provider, kind="provider_connection_error") from exc
-    except openai.APIStatusError as exc:
+        return ProviderError(message, provider=provider, kind="provider_connection_error")
+    if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         text = f"{exc.message} {exc.response.text}"
         kind = refine_error_kind(error_kind_for_status(status), status, text)
-        raise ProviderError(
+        return ProviderError(
             error_text(exc.message),
             provider=provider,
             kind=kind,
             status=status,
             body=error_body(exc.body),
-        ) from exc
-    except (openai.OpenAIError, openai.InvalidWebhookSignatureError) as exc:
-        if type(exc) is openai.APIError:  # an error object sent inside a stream
-            raise stream_error(provider, {"error": error_body(exc.body)}, exc.message) from exc
-        code = getattr(exc, "status_code", None)
-        raise ProviderError(
-            error_text(exc),
-            provider=provider,
-            kind="provider_error",
-            status=code if isinstance(code, int) else None,
-            body=error_body(getattr(exc, "body", None)),
-        ) from exc
+        )
+    if type(exc) is openai.APIError:  # an error object sent inside a stream
+        return stream_error(provider, {"error": error_body(exc.body)}, exc.message)
+    code = getattr(exc, "status_code", None)
+    return ProviderError(
+        error_text(exc),
+        provider=provider,
+        kind="provider_error",
+        status=code if isinstance(code, int) else None,
+        body=error_body(getattr(exc, "body", None)),
+    )
