@@ -99,7 +99,7 @@ def encodable_data(value: _Data) -> _Data:
     return value
 
 
-def json_body(value: object) -> bytes:
+def json_body(value: object, *, finite: bool = False) -> bytes:
     r"""Return plain data as the UTF-8 JSON body of an HTTP request, lone surrogates escaped.
 
     The bytes are what the SDKs' own encoder writes for a JSON body (compact separators,
@@ -110,6 +110,8 @@ def json_body(value: object) -> bytes:
 
     Args:
         value: Plain data (dicts, lists, strings, numbers, booleans, None).
+        finite: The caller knows every float in ``value`` is finite (a body whose only float
+            it checked): the written text is then not searched for ``NaN`` and ``Infinity``.
 
     Raises:
         TypeError: ``value`` holds an object no JSON serialiser knows.
@@ -120,7 +122,7 @@ def json_body(value: object) -> bytes:
     except ValueError:  # a lone surrogate or an unknown object: the exact way says which
         pass
     else:
-        if b"NaN" not in data and b"Infinity" not in data:
+        if finite or (b"NaN" not in data and b"Infinity" not in data):
             return data
     try:  # NaN/Infinity as a number is refused here; inside a string it is just text
         return _compact(value).encode("utf-8")

@@ -25,6 +25,7 @@ always be resumed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -165,10 +166,16 @@ def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
     task = spec.task
     if cannot_force:
         task += f"\n\n{TOOLS_REQUIRED_REMINDER if spec.tools else FORCE_REMINDER}"
-    messages = [Message.system(system)] if system else []
+    messages = [_system_message(system)] if system else []
     messages += _answered([m for m in spec.history if m.role != "system"])
     messages.append(Message.user(task))
     return messages, cannot_force
+
+
+@functools.lru_cache(maxsize=256)
+def _system_message(text: str) -> Message:
+    """Return the system message of ``text``, made once per prompt (messages are frozen)."""
+    return Message.system(text)
 
 
 def first_request(spec: RunSpec) -> ModelTurnRequest:

@@ -9,6 +9,7 @@ anything the run loop should decide, such as re-prompting.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -293,7 +294,13 @@ def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
     for message in turn.messages:
         names.extend(call.name for call in message.tool_calls)
         names.extend(result.name for result in message.tool_results)
-    return ToolNameMap(dict.fromkeys(names))
+    return _name_map(tuple(dict.fromkeys(names)))
+
+
+@functools.lru_cache(maxsize=256)
+def _name_map(names: tuple[str, ...]) -> ToolNameMap:
+    """Return the map for ``names``, made once per set of names (a map never changes)."""
+    return ToolNameMap(names)
 
 
 def model_arguments(raw: str) -> tuple[JsonValue, str | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from math import isfinite
 from typing import Literal
 
 from pydantic import JsonValue
@@ -113,10 +114,26 @@ def chat_content(
     )
     if extra:
         body.update(extra)
-    content = json_body(body)
+    # The conversation is text: the body's floats are the temperature's and any in a native
+    # output schema or in ``extra``; only when there are none of the latter two is the written
+    # body not searched for NaN.
+    temperature = turn.temperature
+    finite = (
+        turn.response_format is None
+        and (temperature is None or isfinite(temperature))
+        and (not extra or all(_no_float(value) for value in extra.values()))
+    )
+    content = json_body(body, finite=finite)
     if not turn.tools:
         return content
     return b"".join((content[:-1], b',"tools":', _tools_json(turn.tools, names), b"}"))
+
+
+def _no_float(value: JsonValue) -> bool:
+    """Tell whether ``value`` is a scalar that is not a float, or an object of such scalars."""
+    if isinstance(value, dict):
+        return all(isinstance(item, str | int | None) for item in value.values())
+    return isinstance(value, str | int | None)
 
 
 _TOOLS_KEPT = 64

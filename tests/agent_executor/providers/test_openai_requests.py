@@ -3,9 +3,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from agent_contracts.messages import Message
 from agent_contracts.profiles import ProviderProfile
-from agent_contracts.tools import ToolChoice, ToolDefinition
+from agent_contracts.tools import ResponseFormat, ToolChoice, ToolDefinition
 from agent_executor.providers.base import ModelTurnRequest, tool_names_for
 from agent_executor.providers.openai_requests import chat_body, chat_content
 
@@ -75,3 +77,25 @@ def test_a_body_without_tools_has_no_tools_list() -> None:
     sent = json.loads(_content(_turn([])))
     assert "tools" not in sent and "tool_choice" not in sent
     assert sent["max_tokens"] == 50
+
+
+def test_a_body_whose_floats_are_not_all_finite_is_refused() -> None:
+    # A conversation of text is written without a search for NaN; the floats that can be in a
+    # body (the temperature, a native schema's numbers, extra fields) are still refused.
+    plain = _turn([]).model_copy(update={"temperature": 0.5})
+    assert json.loads(_content(plain))["temperature"] == 0.5
+    text_like_nan = _turn([], task="NaN and Infinity are words here")
+    assert json.loads(_content(text_like_nan))["messages"][0]["content"].startswith("NaN")
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            _content(_turn([]).model_copy(update={"temperature": bad}))
+        with pytest.raises(ValueError):
+            _content(_turn([]), stream_options={"weight": bad})
+        with pytest.raises(ValueError):
+            _content(_turn([]), top_p=bad)
+    schema = {"type": "object", "properties": {"n": {"type": "number", "maximum": float("inf")}}}
+    native = _turn([]).model_copy(
+        update={"response_format": ResponseFormat(name="out", json_schema=schema)}
+    )
+    with pytest.raises(ValueError):
+        _content(native)
