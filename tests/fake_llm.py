@@ -68,6 +68,10 @@ class ScriptedResponse:
     """With ``events``: the pause before each event (the headers go first), to stall a stream."""
     never_stream: bool = False
     """Answer a request for a stream with the body whole, as a server ignoring ``stream`` does."""
+    content_type: str = "application/json"
+    """The reply's ``Content-Type``."""
+    payload: bytes | None = None
+    """When set, the body's exact bytes (``body`` is then not sent)."""
 
 
 @dataclass(frozen=True)
@@ -344,12 +348,15 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if response.events is not None:
                 self._send_events(response)
                 return
-            payload = (
-                response.body if isinstance(response.body, str) else json.dumps(response.body)
-            ).encode("utf-8")
+            payload = response.payload
+            if payload is None:
+                text = (
+                    response.body if isinstance(response.body, str) else json.dumps(response.body)
+                )
+                payload = text.encode("utf-8")
             try:
                 self.send_response(response.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", response.content_type)
                 self.send_header("content-length", str(len(payload)))
                 for name, value in response.headers.items():
                     self.send_header(name, value)

@@ -225,9 +225,9 @@ class OpenAIProvider:
                 cast_to=httpx2.Response,
                 options={"timeout": timeout},
             )
-            text = response.text
+            body = _body_of(response)
         latency_ms = (time.perf_counter() - started) * 1000
-        return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
+        return _turn(self.name, self.model, body, names, len(turn.messages), latency_ms)
 
     def _new_sync_client(self) -> openai.OpenAI:
         """Return a new synchronous SDK client with this provider's settings."""
@@ -297,8 +297,8 @@ def _refuses_stream_options(error: ProviderError) -> bool:
     return error.kind == "provider_bad_request" and "stream_options" in said
 
 
-async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> str:
-    """Send a Chat Completions request body and return the reply body's text.
+async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> str | bytes:
+    """Send a Chat Completions request body and return the reply body (see :func:`_body_of`).
 
     The body goes out as built (JSON bytes, from :func:`chat_content`), through the
     SDK's generic ``post``: its retries, timeouts and error types apply, but not its per-call walk
@@ -308,7 +308,20 @@ async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> s
     response = await client.post(
         "/chat/completions", content=content, cast_to=httpx2.Response, options={"timeout": timeout}
     )
-    return response.text
+    return _body_of(response)
+
+
+def _body_of(response: httpx2.Response) -> str | bytes:
+    """Return a reply's body: its bytes, or its text when it declares a charset other than UTF-8.
+
+    JSON between systems is UTF-8 (RFC 8259), and the parser reads the bytes as they are;
+    decoding them first would cost a parse of the ``Content-Type`` header (through the
+    standard library's e-mail parser) and a copy on every call.
+    """
+    declared = response.headers.get("content-type", "").lower()
+    if "charset" in declared and "utf-8" not in declared and "utf8" not in declared:
+        return response.text
+    return response.content
 
 
 async def _post_stream(

@@ -35,9 +35,14 @@ _FINISH_REASONS: dict[str, StopReason] = {
 
 
 def _turn(
-    provider: str, model: str, body: str, names: ToolNameMap, position: int, latency_ms: float
+    provider: str,
+    model: str,
+    body: str | bytes,
+    names: ToolNameMap,
+    position: int,
+    latency_ms: float,
 ) -> ModelTurn:
-    """Normalise a Chat Completions response body.
+    """Normalise a Chat Completions response body (its text, or its UTF-8 bytes).
 
     Raises:
         ProviderError: The body is not a chat completion with at least one choice.
@@ -45,8 +50,9 @@ def _turn(
     try:
         raw = read_json(body)
     except (ValueError, RecursionError) as exc:
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         raise ProviderError(
-            f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
+            f"the reply is not JSON: {text[:200]!r}", provider=provider, body=text
         ) from exc
     return _turn_of(provider, model, raw, names, position, latency_ms)
 

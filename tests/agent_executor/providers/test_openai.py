@@ -420,6 +420,41 @@ async def test_reply_that_is_not_a_completion(
     assert not_json.value.body == "<html>"
 
 
+def _summary_reply(summary: str, encoding: str, content_type: str) -> ScriptedResponse:
+    completion = openai_tool_call("submit_result", {"summary": summary, "score": 1}).body
+    text = json.dumps(completion, ensure_ascii=False)
+    return ScriptedResponse(payload=text.encode(encoding), content_type=content_type)
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+async def test_a_reply_is_read_in_the_charset_it_declares(
+    fake_llm: FakeLLM, make_provider: MakeProvider, blocking: bool
+) -> None:
+    fake_llm.respond(
+        _summary_reply("Café ☕ 🐍", "utf-8", "application/json"),
+        _summary_reply("Café ☕", "utf-8", "application/json; charset=UTF-8"),
+        _summary_reply("Café", "latin-1", "application/json; charset=ISO-8859-1"),
+        _summary_reply("naïve", "utf-16", "application/json"),  # JSON's own detection
+        ScriptedResponse(payload=b'{"choices": [\xff', content_type="application/json"),
+    )
+    provider = make_provider()
+
+    async def summary() -> object:
+        turn = (
+            provider.request_blocking(forced(), None)
+            if blocking
+            else await provider.request(forced())
+        )
+        arguments = turn.tool_calls[0].arguments
+        assert isinstance(arguments, dict)
+        return arguments["summary"]
+
+    assert [await summary() for _ in range(4)] == ["Café ☕ 🐍", "Café ☕", "Café", "naïve"]
+    with pytest.raises(ProviderError, match="not JSON") as broken:
+        await summary()
+    assert broken.value.body == '{"choices": [\ufffd'
+
+
 def test_missing_api_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         OpenAIProvider("gpt-test", base_url="http://127.0.0.1:1/v1")
