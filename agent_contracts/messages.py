@@ -35,6 +35,8 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        if not (self.input_tokens or self.output_tokens or self.requests):
+            return other  # frozen: a sum with nothing is the other itself
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

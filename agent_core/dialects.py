@@ -213,19 +213,34 @@ class ProviderSchema:
         if isinstance(plan, RefPlan):
             return self._strip(value, self.def_plans.get(plan.name))
         if isinstance(plan, ObjectPlan) and isinstance(value, dict):
-            return {
-                key: self._strip(item, plan.properties.get(key))
-                for key, item in value.items()
-                if not (item is None and key in plan.drop_null)
-            }
+            return self._strip_object(value, plan)
         if isinstance(plan, ArrayPlan) and isinstance(value, list):
-            return [self._strip(item, plan.items) for item in value]
+            items = [self._strip(item, plan.items) for item in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
         if isinstance(plan, UnionPlan):
             for index, (_, branch_plan) in enumerate(plan.branches):
                 if self._accepts(plan, index, value):
                     return self._strip(value, branch_plan)
             return self._strip(value, self._fitting(value, plan))
         return value
+
+    def _strip_object(self, value: dict[str, JsonValue], plan: ObjectPlan) -> JsonValue:
+        """Return ``value`` without its forced nulls: ``value`` itself when it has none.
+
+        Only the fields the plan names are looked at, and a copy is made only when one of
+        them changes.
+        """
+        drop = [key for key in plan.drop_null if key in value and value[key] is None]
+        changed: dict[str, JsonValue] = {}
+        for key, inner in plan.properties.items():
+            item = value.get(key)
+            if item is not None:
+                stripped = self._strip(item, inner)
+                if stripped is not item:
+                    changed[key] = stripped
+        if not drop and not changed:
+            return value
+        return {key: changed.get(key, item) for key, item in value.items() if key not in drop}
 
     def _fill(self, value: JsonValue, plan: Plan) -> JsonValue:
         if isinstance(plan, RefPlan):

@@ -660,6 +660,14 @@ def test_forced_nulls_are_removed_and_other_nulls_kept() -> None:
     assert compiled.unwrap(arguments) == {"must": None, "nested": [{}, {"deep": "x"}]}
     assert arguments == original
     assert compiled.to_arguments({"must": 1}) == {"must": 1, "nested": None, "opt": None}
+    # An answer with nothing to undo is taken as it is, however large: no copy of any of it.
+    clean = {"must": 1, "nested": [{"deep": "x"}] * 500}
+    assert compiled.unwrap(clean) is clean
+    one_null = {"must": 1, "nested": [{"deep": "x"}, {"deep": None}]}
+    stripped = compiled.unwrap(one_null)
+    assert stripped == {"must": 1, "nested": [{"deep": "x"}, {}]}
+    assert isinstance(stripped, dict) and stripped["nested"][0] is one_null["nested"][0]
+    assert one_null["nested"][1] == {"deep": None}
 
 
 def test_union_branches_unwrap_by_the_branch_that_matches() -> None:
