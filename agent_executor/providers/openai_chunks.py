@@ -21,7 +21,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import cast
 
+import pydantic_core
 from pydantic import JsonValue
 
 from agent_executor.providers.base import JsonObject, ToolNameMap, echo_text
@@ -88,13 +91,15 @@ class CompletionChunks:
             MalformedEvent: An event's data is not JSON.
         """
         slow: list[bytes] = []
-        for data in datas:
+        at, count = 0, len(datas)
+        while at < count:
             if self._shape is not None:
-                piece = _piece_in(data, self._shape)
-                if piece is not None:
-                    self._take(piece)
-                    continue
-                self._shape = None
+                at = self._read_pieces(datas, at)
+                if at == count:
+                    break
+                self._shape = None  # datas[at] is not one more piece
+            data = datas[at]
+            at += 1
             slow.append(data)
             if b'"arguments"' in data:  # read now: it may be a piece to take the shape of
                 self._add_parsed(slow, check)
@@ -103,6 +108,31 @@ class CompletionChunks:
             self._add_parsed(slow, check)
         self.flush()
 
+    def _read_pieces(self, datas: list[bytes], at: int) -> int:
+        """Take the pieces of the events from ``at`` on that have the last piece's shape.
+
+        Returns:
+            The index of the first event not taken (not of the shape, or not a whole string).
+        """
+        assert self._shape is not None
+        before, after = self._shape
+        fixed = len(before) + len(after)
+        contents: list[bytes] = []
+        for data in islice(datas, at, None):
+            if len(data) < fixed or not (data.startswith(before) and data.endswith(after)):
+                break
+            contents.append(data[len(before) : len(data) - len(after)])
+        pieces = _pieces(contents)
+        if pieces is None:  # one is not a whole string: up to it, one by one
+            pieces = []
+            for content in contents:
+                piece = _piece(content)
+                if piece is None:
+                    break
+                pieces.append(piece)
+        self._take([piece for piece in pieces if piece])
+        return at + len(pieces)
+
     def _add_parsed(self, datas: list[bytes], check: Callable[[JsonValue], None]) -> None:
         for chunk in parse_data(datas):
             check(chunk)
@@ -110,10 +140,10 @@ class CompletionChunks:
         if self._went and self._calls and self._calls[-1].arguments:
             self._shape = _shape_of(datas[-1], self._calls[-1].arguments[-1])
 
-    def _take(self, piece: str) -> None:
-        if piece:
-            self._calls[-1].arguments.append(piece)
-            self._unsent.append(piece)
+    def _take(self, pieces: list[str]) -> None:
+        if pieces:
+            self._calls[-1].arguments.extend(pieces)
+            self._unsent.extend(pieces)
 
     def add(self, chunk: object) -> None:
         """Read one chunk: hand its pieces to the sink and keep them for the whole reply.
@@ -285,6 +315,7 @@ class CompletionChunks:
 _ARGUMENTS = re.compile(rb'"arguments"[ \t\r\n]*:[ \t\r\n]*"')
 _NOT_PLAIN = re.compile(rb'["\x00-\x1f]')
 """Bytes a JSON string's content cannot hold as they are (a quote, a control character)."""
+_NOT_PLAIN_BUT_NUL = re.compile(rb'["\x01-\x1f]')
 
 
 def _shape_of(data: bytes, piece: str) -> tuple[bytes, bytes] | None:
@@ -312,21 +343,40 @@ def _escaped_quote(data: bytes, at: int) -> bool:
     return backslashes % 2 == 1
 
 
-def _piece_in(data: bytes, shape: tuple[bytes, bytes]) -> str | None:
-    """Return the arguments piece of an event with ``shape``'s bytes around it, or ``None``."""
-    before, after = shape
-    if len(data) < len(before) + len(after) or not (
-        data.startswith(before) and data.endswith(after)
-    ):
+def _pieces(contents: list[bytes]) -> list[str] | None:
+    """Return :func:`_piece` of each of ``contents``, read at once; ``None`` if one is not.
+
+    Checked together (no quote that is not escaped and no control character in any of them, a
+    NUL between each), they are decoded as one text, or parsed as one JSON array of strings
+    when they hold escapes (whose parse refuses a broken one).
+    """
+    if not contents:
+        return []
+    joined = b"\x00".join(contents)
+    escaped = b"\\" in joined
+    bare = joined.replace(b"\\\\", b"").replace(b'\\"', b"") if escaped else joined
+    if joined.count(b"\x00") != len(contents) - 1 or _NOT_PLAIN_BUT_NUL.search(bare):
+        return None  # a NUL, a quote that is not escaped or a control character in one
+    try:
+        if not escaped:
+            return joined.decode("utf-8").split("\x00")
+        values = pydantic_core.from_json(b'["' + b'","'.join(contents) + b'"]', cache_strings=False)
+    except ValueError:  # not UTF-8, a broken escape, an escaped lone surrogate: one by one
         return None
-    return _piece(data[len(before) : len(data) - len(after)])
+    if len(values) != len(contents) or not all(isinstance(value, str) for value in values):
+        return None
+    return cast("list[str]", values)
 
 
 def _piece(content: bytes) -> str | None:
     """Return a JSON string's content as text, or ``None`` when it is not one whole string."""
     try:
         if b"\\" in content:  # escapes: the JSON parser reads them (and refuses a broken one)
-            text = json.loads(b'"' + content + b'"')
+            quoted = b'"' + content + b'"'
+            try:
+                text = pydantic_core.from_json(quoted, cache_strings=False)
+            except ValueError:  # an escaped lone surrogate: Python's parser reads it
+                text = json.loads(quoted)
             return text if isinstance(text, str) else None
         if _NOT_PLAIN.search(content) is not None:
             return None

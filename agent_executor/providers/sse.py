@@ -10,7 +10,6 @@ than one parse when the whole reply arrives at once. ``[DONE]`` (OpenAI's end ma
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -23,7 +22,9 @@ MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Longest server-sent event read (16 MiB); a longer one is malformed."""
 
 _DONE = b"[DONE]"
-_DATA_LINE = re.compile(rb"^data: ?(.*)$", re.MULTILINE)
+_SHORT = 64
+"""Events this short or shorter are looked at for ``[DONE]`` (and any text after it on its
+line); a chunk's JSON is longer."""
 _AFTER_DONE_BYTES = 64 * 1024
 """Most bytes read (and dropped) after ``[DONE]`` so that the connection can be used again."""
 
@@ -128,16 +129,21 @@ def parse_data(datas: list[bytes]) -> list[JsonValue]:
 def _split(events: bytes) -> tuple[list[bytes], bool]:
     """Return the data of each event in ``events``, and whether ``[DONE]`` came.
 
-    Every provider writes an event's JSON on one ``data:`` line, so the lines are taken with
-    one regular expression when each event has exactly one; otherwise (a comment, a many-line
-    event, an empty one) the events are read the exact way.
+    Every provider writes an event's JSON on one ``data: `` line, so the events are split at
+    once when each is exactly that (every newline is one of those between events); otherwise
+    (a comment, a many-line event, an empty one, ``data:`` without its space) the events are
+    read the exact way.
     """
-    datas: list[bytes] = _DATA_LINE.findall(events)
-    if len(datas) != events.count(b"\n\n") + 1:
+    if not events.startswith(b"data: "):
         return _data_of(events)
-    done_at = next((at for at, data in enumerate(datas) if data[:6] == _DONE), None)
-    if done_at is not None:
-        return datas[:done_at], True
+    datas = events.split(b"\n\ndata: ")
+    if events.count(b"\n") != 2 * (len(datas) - 1):  # a newline other than between events
+        return _data_of(events)
+    datas[0] = datas[0][6:]
+    if min(map(len, datas)) <= _SHORT:  # an event as short as [DONE] (a JSON chunk is longer)
+        done_at = next((at for at, data in enumerate(datas) if data[:6] == _DONE), None)
+        if done_at is not None:
+            return datas[:done_at], True
     return datas, False
 
 

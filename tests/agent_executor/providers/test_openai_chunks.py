@@ -155,3 +155,22 @@ def test_an_error_event_among_pieces_is_checked() -> None:
     chunks = CompletionChunks(ToolNameMap(["look_up", "submit_result", "f"]), lambda delta: None)
     chunks.read([json.dumps(event).encode() for event in events], seen.append)
     assert seen[-1] == {"error": {"message": "overloaded"}}
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["plain ", "and plain"],
+        ["lone \ud83d half", " then plain"],  # Pydantic's parser refuses it; Python's reads it
+        ["nul \u0000 escaped", " tab \t", ' "quoted" \\ '],
+        ["\\", '"', '\\\\"', ' "'],  # backslashes and quotes at a piece's edges
+    ],
+)
+def test_pieces_read_together_are_those_each_event_gives(texts: list[str]) -> None:
+    opening = chunk({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f"}}]})
+    events = [opening, piece(0, "{")] + [piece(0, text) for text in texts]
+    datas = [json.dumps(event).encode() for event in events]  # lone surrogates as escapes
+    fast = CompletionChunks(ToolNameMap(["f"]), lambda delta: None)
+    fast.read(datas, lambda value: None)
+    assert fast.completion() == read_each(events)[0]
+    assert fast._calls[0].arguments == ["{", *texts]

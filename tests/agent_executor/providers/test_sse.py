@@ -10,6 +10,7 @@ import httpx2
 import pytest
 from pydantic import JsonValue
 
+from agent_executor.providers import sse
 from agent_executor.providers.sse import MalformedEvent, sse_batches
 
 
@@ -101,3 +102,24 @@ def test_an_event_that_is_not_json_is_a_typed_error_naming_it() -> None:
     with pytest.raises(MalformedEvent, match="not JSON") as raised:
         read_batches([event({"n": 1}) + b"data: {broken\n\n"])
     assert raised.value.data == "{broken"
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        b'data: {"a": 1}\n\ndata: {"b": 2}',
+        b'data:{"a": 1}\n\ndata: {"b": 2}',  # no space after the colon
+        b'data:  {"a": 1}\n\ndata: {"b": 2}',  # two: the second is the data's
+        b'data: {"a": 1}\n\ndata: [DONE]',
+        b'data: {"a": 1}\n\ndata: [DONE]   \n\ndata: {"late": 1}',
+        b'data: {"a": 1}\n\ndata: [DONE]\n\ndata: {"late": 1}',
+        b'data: {}\n\ndata: {"b": 2}',  # a short event that is not [DONE]
+        b'data: {"a": 1}\ndata: {"b": 2}\n\ndata: {"c": 3}',  # two lines: one event
+        b': ping\n\ndata: {"a": 1}\n\ndata: {"b": 2}',
+        b'data: {"a": 1}\n\nevent: x\ndata: {"b": 2}',
+        b'data: {"a": 1}\n\n\n\ndata: {"b": 2}',  # an empty event between
+        b"\n\n".join(b'data: {"n": %d, "pad": "%s"}' % (n, b"x" * n) for n in range(300)),
+    ],
+)
+def test_a_batch_is_split_as_the_exact_reading_splits_it(events: bytes) -> None:
+    assert sse._split(events) == sse._data_of(events)
