@@ -56,6 +56,7 @@ from agent_executor.providers.sse import MalformedEvent, sse_data
 from agent_executor.providers.stream_errors import stream_error, unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
+from agent_executor.run_ids import new_run_id
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
 
@@ -223,7 +224,7 @@ class OpenAIProvider:
                 "/chat/completions",
                 content=content,
                 cast_to=httpx2.Response,
-                options={"timeout": timeout},
+                options=_options(timeout),
             )
             body = _body_of(response)
         latency_ms = (time.perf_counter() - started) * 1000
@@ -306,9 +307,20 @@ async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> s
     pr-reviewer's).
     """
     response = await client.post(
-        "/chat/completions", content=content, cast_to=httpx2.Response, options={"timeout": timeout}
+        "/chat/completions", content=content, cast_to=httpx2.Response, options=_options(timeout)
     )
     return _body_of(response)
+
+
+def _options(timeout: float) -> openai.RequestOptions:
+    """Return a call's request options: its timeout, and an idempotency key of ours.
+
+    The SDK gives every POST an idempotency key (kept across its retries of the call) unless
+    one is given; it makes its own with ``uuid.uuid4()``, a system call on every call, and
+    the OpenAI client does not send it. One of :func:`~agent_executor.run_ids.new_run_id`'s
+    keeps that guarantee without the system call.
+    """
+    return {"timeout": timeout, "idempotency_key": f"agentshape-{new_run_id()}"}
 
 
 def _body_of(response: httpx2.Response) -> str | bytes:
@@ -353,7 +365,7 @@ async def _post_stream(
         "/chat/completions",
         content=content,
         cast_to=httpx2.Response,
-        options={"timeout": timeout},
+        options=_options(timeout),
         stream=True,
         stream_cls=openai.AsyncStream[object],
     )
