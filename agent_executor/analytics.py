@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
@@ -234,7 +235,7 @@ class JsonlAnalytics:
             fields: Its fields; the sink keeps the dict (the caller makes a new one each time).
         """
         if "ts" not in fields and "ts" in kind.__pydantic_fields__:
-            fields["ts"] = datetime.now(UTC)
+            fields["ts"] = time.time()  # an aware UTC datetime once the event is built
         if self.defer:
             submit(self._write, (kind, fields))
         else:

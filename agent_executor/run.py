@@ -167,7 +167,8 @@ def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
     if cannot_force:
         task += f"\n\n{TOOLS_REQUIRED_REMINDER if spec.tools else FORCE_REMINDER}"
     messages = [_system_message(system)] if system else []
-    messages += _answered([m for m in spec.history if m.role != "system"])
+    if spec.history:
+        messages += _answered([m for m in spec.history if m.role != "system"])
     messages.append(Message.user(task))
     return messages, cannot_force
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, JsonValue
 
 from agent_contracts.events import AttemptEvent, ModelTurnEvent, RetryEvent
-from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
-from agent_contracts.runs import Attempt, OutputMode, RunError, RunErrorType, RunOptions
+from agent_contracts.runs import OutputMode, RunError, RunErrorType, RunOptions
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
@@ -143,7 +142,8 @@ class RunState:
         run_id: The run's id.
         messages: The conversation so far.
         usage: Tokens spent so far.
-        attempts: Every attempt so far.
+        attempts: Every attempt so far, as the fields of its ``Attempt`` (checked when the
+            run's result is built, if it is).
         steps: Model calls made.
         last_output: The last thing the model produced (kept for a failure).
         last_turn_usage: The last call's usage (an attempt's usage).
@@ -158,7 +158,7 @@ class RunState:
     run_id: str
     messages: list[Message]
     usage: Usage = NO_USAGE
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[dict[str, object]] = field(default_factory=list)
     steps: int = 0
     last_output: JsonValue = None
     last_turn_usage: Usage = NO_USAGE
@@ -334,7 +334,7 @@ def record_attempt(
     spec = state.spec
     number = len(state.attempts) + 1
     state.last_output = judged.value if judged.value is not None else judged.raw
-    attempt = {
+    attempt: dict[str, object] = {
         "number": number,
         "mode": mode,
         "raw_output": judged.raw,
@@ -346,7 +346,7 @@ def record_attempt(
         "tool_name": tool_name,
         "model": model_name(spec.provider),
     }
-    state.attempts.append(Attempt.model_validate(attempt, context=PARSED_JSON))
+    state.attempts.append(attempt)  # an Attempt of the run's result, when it is built
 
     emit(
         state,
