@@ -317,8 +317,7 @@ class Agent(Generic[OutputT]):
             )
         output = cast("OutputT | None", outcomes[-1].output)
         if len(outcomes) == 1:  # its RunResult is built if and when it is read
-            only = outcomes[0]
-            return AgentResult.deferred(lambda: only.result, only.error, output)
+            return AgentResult.deferred(outcomes[0], output)
         return AgentResult(fold_escalation([each.result for each in outcomes]), output)
 
     def run_sync(

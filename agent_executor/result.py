@@ -7,8 +7,8 @@ program that reads ``result.result_data`` or ``result.retries`` type-checks unde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, Literal
+from collections.abc import Mapping
+from typing import Any, Generic, Literal, Protocol
 
 from pydantic import BaseModel, JsonValue
 from typing_extensions import TypeVar
@@ -25,10 +25,34 @@ from agent_contracts.runs import (
 )
 from agent_core.json_text import dump_json
 
-__all__ = ["AgentResult", "OutputT", "format_child_result"]
+__all__ = ["AgentResult", "Outcome", "OutputT", "format_child_result"]
 
 OutputT = TypeVar("OutputT", bound=BaseModel, default=BaseModel)
 """The class of an agent's typed output (``BaseModel`` when the agent has no Pydantic class)."""
+
+
+class Outcome(Protocol):
+    """A finished run whose result may be built on first read (``RunOutcome``)."""
+
+    @property
+    def result(self) -> RunResult:
+        """The run's result (the same object on every read)."""
+        ...
+
+    @property
+    def error(self) -> RunError | None:
+        """Why the run failed (``None`` when it completed), as ``result`` says."""
+        ...
+
+
+class _Given:
+    """An outcome whose result is already built."""
+
+    __slots__ = ("error", "result")
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        self.error = result.error
 
 
 class AgentResult(Generic[OutputT]):
@@ -40,27 +64,23 @@ class AgentResult(Generic[OutputT]):
     """
 
     def __init__(self, result: RunResult, output: OutputT | None) -> None:
-        self._result: RunResult | None = result
-        self._build: Callable[[], RunResult] | None = None
+        self._outcome: Outcome = _Given(result)
         self._error = result.error
         self._output = output
 
     @classmethod
-    def deferred(
-        cls, build: Callable[[], RunResult], error: RunError | None, output: OutputT | None
-    ) -> AgentResult[OutputT]:
+    def deferred(cls, outcome: Outcome, output: OutputT | None) -> AgentResult[OutputT]:
         """Return the result of a run whose ``RunResult`` is built when first read.
 
         A program that reads only :attr:`output` (or :attr:`ok`, :attr:`error`) never pays
         for building it.
 
         Args:
-            build: Builds the run's result (called once, on first read of anything else).
-            error: Why the run failed (``None`` when it completed), as the built result says.
+            outcome: The run's outcome (its ``result`` is read, once, on first need).
             output: The validated output as an instance of the contract's class, or ``None``.
         """
         made = cls.__new__(cls)
-        made._result, made._build, made._error, made._output = None, build, error, output
+        made._outcome, made._error, made._output = outcome, outcome.error, output
         return made
 
     @property
@@ -70,10 +90,7 @@ class AgentResult(Generic[OutputT]):
         Raises:
             pydantic.ValidationError: A bug of ours left a field of the result unusable.
         """
-        if self._result is None:
-            assert self._build is not None
-            self._result = self._build()
-        return self._result
+        return self._outcome.result
 
     def __repr__(self) -> str:
         return f"AgentResult(status={self.status!r}, run_id={self.result.run_id!r})"

@@ -13,6 +13,7 @@ from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics
 from agent_executor.providers.test import TestModel
 from agent_executor.result import AgentResult
+from agent_executor.run import RunOutcome
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -42,7 +43,7 @@ def test_a_deferred_result_is_built_once_and_only_when_read() -> None:
         built.append(completed("run_1"))
         return built[-1]
 
-    result: AgentResult[BaseModel] = AgentResult.deferred(build, None, None)
+    result: AgentResult[BaseModel] = AgentResult.deferred(RunOutcome(build), None)
     assert result.ok and result.status == "completed" and result.error is None
     assert built == []
     assert result.run_id == "run_1" and result.result_data == {"title": "ok"}
@@ -58,7 +59,7 @@ def test_a_deferred_failure_raises_without_building_and_agrees_once_built() -> N
         calls.append(1)
         return failed
 
-    result: AgentResult[BaseModel] = AgentResult.deferred(build, error, None)
+    result: AgentResult[BaseModel] = AgentResult.deferred(RunOutcome(build, error=error), None)
     assert not result.ok and result.status == "failed" and result.error is error
     with pytest.raises(RunFailedError) as caught:
         _ = result.output
