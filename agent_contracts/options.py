@@ -7,6 +7,7 @@ Options come in layers: environment defaults, then the agent's options, then the
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Mapping
 from typing import Literal
 
@@ -94,7 +95,7 @@ def merge_options(*layers: RunOptions | None) -> RunOptions:
     """
     key = tuple(map(id, layers))
     known = _merged.get(key)
-    if known is not None and all(a is b for a, b in zip(known[0], layers, strict=True)):
+    if known is not None and all(map(operator.is_, known[0], layers)):  # same length: same key
         return known[1]
     merged = _merge(layers)
     if len(_merged) >= _MERGED_KEPT:

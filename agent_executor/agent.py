@@ -143,6 +143,7 @@ class Agent(Generic[OutputT]):
         self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
         """Provider-profile fields overridden for every run: the config's, then ``profile=``."""
         apply_profile_overrides(ProviderProfile(), self.profile_overrides, source="profile=")
+        self._profile_source = f"agent {config.id!r} profile"
         self._model = model
         self.model_tiers: list[Provider | str] = list(
             config.model_tiers if model_tiers is None else model_tiers
@@ -389,7 +390,7 @@ class Agent(Generic[OutputT]):
         )
         for tier, provider in tiers:
             profile = apply_profile_overrides(
-                profile_of(provider), self.profile_overrides, source=f"agent {self.id!r} profile"
+                profile_of(provider), self.profile_overrides, source=self._profile_source
             )
             mode = choose_mode(options.output_mode, contract, profile)
             if mode == "native" and contract is not None:
