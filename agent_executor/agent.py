@@ -143,7 +143,6 @@ class Agent(Generic[OutputT]):
         self.profile_overrides: dict[str, object] = {**config.profile.fields(), **(profile or {})}
         """Provider-profile fields overridden for every run: the config's, then ``profile=``."""
         apply_profile_overrides(ProviderProfile(), self.profile_overrides, source="profile=")
-        self._profile_source = f"agent {config.id!r} profile"
         self._model = model
         self.model_tiers: list[Provider | str] = list(
             config.model_tiers if model_tiers is None else model_tiers
@@ -317,9 +316,9 @@ class Agent(Generic[OutputT]):
                 outcome.error.type if outcome.error else "",
             )
         output = cast("OutputT | None", outcomes[-1].output)
-        if len(outcomes) == 1:  # its RunResult is built if and when it is read
-            return AgentResult.deferred(outcomes[0], output)
-        return AgentResult(fold_escalation([each.result for each in outcomes]), output)
+        if len(outcomes) > 1:  # one run's RunResult is built if and when it is read
+            return AgentResult(fold_escalation([each.result for each in outcomes]), output)
+        return AgentResult.deferred(outcome, output)
 
     def run_sync(
         self, request: RunRequest | str, **keywords: Unpack[RunKeywords]
@@ -390,7 +389,7 @@ class Agent(Generic[OutputT]):
         )
         for tier, provider in tiers:
             profile = apply_profile_overrides(
-                profile_of(provider), self.profile_overrides, source=self._profile_source
+                profile_of(provider), self.profile_overrides, source=f"agent {self.id!r} profile"
             )
             mode = choose_mode(options.output_mode, contract, profile)
             if mode == "native" and contract is not None:
