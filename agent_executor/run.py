@@ -29,7 +29,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from functools import partial
 
 from pydantic import BaseModel, JsonValue
 
@@ -260,7 +259,8 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
         judged, output, error = await _settle(state)
     duration_ms = (time.perf_counter() - started) * 1000
     _emit_ending(state, judged, error, duration_ms)
-    return RunOutcome(partial(_result, state, judged, error, duration_ms), output, error=error)
+    build = functools.partial(_result, state, judged, error, duration_ms)
+    return RunOutcome(build, output, error=error)
 
 
 _Settled = tuple[Verdict | None, BaseModel | None, RunError | None]
