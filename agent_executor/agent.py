@@ -318,7 +318,7 @@ class Agent(Generic[OutputT]):
         output = cast("OutputT | None", outcomes[-1].output)
         if len(outcomes) > 1:  # one run's RunResult is built if and when it is read
             return AgentResult(fold_escalation([each.result for each in outcomes]), output)
-        return AgentResult.deferred(outcome, output)
+        return AgentResult.deferred(outcomes[0], output)
 
     def run_sync(
         self, request: RunRequest | str, **keywords: Unpack[RunKeywords]
