@@ -6,7 +6,8 @@ returns it validated:
 - ``raw SDK (floor)``: the cheapest correct path a user would write with the SDK: the same
   messages and ``submit_result`` tool agentshape sends, posted as prepared JSON through the
   SDK's generic ``client.post`` (its retries, timeouts and error types, no walk of the typed
-  request parameters), the reply read with ``json.loads`` and the arguments validated with
+  request parameters), the reply read with ``response.json()`` (``json.loads`` of its bytes:
+  no charset lookup) and the arguments validated with
   ``Review.model_validate_json`` into a hand-written Pydantic model; on invalid arguments it
   sends the errors back as a tool result and asks again (once), as a hand-written loop would.
   ``raw_floor_sync`` is the same with the synchronous ``OpenAI`` client;
@@ -28,7 +29,6 @@ event loop). A contender's ``run`` returns the output object; ``close`` closes i
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -194,14 +194,14 @@ def _floor_body(config: AgentConfig) -> tuple[dict[str, Any], list[Any]]:
     return body, [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
 
 
-def _floor_answer(text: str) -> tuple[str, str, str]:
-    """Return the tool call's id, name and arguments from a reply body."""
-    call = json.loads(text)["choices"][0]["message"]["tool_calls"][0]
+def _floor_answer(reply: httpx2.Response) -> tuple[str, str, str]:
+    """Return the tool call's id, name and arguments from a reply (``response.json()``)."""
+    call = reply.json()["choices"][0]["message"]["tool_calls"][0]
     return call["id"], call["function"]["name"], call["function"]["arguments"]
 
 
 def raw_floor(base_url: str, config: AgentConfig) -> Contender:
-    """The floor: generic ``post`` of prepared JSON, ``json.loads``, ``model_validate_json``."""
+    """The floor: ``post`` of prepared JSON, ``response.json()``, ``model_validate_json``."""
     client = _client(base_url)
     body, opening = _floor_body(config)
 
@@ -211,7 +211,7 @@ def raw_floor(base_url: str, config: AgentConfig) -> Contender:
             response = await client.post(
                 "/chat/completions", body={**body, "messages": messages}, cast_to=httpx2.Response
             )
-            call_id, name, arguments = _floor_answer(response.text)
+            call_id, name, arguments = _floor_answer(response)
             try:
                 return Review.model_validate_json(arguments)
             except ValidationError as exc:
@@ -232,7 +232,7 @@ def raw_floor_sync(base_url: str, config: AgentConfig) -> SyncContender:
             response = client.post(
                 "/chat/completions", body={**body, "messages": messages}, cast_to=httpx2.Response
             )
-            call_id, name, arguments = _floor_answer(response.text)
+            call_id, name, arguments = _floor_answer(response)
             try:
                 return Review.model_validate_json(arguments)
             except ValidationError as exc:
@@ -268,7 +268,7 @@ def raw_floor_sync_logged(
             "/chat/completions", body={**body, "messages": list(opening)}, cast_to=httpx2.Response
         )
         latency_ms = (time.perf_counter() - started) * 1000
-        reply = json.loads(response.text)
+        reply = response.json()
         call = reply["choices"][0]["message"]["tool_calls"][0]
         tokens = reply.get("usage") or {}
         usage = Usage(

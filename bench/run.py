@@ -5,7 +5,7 @@
 A local server (``bench/fleet_server.py``, its own process) answers every Chat Completions call
 at once with a pr-reviewer result of 1, 50 or 500 comments, so the network and the model drop
 out and what is left is each framework's own cost. The floor is the cheapest correct SDK path a
-user would write: prepared JSON through the SDK's generic ``post``, ``json.loads``, and
+user would write: prepared JSON through the SDK's generic ``post``, ``response.json()``, and
 ``Review.model_validate_json`` into a hand-written model (one re-ask on invalid arguments). The
 headline agentshape contender runs with the default analytics sink (``JsonlAnalytics``).
 
