@@ -46,6 +46,7 @@ from agent_executor.providers.openai_clients import (
     CLIENTS,
     SYNC_CLIENTS,
     async_client,
+    completions_url,
     sync_client,
     translate_errors,
 )
@@ -121,6 +122,7 @@ class OpenAIProvider:
         self._api_key = client.api_key
         remember_secret(self._api_key)  # never shown, whatever its shape
         self.base_url = str(client.base_url)
+        self._url = completions_url(client.base_url)
         self._client_key = (self._api_key, self.base_url, max_retries)
         if max_tokens_param is None:
             official = client.base_url.host == _OFFICIAL_HOST
@@ -192,10 +194,10 @@ class OpenAIProvider:
         with translate_errors(self.name):
             client = await CLIENTS.get(self._client_key, self._new_client)
             if client is not None:
-                text = await _post(client, content, timeout)
+                text = await _post(client, self._url, content, timeout)
             else:
                 async with self._new_client() as fresh:
-                    text = await _post(fresh, content, timeout)
+                    text = await _post(fresh, self._url, content, timeout)
         latency_ms = (time.perf_counter() - started) * 1000
         return _turn(self.name, self.model, text, names, len(turn.messages), latency_ms)
 
@@ -221,7 +223,7 @@ class OpenAIProvider:
         with translate_errors(self.name), call_deadline(deadline):
             client = SYNC_CLIENTS.get(self._client_key, self._new_sync_client)
             response = client.post(
-                "/chat/completions",
+                self._url,
                 content=content,
                 cast_to=httpx2.Response,
                 options=_options(timeout),
@@ -287,9 +289,9 @@ class OpenAIProvider:
         with translate_errors(self.name):
             client = await CLIENTS.get(self._client_key, self._new_client)
             if client is not None:
-                return await _post_stream(client, content, timeout, chunks, self.name)
+                return await _post_stream(client, self._url, content, timeout, chunks, self.name)
             async with self._new_client() as fresh:
-                return await _post_stream(fresh, content, timeout, chunks, self.name)
+                return await _post_stream(fresh, self._url, content, timeout, chunks, self.name)
 
 
 def _refuses_stream_options(error: ProviderError) -> bool:
@@ -298,16 +300,18 @@ def _refuses_stream_options(error: ProviderError) -> bool:
     return error.kind == "provider_bad_request" and "stream_options" in said
 
 
-async def _post(client: openai.AsyncOpenAI, content: bytes, timeout: float) -> str | bytes:
-    """Send a Chat Completions request body and return the reply body (see :func:`_body_of`).
+async def _post(
+    client: openai.AsyncOpenAI, url: str, content: bytes, timeout: float
+) -> str | bytes:
+    """Send a Chat Completions request body to ``url`` and return the reply body (:func:`_body_of`).
 
     The body goes out as built (JSON bytes, from :func:`chat_content`), through the
     SDK's generic ``post``: its retries, timeouts and error types apply, but not its per-call walk
     of the typed parameters (about a quarter of a call's client time with a schema the size of the
-    pr-reviewer's).
+    pr-reviewer's). ``url`` is absolute (:func:`completions_url`).
     """
     response = await client.post(
-        "/chat/completions", content=content, cast_to=httpx2.Response, options=_options(timeout)
+        url, content=content, cast_to=httpx2.Response, options=_options(timeout)
     )
     return _body_of(response)
 
@@ -338,6 +342,7 @@ def _body_of(response: httpx2.Response) -> str | bytes:
 
 async def _post_stream(
     client: openai.AsyncOpenAI,
+    url: str,
     content: bytes,
     timeout: float,
     chunks: CompletionChunks,
@@ -362,7 +367,7 @@ async def _post_stream(
     # With ``cast_to=httpx2.Response`` the SDK hands back the response unread (its stream
     # class is not used); the typing follows ``stream_cls``.
     sent: object = await client.post(
-        "/chat/completions",
+        url,
         content=content,
         cast_to=httpx2.Response,
         options=_options(timeout),

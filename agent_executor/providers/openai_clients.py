@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
+import httpx2
 import openai
 
 from agent_contracts.errors import ProviderError
@@ -79,6 +80,19 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
         timeout=timeout_s,
         http_client=openai.DefaultHttpxClient(verify=ssl_context(), event_hooks=hooks),
     )
+
+
+def completions_url(base_url: httpx2.URL) -> str:
+    """Return the absolute Chat Completions URL under a client's ``base_url``, to post to.
+
+    The URL the SDK builds from ``"/chat/completions"`` on every call (its base URL's path, which
+    ends in ``/``, then the endpoint's); given as an absolute URL, the SDK and ``httpx`` parse
+    it once instead of three times, on every call.
+
+    Args:
+        base_url: The client's ``base_url``.
+    """
+    return str(base_url.copy_with(raw_path=base_url.raw_path + b"chat/completions"))
 
 
 class translate_errors:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import gc
 import inspect
@@ -115,6 +116,25 @@ async def test_forced_tool_call_round_trip(fake_llm: FakeLLM, make_provider: Mak
     assert turn.model == "gpt-test"
     assert turn.raw["id"] == "chatcmpl-fake"
     assert turn.latency_ms > 0
+
+
+@pytest.mark.parametrize("prefix", ["/v1", "/v1/", "/proxy/openai/v1"])
+async def test_every_call_goes_to_chat_completions_under_the_base_urls_path(
+    fake_llm: FakeLLM, prefix: str
+) -> None:
+    path = prefix.rstrip("/") + "/chat/completions"
+    reply = dataclasses.replace(openai_tool_call("submit_result", '{"summary": "ok"}'), path=path)
+    fake_llm.respond(reply, reply, reply)
+    provider = OpenAIProvider("gpt-test", api_key="test-key", base_url=fake_llm.url + prefix)
+
+    replies = [
+        await provider.request(forced()),
+        provider.request_blocking(forced(), None),
+        await provider.stream(forced(), lambda delta: None),
+    ]
+
+    assert [sent.path for sent in fake_llm.requests] == [path, path, path]
+    assert [turn.tool_calls[0].arguments for turn in replies] == [{"summary": "ok"}] * 3
 
 
 async def test_required_and_none_choices_are_sent_as_strings(
