@@ -17,6 +17,7 @@ from agent_executor.providers.base import (
     StopReason,
     ToolNameMap,
     arguments_problem,
+    call_usage,
     echo_text,
     model_arguments,
     parsed_turn,
@@ -106,18 +107,17 @@ def _turn_of(
 def _usage(usage: JsonValue) -> Usage:
     """Return token usage; cache writes and reads count as input tokens."""
     if not isinstance(usage, dict):
-        return Usage(requests=1)
+        return call_usage()
 
     def count(key: str) -> int:
         value = usage.get(key)
         return value if isinstance(value, int) else 0
 
-    return Usage(
-        input_tokens=count("input_tokens")
+    return call_usage(
+        count("input_tokens")
         + count("cache_creation_input_tokens")
         + count("cache_read_input_tokens"),
-        output_tokens=count("output_tokens"),
-        requests=1,
+        count("output_tokens"),
     )
 
 

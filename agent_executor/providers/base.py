@@ -36,6 +36,7 @@ __all__ = [
     "ToolDefinition",
     "ToolNameMap",
     "arguments_problem",
+    "call_usage",
     "connection_message",
     "echo_text",
     "error_body",
@@ -136,6 +137,17 @@ class ModelTurn(BaseModel):
             tool_calls=list(self.tool_calls),
             thinking=list(self.thinking),
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def call_usage(input_tokens: int = 0, output_tokens: int = 0) -> Usage:
+    """Return the usage of one model call; equal counts share one (frozen) ``Usage``.
+
+    Args:
+        input_tokens: The prompt tokens billed.
+        output_tokens: The completion tokens billed.
+    """
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1)
 
 
 def parsed_turn(**fields: Any) -> ModelTurn:
@@ -292,8 +304,10 @@ def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
     """
     names = [tool.name for tool in turn.tools]
     for message in turn.messages:
-        names.extend(call.name for call in message.tool_calls)
-        names.extend(result.name for result in message.tool_results)
+        if message.tool_calls:
+            names.extend([call.name for call in message.tool_calls])
+        if message.tool_results:
+            names.extend([result.name for result in message.tool_results])
     return _name_map(tuple(dict.fromkeys(names)))
 
 

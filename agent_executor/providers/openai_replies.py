@@ -19,6 +19,7 @@ from agent_executor.providers.base import (
     StopReason,
     ToolNameMap,
     arguments_problem,
+    call_usage,
     echo_text,
     model_arguments,
     parsed_turn,
@@ -156,10 +157,8 @@ def _tool_call(
 def _usage(usage: JsonValue) -> Usage:
     """Return token usage from a Chat Completions ``usage`` object (zeros when missing)."""
     if not isinstance(usage, dict):
-        return Usage(requests=1)
+        return call_usage()
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return Usage(
-        input_tokens=prompt if isinstance(prompt, int) else 0,
-        output_tokens=completion if isinstance(completion, int) else 0,
-        requests=1,
+    return call_usage(
+        prompt if isinstance(prompt, int) else 0, completion if isinstance(completion, int) else 0
     )
