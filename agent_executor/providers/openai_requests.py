@@ -7,10 +7,11 @@ and the streamed call send this body (a streamed one adds ``stream`` and ``strea
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from math import isfinite
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import JsonValue
 
@@ -112,6 +113,10 @@ def chat_content(
     body = chat_body(
         turn, names, model=model, profile=profile, max_tokens_param=max_tokens_param, tools=False
     )
+    opens = turn.messages[0] if turn.messages else None
+    system = opens.content if opens is not None and opens.role == "system" else None
+    if system is not None:  # its JSON is made once per prompt and put in as bytes
+        body["messages"] = cast("list[JsonValue]", body["messages"])[1:]
     if extra:
         body.update(extra)
     # The conversation is text: the body's floats are the temperature's and any in a native
@@ -124,9 +129,39 @@ def chat_content(
         and (not extra or all(_no_float(value) for value in extra.values()))
     )
     content = json_body(body, finite=finite)
+    if system is not None:
+        content = _with_system(content, model, system, body, finite)
     if not turn.tools:
         return content
     return b"".join((content[:-1], b',"tools":', _tools_json(turn.tools, names), b"}"))
+
+
+def _with_system(content: bytes, model: str, system: str, body: JsonObject, finite: bool) -> bytes:
+    """Return ``content`` (a body without its system message) with that message put first.
+
+    The body's JSON opens with its model and then its messages (the order :func:`chat_body`
+    writes them in); should it not, the body is written again with the message in it.
+    """
+    opening = _opening(model)
+    if not content.startswith(opening):  # never seen: the exact way instead
+        messages = cast("list[JsonValue]", body["messages"])
+        body["messages"] = [{"role": "system", "content": system}, *messages]
+        return json_body(body, finite=finite)
+    rest = content[len(opening) :]
+    between = b"" if rest.startswith(b"]") else b","
+    return b"".join((opening, _system_json(system), between, rest))
+
+
+@functools.lru_cache(maxsize=64)
+def _opening(model: str) -> bytes:
+    """Return how a body's JSON opens, up to its first message: ``{"model":...,"messages":[``."""
+    return b'{"model":' + json_body(model) + b',"messages":['
+
+
+@functools.lru_cache(maxsize=64)
+def _system_json(text: str) -> bytes:
+    """Return the JSON of the system message of ``text``, made once per prompt."""
+    return json_body({"role": "system", "content": text})
 
 
 def _no_float(value: JsonValue) -> bool:

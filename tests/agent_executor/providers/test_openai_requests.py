@@ -99,3 +99,37 @@ def test_a_body_whose_floats_are_not_all_finite_is_refused() -> None:
     )
     with pytest.raises(ValueError):
         _content(native)
+
+
+@pytest.mark.parametrize(
+    ("system", "rest"),
+    [
+        ("You count. " * 200, [Message.user("count")]),
+        ("You count.", []),
+        ('Quote "this", then \\ and \u00e9 and \n', [Message.user("a"), Message.user("b")]),
+        ("bad \ud800 prompt", [Message.user("count")]),
+    ],
+)
+def test_a_system_message_goes_first_exactly_as_written(system: str, rest: list[Message]) -> None:
+    tools = [ToolDefinition(name="submit_result", parameters=SCHEMA)]
+    for turn in (_turn(tools), _turn([])):
+        turn = turn.model_copy(update={"messages": [Message.system(system), *rest]})
+        for extra in ({}, {"stream": True}):
+            sent = json.loads(_content(turn, **extra))
+            body: Any = _body(turn)  # a lone surrogate goes out as its escape text
+            body["messages"][0]["content"] = system.replace("\ud800", "\\ud800")
+            assert sent == {**body, **extra}
+            assert len(sent["messages"]) == 1 + len(rest)
+
+
+def test_the_same_system_message_is_sent_the_same_with_each_task() -> None:
+    system = Message.system("You count.")
+    first, second = (
+        _turn([]).model_copy(update={"messages": [system, Message.user(task)]})
+        for task in ("one", "two")
+    )
+    assert json.loads(_content(first))["messages"][1]["content"] == "one"
+    assert json.loads(_content(second))["messages"] == [
+        {"role": "system", "content": "You count."},
+        {"role": "user", "content": "two"},
+    ]
