@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from agent_executor.analytics_read import EventLines, ReadResult, as_utc, event_file, read_events
 from agent_executor.analytics_writer import flush_pending, submit
-from agent_executor.redaction import REDACTED, redact, redact_json_bytes
+from agent_executor.redaction import REDACTED, redact, redact_json_lines
 
 __all__ = [
     "DEFAULT_ANALYTICS_DIR",
@@ -103,8 +103,8 @@ _Fields = tuple[type[BaseModel], dict[str, object]]
 
 def _event_day(event: BaseModel) -> date:
     ts = getattr(event, "ts", None)
-    if isinstance(ts, datetime):
-        return as_utc(ts).date()
+    if isinstance(ts, datetime):  # a naive time is UTC already; one in UTC needs no conversion
+        return as_utc(ts).date() if ts.utcoffset() else ts.date()
     return datetime.now(UTC).date()
 
 
@@ -247,7 +247,7 @@ class JsonlAnalytics:
         for item in events:
             try:
                 event = item if isinstance(item, BaseModel) else item[0].model_validate(item[1])
-                line = redact_json_bytes(_serialised(_bounded(event))) + b"\n"
+                line = _serialised(_bounded(event)) + b"\n"
             except Exception as exc:  # a model's own validator may raise anything: one line lost
                 kind = type(item) if isinstance(item, BaseModel) else item[0]
                 self._drop(f"cannot serialise {kind.__name__}: {exc}")
@@ -258,9 +258,14 @@ class JsonlAnalytics:
                 self._paths = {day: event_file(self.directory, day)}  # one day at a time
                 path = self._paths[day]
             days.setdefault(path, []).append(line)
-        for path, lines in days.items():
+        for path, lines in days.items():  # redacted together: one pass for a write's lines
             try:
-                self._append(path, b"".join(lines))
+                data = redact_json_lines(b"".join(lines))
+            except Exception as exc:  # a bug of ours: the lines are lost, counted, never raised
+                self._drop(f"cannot redact: {exc}", len(lines))
+                continue
+            try:
+                self._append(path, data)
             except _ShortWrite as exc:
                 self._drop(str(exc), exc.lost)
             except OSError as exc:

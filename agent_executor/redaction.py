@@ -40,6 +40,7 @@ __all__ = [
     "REDACTED",
     "redact",
     "redact_json_bytes",
+    "redact_json_lines",
     "redact_json_text",
     "redact_text",
     "remember_secret",
@@ -259,11 +260,16 @@ def _screen_validator() -> jsonschema_rs.Validator:
 
 
 def _redact_bytes(data: bytes, *, as_json: bool) -> bytes:
+    spans = _spans(data, as_json=as_json)
+    return _splice(data, spans) if spans else data
+
+
+def _spans(data: bytes, *, as_json: bool) -> list[tuple[int, int, bytes]]:
     low = data.lower()
     spans = list(_hex_spans(data, low))
     if _screen_validator().is_valid(low.decode("utf-8", "replace")):
         spans += [*_known_spans(low), *_shape_spans(low), *_named_spans(low, as_json)]
-    return _splice(data, spans) if spans else data
+    return spans
 
 
 def redact_text(text: str) -> str:
@@ -296,6 +302,31 @@ def redact_json_bytes(data: bytes) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass"
         )
+
+
+def redact_json_lines(data: bytes) -> bytes:
+    """Return JSON lines (compact documents, each ending in a newline) with every secret redacted.
+
+    The lines are read together, in one pass, and come out as :func:`redact_json_bytes` makes
+    each of them; when a secret would reach past its line's end, or a line needs the structural
+    redaction, the lines are redacted one by one instead.
+
+    Args:
+        data: The lines, such as an analytics write's events.
+
+    Returns:
+        The redacted lines; the same object when there was nothing to redact.
+    """
+    try:
+        spans = _spans(data, as_json=True)
+    except _NeedsStructure:
+        spans = None
+    if spans is not None and all(data.find(b"\n", start, end) < 0 for start, end, _ in spans):
+        return _splice(data, spans) if spans else data
+    lines = data.split(b"\n")
+    tail = lines.pop()  # empty when the data ends with its newline
+    out = b"".join(redact_json_bytes(line) + b"\n" for line in lines)
+    return out + redact_json_bytes(tail) if tail else out
 
 
 def redact_json_text(text: str) -> str:

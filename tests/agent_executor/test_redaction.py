@@ -9,6 +9,7 @@ from agent_executor.redaction import (
     REDACTED,
     redact,
     redact_json_bytes,
+    redact_json_lines,
     redact_json_text,
     redact_text,
     remember_secret,
@@ -118,3 +119,29 @@ def test_a_secret_key_holding_an_object_is_redacted_whole() -> None:
 def test_structural_redact_walks_keys_and_values() -> None:
     value: JsonValue = {"api_key": "short", "list": [f"k {GROQ}", 1, None], "count": 3}
     assert redact(value) == {"api_key": REDACTED, "list": [f"k {REDACTED}", 1, None], "count": 3}
+
+
+LINES: list[JsonValue] = [
+    {"run_id": HEX, "note": f"key {HEX}", "text": "nothing here"},
+    {"password": "correct horse", "token": 12345, "usage": {"input_tokens": 3}},
+    {"text": 'an open password="abc and no close'},  # a quote (escaped in JSON) left open
+    {"note": 'say "hi" and sk-proj-' + "A1b2C3d4" * 3},
+    {"headers": {"Authorization": {"scheme": "x"}}},  # needs the structural redaction
+    {"raw_output": json.dumps({"api_key": "zzz yyy"}), "jwt": JWT},
+]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, len(LINES)])
+def test_lines_redacted_together_are_each_line_redacted(count: int) -> None:
+    for start in range(len(LINES) - count + 1):
+        lines = [json.dumps(doc, separators=(",", ":")).encode() for doc in LINES[start:][:count]]
+        expected = b"".join(redact_json_bytes(line) + b"\n" for line in lines)
+        assert redact_json_lines(b"".join(line + b"\n" for line in lines)) == expected
+        assert redact_json_lines(b"\n".join(lines)) == expected[:-1]  # no newline at the end
+        for line in redact_json_lines(expected).splitlines():
+            json.loads(line)
+
+
+def test_lines_with_nothing_to_redact_come_back_as_they_were() -> None:
+    data = b'{"run_id":"' + HEX.encode() + b'","n":1}\n{"text":"plain"}\n'
+    assert redact_json_lines(data) is data
