@@ -114,7 +114,9 @@ _NAMED = tuple((name, re.compile(re.escape(name) + _SEP)) for name in _NAMES)
 """Assignments to anything named like a secret: the name and its separator; the value follows."""
 
 _ID_KEY = re.compile(rb"(?:id|hash|digest|sha|etag|uuid)\\?\"[ \t]*:[ \t]*\\?\"\Z")
-_HEX_RUN = b"x" * 32
+_ID_ENDS = (b'id":"', b'hash":"')
+"""How a JSON key :data:`_ID_KEY` matches most often ends, looked for first."""
+_HEX_32 = b"x" * 32
 _MORE_HEX = re.compile(rb"x*")
 
 
@@ -200,16 +202,19 @@ def _named_spans(low: bytes, as_json: bool) -> Iterator[tuple[int, int, bytes]]:
 
 def _hex_spans(data: bytes, low: bytes) -> Iterator[tuple[int, int, bytes]]:
     mask = data.translate(_HEX_MASK)
-    at = mask.find(_HEX_RUN)
+    at = mask.find(_HEX_32)
     while at >= 0:
-        more = _MORE_HEX.match(mask, at + 32)  # the rest of the run, at C speed
-        end = more.end() if more else at + 32
-        whole = end - at == 32 and not _is_word(low, at - 1) and not _is_word(low, end)
-        digits = low[at:end].translate(None, b"abcdef")
-        mixed = whole and 0 < len(digits) < 32  # a key has letters and digits; 32 digits: a number
-        if mixed and not _ID_KEY.search(low, max(0, at - 24), at):
-            yield at, end, _MARK
-        at = mask.find(_HEX_RUN, end)
+        end = at + 32
+        if mask[end : end + 1] == b"x":  # a longer run: find its end
+            more = _MORE_HEX.match(mask, end)
+            end = more.end() if more else end
+        alone = end - at == 32 and mask[at - 1 : at] != b"a" and mask[end : end + 1] != b"a"
+        if alone and not low.endswith(_ID_ENDS, 0, at):  # not a run id, not a schema hash
+            digits = low[at:end].translate(None, b"abcdef")
+            mixed = 0 < len(digits) < 32  # a key has letters and digits; 32 digits: a number
+            if mixed and not _ID_KEY.search(low, max(0, at - 24), at):
+                yield at, end, _MARK
+        at = mask.find(_HEX_32, end)
 
 
 def _known_spans(low: bytes) -> Iterator[tuple[int, int, bytes]]:

@@ -75,6 +75,7 @@ def test_placeholder_keys_are_not_secrets() -> None:
         "sha256 " + "0123456789abcdef" * 4,  # 64 hex digits: a digest, not a key
         "run 12345678901234567890123456789012 is a number",
         "see https://docs.example.com/guide@v2",
+        f"build zz{HEX} and {HEX}_x and {HEX}{HEX}",  # inside a word, or longer: not a key
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
@@ -82,12 +83,17 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 
 def test_identifiers_under_id_and_hash_keys_are_kept() -> None:
-    line = json.dumps({"run_id": HEX, "schema_hash": HEX, "note": f"key {HEX}"})
+    inner = json.dumps({"trace_id": HEX, "key": HEX})
+    line = json.dumps({"run_id": HEX, "schema_hash": HEX, "note": f"key {HEX}", "raw": inner})
     assert json.loads(redact_json_text(line)) == {
         "run_id": HEX,
         "schema_hash": HEX,
         "note": f"key {REDACTED}",
+        "raw": json.dumps({"trace_id": HEX, "key": REDACTED}),
     }
+    compact = json.dumps({"run_id": HEX, "key": HEX}, separators=(",", ":"))
+    assert json.loads(redact_json_text(compact)) == {"run_id": HEX, "key": REDACTED}
+    assert redact_text(f"{HEX} first") == f"{REDACTED} first"
 
 
 def test_json_stays_valid_json_whatever_is_redacted() -> None:
