@@ -297,7 +297,7 @@ class OutputTool:
         return self._dialect(dialect).to_arguments(value)
 
     def _dialect(self, dialect: Dialect) -> ProviderSchema:
-        if dialect not in self.compiled:
+        if dialect not in DIALECTS:  # not ``in self.compiled``: a Mapping looks it up twice
             raise ConfigError(f"unknown dialect {dialect!r}; use one of {', '.join(DIALECTS)}")
         return self.compiled[dialect]
 
