@@ -28,7 +28,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -258,9 +258,9 @@ class JsonlAnalytics:
                 self._paths = {day: event_file(self.directory, day)}  # one day at a time
                 path = self._paths[day]
             days.setdefault(path, []).append(line)
-        for path, lines in days.items():  # redacted together: one pass for a write's lines
+        for path, lines in days.items():  # redacted together: a pass per 64 KiB of lines
             try:
-                data = redact_json_lines(b"".join(lines))
+                data = b"".join(redact_json_lines(part) for part in _parts(lines))
             except Exception as exc:  # a bug of ours: the lines are lost, counted, never raised
                 self._drop(f"cannot redact: {exc}", len(lines))
                 continue
@@ -302,6 +302,22 @@ class JsonlAnalytics:
         level = logging.WARNING if first else logging.DEBUG
         what = "analytics event" if events == 1 else f"{events} analytics events"
         logger.log(level, "%s dropped (%d so far): %s", what, self._dropped, reason)
+
+
+_PART = 65_536
+"""Bytes of lines redacted in one pass at most (a large backlog is not copied whole)."""
+
+
+def _parts(lines: list[bytes]) -> Iterator[bytes]:
+    """Yield ``lines`` joined in parts of about :data:`_PART` bytes (a line is never split)."""
+    start, size = 0, 0
+    for end, line in enumerate(lines, 1):
+        size += len(line)
+        if size >= _PART:
+            yield b"".join(lines[start:end])
+            start, size = end, 0
+    if start < len(lines):
+        yield b"".join(lines[start:])
 
 
 class _ShortWrite(OSError):

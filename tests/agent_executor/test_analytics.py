@@ -130,6 +130,18 @@ def test_fields_are_written_as_the_event_they_make(tmp_path: Path, defer: bool) 
     assert events[1]["ts"] == "2026-01-19T12:30:00Z"
 
 
+def test_a_backlog_of_lines_is_written_whole_in_order_and_redacted(tmp_path: Path) -> None:
+    sink = JsonlAnalytics(tmp_path, defer=True)
+    secret = "sk-proj-" + "Zx9" * 10
+    for seq in range(600):  # about 300 KiB of lines: several redaction passes in one write
+        sink.emit(Ping(seq=seq, payload=f"{seq} {'x' * 400} key {secret}", extra={"n": seq}))
+    assert sink.flush() is True
+
+    written = lines(tmp_path / DAY_FILE)
+    assert [json.loads(line)["seq"] for line in written] == list(range(600))
+    assert all(secret not in line and REDACTED in line for line in written)
+
+
 def test_fields_that_make_no_event_are_dropped_not_raised(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
