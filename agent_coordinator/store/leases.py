@@ -37,7 +37,8 @@ class LeaseQueries(SqlBase):
             lease_s: Seconds the lease lasts unless renewed.
 
         Returns:
-            The claimed run and its session's transcript, or ``None`` when nothing waits.
+            The claimed run, its session's transcript and the turns an earlier claim recorded,
+            or ``None`` when nothing waits.
         """
         now = time.time()
         with self._tx() as cursor:
@@ -97,7 +98,36 @@ class LeaseQueries(SqlBase):
             cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
         ).fetchone()
         transcript = loads(found[0]) if found is not None else []
-        return Claim(run=run, transcript=transcript if isinstance(transcript, list) else [])
+        recorded = self._exec(
+            cursor, "SELECT progress FROM runs WHERE id = ?", (run.id,)
+        ).fetchone()
+        progress = loads(recorded[0]) if recorded is not None else None
+        return Claim(
+            run=run,
+            transcript=transcript if isinstance(transcript, list) else [],
+            progress=progress if isinstance(progress, dict) else None,
+        )
+
+    def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
+        """Keep the turns a run ``owner`` holds has finished, for a runner taking it over.
+
+        Args:
+            run_id: The run.
+            owner: The runner's id.
+            progress: The run's progress (the library's ``RunProgress`` as JSON).
+
+        Returns:
+            ``False`` when the lease was lost (another runner has the run, or it has ended),
+            in which case nothing is written.
+        """
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET progress = ? WHERE id = ? AND lease_owner = ? "
+                "AND status = 'running' RETURNING id",
+                (dumps(progress), run_id, owner),
+            ).fetchone()
+        return row is not None
 
     def renew(self, run_id: str, owner: str, lease_s: float) -> LeaseState:
         """Extend ``owner``'s lease on a run and say whether it was asked to cancel."""
@@ -159,7 +189,8 @@ class LeaseQueries(SqlBase):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
-                "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
+                "lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
+                "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
                 f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
                 (

@@ -128,6 +128,8 @@ class Claim(BaseModel):
 
     run: RunRecord
     transcript: list[JsonValue]
+    progress: dict[str, JsonValue] | None = None
+    """The turns an earlier claim of the run recorded (``None``: the run starts afresh)."""
 
 
 class LeaseState(BaseModel):
