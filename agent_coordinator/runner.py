@@ -9,6 +9,15 @@ renews all their leases in one statement. A run's events are its analytics event
 stream events (partial outputs, text deltas...), coalesced per write by its
 :class:`~agent_coordinator.event_log.EventBuffer`.
 
+Finished turns: before each model call after the first, a run's runner stores the turns the run
+has finished (each model reply, the tool results answering it, the attempts, the usage) and waits
+for the write; a runner that claims the run after its runner died continues after the last stored
+turn. So a runner's death costs the model call it had in flight (sent, or answered but its turn
+not yet stored) and nothing before it: that call is the only one the next runner sends again,
+and the retry budget, the usage and the result are those of a run that never stopped. A turn that
+cannot be stored (the database is away) is logged and the run goes on, unprotected until the next
+store succeeds; a runner that finds the lease lost when it stores stops the run at once.
+
 Cancel: a renewal that finds the run asked to cancel stops it and ends it ``cancelled``.
 Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
 them and put them back in the queue (event ``run_requeued``), so another runner or the next start
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -178,9 +188,23 @@ class Runner:
         if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
             session = await self.store.call(self.store.get_session, run.session_id)
             tools.append(StartSession(self, run, session.depth if session is not None else 0))
+        if claim.progress is not None:
+            logger.info(
+                "runner %s: run %s continues after its %s recorded model calls",
+                self.id,
+                run.id,
+                claim.progress.get("steps"),
+            )
         task = asyncio.create_task(
             self.execution.run(
-                run.agent_name, run.input, claim.transcript, events, tools=tools, run_id=run.id
+                run.agent_name,
+                run.input,
+                claim.transcript,
+                events,
+                tools=tools,
+                run_id=run.id,
+                progress=claim.progress,
+                on_turn=functools.partial(self._record_turns, run.id),
             )
         )
         flight = _InFlight(task, events)
@@ -218,6 +242,25 @@ class Runner:
             ended = await self._store_result(run.id, task.result(), events)
         if ended is not None and self.on_finished is not None:
             self.on_finished(ended)
+
+    async def _record_turns(self, run_id: str, progress: dict[str, JsonValue]) -> None:
+        """Store a run's finished turns before its next model call (called in the run's task).
+
+        Raises:
+            asyncio.CancelledError: The lease is lost: the run stops before calling the model.
+        """
+        try:
+            held = await self.store.call(self.store.record_progress, run_id, self.id, progress)
+        except Exception:
+            logger.exception("runner %s: cannot store the turns of run %s", self.id, run_id)
+            return
+        if not held:
+            flight = self._running.get(run_id)
+            if flight is not None and flight.stopped is None:
+                flight.stopped = "lost"
+            # Raised, not a cancel() that lands at some later await: the next request must
+            # not be sent for a run another runner now holds.
+            raise asyncio.CancelledError
 
     async def _tend(self) -> None:
         """Store the events of the runs in flight every tick; renew their leases in time."""
