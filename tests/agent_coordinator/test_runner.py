@@ -7,14 +7,18 @@ takes a run over after its runner was killed sends only the call that was in fli
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agent_coordinator.store import open_store
+from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, ScriptedResponse, delayed, openai_tool_call
@@ -123,3 +127,41 @@ def test_a_runner_killed_after_two_turns_costs_the_next_runner_only_the_third(
     finally:
         store.close()
     assert transcripts[0] == transcripts[1]
+
+
+def test_a_runner_that_lost_the_lease_sends_no_further_model_call(
+    make_service: ServiceFactory, fake_llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lease is found lost when the finished turn is stored: the run stops right there."""
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    # A lease renewed only every 20 s: the store of the turn, not a renewal, finds it lost.
+    service = make_service(model="openai:gpt-test", env=env, workers=1, lease_s=60)
+    answer = threading.Event()
+
+    def held_back(body: object) -> None:
+        answer.wait(60)  # the first reply waits until the run has changed hands
+
+    fake_llm.refuse_when(held_back)
+    fake_llm.respond(
+        openai_tool_call("submit_result", json.dumps(INVALID), call_id="call_bad"),
+        openai_tool_call("submit_result", json.dumps(VALID), call_id="call_good"),
+    )
+    review = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+    run_id = service.client.post("/runs", json=review).json()["run_id"]
+    deadline = time.monotonic() + 60
+    while not fake_llm.requests:
+        assert time.monotonic() < deadline, "the runner never called the model"
+        time.sleep(0.05)
+    held = service.store.get_run(run_id)
+    assert held is not None and held.lease_owner is not None
+    # Another runner takes the run over while the first turn is on its way back.
+    assert service.store.release(run_id, held.lease_owner)
+    assert service.store.claim("another-runner", 600) is not None
+    with caplog.at_level(logging.WARNING, logger="agent_coordinator.runner"):
+        answer.set()
+        while not any("lost the lease" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline + 60, "the runner did not stop the run"
+            time.sleep(0.05)
+    assert len(fake_llm.requests) == 1
+    view = service.client.get(f"/runs/{run_id}").json()
+    assert view["status"] == "running" and view["claims"] == 2
