@@ -136,9 +136,10 @@ class Client:
             agent_name: The agent to run.
             prompt: The task (an agent with parameters may need none, where the service
                 allows it).
-            output_type: A Pydantic class: sent as the run's inline schema unless
-                ``output_schema`` or ``output_schema_name`` is given, and the result validated
-                into it here too (``result.output`` is an instance of it).
+            output_type: A Pydantic class the result is validated into here too
+                (``result.output`` is an instance of it). Sent as the run's inline schema when
+                neither ``output_schema`` nor ``output_schema_name`` is given and the agent has
+                no fixed ``output_schema`` of its own.
             **arguments: ``parameters``, ``output_schema``, ``output_schema_name``,
                 ``output_schema_options``, ``model``, ``wait``, ``stream``,
                 ``idempotency_key`` (see :class:`RunArguments`).

@@ -51,25 +51,44 @@ def run_exchange(
     agent_name: str | None = None,
     session_id: str | None = None,
 ) -> Exchange[SessionResult[Any]]:
-    """Return the call that starts or resumes a session with ``arguments``."""
+    """Return the call that starts or resumes a session with ``arguments``.
+
+    A start with an ``output_type`` and no schema of its own sends the class as the run's inline
+    schema, unless the agent has a fixed ``output_schema`` (which a run may not replace): the
+    agent is read first (``GET /agents/{name}``) to tell. A resume never sends it; the session
+    keeps its contract.
+    """
+    output_schema = arguments.get("output_schema")
+    output_schema_name = arguments.get("output_schema_name")
+    if (
+        kind == "start_session"
+        and agent_name is not None
+        and output_type is not None
+        and output_schema is None
+        and output_schema_name is None
+    ):
+        agent = yield from calls.agent_get(agent_name)
+        if agent.contract != "agent":
+            output_schema = output_type
     body = run_body(
         kind=kind,
         prompt=prompt,
         agent_name=agent_name,
         session_id=session_id,
         parameters=arguments.get("parameters"),
-        output_schema=arguments.get("output_schema"),
-        output_schema_name=arguments.get("output_schema_name"),
+        output_schema=output_schema,
+        output_schema_name=output_schema_name,
         output_schema_options=arguments.get("output_schema_options"),
-        output_type=output_type,
         model=arguments.get("model"),
         stream=arguments.get("stream", False),
     )
-    return calls.run(
-        body,
-        wait=arguments.get("wait", True),
-        output_type=output_type,
-        idempotency_key=arguments.get("idempotency_key"),
+    return (
+        yield from calls.run(
+            body,
+            wait=arguments.get("wait", True),
+            output_type=output_type,
+            idempotency_key=arguments.get("idempotency_key"),
+        )
     )
 
 
@@ -83,15 +102,10 @@ def run_body(
     output_schema: JsonSchema | type[BaseModel] | None,
     output_schema_name: str | None,
     output_schema_options: RunOptions | Mapping[str, JsonValue] | None,
-    output_type: type[BaseModel] | None,
     model: str | None,
     stream: bool,
 ) -> dict[str, JsonValue]:
-    """Return a ``POST /runs`` body with only what was given.
-
-    ``output_type`` is sent as the inline schema when neither ``output_schema`` nor
-    ``output_schema_name`` is given; a resume that gives neither keeps its session's contract.
-    """
+    """Return a ``POST /runs`` body with only what was given (a Pydantic class as its schema)."""
     body: dict[str, JsonValue] = {"type": kind}
     if agent_name is not None:
         body["agent_name"] = agent_name
@@ -101,8 +115,6 @@ def run_body(
         body["prompt"] = prompt
     if parameters is not None:
         body["parameters"] = dict(parameters)
-    if output_schema is None and output_schema_name is None and kind == "start_session":
-        output_schema = output_type
     if output_schema is not None:
         body["output_schema"] = json_schema(output_schema)
     if output_schema_name is not None:

@@ -34,6 +34,7 @@ from agentshape import (
     RunEnded,
     RunEvent,
     RunFailedError,
+    RunResultEvent,
     SchemaNotFoundError,
     SchemaRegistryError,
     TextDelta,
@@ -116,6 +117,18 @@ def test_an_agents_own_contract_and_parameters_give_json_data(client: Client) ->
     assert isinstance(result.output, dict) and result.output == result.result_data
     assert set(result.output) == {"summary", "approval"}
     assert result.raw_output is not None and json.loads(result.raw_output) == result.output
+
+
+def test_an_output_type_reads_an_agents_own_contract_without_replacing_it(
+    client: Client,
+) -> None:
+    result = client.start_session(
+        "reviewer", "Review PR 1", parameters=REVIEW_ARGS, output_type=Review
+    )
+    assert isinstance(result.output, Review) and result.output.model_dump() == result.result_data
+    with pytest.raises(APIError) as unknown:  # the agent is read first: its error, as a start's
+        client.start_session("reveiwer", "x", output_type=Review)
+    assert unknown.value.code == "AgentNotFound"
 
 
 def test_a_run_without_a_schema_returns_its_text(client: Client) -> None:
@@ -203,7 +216,7 @@ def test_error_answers_become_the_librarys_typed_errors(client: Client) -> None:
         client.start_session("writer", "x", output_schema={"type": "objekt"})
     assert bad_schema.value.path == "$.type"
     with pytest.raises(ConfigError, match="output_schema"):  # the agent has its own contract
-        client.start_session("reviewer", "x", parameters=REVIEW_ARGS, output_type=Review)
+        client.start_session("reviewer", "x", parameters=REVIEW_ARGS, output_schema=Review)
     with pytest.raises(APIError) as unknown_agent:
         client.start_session("reveiwer", "x")
     assert (unknown_agent.value.status, unknown_agent.value.code) == (404, "AgentNotFound")
@@ -359,60 +372,91 @@ def test_the_async_client_makes_the_same_calls(url: str) -> None:
     asyncio.run(main())
 
 
-# A service that already puts the result in its answer (row 11) --------------------------------
+# A service that puts the result in a waited answer (row 11) and in a `result` event (row 4) ----
+
+RESULT_EVENT = {
+    "event_type": "result",
+    "session_id": "ses_1",
+    "run_id": "run_1",
+    "timestamp": "2026-11-26T12:00:00Z",
+    "result_text": None,
+    "result_data": VALID,
+}
 
 
 class _Stub(BaseHTTPRequestHandler):
-    """Answers ``POST /runs`` with an ended run and its result, as row 11 specifies."""
+    """Answers as the service does once rows 4 and 11 of issue 33 are in; records each request."""
 
     seen: ClassVar[list[str]] = []
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
-        self.seen.append(f"POST {self.path}")
-        body = {
-            "run_id": "run_1",
-            "session_id": "ses_1",
-            "type": "start_session",
-            "agent_name": "writer",
-            "status": "completed",
-            "result": {
-                "session_id": "ses_1",
-                "run_id": "run_1",
-                "status": "completed",
-                "result_data": VALID,
-                "schema_source": "inline",
-            },
-        }
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
+        self.seen.append(f"POST {self.path.split('?')[0]}")
+        run = {"run_id": "run_1", "session_id": "ses_1", "type": "start_session"}
+        result = {**run, "status": "completed", "result_data": VALID, "schema_source": "inline"}
+        self._send(
+            "application/json",
+            {**run, "agent_name": "writer", "status": "completed", "result": result},
+        )
+
+    def do_GET(self) -> None:
+        self.seen.append(f"GET {self.path.split('?')[0]}")
+        if self.path == "/agents/writer":
+            self._send("application/json", {"name": "writer", "contract": None})
+        elif self.path == "/runs/run_1/events":
+            text = (
+                f"id: 1\nevent: result\ndata: {json.dumps(RESULT_EVENT)}\n\n"
+                'event: end\ndata: {"status": "completed"}\n\n'
+            )
+            self._send("text/event-stream", text)
+        else:
+            self._send(
+                "application/json", {"error": "NotFound", "message": "no", "status_code": 404}, 404
+            )
+
+    def _send(self, kind: str, body: object, status: int = 200) -> None:
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
+        self.send_response(status)
+        self.send_header("content-type", kind)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        self.seen.append(f"GET {self.path}")
-        self.send_response(500)
-        self.send_header("content-length", "0")
-        self.end_headers()
 
     def log_message(self, format: str, *args: object) -> None:
         pass
 
 
-def test_a_result_in_the_waited_answer_is_used_without_a_second_request() -> None:
+@pytest.fixture
+def stub() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    try:
-        with Client(f"http://127.0.0.1:{server.server_address[1]}") as client:
-            result = client.start_session("writer", "x", output_type=Review)
-    finally:
-        server.shutdown()
-        server.server_close()
+    _Stub.seen.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_result_in_the_waited_answer_is_used_without_a_second_request(stub: str) -> None:
+    with Client(stub) as client:
+        result = client.start_session("writer", "x", output_type=Review)
     assert result.output == Review(**VALID)
-    assert [line.split("?")[0] for line in _Stub.seen] == ["POST /runs"]
+    assert _Stub.seen == ["GET /agents/writer", "POST /runs"]  # no GET of the result
+
+
+def test_a_result_event_is_typed(stub: str) -> None:
+    with Client(stub) as client:
+        events = list(client.events("run_1"))
+    assert events == [
+        RunResultEvent(
+            session_id="ses_1",
+            run_id="run_1",
+            result_text=None,
+            result_data=VALID,
+            timestamp="2026-11-26T12:00:00Z",
+        ),
+        RunEnded(status="completed"),
+    ]
 
 
 # Types ------------------------------------------------------------------------------------------
