@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -511,8 +512,19 @@ print(asyncio.run(review_async(AsyncClient("http://127.0.0.1:8600"))))
 """
 
 
-def test_a_user_program_passes_mypy_strict(tmp_path: Path) -> None:
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_client_program() -> str:
+    """The Python program of the README's client example (a ``python - <<'EOF'`` block)."""
+    text = README.read_text(encoding="utf-8")
+    [program] = re.findall(r"^python - <<'EOF'\n(.*?)^EOF$", text, re.MULTILINE | re.DOTALL)
+    return str(program)
+
+
+def test_a_user_program_and_the_readmes_pass_mypy_strict(tmp_path: Path) -> None:
     (tmp_path / "user_program.py").write_text(USER_PROGRAM, encoding="utf-8")
+    (tmp_path / "readme_client.py").write_text(_readme_client_program(), encoding="utf-8")
     wrong = USER_PROGRAM.replace("-> Review:", "-> int:")
     (tmp_path / "wrong_program.py").write_text(wrong, encoding="utf-8")
     done = subprocess.run(
@@ -524,6 +536,6 @@ def test_a_user_program_passes_mypy_strict(tmp_path: Path) -> None:
         check=False,
     )
     problems = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert len(problems) == 1, done.stdout + done.stderr  # the wrong program's, and only it
+    assert len(problems) == 1, done.stdout + done.stderr  # the wrong program's only
     assert problems[0].startswith("wrong_program.py:")
     assert 'got "Review", expected "int"' in problems[0]
