@@ -3,7 +3,9 @@
 Each call is a generator (:data:`Exchange`) that yields the requests it needs and is sent each
 answer; what it returns is the call's result, and it raises the call's typed error. The blocking
 :class:`~agentshape.Client` and the :class:`~agentshape.AsyncClient` only send what a call yields
-(:mod:`agentshape._client`), so the two cannot drift apart.
+(:mod:`agentshape._client`, :mod:`agentshape._async_client`), so the two cannot drift apart. An
+answer that is not what the service sends (a proxy's page, a body of another shape) is an
+:class:`~agentshape._client_errors.APIError` too, never a bare parsing error.
 
 A waited run is one request when the service puts the ended run's result in its answer, and
 falls back to ``GET /sessions/{id}/result`` when it does not. A wait longer than the service's
@@ -47,8 +49,12 @@ WAIT_PER_REQUEST_S = 60.0
 """The longest one ``POST /runs?wait=`` waits (the service allows 120 s) before it is sent again,
 so that no proxy between gives up on a quiet connection first."""
 
+_RUN = TypeAdapter(RunInfo)
+_SCHEMA = TypeAdapter(SchemaInfo)
 _SCHEMAS = TypeAdapter(list[SchemaInfo])
+_AGENT = TypeAdapter(AgentInfo)
 _AGENTS = TypeAdapter(list[AgentInfo])
+_CHECK = TypeAdapter(SchemaCheckResult)
 
 
 class Calls:
@@ -107,14 +113,14 @@ class Calls:
             data = yield from self.checked(
                 answer, schema_name=schema_name if isinstance(schema_name, str) else None
             )
-            run = RunInfo.model_validate(data)
+            run = _parsed(_RUN, data, answer)
             if run.status in TERMINAL_STATES:
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 return pending_result(run)
         inline = data.get("result") if isinstance(data, dict) else None
         if isinstance(inline, dict):
-            return _result(inline, output_type)
+            return _session_result(inline, output_type, answer)
         return (yield from self.result(run.session_id, output_type))
 
     def result(
@@ -122,7 +128,7 @@ class Calls:
     ) -> Exchange[SessionResult[Any]]:
         """Read a session's latest result (``GET /sessions/{id}/result``)."""
         answer = yield self._request("GET", f"/sessions/{_segment(session_id)}/result")
-        return _result((yield from self.checked(answer)), output_type)
+        return _session_result((yield from self.checked(answer)), output_type, answer)
 
     def run_info(self, run_id: str, *, cancel: bool = False) -> Exchange[RunInfo]:
         """Read a run (``GET /runs/{id}``), or ask for its cancellation (``POST .../cancel``)."""
@@ -130,7 +136,7 @@ class Calls:
         answer = yield (
             self._request("POST", f"{path}/cancel") if cancel else self._request("GET", path)
         )
-        return RunInfo.model_validate((yield from self.checked(answer)))
+        return _parsed(_RUN, (yield from self.checked(answer)), answer)
 
     def events_request(self, run_id: str, after: int) -> httpx2.Request:
         """Return the request for a run's server-sent events after cursor ``after``.
@@ -151,12 +157,12 @@ class Calls:
     def schema_list(self) -> Exchange[list[SchemaInfo]]:
         """List the registered schemas (``GET /schemas``)."""
         answer = yield self._request("GET", "/schemas")
-        return _SCHEMAS.validate_python((yield from self.checked(answer)))
+        return _parsed(_SCHEMAS, (yield from self.checked(answer)), answer)
 
     def schema_get(self, name: str) -> Exchange[SchemaInfo]:
         """Read a registered schema with its content (``GET /schemas/{name}``)."""
         answer = yield self._request("GET", f"/schemas/{_segment(name)}")
-        return SchemaInfo.model_validate((yield from self.checked(answer, schema_name=name)))
+        return _parsed(_SCHEMA, (yield from self.checked(answer, schema_name=name)), answer)
 
     def schema_create(
         self,
@@ -175,7 +181,7 @@ class Calls:
         if description is not None:
             body["description"] = description
         answer = yield self._request("POST", "/schemas", json=body)
-        return SchemaInfo.model_validate((yield from self.checked(answer, schema_name=name)))
+        return _parsed(_SCHEMA, (yield from self.checked(answer, schema_name=name)), answer)
 
     def schema_delete(self, name: str) -> Exchange[None]:
         """Remove a registered schema (``DELETE /schemas/{name}``)."""
@@ -187,12 +193,12 @@ class Calls:
     def agent_list(self) -> Exchange[list[AgentInfo]]:
         """List the fleet's agents (``GET /agents``)."""
         answer = yield self._request("GET", "/agents")
-        return _AGENTS.validate_python((yield from self.checked(answer)))
+        return _parsed(_AGENTS, (yield from self.checked(answer)), answer)
 
     def agent_get(self, name: str) -> Exchange[AgentInfo]:
         """Read an agent's blueprint with its contracts (``GET /agents/{name}``)."""
         answer = yield self._request("GET", f"/agents/{_segment(name)}")
-        return AgentInfo.model_validate((yield from self.checked(answer)))
+        return _parsed(_AGENT, (yield from self.checked(answer)), answer)
 
     def agent_check_schema(
         self, schema: JsonSchema | type[BaseModel], kind: str
@@ -200,7 +206,7 @@ class Calls:
         """Check a schema as ``agentshape list`` does (``POST /agents/validate-schema``)."""
         body: dict[str, JsonValue] = {"schema": json_schema(schema), "kind": kind}
         answer = yield self._request("POST", "/agents/validate-schema", json=body)
-        return SchemaCheckResult.model_validate((yield from self.checked(answer)))
+        return _parsed(_CHECK, (yield from self.checked(answer)), answer)
 
     # The exchange's parts -----------------------------------------------------------------------
 
@@ -282,8 +288,41 @@ def refused(calls: Calls, answer: httpx2.Response) -> Exchange[None]:
     yield from calls.checked(answer)
 
 
-def _result(body: JsonValue, output_type: type[BaseModel] | None) -> SessionResult[Any]:
-    return session_result(body, output_type)
+def _parsed(adapter: TypeAdapter[T], value: JsonValue, answer: httpx2.Response) -> T:
+    """Return an answer's JSON read as ``adapter``'s type.
+
+    Raises:
+        APIError: The JSON is not of that shape (``UnexpectedAnswer``).
+    """
+    try:
+        return adapter.validate_python(value)
+    except PydanticValidationError as error:
+        raise _unexpected(answer, value, error) from error
+
+
+def _session_result(
+    body: JsonValue, output_type: type[BaseModel] | None, answer: httpx2.Response
+) -> SessionResult[Any]:
+    """Return a result body read into a :class:`SessionResult` (see :func:`session_result`)."""
+    try:
+        return session_result(body, output_type)
+    except PydanticValidationError as error:  # the body's shape; the output's is raised apart
+        raise _unexpected(answer, body, error) from error
+
+
+def _unexpected(
+    answer: httpx2.Response, value: JsonValue, error: PydanticValidationError
+) -> APIError:
+    """Return an answer of the wrong shape (another service, or a proxy, answered) as an error."""
+    first = error.errors()[0]
+    where = ".".join(map(str, first["loc"])) or "the top"
+    return APIError(
+        f"the answer is not what agentshape serve sends: {first['msg']} at {where}",
+        status=answer.status_code,
+        code="UnexpectedAnswer",
+        url=str(answer.request.url),
+        body=value,
+    )
 
 
 def _segment(value: str) -> str:

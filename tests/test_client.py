@@ -410,6 +410,10 @@ class _Stub(BaseHTTPRequestHandler):
                 'event: end\ndata: {"status": "completed"}\n\n'
             )
             self._send("text/event-stream", text)
+        elif self.path == "/schemas":
+            self._send("application/json", [{"name": "x"}])  # no hash, no times
+        elif self.path == "/agents":
+            self._send("text/html", "<html>a proxy's page</html>")
         else:
             self._send(
                 "application/json", {"error": "NotFound", "message": "no", "status_code": 404}, 404
@@ -443,6 +447,17 @@ def test_a_result_in_the_waited_answer_is_used_without_a_second_request(stub: st
         result = client.start_session("writer", "x", output_type=Review)
     assert result.output == Review(**VALID)
     assert _Stub.seen == ["GET /agents/writer", "POST /runs"]  # no GET of the result
+
+
+def test_an_answer_of_another_shape_is_an_api_error(stub: str) -> None:
+    with Client(stub) as client:
+        with pytest.raises(APIError) as other_shape:
+            client.schemas.list()
+        with pytest.raises(APIError) as not_json:
+            client.agents.list()
+    assert (other_shape.value.code, other_shape.value.status) == ("UnexpectedAnswer", 200)
+    assert "0.hash" in str(other_shape.value) and other_shape.value.body == [{"name": "x"}]
+    assert (not_json.value.code, not_json.value.body) == ("NotJSON", "<html>a proxy's page</html>")
 
 
 def test_a_result_event_is_typed(stub: str) -> None:
