@@ -6,6 +6,7 @@ httpx2's ``AsyncClient``; only the sending differs.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import AsyncIterator
 from types import TracebackType
@@ -17,8 +18,8 @@ from typing_extensions import Unpack
 
 from agent_contracts.runs import JsonSchema
 from agentshape._client import DEFAULT_TIMEOUT_S
-from agentshape._client_calls import Calls, Exchange, refused
-from agentshape._client_errors import connection_error
+from agentshape._client_calls import Calls, Exchange, Reconnects, refused
+from agentshape._client_errors import connection_error, ended_early
 from agentshape._client_events import RunEnded, ServiceEvent, service_event
 from agentshape._client_results import (
     AgentInfo,
@@ -184,24 +185,31 @@ class AsyncClient:
 
     async def events(self, run_id: str, *, after: int = 0) -> AsyncIterator[ServiceEvent]:
         """Yield a run's events as they happen, up to its end; as :meth:`Client.events`."""
-        request = self._calls.events_request(run_id, after)
-        try:
-            answer = await self._http.send(request, stream=True)
-        except httpx2.TransportError as error:
-            raise connection_error(request, error) from error
-        try:
-            if not answer.is_success:
-                await answer.aread()
-                await self._send(refused(self._calls, answer))
-            async for sse in httpx2.EventSource(answer):
-                event = service_event(sse.event, sse.data, sse.id)
-                yield event
-                if isinstance(event, RunEnded):
-                    return
-        except httpx2.TransportError as error:
-            raise connection_error(request, error) from error
-        finally:
-            await answer.aclose()
+        cursor, reconnects = after, Reconnects(self._calls.timeout)
+        while True:
+            request = self._calls.events_request(run_id, cursor)
+            try:
+                answer = await self._http.send(request, stream=True)
+                try:
+                    if not answer.is_success:
+                        await answer.aread()
+                        await self._send(refused(self._calls, answer))
+                    async for sse in httpx2.EventSource(answer):
+                        cursor = int(sse.id) if sse.id.isdigit() else cursor
+                        reconnects.progressed()
+                        event = service_event(sse.event, sse.data, sse.id)
+                        yield event
+                        if isinstance(event, RunEnded):
+                            return
+                finally:
+                    await answer.aclose()
+                broken: httpx2.TransportError = ended_early()
+            except httpx2.TransportError as error:
+                broken = error
+            delay = reconnects.delay()
+            if delay is None:
+                raise connection_error(request, broken) from broken
+            await asyncio.sleep(delay)
 
 
 class AsyncSchemas:

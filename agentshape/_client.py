@@ -17,6 +17,7 @@ awaiting (its ``AsyncClient``), and turn a request that gets no answer into
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, overload
@@ -26,8 +27,8 @@ from pydantic import BaseModel, JsonValue
 from typing_extensions import Unpack
 
 from agent_contracts.runs import JsonSchema
-from agentshape._client_calls import Calls, Exchange, refused
-from agentshape._client_errors import connection_error
+from agentshape._client_calls import Calls, Exchange, Reconnects, refused
+from agentshape._client_errors import connection_error, ended_early
 from agentshape._client_events import RunEnded, ServiceEvent, service_event
 from agentshape._client_results import (
     AgentInfo,
@@ -265,7 +266,9 @@ class Client:
         """Yield a run's events as they happen, up to its end (:class:`RunEnded`, last).
 
         A streamed run's text deltas and partial outputs come as the library's stream events;
-        see :mod:`agentshape._client_events`.
+        see :mod:`agentshape._client_events`. A stream that breaks (the service restarted, a
+        proxy dropped it) is opened again from the last event's ``id``, so no event is lost or
+        repeated.
 
         Args:
             run_id: The run.
@@ -273,26 +276,34 @@ class Client:
 
         Raises:
             APIError: ``RunNotFound`` (404).
-            APIConnectionError: The service could not be reached, or the stream broke off.
+            APIConnectionError: The service could not be reached, or the stream broke off and
+                could not be opened again within ``timeout`` seconds.
         """
-        request = self._calls.events_request(run_id, after)
-        try:
-            answer = self._http.send(request, stream=True)
-        except httpx2.TransportError as error:
-            raise connection_error(request, error) from error
-        try:
-            if not answer.is_success:
-                answer.read()
-                self._send(refused(self._calls, answer))
-            for sse in httpx2.EventSource(answer):
-                event = service_event(sse.event, sse.data, sse.id)
-                yield event
-                if isinstance(event, RunEnded):
-                    return
-        except httpx2.TransportError as error:
-            raise connection_error(request, error) from error
-        finally:
-            answer.close()
+        cursor, reconnects = after, Reconnects(self._calls.timeout)
+        while True:
+            request = self._calls.events_request(run_id, cursor)
+            try:
+                answer = self._http.send(request, stream=True)
+                try:
+                    if not answer.is_success:
+                        answer.read()
+                        self._send(refused(self._calls, answer))
+                    for sse in httpx2.EventSource(answer):
+                        cursor = int(sse.id) if sse.id.isdigit() else cursor
+                        reconnects.progressed()
+                        event = service_event(sse.event, sse.data, sse.id)
+                        yield event
+                        if isinstance(event, RunEnded):
+                            return
+                finally:
+                    answer.close()
+                broken: httpx2.TransportError = ended_early()
+            except httpx2.TransportError as error:
+                broken = error
+            delay = reconnects.delay()
+            if delay is None:
+                raise connection_error(request, broken) from broken
+            time.sleep(delay)
 
 
 class Schemas:

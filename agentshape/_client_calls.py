@@ -38,7 +38,7 @@ from agentshape._client_results import (
     session_result,
 )
 
-__all__ = ["WAIT_PER_REQUEST_S", "Calls", "Exchange", "json_schema", "refused"]
+__all__ = ["WAIT_PER_REQUEST_S", "Calls", "Exchange", "Reconnects", "json_schema", "refused"]
 
 T = TypeVar("T")
 
@@ -273,6 +273,39 @@ class Calls:
         if typed is error:
             raise error
         raise typed from error
+
+
+class Reconnects:
+    """When a run's broken event stream is opened again, and when the client gives up.
+
+    A stream breaks when the service restarts or a proxy drops a quiet connection; the events
+    go on from the last one's ``id``. The first reconnect is at once, the next ones back off
+    (up to 5 s apart); after ``timeout`` seconds without an event the stream is given up.
+
+    Args:
+        timeout: Seconds without an event (and without a connection) before giving up.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._since: float | None = None
+        self._delay = 0.0
+
+    def progressed(self) -> None:
+        """Note that an event came: the next break is retried at once again."""
+        self._since = None
+        self._delay = 0.0
+
+    def delay(self) -> float | None:
+        """Return how long to wait before reconnecting, or ``None`` to give up."""
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        if now - self._since > self.timeout:
+            return None
+        delay = self._delay
+        self._delay = min(max(delay * 2, 0.25), 5.0)
+        return delay
 
 
 def json_schema(schema: JsonSchema | type[BaseModel]) -> JsonSchema:

@@ -36,7 +36,14 @@ from agent_contracts.errors import (
 )
 from agent_contracts.validation import ValidationIssue
 
-__all__ = ["APIConnectionError", "APIError", "api_error", "connection_error", "library_error"]
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "api_error",
+    "connection_error",
+    "ended_early",
+    "library_error",
+]
 
 
 class APIError(AgentshapeError):
@@ -171,8 +178,18 @@ def _issue(path: str, message: str) -> ValidationIssue:
 
 
 def connection_error(request: httpx2.Request, error: httpx2.TransportError) -> APIConnectionError:
-    """Return a request that got no answer as an :class:`APIConnectionError` naming its URL."""
-    what = "timed out" if isinstance(error, httpx2.TimeoutException) else "could not be reached"
+    """Return a request that got no (whole) answer as an :class:`APIConnectionError`."""
+    if isinstance(error, httpx2.TimeoutException):
+        what = "timed out"
+    elif isinstance(error, httpx2.ConnectError):
+        what = "could not be reached"
+    else:
+        what = "broke off the connection"
     return APIConnectionError(
         f"the service {what} ({type(error).__name__}: {error})", url=str(request.url)
     )
+
+
+def ended_early() -> httpx2.RemoteProtocolError:
+    """Return the error of a run's event stream closed without its ``end`` (the service stopped)."""
+    return httpx2.RemoteProtocolError("the event stream ended before the run did")

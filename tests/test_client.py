@@ -337,6 +337,38 @@ def test_a_bounded_wait_returns_the_run_still_going_and_cancel_ends_it(
     assert raised.value.type == "cancelled"
 
 
+def test_events_go_on_across_a_restart_of_the_service(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond(
+        delayed(openai_tool_call("submit_result", VALID), 120),  # cut short by the restart
+        openai_tool_call("submit_result", VALID),
+    )
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    database = str(tmp_path / "coordinator.db")
+    options = ("--port", str(free_port()), "--model", "openai:gpt-test")
+    first, address = serve(tmp_path, database, env, *options)
+    second: Process | None = None
+    try:
+        with Client(address, timeout=120) as client:
+            started = client.start_session("writer", "Review PR 1", output_type=Review, wait=False)
+            events = client.events(started.run_id)
+            seen = [next(events)]
+            assert isinstance(seen[0], RunEvent) and seen[0].type == "run_claimed"
+            first.stop(timeout=120)  # the run goes back to the queue, the stream breaks
+            second, _ = serve(tmp_path, database, env, *options)
+            seen += list(events)
+            result = client.get_result(started.session_id, Review)
+    finally:
+        first.stop(timeout=120)
+        if second is not None:
+            second.stop(timeout=120)
+    assert seen[-1] == RunEnded(status="completed") and result.output == Review(**VALID)
+    kinds = [event.type for event in seen if isinstance(event, RunEvent)]
+    assert kinds.count("run_claimed") == 2 and kinds.count("run_completed") == 1
+    ids = [event.id for event in seen if isinstance(event, RunEvent) and event.id is not None]
+    assert ids == sorted(set(ids))  # none lost to the break, none read twice
+
+
 def test_the_token_is_sent_and_a_wrong_one_is_refused(slow: tuple[Process, str]) -> None:
     _, address = slow
     with Client(address, token="s3cret") as client:
