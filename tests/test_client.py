@@ -304,17 +304,21 @@ def test_a_long_wait_asks_again_for_the_same_run(
 ) -> None:
     _, address = slow
     monkeypatch.setattr(calls_module, "WAIT_PER_REQUEST_S", 0.3)  # so that a wait takes several
-    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 3))
+    answer = delayed(openai_tool_call("submit_result", VALID), 3)
+    fake_llm.respond(answer, answer)
     with Client(address, token="s3cret") as client:
         result = client.start_session("writer", "Review PR 1", output_type=Review)
         assert result.status == "completed" and result.output == Review(**VALID)
-        run = client.get_run(result.run_id)
-    assert run.status == "completed" and run.claims == 1
+        resumed = client.resume_session(result.session_id, "Again", output_type=Review)
+        assert resumed.status == "completed" and resumed.output == Review(**VALID)
+        runs = [client.get_run(result.run_id), client.get_run(resumed.run_id)]
+    assert [(run.status, run.claims) for run in runs] == [("completed", 1)] * 2
     session = httpx.get(
         f"{address}/sessions/{result.session_id}", headers={"authorization": "Bearer s3cret"}
     ).json()
-    assert [r["run_id"] for r in session["runs"]] == [result.run_id]  # asked often, run once
-    assert len(fake_llm.requests) == 1
+    # asked again and again, each run once
+    assert [r["run_id"] for r in session["runs"]] == [result.run_id, resumed.run_id]
+    assert len(fake_llm.requests) == 2
 
 
 def test_a_bounded_wait_returns_the_run_still_going_and_cancel_ends_it(
