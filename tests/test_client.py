@@ -590,3 +590,17 @@ def test_a_user_program_and_the_readmes_pass_mypy_strict(tmp_path: Path) -> None
     assert len(problems) == 1, done.stdout + done.stderr  # the wrong program's only
     assert problems[0].startswith("wrong_program.py:")
     assert 'got "Review", expected "int"' in problems[0]
+
+
+def test_the_client_needs_neither_the_server_nor_a_provider_sdk() -> None:
+    code = (
+        "import sys\n"
+        "for name in ('fastapi', 'uvicorn', 'agent_coordinator', 'openai', 'anthropic'):\n"
+        "    sys.modules[name] = None  # as if not installed\n"
+        "from agentshape import AsyncClient, Client\n"
+        "with Client('http://127.0.0.1:9') as client:\n"
+        "    print(client.base_url)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "http://127.0.0.1:9\n"
