@@ -75,6 +75,9 @@ class ResultValidation(_Answer):
     """Re-prompts the run needed."""
     errors: list[str] = Field(default_factory=list)
     """The problems, when the result is invalid."""
+    schema_source: str | None = None
+    """Which schema the run used (``inline``, ``named``, ``default``, ``agent``), when the
+    service says."""
 
 
 class RunInfo(_Answer):
