@@ -211,3 +211,8 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """List the package's names, the client's (imported on first use) included."""
+    return sorted({*globals(), *_CLIENT_NAMES})
