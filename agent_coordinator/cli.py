@@ -99,8 +99,8 @@ def register(commands: Subcommands) -> None:
     serve.add_argument(
         "--token",
         default=None,
-        help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health "
-        f"(default ${TOKEN_ENV})",
+        help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health and "
+        f"/ready (default ${TOKEN_ENV})",
     )
     serve.set_defaults(handler=serve_command)
     runner = commands.add_parser(
