@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -129,6 +130,34 @@ def test_a_postgres_restart_is_survived_without_restarting_the_service(
         log = _stop(process, stderr)
     assert "ERROR" in log and "cannot claim runs" in log
     assert "claiming runs again" in log
+
+
+def test_the_first_requests_after_a_postgres_restart_are_answered(
+    tmp_path: Path, own_postgres: Postgres
+) -> None:
+    """The pool's connections all broke with the restart; requests never see it.
+
+    No runner here: its claims would meet the broken connections before the requests do.
+    """
+    write_fleet(tmp_path / "agents")
+    process, url = serve(tmp_path, own_postgres.new_database(), {}, "--workers", "0")
+    stderr = _Stderr(process)
+    try:
+        run = httpx.post(f"{url}/runs", json=REVIEW).json()
+        with ThreadPoolExecutor(8) as pool:  # several connections in the pool
+            warm = list(pool.map(lambda _: httpx.get(f"{url}/runs").status_code, range(16)))
+        assert warm == [200] * 16
+        own_postgres.stop_server("fast")
+        own_postgres.start()
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(
+                pool.map(lambda _: httpx.get(f"{url}/runs/{run['run_id']}", timeout=60), range(8))
+            )
+        assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+        assert {a.json()["status"] for a in answers} == {"queued"}
+        assert httpx.post(f"{url}/runs", json=REVIEW).status_code == 202
+    finally:
+        _stop(process, stderr)
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
