@@ -168,11 +168,14 @@ class SqliteStore(SqlStore):
             identity = self._file_identity()
             if identity != self._identity:
                 how = "removed" if identity is None else "replaced by another file"
-                self._lost = (
-                    f"the database file {self.path} was {how} while the service ran; "
-                    "nothing more is written to it: restore the file or restart the service"
-                )
-                logger.error("%s", self._lost)
+                with self._lock:  # logged once, by whichever thread sees it first
+                    if self._lost is None:
+                        self._lost = (
+                            f"the database file {self.path} was {how} while the service ran; "
+                            "nothing more is written to it: restore the file or restart the "
+                            "service"
+                        )
+                        logger.error("%s", self._lost)
         if self._lost is not None:
             raise StoreUnavailable(self._lost)
 
