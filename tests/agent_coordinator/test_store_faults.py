@@ -60,9 +60,9 @@ def _error(response: httpx.Response) -> tuple[int, str, str]:
     return response.status_code, body["error"], body["message"]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_postgres() -> Iterator[Postgres]:
-    """A cluster of this test's own, since the test stops and starts it."""
+    """A cluster of this module's own, since its tests stop and start it (a database each)."""
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed here (apt-get install postgresql); .ci/run does")
     root = Path(tempfile.mkdtemp(prefix="agentshape-pg-restart-"))
