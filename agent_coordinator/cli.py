@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from agent_contracts.errors import ConfigError
+from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
@@ -377,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.handler(args, sys.stdout, sys.stderr)
     except AgentshapeError as error:
         print(f"agentshape: {error}", file=sys.stderr)
+        return 2
+    except StoreUnavailable as error:  # the database cannot be reached at start
+        print(f"agentshape: {error.message}", file=sys.stderr)
         return 2
     except OSError as error:
         print(f"agentshape: {error}", file=sys.stderr)

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agent_coordinator.harness import Postgres, postgres_bin, write_fleet
+from tests.agent_coordinator.harness import Postgres, free_port, postgres_bin, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
@@ -160,6 +160,19 @@ def test_the_first_requests_after_a_postgres_restart_are_answered(
         _stop(process, stderr)
 
 
+def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    nowhere = f"postgresql://agentshape:secret@127.0.0.1:{free_port()}/agentshape"
+    process = Process(["serve", "--port", "0", "--database", nowhere], cwd=tmp_path, env={})
+    assert process.popen.wait(120) == 2
+    process.stop()
+    last = process.rest.strip().splitlines()[-1]
+    assert last.startswith("agentshape: the database at postgresql://agentshape:***@127.0.0.1:")
+    assert "cannot be reached" in last and "Connection refused" in last
+    assert "Traceback" not in process.rest
+    assert "secret" not in process.rest
+
+
 @pytest.mark.parametrize("how", ["removed", "replaced"])
 def test_a_sqlite_file_removed_or_replaced_under_the_service_stops_writes(
     tmp_path: Path, how: str
@@ -190,8 +203,9 @@ def test_a_sqlite_file_removed_or_replaced_under_the_service_stops_writes(
         assert httpx.get(f"{url}/health").status_code == 200
     finally:
         log = _stop(process, stderr)
-    errors = [line for line in log.splitlines() if "ERROR" in line and f"was {how}" in line]
-    assert len(errors) == 1, log
+    store_says = "agentshape: ERROR agent_coordinator.store.sqlite: the database file"
+    errors = [line for line in log.splitlines() if line.startswith(store_says)]
+    assert len(errors) == 1 and f"was {how}" in errors[0], log  # once, however many requests
 
 
 def _mount_tmpfs(where: Path, size: str) -> None:
