@@ -145,7 +145,11 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         env=os.environ,
         workspace=args.workspace,
     )
-    return open_store(args.database), execution
+    try:
+        store = open_store(args.database)
+    except StoreUnavailable as error:  # at start, a --database to check, not a fault to ride out
+        raise ConfigError(error.message) from error
+    return store, execution
 
 
 def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -> str:
@@ -378,9 +382,6 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.handler(args, sys.stdout, sys.stderr)
     except AgentshapeError as error:
         print(f"agentshape: {error}", file=sys.stderr)
-        return 2
-    except StoreUnavailable as error:  # the database cannot be reached at start
-        print(f"agentshape: {error.message}", file=sys.stderr)
         return 2
     except OSError as error:
         print(f"agentshape: {error}", file=sys.stderr)

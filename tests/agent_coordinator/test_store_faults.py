@@ -8,6 +8,7 @@ import errno
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -171,6 +172,19 @@ def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Pa
     assert "cannot be reached" in last and "Connection refused" in last
     assert "Traceback" not in process.rest
     assert "secret" not in process.rest
+    command = subprocess.run(
+        [sys.executable, "-m", "agentshape", "runner", "--database", nowhere],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert command.returncode == 2
+    last = command.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentshape: the database at postgresql://agentshape:")
+    assert "cannot be reached" in last and "Connection refused" in last
+    assert "Traceback" not in command.stderr and "secret" not in command.stderr
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
