@@ -331,7 +331,10 @@ def mcp_route(services: Services, *, host: str) -> tuple[Route, StreamableHTTPSe
 
 
 def mcp_app(services: Services, *, host: str) -> Starlette:
-    """Return an ASGI app serving only ``/mcp`` (and ``/health``), with the runners in its life.
+    """Return an ASGI app serving only ``/mcp`` (and ``/health``, ``/ready``), with the runners.
+
+    ``/health`` and ``/ready`` answer as the API's do: the process is up; the database answers
+    too (else 503 ``StoreUnavailable`` with the reason, in the one error body).
 
     Args:
         services: What the tools use; its runner (if any) starts and stops with the app.
@@ -342,9 +345,19 @@ def mcp_app(services: Services, *, host: str) -> Starlette:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    async def ready(request: Request) -> JSONResponse:
+        try:
+            await services.store.call(services.store.ready)
+        except ServiceError as error:
+            body = error.body().model_dump(mode="json")
+            return JSONResponse(body, status_code=error.status_code)
+        return JSONResponse({"status": "ready"})
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with serving(services, [manager]):
             yield
 
-    return Starlette(routes=[route, Route("/health", health)], lifespan=lifespan)
+    return Starlette(
+        routes=[route, Route("/health", health), Route("/ready", ready)], lifespan=lifespan
+    )

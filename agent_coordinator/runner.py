@@ -18,6 +18,10 @@ and the retry budget, the usage and the result are those of a run that never sto
 cannot be stored (the database is away) is logged and the run goes on, unprotected until the next
 store succeeds; a runner that finds the lease lost when it stores stops the run at once.
 
+A claim that fails (the database cannot be reached) is not retried at once: the claimer waits
+twice as long after each failure in a row, up to five seconds, and logs the first failure and
+the first claim after it.
+
 Cancel: a renewal that finds the run asked to cancel stops it and ends it ``cancelled``.
 Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
 them and put them back in the queue (event ``run_requeued``), so another runner or the next start
@@ -40,6 +44,7 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunResult
 from agent_coordinator.children import TOOL_NAME, StartSession
+from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.execution import Execution
 from agent_coordinator.store.base import SqlStore
@@ -49,6 +54,9 @@ from agent_executor.tools import InputTool
 __all__ = ["Runner", "runner_id"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_BACKOFF_S = 5.0
+"""The longest pause between two claims while the store fails; a stored run wakes it sooner."""
 
 _NO_TOOLS = AgentConfig(id="none", name="none")
 """Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
@@ -157,6 +165,7 @@ class Runner:
         One claimer per runner, so a new run costs one claim, not one per idle worker.
         """
         slots = asyncio.Semaphore(self.workers)
+        failures = 0
         while not self._stopping.is_set():
             await slots.acquire()
             if self._stopping.is_set():
@@ -164,18 +173,32 @@ class Runner:
             self._wake.clear()
             try:
                 claim = await self.store.call(self.store.claim, self.id, self.lease_s)
+            except StoreUnavailable as error:
+                if failures == 0:
+                    logger.error("runner %s: cannot claim runs: %s", self.id, error.message)
+                failures += 1
+                claim = None
             except Exception:
                 logger.exception("runner %s: cannot claim a run", self.id)
+                failures += 1
                 claim = None
+            else:
+                if failures:
+                    logger.warning("runner %s: claiming runs again", self.id)
+                failures = 0
             if claim is None:
                 slots.release()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+                    await asyncio.wait_for(self._wake.wait(), self._pause(failures))
                 continue
             task = asyncio.create_task(self.execute(claim))
             self._active.add(task)
             task.add_done_callback(self._active.discard)
             task.add_done_callback(lambda _: slots.release())
+
+    def _pause(self, failures: int) -> float:
+        """Seconds to wait before the next claim: the poll, doubled for each failure in a row."""
+        return min(self.poll_s * 2.0 ** min(failures, 16), max(self.poll_s, _MAX_BACKOFF_S))
 
     async def execute(self, claim: Claim) -> None:
         """Execute a claimed run to its end and store how it ended.
@@ -274,6 +297,10 @@ class Runner:
                 await self._flush()
                 if ticks % renew_every == 0:
                     await self._renew()
+            except StoreUnavailable as error:
+                logger.warning(
+                    "runner %s: cannot store events or renew leases: %s", self.id, error.message
+                )
             except Exception:
                 logger.exception("runner %s: cannot store events or renew leases", self.id)
 

@@ -17,6 +17,7 @@ __all__ = [
     "AgentSummary",
     "AttemptView",
     "Health",
+    "Ready",
     "RunCreate",
     "RunFailure",
     "RunPage",
@@ -341,6 +342,12 @@ class SchemaCheck(BaseModel):
 
 
 class Health(BaseModel):
-    """``GET /health``."""
+    """``GET /health``: the process answers (liveness; the database is not asked)."""
 
     status: Literal["ok"] = "ok"
+
+
+class Ready(BaseModel):
+    """``GET /ready``: the database answered too (readiness, for a load balancer)."""
+
+    status: Literal["ready"] = "ready"
