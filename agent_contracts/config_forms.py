@@ -54,6 +54,7 @@ _OPTION_SPELLINGS: dict[str, _Loc] = {
     "strict_json_only": ("output", "strictJsonOnly"),
     "output_mode": ("output", "mode"),
     "lenient_formats": ("output", "lenientFormats"),
+    "validation_mode": ("output", "validationMode"),
     "token_budget": ("limits", "tokenBudget"),
     "timeout_s": ("limits", "timeoutSeconds"),
     "request_timeout_s": ("limits", "requestTimeoutSeconds"),

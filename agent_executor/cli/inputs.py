@@ -272,6 +272,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
     )
     parser.add_argument(
+        "--extract-json",
+        action=argparse.BooleanOptionalAction,
+        help="recover the JSON value from prose or a code fence around it (default on)",
+    )
+    parser.add_argument(
+        "--strict-json-only",
+        action=argparse.BooleanOptionalAction,
+        help="fail an attempt whose reply has any text around the JSON value (default off)",
+    )
+    parser.add_argument(
+        "--validation-mode",
+        choices=["strict", "lenient"],
+        help="strict asserts 'format' (the default); lenient reads it as an annotation",
+    )
+    parser.add_argument(
         "--request-timeout",
         type=float,
         metavar="SECONDS",
@@ -319,6 +334,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         values["max_retries"] = args.max_retries
     if args.mode is not None:
         values["output_mode"] = args.mode
+    for name in ("extract_json", "strict_json_only", "validation_mode"):
+        if getattr(args, name, None) is not None:
+            values[name] = getattr(args, name)
     if getattr(args, "request_timeout", None) is not None:
         values["request_timeout_s"] = args.request_timeout
     try:

@@ -1,0 +1,94 @@
+"""The design documents' own request bodies, verbatim, over real HTTP to the service."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agent_coordinator.conftest import ServiceFactory
+from tests.agent_coordinator.test_mcp_server import http_session
+from tests.fake_llm import FakeLLM, openai_tool_call
+
+# Seed 001, "Configuration Summary": the run-level options body, verbatim.
+SEED_001_OPTIONS = {
+    "max_retries": 2,
+    "extract_json": True,
+    "strict_json_only": False,
+    "validation_mode": "strict",
+}
+DATED = {
+    "type": "object",
+    "required": ["due"],
+    "properties": {"due": {"type": "string", "format": "date"}},
+}
+NOT_A_DATE = {"due": "next Tuesday"}
+
+
+def _openai(fake_llm: FakeLLM) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "sk-test-0000", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+
+
+@pytest.mark.parametrize("mode", ["strict", "lenient"])
+def test_seed_001s_options_body_with_validation_mode_is_accepted_and_obeyed(
+    make_service: ServiceFactory, fake_llm: FakeLLM, mode: str
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", NOT_A_DATE))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test")
+    body = {
+        "agent_name": "writer",
+        "prompt": "When is it due?",
+        "output_schema": DATED,
+        "output_schema_options": {**SEED_001_OPTIONS, "validation_mode": mode},
+    }
+    run = service.run(body)
+    assert run.status_code == 200, run.text
+    result = service.client.get(f"/sessions/{run.json()['session_id']}/result").json()
+    if mode == "strict":
+        assert result["status"] == "failed"
+        assert result["error"]["validation_errors"] == ["$.due: 'next Tuesday' is not a 'date'"]
+        assert result["schema_validation"]["retry_count"] == 2
+    else:
+        assert result["status"] == "completed"
+        assert result["result_data"] == NOT_A_DATE
+
+
+def test_a_validation_mode_that_is_not_strict_or_lenient_is_422_naming_it(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    body = {
+        "agent_name": "writer",
+        "prompt": "x",
+        "output_schema_options": {**SEED_001_OPTIONS, "validation_mode": "loose"},
+    }
+    response = service.client.post("/runs", json=body)
+    assert response.status_code == 422
+    assert "validation_mode" in response.text and "'strict' or 'lenient'" in response.text
+
+
+def test_the_environment_default_validation_mode_is_lenient_when_set(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", NOT_A_DATE))
+    env = {**_openai(fake_llm), "SCHEMA_ENFORCEMENT_VALIDATION_MODE": "lenient"}
+    service = make_service(env=env, model="openai:gpt-test")
+    body = {"agent_name": "writer", "prompt": "When?", "output_schema": DATED}
+    assert service.run(body).json()["status"] == "completed"
+    strict = {**body, "output_schema_options": SEED_001_OPTIONS}
+    assert service.run(strict).json()["status"] == "failed"
+
+
+async def test_the_mcp_tool_takes_seed_001s_options_with_validation_mode(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", NOT_A_DATE))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test", mcp=True)
+    arguments = {
+        "agent_name": "writer",
+        "prompt": "When is it due?",
+        "output_schema": DATED,
+        "output_schema_options": {**SEED_001_OPTIONS, "validation_mode": "lenient"},
+    }
+    async with http_session(f"{service.url}/mcp") as session:
+        result = await session.call_tool("start_agent_session", arguments)
+    assert not result.is_error and result.structured_content is not None
+    assert result.structured_content["result_data"] == NOT_A_DATE
