@@ -208,13 +208,14 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
             "Start a session of an agent and wait for its validated result. The output matches "
             "the agent's own output schema, the inline output_schema, or the registered schema "
             "output_schema_name; when the model fails the contract after its retry, the result "
-            "has isError with the validation errors ('$.path: message') and the last output."
+            "has isError with the validation errors ('$.path: message') and the last output. "
+            "An agent with parameters may be started on them alone (no prompt)."
         )
     )
     async def start_agent_session(
         agent_name: str,
-        prompt: str,
         ctx: Context,
+        prompt: str | None = None,
         parameters: dict[str, JsonValue] | None = None,
         output_schema: JsonSchema | None = None,
         output_schema_name: str | None = None,
@@ -224,12 +225,13 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         body: dict[str, Any] = {
             "type": "start_session",
             "agent_name": agent_name,
-            "prompt": prompt,
             "output_schema": output_schema,
             "output_schema_name": output_schema_name,
             "output_schema_options": output_schema_options,
             "model": model,
         }
+        if prompt is not None:
+            body["prompt"] = prompt
         if parameters is not None:
             body["parameters"] = parameters
         return await _start(services, body, ctx)

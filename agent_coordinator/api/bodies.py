@@ -66,6 +66,7 @@ class RunCreate(BaseModel):
                     "prompt": "Review the retry change in payments.py",
                     "parameters": {"pr_url": "https://example.com/pr/1"},
                 },
+                {"agent_name": "pr-reviewer", "parameters": {"pr_url": "https://example.com/pr/1"}},
                 {
                     "type": "resume_session",
                     "session_id": "ses_0123456789abcdef",
@@ -79,8 +80,10 @@ class RunCreate(BaseModel):
     """``start_session`` (a new conversation) or ``resume_session`` (continue ``session_id``)."""
     agent_name: str | None = Field(default=None, max_length=200)
     """The agent to run; required to start a session (for a resume, the session's agent)."""
-    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
-    """The task for the agent."""
+    prompt: str | None = Field(default=None, min_length=1, max_length=MAX_PROMPT_CHARS)
+    """The task for the agent. A start may leave it out when it gives ``parameters``: the
+    user message is then the labelled block of the parameters alone (``Parameters:`` and
+    their JSON), as it follows the prompt when both are given. A resume needs it."""
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
     """Input values, checked against the agent's ``parameters_schema`` before anything runs; a
     resume that gives none keeps the ones its session started with."""

@@ -121,10 +121,17 @@ async def submit_run(
             raise Unprocessable(
                 "InvalidRequest", "start_session starts a new session; leave out session_id"
             )
+        if body.prompt is None and not body.parameters:
+            raise Unprocessable(
+                "InvalidRequest",
+                "start_session needs a prompt, or the agent's parameters (they are then the task)",
+            )
         agent_name, session_id = body.agent_name, _new_id("ses")
     else:
         if body.session_id is None:
             raise Unprocessable("InvalidRequest", "resume_session needs session_id")
+        if body.prompt is None:
+            raise Unprocessable("InvalidRequest", "resume_session needs a prompt")
         session = await services.store.call(services.store.get_session, body.session_id)
         if session is None:
             raise NotFound("SessionNotFound", f"no session {body.session_id!r}")
@@ -146,7 +153,7 @@ async def submit_run(
             )
     options = body.output_schema_options
     wanted = RunInput(
-        prompt=body.prompt,
+        prompt=body.prompt or "",
         parameters=parameters,
         output_schema=body.output_schema,
         output_schema_name=body.output_schema_name,

@@ -92,3 +92,53 @@ async def test_the_mcp_tool_takes_seed_001s_options_with_validation_mode(
         result = await session.call_tool("start_agent_session", arguments)
     assert not result.is_error and result.structured_content is not None
     assert result.structured_content["result_data"] == NOT_A_DATE
+
+
+# Seed 000, "Complete Data Flow" step 1 (its pr-reviewer is the test fleet's reviewer).
+SEED_000_START = {"agent_name": "reviewer", "parameters": {"pr_url": "https://example.com/pr/1"}}
+REVIEWED = {"summary": "Subtracts instead of adding.", "approval": "request_changes"}
+
+
+def test_seed_000s_start_with_parameters_and_no_prompt_runs_on_the_parameters(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", REVIEWED))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test")
+    run = service.run(SEED_000_START)
+    assert run.status_code == 200, run.text
+    assert run.json()["status"] == "completed" and run.json()["type"] == "start_session"
+    messages = fake_llm.requests[0].body["messages"]
+    user = [m["content"] for m in messages if m["role"] == "user"]
+    assert user == ['Parameters:\n{\n  "pr_url": "https://example.com/pr/1"\n}']
+    result = service.client.get(f"/sessions/{run.json()['session_id']}/result").json()
+    assert result["result_data"] == REVIEWED
+    session = service.client.get(f"/sessions/{run.json()['session_id']}").json()
+    assert session["runs"][0]["prompt"] == ""
+
+
+def test_a_start_without_prompt_still_checks_the_parameters(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    response = service.client.post(
+        "/runs", json={"agent_name": "reviewer", "parameters": {"pr_url": 7}}
+    )
+    assert response.status_code == 422
+    body = response.json()
+    assert body["error"] == "InputValidationFailed"
+    assert [d["path"] for d in body["details"]] == ["$.pr_url"]
+
+
+def test_a_start_with_neither_prompt_nor_parameters_is_422_saying_what_to_give(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    response = service.client.post("/runs", json={"agent_name": "writer"})
+    assert response.status_code == 422
+    assert response.json()["error"] == "InvalidRequest"
+    assert "needs a prompt, or the agent's parameters" in response.json()["message"]
+    started = service.run({"agent_name": "writer", "prompt": "Hi"}).json()
+    resume = {"type": "resume_session", "session_id": started["session_id"]}
+    refused = service.client.post("/runs", json=resume)
+    assert refused.status_code == 422
+    assert refused.json()["message"] == "resume_session needs a prompt"

@@ -125,7 +125,7 @@ async def test_stdio_tools_declare_output_schemas_and_runs_are_validated(
         }
         assert all(tool.output_schema for tool in tools.values())
         started = tools["start_agent_session"].input_schema
-        assert {"agent_name", "prompt"} <= set(started["required"])
+        assert started["required"] == ["agent_name"]
 
         inline = await session.call_tool(
             "start_agent_session",
