@@ -19,6 +19,7 @@ __all__ = [
     "Health",
     "RunCreate",
     "RunFailure",
+    "RunOutcome",
     "RunPage",
     "RunView",
     "SchemaCheck",
@@ -253,6 +254,17 @@ class SessionResult(BaseModel):
     result_text: str | None = None
     result_data: JsonValue = None
     error: RunFailure | None = None
+
+
+class RunOutcome(RunView):
+    """``POST /runs``'s answer: the run, and its result once it has ended.
+
+    ``result`` is the body ``GET /sessions/{id}/result`` gives for this run, set when the run
+    ended before the answer (within ``?wait=N``, or an idempotent repeat of an ended run), so a
+    waiting caller needs no second request; ``None`` while the run is queued or running.
+    """
+
+    result: SessionResult | None = None
 
 
 class SchemaCreate(BaseModel):

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
 from agent_contracts.runs import RunOptions
-from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
+from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
-from agent_coordinator.api.views import run_view
+from agent_coordinator.api.views import run_view, session_result
 from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
@@ -189,7 +189,9 @@ async def submit_run(
 @router.post(
     "/runs",
     status_code=202,
-    responses={200: {"model": RunView, "description": "The run had already ended (see wait)"}},
+    responses={
+        200: {"model": RunOutcome, "description": "The run had ended (see wait), with its result"}
+    },
 )
 async def create_run(
     body: RunCreate,
@@ -197,8 +199,10 @@ async def create_run(
     response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     wait: Annotated[float, Query(ge=0, le=120)] = 0,
-) -> RunView:
+) -> RunOutcome:
     """Store a run (202), then optionally wait up to ``wait`` seconds for it to end (200).
+
+    An ended run's answer holds its ``result``: the body ``GET /sessions/{id}/result`` gives.
 
     The parameters, the schema (inline or named) and the options are checked before anything is
     stored: 422 lists every parameter problem, 404 an unknown agent or schema name, 400 an invalid
@@ -219,8 +223,11 @@ async def create_run(
                 run = await _until_end(services, run, ended, timeout_s)
         finally:
             services.notifier.unsubscribe(run_id, ended)
-    response.status_code = 200 if run.status in TERMINAL else 202
-    return run_view(run)
+    if run.status not in TERMINAL:
+        response.status_code = 202
+        return RunOutcome(**run_view(run).model_dump())
+    response.status_code = 200
+    return RunOutcome(**run_view(run).model_dump(), result=session_result(run))
 
 
 @router.get("/runs")

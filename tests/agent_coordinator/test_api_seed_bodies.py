@@ -142,3 +142,42 @@ def test_a_start_with_neither_prompt_nor_parameters_is_422_saying_what_to_give(
     refused = service.client.post("/runs", json=resume)
     assert refused.status_code == 422
     assert refused.json()["message"] == "resume_session needs a prompt"
+
+
+def test_a_waited_run_answers_with_its_result_in_one_request(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", REVIEWED))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test")
+    answer = service.client.post("/runs", params={"wait": 30}, json=SEED_000_START)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["status"] == "completed"
+    result = service.client.get(f"/sessions/{body['session_id']}/result").json()
+    assert body["result"] == result
+    assert body["result"]["result_data"] == REVIEWED and body["result"]["result_text"] is None
+    assert body["result"]["run_id"] == body["run_id"]
+
+
+def test_a_waited_failed_run_answers_with_the_failure_body(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond_always(openai_tool_call("submit_result", NOT_A_DATE))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test")
+    body = {
+        "agent_name": "writer",
+        "prompt": "When is it due?",
+        "output_schema": DATED,
+        "output_schema_options": SEED_001_OPTIONS,
+    }
+    answer = service.run(body).json()
+    assert answer["status"] == "failed"
+    assert answer["result"]["error"]["type"] == "output_schema_validation_failed"
+    assert answer["result"] == service.client.get(f"/sessions/{answer['session_id']}/result").json()
+
+
+def test_an_unwaited_run_answers_202_without_a_result(make_service: ServiceFactory) -> None:
+    service = make_service(workers=0)
+    answer = service.client.post("/runs", json={"agent_name": "writer", "prompt": "Hi"})
+    assert answer.status_code == 202
+    assert answer.json()["status"] == "queued" and answer.json()["result"] is None
