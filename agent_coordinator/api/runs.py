@@ -15,7 +15,7 @@ from fastapi.responses import StreamingResponse
 from agent_contracts.runs import RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
-from agent_coordinator.api.views import run_view, session_result
+from agent_coordinator.api.views import result_event, run_view, session_result
 from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
@@ -272,6 +272,10 @@ async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
 _EVENTS_EXAMPLE = (
     'id: 7\nevent: partial_output\ndata: {"type": "partial_output", '
     '"data": {"summary": "Retries now back o"}, "attempt": 1}\n\n'
+    'event: result\ndata: {"event_type": "result", "session_id": "ses_0123456789abcdef", '
+    '"run_id": "run_0123456789abcdef", "timestamp": "2026-01-01T12:00:00+00:00", '
+    '"result_text": null, "result_data": {"summary": "Retries now back off.", '
+    '"approval": "approve"}}\n\n'
     'event: end\ndata: {"status": "completed"}\n\n'
 )
 
@@ -311,6 +315,9 @@ async def run_events(
       the stream's own ``run_started`` and ``run_finished`` are left out (the analytics
       ``run_started``, the run's end and ``GET /sessions/{id}/result`` say the same). An
       escalated run has a ``run_started`` per model tier, each tier's attempts counted from 1;
+    - ``result``, once a run has completed: seed 000's result event, ``{"event_type":
+      "result", "session_id", "run_id", "timestamp", "result_text", "result_data"}``, exactly
+      one of the last two set (``result_text`` without a contract);
     - ``end`` (``status``), last, once the run has ended.
     """
     await _get(services, run_id)
@@ -330,6 +337,9 @@ async def run_events(
                 rest = await services.store.call(services.store.events_after, run_id, cursor)
                 for event in rest:
                     yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
+                ended = result_event(run)
+                if ended is not None:
+                    yield f"event: result\ndata: {json.dumps(ended)}\n\n"
                 yield f"event: end\ndata: {json.dumps({'status': run.status})}\n\n"
                 return
             await asyncio.sleep(_EVENT_POLL_S)

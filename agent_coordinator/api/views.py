@@ -18,7 +18,14 @@ from agent_coordinator.api.bodies import (
 from agent_coordinator.errors import Conflict
 from agent_coordinator.store.records import RunRecord, SessionRecord
 
-__all__ = ["failure", "run_view", "session_result", "session_run_view", "session_view"]
+__all__ = [
+    "failure",
+    "result_event",
+    "run_view",
+    "session_result",
+    "session_run_view",
+    "session_view",
+]
 
 
 def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
@@ -136,3 +143,25 @@ def session_result(run: RunRecord) -> SessionResult:
         result_data=data,
         error=error,
     )
+
+
+def result_event(run: RunRecord) -> dict[str, JsonValue] | None:
+    """Return seed 000's ``result`` event of a completed run (``None`` for any other run).
+
+    ``{"event_type": "result", "session_id", "run_id", "timestamp", "result_text",
+    "result_data"}``: exactly one of ``result_text`` (no contract) and ``result_data`` (the
+    validated value) is set; ``timestamp`` is when the run ended (ISO 8601, UTC).
+    """
+    if run.status != "completed":
+        return None
+    result = run.result or {}
+    text = result.get("result_text")
+    ended = timestamp(run.finished_at)
+    return {
+        "event_type": "result",
+        "session_id": run.session_id,
+        "run_id": run.id,
+        "timestamp": ended.isoformat() if ended is not None else None,
+        "result_text": text if isinstance(text, str) else None,
+        "result_data": None if isinstance(text, str) else result.get("result_data"),
+    }

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
 import pytest
 
 from tests.agent_coordinator.conftest import ServiceFactory
+from tests.agent_coordinator.harness import Service
 from tests.agent_coordinator.test_mcp_server import http_session
 from tests.fake_llm import FakeLLM, openai_tool_call
 
@@ -181,3 +185,76 @@ def test_an_unwaited_run_answers_202_without_a_result(make_service: ServiceFacto
     answer = service.client.post("/runs", json={"agent_name": "writer", "prompt": "Hi"})
     assert answer.status_code == 202
     assert answer.json()["status"] == "queued" and answer.json()["result"] is None
+
+
+def _events(service: Service, run_id: str) -> list[tuple[str, dict[str, object]]]:
+    """Read a run's server-sent events to the end: (event, data) pairs."""
+    with service.client.stream("GET", f"/runs/{run_id}/events") as response:
+        text = "".join(response.iter_text())
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def test_a_completed_runs_events_end_with_seed_000s_result_event(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", REVIEWED))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test")
+    run = service.run(SEED_000_START).json()
+    events = _events(service, run["run_id"])
+    assert [kind for kind, _ in events][-3:] == ["run_completed", "result", "end"]
+    result = events[-2][1]
+    assert set(result) == {
+        "event_type",
+        "session_id",
+        "run_id",
+        "timestamp",
+        "result_text",
+        "result_data",
+    }
+    assert result["event_type"] == "result"
+    assert (result["session_id"], result["run_id"]) == (run["session_id"], run["run_id"])
+    assert (result["result_text"], result["result_data"]) == (None, REVIEWED)
+    ended = datetime.fromisoformat(str(result["timestamp"]))
+    assert ended == datetime.fromisoformat(
+        service.client.get(f"/runs/{run['run_id']}").json()["finished_at"]
+    )
+
+
+def test_a_text_runs_result_event_carries_result_text_and_a_failed_run_has_none(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    text_run = service.run({"agent_name": "writer", "prompt": "Say hi"}).json()
+    result = dict(_events(service, text_run["run_id"]))["result"]
+    answer = service.client.get(f"/sessions/{text_run['session_id']}/result").json()
+    assert result["result_data"] is None
+    assert result["result_text"] == answer["result_text"] and result["result_text"]
+    failing = {**SEED_000_START, "model": "test:fail_first=invalid_arguments+invalid_arguments"}
+    failed = service.run(failing).json()
+    assert failed["status"] == "failed"
+    kinds = [kind for kind, _ in _events(service, failed["run_id"])]
+    assert "result" not in kinds and kinds[-1] == "end"
+
+
+async def test_the_mcp_progress_carries_the_result_event(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", REVIEWED))
+    service = make_service(env=_openai(fake_llm), model="openai:gpt-test", mcp=True)
+    messages: list[str | None] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    async with http_session(f"{service.url}/mcp") as session:
+        result = await session.call_tool(
+            "start_agent_session", SEED_000_START, progress_callback=on_progress
+        )
+    assert not result.is_error and result.structured_content is not None
+    last = json.loads(str(messages[-1]))
+    assert last["event_type"] == "result" and last["result_data"] == REVIEWED
+    assert last["run_id"] == result.structured_content["run_id"]
