@@ -1,7 +1,7 @@
 """What a user gives the ``agentshape`` command line, read and checked before anything runs.
 
 Agent names and paths, ``key=value`` parameters, JSON and YAML files (a bad one is reported with
-its line and column), the run options the flags set, and the output schema a caller picks with
+its line and column), and the output schema a caller picks with
 ``--schema NAME`` (from the registry) or ``--schema-file FILE`` (inline). Every mistake raises
 :class:`UsageError` (or another ``AgentshapeError``) with one clear line; the command line turns
 it into exit code 2.
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, ConfigFileError
-from agent_contracts.runs import JsonSchema, RunOptions
+from agent_contracts.runs import JsonSchema
 from agent_core.json_text import parse_json, unencodable
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
@@ -46,7 +46,6 @@ __all__ = [
     "parse_param",
     "read_json_file",
     "read_schema_file",
-    "run_options",
 ]
 
 EXIT_OK = 0
@@ -244,7 +243,10 @@ def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the flags ``run`` and ``run-many`` share: model, options, workspace, analytics."""
+    """Add the flags ``run`` and ``run-many`` share: model, workspace, analytics.
+
+    The run-option flags are added by :func:`agent_executor.cli.option_flags.add_option_arguments`.
+    """
     parser.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="a run parameter (repeatable)"
     )
@@ -267,44 +269,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not retry a failed run on the agent's larger model tiers (llm.tiers)",
     )
     parser.add_argument("--workspace", type=Path, help="directory the input tools may read")
-    parser.add_argument("--max-retries", type=int, help="re-prompts after a failed attempt")
-    parser.add_argument(
-        "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
-    )
-    parser.add_argument(
-        "--extract-json",
-        action=argparse.BooleanOptionalAction,
-        help="recover the JSON value from prose or a code fence around it (default on)",
-    )
-    parser.add_argument(
-        "--strict-json-only",
-        action=argparse.BooleanOptionalAction,
-        help="fail an attempt whose reply has any text around the JSON value (default off)",
-    )
-    parser.add_argument(
-        "--validation-mode",
-        choices=["strict", "lenient"],
-        help="strict asserts 'format' (the default); lenient reads it as an annotation",
-    )
-    parser.add_argument(
-        "--request-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="most seconds one model request may take (default 120; a CPU server needs more)",
-    )
     parser.add_argument(
         "--analytics-dir",
         type=Path,
         help="where run events go as JSONL (default $AGENTSHAPE_ANALYTICS_DIR, else "
         ".agentshape/analytics; the command line always writes them)",
     )
-
-
-_FLAGS = {
-    "max_retries": "--max-retries",
-    "output_mode": "--mode",
-    "request_timeout_s": "--request-timeout",
-}
 
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -321,31 +291,6 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
         lowered = value.strip().lower()
         overrides[key.strip()] = {"true": True, "false": False}.get(lowered, value.strip())
     return overrides
-
-
-def run_options(args: argparse.Namespace) -> RunOptions:
-    """Return the run options the flags set.
-
-    Raises:
-        UsageError: A flag's value is out of range.
-    """
-    values: dict[str, object] = {}
-    if args.max_retries is not None:
-        values["max_retries"] = args.max_retries
-    if args.mode is not None:
-        values["output_mode"] = args.mode
-    for name in ("extract_json", "strict_json_only", "validation_mode"):
-        if getattr(args, name, None) is not None:
-            values[name] = getattr(args, name)
-    if getattr(args, "request_timeout", None) is not None:
-        values["request_timeout_s"] = args.request_timeout
-    try:
-        return RunOptions.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{_FLAGS.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()
-        )
-        raise UsageError(problems) from exc
 
 
 class CallerSchema:

@@ -50,8 +50,8 @@ from agent_executor.cli.inputs import (
     find_agent_file,
     load_agent,
     parse_param,
-    run_options,
 )
+from agent_executor.cli.option_flags import add_option_arguments, run_options
 from agent_executor.cli.stream import run_streamed
 from agent_executor.redaction import redact_json_text, redact_text
 from agent_executor.result import AgentResult
@@ -64,6 +64,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_agent_arguments(run)
     run.add_argument("--task", required=True, help="the task for the agent")
     add_run_arguments(run)
+    add_option_arguments(run)
     add_schema_arguments(run)
     run.add_argument(
         "--json",
