@@ -93,7 +93,9 @@ class RunCreate(BaseModel):
     output_schema: JsonSchema | None = Field(default=None, examples=[_PR_REVIEW])
     """An inline output schema for this run (agents without a fixed ``output_schema``)."""
     output_schema_name: str | None = Field(default=None, max_length=128)
-    """A registered schema's name, instead of an inline one."""
+    """A registered schema's name. Beside an inline schema the inline one wins (seed 001's
+    order: inline, named, the agent's default); the result's ``schema_validation`` then names
+    it as ``unused_schema_name``."""
     output_schema_options: RunOptions | None = None
     """``max_retries``, ``extract_json``, ``strict_json_only``, ``output_mode``,
     ``lenient_formats``, ``token_budget``, ``timeout_s``; unset ones fall through to the agent's."""
@@ -217,6 +219,11 @@ class SchemaValidationView(BaseModel):
     retry_count: int = 0
     errors: list[str] = Field(default_factory=list)
     """The problems, when the result is invalid."""
+    schema_source: Literal["inline", "named", "default", "agent"] | None = None
+    """Which schema the run was held to (seed 001's order: ``inline``, then ``named``, then the
+    agent's ``default``; ``agent`` for an agent's fixed ``output_schema``)."""
+    unused_schema_name: str | None = None
+    """The ``output_schema_name`` the request gave beside an inline schema, which won."""
 
 
 class SessionResult(BaseModel):

@@ -127,8 +127,15 @@ def session_result(run: RunRecord) -> SessionResult:
     validation = result.get("schema_validation")
     checked: SchemaValidationView | None = None
     if isinstance(validation, dict):
+        source = result.get("schema_source")
+        inline = run.input.output_schema is not None
         checked = SchemaValidationView.model_validate(
-            {**validation, "errors": error.validation_errors if error else []}
+            {
+                **validation,
+                "errors": error.validation_errors if error else [],
+                "schema_source": source if isinstance(source, str) else None,
+                "unused_schema_name": run.input.output_schema_name if inline else None,
+            }
         )
     text = result.get("result_text")
     data = result.get("result_data") if run.status == "completed" else None

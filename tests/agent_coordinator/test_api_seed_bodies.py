@@ -258,3 +258,92 @@ async def test_the_mcp_progress_carries_the_result_event(
     last = json.loads(str(messages[-1]))
     assert last["event_type"] == "result" and last["result_data"] == REVIEWED
     assert last["run_id"] == result.structured_content["run_id"]
+
+
+# Seed 001, "Named Schema Registry": the registration body (its "..." filled in).
+CODE_ANALYSIS = {
+    "name": "code-analysis-result",
+    "description": "Standard format for code analysis output",
+    "schema": {
+        "type": "object",
+        "required": ["summary", "issues"],
+        "properties": {
+            "summary": {"type": "string"},
+            "issues": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+}
+COUNT = {
+    "type": "object",
+    "required": ["files"],
+    "properties": {"files": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+def _validation(service: Service, body: dict[str, object]) -> dict[str, object]:
+    run = service.run(body).json()
+    assert run["status"] == "completed", run
+    validation: dict[str, object] = run["result"]["schema_validation"]
+    return validation
+
+
+def test_inline_and_named_together_run_on_the_inline_one_and_say_so(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    assert service.client.post("/schemas", json=CODE_ANALYSIS).status_code == 201
+    both = {
+        "agent_name": "writer",
+        "prompt": "Count the files.",
+        "output_schema": COUNT,
+        "output_schema_name": "code-analysis-result",
+    }
+    run = service.run(both).json()
+    assert run["status"] == "completed"
+    assert set(run["result"]["result_data"]) == {"files"}
+    assert run["result"]["schema_validation"] == {
+        "valid": True,
+        "schema_name": None,
+        "retry_count": 0,
+        "errors": [],
+        "schema_source": "inline",
+        "unused_schema_name": "code-analysis-result",
+    }
+    stored = service.client.get(f"/sessions/{run['session_id']}/result").json()
+    assert stored["schema_validation"]["unused_schema_name"] == "code-analysis-result"
+
+
+def test_schema_source_names_each_step_of_seed_001s_resolution_order(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    service.client.post("/schemas", json=CODE_ANALYSIS)
+    named = _validation(
+        service,
+        {"agent_name": "writer", "prompt": "Go.", "output_schema_name": "code-analysis-result"},
+    )
+    assert (named["schema_source"], named["schema_name"]) == ("named", "code-analysis-result")
+    assert named["unused_schema_name"] is None
+    default = _validation(service, {"agent_name": "summariser", "prompt": "Go."})
+    assert default["schema_source"] == "default"
+    agent = _validation(service, SEED_000_START)
+    assert agent["schema_source"] == "agent"
+    inline_over_default = _validation(
+        service, {"agent_name": "summariser", "prompt": "Go.", "output_schema": COUNT}
+    )
+    assert inline_over_default["schema_source"] == "inline"
+
+
+def test_inline_and_named_for_an_agent_with_its_own_schema_is_still_refused(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service()
+    service.client.post("/schemas", json=CODE_ANALYSIS)
+    body = {
+        **SEED_000_START,
+        "output_schema": COUNT,
+        "output_schema_name": "code-analysis-result",
+    }
+    response = service.client.post("/runs", json=body)
+    assert response.status_code == 400 and response.json()["error"] == "ConfigError"

@@ -261,6 +261,8 @@ async def test_http_sessions_are_the_services_sessions(
         "schema_name": None,
         "retry_count": 1,
         "errors": [],
+        "schema_source": "agent",
+        "unused_schema_name": None,
     }
     over_http = service.client.get(f"/sessions/{body['session_id']}/result").json()
     assert over_http == body
