@@ -218,9 +218,18 @@ def read_schema_file(path: Path) -> JsonSchema:
     return schema
 
 
-def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``AGENT`` argument and ``--agents-dir`` to a subcommand."""
-    parser.add_argument("agent", help="an agent id in the agents directory, or a path to agent.yml")
+def add_agent_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Add the ``AGENT`` argument and ``--agents-dir`` to a subcommand.
+
+    Args:
+        parser: The subcommand.
+        required: Whether ``AGENT`` must be given (the handler checks it when it need not).
+    """
+    parser.add_argument(
+        "agent",
+        nargs=None if required else "?",
+        help="an agent id in the agents directory, or a path to agent.yml",
+    )
     parser.add_argument("--agents-dir", type=Path, default=Path("agents"), help="default: ./agents")
 
 
