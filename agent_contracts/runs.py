@@ -28,8 +28,10 @@ from agent_contracts.messages import Message, Usage
 from agent_contracts.options import (
     ENV_EXTRACT_JSON,
     ENV_MAX_RETRIES,
+    ENV_VALIDATION_MODE,
     OutputMode,
     RunOptions,
+    ValidationMode,
     merge_options,
     no_options,
     options_from_env,
@@ -39,6 +41,7 @@ from agent_contracts.validation import ValidationIssue
 __all__ = [
     "ENV_EXTRACT_JSON",
     "ENV_MAX_RETRIES",
+    "ENV_VALIDATION_MODE",
     "RUN_ERROR_TYPES",
     "Attempt",
     "JsonSchema",
@@ -52,6 +55,7 @@ __all__ = [
     "RunStatus",
     "SchemaSource",
     "SchemaValidation",
+    "ValidationMode",
     "merge_options",
     "no_options",
     "options_from_env",

@@ -151,6 +151,10 @@ class Execution:
     def check(self, agent_name: str, run: RunInput) -> RunInput:
         """Check a run request before it is stored; return it with a named schema's content.
 
+        Seed 001's resolution order: the inline schema, then the named one, then the agent's
+        default. A request giving both runs on the inline one; the name is kept with the run
+        (unread, unchecked) so its result can say it was not used.
+
         Raises:
             AgentNotFound: No such agent (404).
             SchemaNotFound: ``output_schema_name`` is not registered (404).
@@ -161,15 +165,12 @@ class Execution:
         """
         config = self.config(agent_name)
         options = self.options(run.options)
-        if run.output_schema is not None and run.output_schema_name is not None:
-            raise Unprocessable(
-                "InvalidRequest", "give output_schema or output_schema_name, not both"
-            )
         named: JsonSchema | None = None
         lenient = merge_options(config.options, options).lenient_formats
         own = run.output_schema is None and run.output_schema_name is None
+        by_name = run.output_schema is None and run.output_schema_name is not None
         try:
-            if run.output_schema_name is not None:
+            if by_name and run.output_schema_name is not None:
                 named = self.registry.get(run.output_schema_name)
             if not own or (id(config), lenient) not in self._own_contracts:
                 resolve_contract(
@@ -177,7 +178,7 @@ class Execution:
                     output_type=None,
                     inline=run.output_schema,
                     named=(run.output_schema_name, named)
-                    if run.output_schema_name is not None and named is not None
+                    if by_name and run.output_schema_name is not None and named is not None
                     else None,
                     lenient=lenient,
                 )
@@ -277,7 +278,8 @@ class Execution:
                 task=run.prompt,
                 parameters=dict(run.parameters),
                 output_schema=run.output_schema,
-                schema_name=run.output_schema_name,
+                # the inline schema wins over a name given beside it (seed 001's order)
+                schema_name=run.output_schema_name if run.output_schema is None else None,
                 options=self.options(run.options),
                 messages=messages,
                 run_id=run_id,

@@ -125,7 +125,7 @@ async def test_stdio_tools_declare_output_schemas_and_runs_are_validated(
         }
         assert all(tool.output_schema for tool in tools.values())
         started = tools["start_agent_session"].input_schema
-        assert {"agent_name", "prompt"} <= set(started["required"])
+        assert started["required"] == ["agent_name"]
 
         inline = await session.call_tool(
             "start_agent_session",
@@ -261,6 +261,8 @@ async def test_http_sessions_are_the_services_sessions(
         "schema_name": None,
         "retry_count": 1,
         "errors": [],
+        "schema_source": "agent",
+        "unused_schema_name": None,
     }
     over_http = service.client.get(f"/sessions/{body['session_id']}/result").json()
     assert over_http == body
