@@ -151,6 +151,9 @@ class Execution:
     def check(self, agent_name: str, run: RunInput) -> RunInput:
         """Check a run request before it is stored; return it with a named schema's content.
 
+        A request that already holds a named schema's content (``named_schema``: a resume
+        continuing its session's contract) keeps it; the registry is read only for a name alone.
+
         Raises:
             AgentNotFound: No such agent (404).
             SchemaNotFound: ``output_schema_name`` is not registered (404).
@@ -170,7 +173,9 @@ class Execution:
         own = run.output_schema is None and run.output_schema_name is None
         try:
             if run.output_schema_name is not None:
-                named = self.registry.get(run.output_schema_name)
+                named = run.named_schema  # a resume brings the content its session started with
+                if named is None:
+                    named = self.registry.get(run.output_schema_name)
             if not own or (id(config), lenient) not in self._own_contracts:
                 resolve_contract(
                     config,
@@ -278,6 +283,9 @@ class Execution:
                 parameters=dict(run.parameters),
                 output_schema=run.output_schema,
                 schema_name=run.output_schema_name,
+                # the content fixed when the run was stored: a schema replaced or deleted in
+                # the registry since does not change what this session is held to
+                named_schema=run.named_schema if run.output_schema_name is not None else None,
                 options=self.options(run.options),
                 messages=messages,
                 run_id=run_id,
