@@ -22,7 +22,7 @@ from agent_executor.providers.base import Provider
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
-__all__ = ["build_agent", "resolve_provider", "unoffered_tools_note"]
+__all__ = ["build_agent", "resolve_provider", "start_session_tool", "unoffered_tools_note"]
 
 
 def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) -> Provider:
@@ -72,8 +72,16 @@ def build_agent(
         profile=profile_overrides(args),
     )
     if len(own_tools) < len(config.tools):
-        agent.tools.append(LocalStartSession(_fleet_of(args), _child_runner(args), depth))
+        agent.tools.append(start_session_tool(args, depth))
     return agent
+
+
+def start_session_tool(args: argparse.Namespace, depth: int = 0) -> LocalStartSession:
+    """Return ``agents:start_session`` for a session at ``depth`` of a run command.
+
+    Its children are the agents of ``--agents-dir``, built by :func:`build_agent`.
+    """
+    return LocalStartSession(_fleet_of(args), _child_runner(args), depth)
 
 
 def _fleet_of(args: argparse.Namespace) -> Callable[[], Mapping[str, AgentConfig]]:

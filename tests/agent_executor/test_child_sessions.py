@@ -209,3 +209,13 @@ def test_a_child_that_fails_its_contract_is_reported_with_its_problems(
     (content,) = tool_results(openai, 3)
     assert "child session of grader failed" in content
     assert "output_schema_validation_failed" in content and "$.score" in content
+
+
+def test_show_gives_a_parent_agents_tools_and_first_request(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = ["show", "orchestrator", "--task", "delegate", "--agents-dir", str(fleet)]
+    assert main([*shown, "--workspace", str(fleet.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "input tools: fs:read, agents:start_session" in out
+    assert "=== input tool agents:start_session (sent as agents_start_session) ===" in out
