@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -374,3 +375,20 @@ def test_delete_is_409_while_a_run_of_the_agent_is_active(
     cancelled = service.client.post(f"/runs/{queued.json()['run_id']}/cancel")
     assert cancelled.status_code == 200, cancelled.text
     assert service.client.delete("/agents/writer").status_code == 204
+
+
+def test_writing_agents_needs_the_token(make_service: ServiceFactory, tmp_path: Path) -> None:
+    service = make_service(token="s3cret-token")
+    with httpx.Client(base_url=service.url) as anonymous:
+        for method, path in [
+            ("POST", "/agents"),
+            ("PATCH", "/agents/writer"),
+            ("DELETE", "/agents/writer"),
+        ]:
+            body = None if method == "DELETE" else PR_REVIEWER
+            refused = anonymous.request(method, path, json=body)
+            assert refused.status_code == 401, (method, path)
+            assert refused.json()["error"] == "Unauthorized"
+    assert not (tmp_path / "agents" / "pr-reviewer").exists()
+    assert (tmp_path / "agents" / "writer" / "agent.yml").exists()
+    assert service.client.post("/agents", json=PR_REVIEWER).status_code == 201
