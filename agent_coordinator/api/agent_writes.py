@@ -23,7 +23,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Response
 
 from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigFileError, ConfigProblems, FleetProblems
+from agent_contracts.errors import ConfigFileError, FleetProblems
 from agent_coordinator.agent_files import (
     FileChanged,
     create_agent_file,
@@ -93,14 +93,22 @@ def _changed(path: Path) -> Conflict:
     )
 
 
-def _reload(services: Services, path: Path, before: bytes | None) -> bool:
+def _reload(services: Services, path: Path, before: bytes | None, agent_id: str) -> bool:
     """Use the fleet on disk now; put ``path`` back and raise when it is what fails to load.
 
+    Args:
+        services: The service, whose running fleet is replaced.
+        path: The file just written.
+        before: Its bytes before (``None``: it was created).
+        agent_id: The id the file must load as.
+
     Returns:
-        Whether the service now uses the fleet on disk.
+        Whether the service now uses the fleet on disk (false while another file of the fleet
+        has an error: the file is kept, and used once that is fixed).
 
     Raises:
         BadRequest: ``ConfigError`` with every problem of ``path``, which is restored first.
+        Unprocessable: ``InvalidRequest`` when the file loads under another id (restored too).
     """
     try:
         fleet = _load(services.execution.fleet.directory)
@@ -120,6 +128,13 @@ def _reload(services: Services, path: Path, before: bytes | None) -> bool:
         return False
     except ConfigFileError:
         return False
+    if agent_id not in fleet or fleet.source(agent_id) != path:
+        restore_agent_file(path, before)
+        raise Unprocessable(
+            "InvalidRequest",
+            f"nothing was written: {path} would load as another agent than {agent_id!r} (its "
+            "id names its folder)",
+        )
     services.execution.fleet = fleet
     return True
 
@@ -128,7 +143,7 @@ def _written(services: Services, path: Path, text: str, reloaded: bool) -> Agent
     config: AgentConfig
     try:
         config = load_agent_config(path)
-    except ConfigProblems as error:  # pragma: no cover - the reload above loaded it
+    except ConfigFileError as error:  # pragma: no cover - the reload above loaded it
         raise BadRequest("ConfigError", error.format_message()) from error
     warnings: list[ConfigProblemView] = []
     if reloaded:
@@ -176,7 +191,7 @@ def _create(services: Services, body: AgentCreate) -> AgentWritten:
         raise Conflict("AgentExists", f"agent {agent_id!r} exists already") from error
     except OSError as error:
         raise BadRequest("ConfigError", f"{path}: the agent was not written: {error}") from error
-    reloaded = _reload(services, path, None)
+    reloaded = _reload(services, path, None, agent_id)
     return _written(services, path, text, reloaded)
 
 
@@ -208,14 +223,7 @@ def _update(services: Services, name: str, body: AgentUpdate, version: str | Non
         raise _changed(path) from error
     except (OSError, ValueError) as error:
         raise BadRequest("ConfigError", f"{path}: the agent was not changed: {error}") from error
-    reloaded = _reload(services, path, before)
-    if reloaded and name not in services.execution.fleet:
-        restore_agent_file(path, before)
-        services.execution.fleet = _load(services.execution.fleet.directory)
-        raise Unprocessable(
-            "InvalidRequest",
-            f"the change would give agent {name!r} another id; nothing was written",
-        )
+    reloaded = _reload(services, path, before, name)
     return _written(services, path, text, reloaded)
 
 

@@ -392,3 +392,19 @@ def test_writing_agents_needs_the_token(make_service: ServiceFactory, tmp_path: 
     assert not (tmp_path / "agents" / "pr-reviewer").exists()
     assert (tmp_path / "agents" / "writer" / "agent.yml").exists()
     assert service.client.post("/agents", json=PR_REVIEWER).status_code == 201
+
+
+def test_patch_that_would_give_the_agent_another_id_is_refused(
+    service: Service, tmp_path: Path
+) -> None:
+    # seed 000's blueprint has only a name, which is then its id too
+    assert service.client.post("/agents", json=PR_REVIEWER).status_code == 201
+    path = tmp_path / "agents" / "pr-reviewer" / "agent.yml"
+    before = path.read_text()
+    renamed = service.client.patch("/agents/pr-reviewer", json={"name": "critic"})
+    assert renamed.status_code == 422, renamed.text
+    assert renamed.json()["error"] == "InvalidRequest"
+    assert "another agent" in renamed.json()["message"]
+    assert path.read_text() == before
+    assert service.client.get("/agents/pr-reviewer").status_code == 200
+    assert service.client.get("/agents/critic").status_code == 404
