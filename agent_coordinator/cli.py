@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
-from agent_contracts.errors import AgentshapeError, ConfigError
+from agent_contracts.errors import ConfigError
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.providers.resolve import KNOWN_PREFIXES, resolve_model
+from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
 if TYPE_CHECKING:
@@ -159,22 +159,11 @@ def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -
 
 
 def _model_problems(execution: Execution) -> str:
-    """Return a banner line for each model the fleet's runs would use that cannot be made.
-
-    A model whose key is missing fails every run of its agents; an MCP client learns of it only
-    from its first tool call, so the banner says so at start.
-    """
-    agents_by_model: dict[str | None, list[str]] = {}
-    for name, config in execution.fleet.items():
-        agents_by_model.setdefault(config.model or execution.default_model, []).append(name)
-    lines = []
-    for model, agents in agents_by_model.items():
-        try:
-            resolve_model(model, env=execution.env)
-        except AgentshapeError as error:
-            names = ", ".join(sorted(agents))
-            lines.append(f"  warning:  {error} (the runs of {names} fail until it is fixed)\n")
-    return "".join(lines)
+    """Return a banner line for each model the fleet's runs would use that cannot be made."""
+    return "".join(
+        f"  warning:  {error} (the runs of {', '.join(agents)} fail until it is fixed)\n"
+        for error, agents in execution.model_problems()
+    )
 
 
 def _services(args: argparse.Namespace) -> Services:
