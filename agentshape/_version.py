@@ -1,3 +1,7 @@
-"""The installed agentshape's version (the one place it is written; pyproject reads it)."""
+"""The installed agentshape's version (written in :mod:`agent_contracts.version`)."""
 
-__version__ = "0.2.0"
+from __future__ import annotations
+
+from agent_contracts.version import __version__
+
+__all__ = ["__version__"]

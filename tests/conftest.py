@@ -81,3 +81,30 @@ def fake_llm() -> Iterator[FakeLLM]:
         yield server
     finally:
         server.close()
+
+
+_SLOW_MODULES = frozenset(
+    {
+        "test_dashboard_browser",  # chromium
+        "test_processes",  # `agentshape serve` and runners as processes
+        "test_readme_shell",  # the README's shell blocks, each in a process
+        "test_readme_types",  # mypy --strict over the README's examples
+    }
+)
+"""Modules whose every test is slow (``python3 dev.py test --fast`` skips them)."""
+
+_ONE_WORKER = {"test_dashboard_browser": "chromium", "test_conformance": "conformance"}
+"""Modules with costly module-scoped fixtures, kept on one xdist worker (``--dist loadgroup``)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tests: PostgreSQL, the browser, service processes (see ``_SLOW_MODULES``)."""
+    grouping = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        module = item.path.stem
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and "postgres" in callspec.params.values()
+        if on_postgres or module in _SLOW_MODULES or "chromium" in item.name:
+            item.add_marker(pytest.mark.slow)
+        if grouping and module in _ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(_ONE_WORKER[module]))

@@ -19,11 +19,11 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import NoReturn, TextIO, cast
 
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest, RunResult
+from agent_contracts.version import __version__
 from agent_core.json_text import dump_json, unencodable
 from agent_executor.analytics_writer import flush_pending
 from agent_executor.cli import analytics as cli_analytics
@@ -102,13 +102,6 @@ EPILOG = (
 )
 
 
-def _version() -> str:
-    try:
-        return version("agentshape")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "unknown (not installed)"
-
-
 class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose mistakes are one ``agentshape: ...`` line, not a usage block."""
 
@@ -131,7 +124,7 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
         description="Run LLM agents that return data in the shape their designer asked for.",
         epilog=EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"agentshape {_version()}")
+    parser.add_argument("--version", action="version", version=f"agentshape {__version__}")
     # Subcommands are built by the parser's own class, so their mistakes are one line too.
     commands = cast(
         Subcommands, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

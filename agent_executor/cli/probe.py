@@ -17,7 +17,7 @@ from typing import TextIO, cast
 from agent_contracts.errors import ProviderError
 from agent_contracts.profiles import ProviderProfile
 from agent_executor.cli.inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
-from agent_executor.probe import ProbeReport, probe_profile
+from agent_executor.probe import PROBE_REQUESTS, ProbeReport, probe_profile
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 from agent_executor.providers.resolve import resolve_model
 
@@ -73,7 +73,7 @@ def probe_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"llamacpp:, compatible:); {args.model!r} is a {provider.name} model"
         )
     where = getattr(provider, "base_url", "")
-    print(f"probing {args.model} at {where} (7 small requests)", file=err)
+    print(f"probing {args.model} at {where} ({PROBE_REQUESTS} small requests)", file=err)
 
     def target(profile: ProviderProfile) -> Send:
         return cast(Send, variant(profile=profile, max_retries=0).request)
@@ -115,11 +115,7 @@ def _text(report: ProbeReport, given: ProviderProfile) -> str:
         lines.append(f"  {probe.name:<27} {outcome}")
     fields = report.overrides()
     inline = ", ".join(f"{key}: {_yaml(value)}" for key, value in fields.items())
-    changed = [
-        f"--profile {key}={_yaml(value)}"
-        for key, value in fields.items()
-        if getattr(given, key) != value
-    ]
+    changed = [f"--profile {key}={_yaml(value)}" for key, value in report.flags(given).items()]
     lines += [
         "",
         "profile found; paste into the agent's agent.yml:",
@@ -131,6 +127,11 @@ def _text(report: ProbeReport, given: ProviderProfile) -> str:
         lines += ["", "or, for one run, next to --model:", "  " + " ".join(changed)]
     else:
         lines += ["", f"(the same as the {report.model.split(':')[0]}: profile; nothing to add)"]
+    if report.drops_tool_messages:
+        lines += [
+            "",
+            "this server drops tool messages: a re-prompt in tool mode does not reach the model",
+        ]
     if not report.profile.supports_tools and not report.profile.native_output:
         lines += ["", "this server takes neither tools nor native output: use --mode prompted"]
     return "\n".join(lines) + "\n"

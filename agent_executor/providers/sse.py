@@ -22,6 +22,8 @@ MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Longest server-sent event read (16 MiB); a longer one is malformed."""
 
 _DONE = b"[DONE]"
+_BOM = b"\xef\xbb\xbf"
+"""A byte order mark, which the specification drops from the start of a stream."""
 _SHORT = 64
 """Events this short or shorter are looked at for ``[DONE]`` (and any text after it on its
 line); a chunk's JSON is longer."""
@@ -62,7 +64,10 @@ async def sse_batches(response: httpx2.Response) -> AsyncIterator[list[JsonValue
 
 
 async def sse_data(response: httpx2.Response) -> AsyncIterator[list[bytes]]:
-    """Yield the data of the events each read of ``response`` completes, unparsed.
+    r"""Yield the data of the events each read of ``response`` completes, unparsed.
+
+    Lines end with ``\r\n``, ``\n`` or ``\r``, as the specification allows, wherever the
+    reads split them.
 
     Args:
         response: A streamed response (its body not read yet).
@@ -75,17 +80,29 @@ async def sse_data(response: httpx2.Response) -> AsyncIterator[list[bytes]]:
         MalformedEvent: An event is longer than :data:`MAX_EVENT_BYTES`.
         httpx2.HTTPError: The connection failed while reading (the caller translates it).
     """
-    pending = b""
+    pending = b""  # the unfinished events, their line ends already made \n
     after_done = -1  # bytes read after [DONE], once it came
+    after_cr = False  # the last read ended with \r: a \n starting this one ends the same line
+    head: bytes | None = b""  # the stream's first bytes, until a byte order mark can be told
     async for raw in response.aiter_bytes():
         if after_done >= 0:
             after_done += len(raw)
             if after_done > _AFTER_DONE_BYTES:
                 return  # more than a body's end: the connection is closed, not kept
             continue
+        if not raw:
+            continue
+        if head is not None:
+            head += raw
+            if len(head) < len(_BOM) and _BOM.startswith(head):
+                continue
+            raw, head = head.removeprefix(_BOM), None
+        if after_cr and raw[:1] == b"\n":
+            raw = raw[1:]
+        after_cr = raw[-1:] == b"\r"
+        if b"\r" in raw:
+            raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         pending += raw
-        if b"\r" in pending:
-            pending = pending.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         end = pending.rfind(b"\n\n")
         if end < 0:
             if len(pending) > MAX_EVENT_BYTES:
@@ -151,7 +168,10 @@ def _data_of(events: bytes) -> tuple[list[bytes], bool]:
     """Return the ``data`` of each event in ``events``, and whether ``[DONE]`` came."""
     datas: list[bytes] = []
     for event in events.split(b"\n\n"):
-        lines = [line for line in event.split(b"\n") if line.startswith(b"data:")]
+        # A line "data" without a colon is a data field with an empty value.
+        lines = [
+            line for line in event.split(b"\n") if line.startswith(b"data:") or line == b"data"
+        ]
         if not lines:
             continue  # a comment, a ping with no data, or an empty event
         data = b"\n".join(line[6:] if line[5:6] == b" " else line[5:] for line in lines)

@@ -69,10 +69,10 @@ def test_runs_at_once_each_keep_their_own_events(
 def test_cancelling_a_running_run_ends_it_cancelled(
     make_service: ServiceFactory, fake_llm: FakeLLM
 ) -> None:
-    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 20))
+    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 120))
     service = make_service(env=_env(fake_llm), model="openai:gpt-test", lease_s=1.5)
     run = service.client.post("/runs", json=REVIEW).json()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while service.client.get(f"/runs/{run['run_id']}").json()["status"] != "running":
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -83,9 +83,10 @@ def test_cancelling_a_running_run_ends_it_cancelled(
         json={"type": "resume_session", "session_id": run["session_id"], "prompt": "x"},
     )
     assert ended.status_code == 409  # still busy until the runner sees the cancel
-    started = time.monotonic()
+    # Until the reply 120 s away: a run the cancel missed would end completed, not cancelled.
+    deadline = time.monotonic() + 60
     while service.client.get(f"/runs/{run['run_id']}").json()["status"] == "running":
-        assert time.monotonic() - started < 5, "the cancel was not seen"
+        assert time.monotonic() < deadline, "the cancel was not seen"
         time.sleep(0.05)
     final = service.client.get(f"/runs/{run['run_id']}").json()
     assert final["status"] == "cancelled" and final["error"]["type"] == "cancelled"
@@ -96,16 +97,15 @@ def test_cancelling_a_running_run_ends_it_cancelled(
 def test_shutdown_puts_runs_in_flight_back_in_the_queue(
     make_service: ServiceFactory, fake_llm: FakeLLM, database: str
 ) -> None:
-    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 30))
+    # A shutdown that waited for the reply (120 s away) would find the run completed.
+    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 120))
     service = make_service(env=_env(fake_llm), model="openai:gpt-test")
     run = service.client.post("/runs", json=REVIEW).json()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while service.client.get(f"/runs/{run['run_id']}").json()["status"] != "running":
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    started = time.monotonic()
     service.close()
-    assert time.monotonic() - started < 10, "shutdown hung"
     store = open_store(database)
     try:
         stored = store.get_run(run["run_id"])

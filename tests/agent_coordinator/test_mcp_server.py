@@ -387,3 +387,55 @@ def test_mcp_http_command_answers_ready_until_its_database_file_is_removed(
     assert ready.json()["error"] == "StoreUnavailable"
     assert f"the database file {database} was removed" in ready.json()["message"]
     assert httpx.get(f"{root}/health").json() == {"status": "ok"}
+
+
+def test_stdio_without_the_models_key_says_so_at_start(tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "agents")
+    keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSHAPE_MODEL")
+    env = {name: value for name, value in os.environ.items() if name not in keys}
+    command = [
+        *(sys.executable, "-m", "agentshape", "mcp", "--agents-dir", str(fleet)),
+        *("--database", str(tmp_path / "coordinator.db")),
+        *("--registry", str(tmp_path / "schemas.db"), "--model", "openai:gpt-test"),
+    ]
+
+    # Standard input closed at once: the client went away, so the server stops after its banner.
+    done = subprocess.run(
+        command,
+        input="",
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.stdout == ""  # the protocol's, untouched
+    assert "agentshape mcp: serving MCP over stdio" in done.stderr
+    warning = next(line for line in done.stderr.splitlines() if "warning:" in line)
+    assert "model 'openai:gpt-test' needs OPENAI_API_KEY to be set" in warning
+    assert "reviewer" in warning
+
+
+def test_stdio_with_the_models_key_starts_without_a_warning(tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "agents")
+    command = [
+        *(sys.executable, "-m", "agentshape", "mcp", "--agents-dir", str(fleet)),
+        *("--database", str(tmp_path / "coordinator.db")),
+        *("--registry", str(tmp_path / "schemas.db"), "--model", "openai:gpt-test"),
+    ]
+
+    done = subprocess.run(
+        command,
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test-key"},
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+
+    assert "agentshape mcp: serving MCP over stdio" in done.stderr
+    assert "warning" not in done.stderr

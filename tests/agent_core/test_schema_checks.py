@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -495,3 +500,32 @@ def test_checking_a_schema_again_gives_the_same_findings_with_the_new_source() -
     assert [f.message for f in first] == [f.message for f in again] != []
     assert {f.source for f in first} == {"agents/a.yml"}
     assert {f.source for f in again} == {"agents/b.yml"}
+
+
+def test_the_checks_need_no_python_jsonschema() -> None:
+    # The base install has jsonschema-rs only: the meta-schema checks must not import
+    # python-jsonschema (None in sys.modules makes any import of it fail).
+    program = (
+        "import sys\n"
+        "sys.modules['jsonschema'] = None\n"
+        "from agent_core.schema_checks import check_output_schema\n"
+        "schema = {'$schema': 'http://json-schema.org/draft-04/schema#', 'type': 'object',\n"
+        "          'properties': {'n': {'exclusiveMaximum': 5}, 'm': {'minLength': -1}}}\n"
+        "for finding in check_output_schema(schema):\n"
+        "    print(finding.path, finding.keyword, finding.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "$.properties.m minLength -1 is less than the minimum of 0 (fails the draft's meta-schema)",
+        "$.properties n 'maximum' is a dependency of 'exclusiveMaximum' (fails the draft's "
+        "meta-schema)",
+    ]
+
+
+def test_the_base_install_does_not_depend_on_python_jsonschema() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    names = [re.split(r"[<>=!~;\[ ]", requirement)[0] for requirement in project["dependencies"]]
+    assert "jsonschema-rs" in names and "jsonschema" not in names

@@ -161,6 +161,17 @@ def test_meta_schema_check_uses_the_schemas_draft() -> None:
     )
 
 
+def test_a_draft_04_dependency_fault_names_the_keyword_that_needs_it() -> None:
+    schema = {"$schema": DRAFT4, "properties": {"n": {"exclusiveMaximum": True}}}
+    with pytest.raises(InvalidSchemaError) as caught:
+        compile_schema(schema)
+    assert caught.value.path == "$.properties.n"
+    assert str(caught.value) == (
+        "invalid schema at $.properties.n: 'maximum' is a dependency of 'exclusiveMaximum' "
+        "(checked against the draft-04 meta-schema)"
+    )
+
+
 def test_newer_drafts_keep_their_own_keywords() -> None:
     compiled = compile_schema(
         {

@@ -163,7 +163,8 @@ async def test_a_run_that_times_out_mid_call_still_shuts_its_server_down(tmp_pat
     pid_file = tmp_path / "pid"
     script = Script(("mcp__t__hang", {}))
     servers = [server_entry(tools=["hang"], env={"MCP_TEST_PID_FILE": str(pid_file)})]
-    result = await agent(servers, script.model(), timeout_s=1.0).run("go")
+    # Time enough to start the server on a loaded machine: the run is cut in the hanging call.
+    result = await agent(servers, script.model(), timeout_s=10.0).run("go")
 
     assert result.error is not None and result.error.type == "run_timeout"
     with pytest.raises(ProcessLookupError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,18 +17,47 @@ from tests.fake_llm import FakeLLM, ScriptedResponse, openai_text, openai_tool_c
 Check = Callable[[Any], ScriptedResponse | None]
 
 
-def answering(check: Check) -> Check:
-    """The server's checks, then an answer that does what the request asked."""
+def prompt_tokens(body: Any, *, drop_tool_messages: bool = False) -> int:
+    """A word a token, over the messages the server's chat template keeps."""
+    kept = [
+        message
+        for message in body["messages"]
+        if not (drop_tool_messages and message["role"] == "tool")
+    ]
+    return sum(len(str(message.get("content") or "").split()) for message in kept)
+
+
+def answering(
+    check: Check, *, drop_tool_messages: bool = False, text_for_required: bool = False
+) -> Check:
+    """The server's checks, then an answer that does what the request asked.
+
+    The answer reports the prompt's tokens as a server counts what its template kept;
+    ``text_for_required`` answers ``tool_choice: "required"`` in text, as a server that accepts
+    it without applying it does.
+    """
 
     def answer(body: Any) -> ScriptedResponse:
         refused = check(body)
         if refused is not None:
             return refused
         if body.get("response_format"):
-            return openai_text(json.dumps({"answer": "Paris"}))
-        return openai_tool_call("record_answer", {"answer": "Paris"})
+            reply = openai_text(json.dumps({"answer": "Paris"}))
+        elif text_for_required and body.get("tool_choice") == "required":
+            reply = openai_text("Paris.")
+        else:
+            reply = openai_tool_call("record_answer", {"answer": "Paris"})
+        tokens = prompt_tokens(body, drop_tool_messages=drop_tool_messages)
+        usage = {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5}
+        assert isinstance(reply.body, dict)
+        return replace(reply, body={**reply.body, "usage": usage})
 
     return answer
+
+
+def everything(body: Any) -> ScriptedResponse | None:
+    """A server that refuses nothing."""
+    return None
 
 
 def probe(
@@ -74,7 +104,7 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
         "type": "json_object",
         "schema": sent[5]["response_format"]["schema"],
     }
-    assert len(sent) == 7  # one request each: a refusal is not retried
+    assert len(sent) == 8  # one request each (two for the conversation): none is retried
 
 
 def test_the_text_report_gives_the_llm_section_and_the_flags(
@@ -129,3 +159,69 @@ def test_unreachable_and_wrong_models_are_one_line_errors(
     assert "the server at http://127.0.0.1:9/v1/ cannot be reached" in capsys.readouterr().err
     assert main(["probe", "test"]) == 2
     assert "probe asks servers that speak the OpenAI wire" in capsys.readouterr().err
+
+
+def test_a_tool_choice_accepted_but_not_applied_is_not_recommended(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.refuse_when(answering(everything, text_for_required=True))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "ollama:qwen3")
+
+    assert code == 0
+    assert "  required_tool_choice        accepted, but answered in text instead" in out
+    # The compatible profile has it off already: the probe saw nothing to turn it on.
+    assert "supports_required_tool_choice: false" in out
+    assert "supports_required_tool_choice=true" not in out
+
+
+def test_a_server_that_drops_tool_messages_is_seen_to(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.refuse_when(answering(everything, drop_tool_messages=True))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "ollama:qwen3", "--json")
+
+    assert code == 0
+    report = json.loads(out)
+    conversation = next(p for p in report["probes"] if p["name"] == "tool_conversation")
+    assert conversation["accepted"] and not conversation["honoured"]
+    assert "the tool message did not reach the model" in conversation["detail"]
+    # The two conversations differ only in their tool results (and the nonce that opens them).
+    sent = [request.body for request in fake_llm.requests][-2:]
+    assert [m["role"] for m in sent[0]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert len(sent[1]["messages"][3]["content"]) > len(sent[0]["messages"][3]["content"])
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "ollama:qwen3")
+    assert "  tool_conversation           accepted, but the tool message did not reach" in out
+    assert "this server drops tool messages" in out
+
+
+def test_a_server_that_keeps_tool_messages_is_seen_to(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_llm.refuse_when(answering(everything))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "ollama:qwen3")
+
+    assert code == 0
+    assert "  tool_conversation           accepted\n" in out
+    assert "drops tool messages" not in out
+
+
+def test_no_flag_for_a_native_format_that_was_not_seen_to_work(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_native_output(body: Any) -> ScriptedResponse | None:
+        if body.get("response_format"):
+            return openai_text("Paris.")  # accepted, but not JSON
+        return None
+
+    fake_llm.refuse_when(answering(no_native_output))
+
+    # The llamacpp: profile asks for json_object_schema native output.
+    code, out = probe(fake_llm, monkeypatch, capsys, "llamacpp:gemma")
+
+    assert code == 0
+    assert "--profile native_output=false" in out
+    assert "native_format=" not in out.split("or, for one run")[1]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -194,3 +196,42 @@ async def test_spans_reach_an_otlp_http_collector(fake_llm: FakeLLM, tmp_path: P
                 assert scope.scope.name == "agentshape"
                 names += [span.name for span in scope.spans]
     assert sorted(names) == ["chat gpt-test", "invoke_agent agent"]
+
+
+LATE_PROVIDER = """
+import asyncio, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from agent_executor.agent import Agent
+
+schema = {"type": "object", "required": ["score"], "properties": {"score": {"type": "integer"}}}
+env = {"OPENAI_API_KEY": "sk-test-key", "OPENAI_BASE_URL": sys.argv[1]}
+# As in an app whose agents are module globals: the agent is built before the provider is set.
+agent = Agent(output_schema=schema, model="openai:gpt-test", env=env, name="early")
+untraced = asyncio.run(agent.run("Score it."))
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+traced = asyncio.run(agent.run("Score it."))
+print(untraced.ok, traced.ok, sorted(span.name for span in exporter.get_finished_spans()))
+"""
+
+
+def test_a_provider_set_after_the_agent_was_built_is_used(fake_llm: FakeLLM) -> None:
+    # A process of its own: the global provider can be set only once a process.
+    fake_llm.respond_always(openai_tool_call("submit_result", {"score": 3}))
+
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_PROVIDER, fake_llm.openai_base_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    # The run before the provider was set made no spans; the one after made them all.
+    assert done.stdout.strip() == "True True ['chat gpt-test', 'invoke_agent early']"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import httpx2
 import pytest
@@ -123,3 +123,52 @@ def test_an_event_that_is_not_json_is_a_typed_error_naming_it() -> None:
 )
 def test_a_batch_is_split_as_the_exact_reading_splits_it(events: bytes) -> None:
     assert sse._split(events) == sse._data_of(events)
+
+
+def test_a_crlf_event_over_two_lines_split_between_cr_and_lf_stays_one_event() -> None:
+    batches = read_batches([b'data: {"a":\r', b"\ndata: 1}\r\n\r", b"\n"])
+    assert batches == [[{"a": 1}]]
+
+
+# The examples of the specification (HTML Living Standard, "Server-sent events", 9.2.4 and
+# 9.2.6), each with the data of the events it dispatches.
+SPEC_STREAMS = [
+    (b"data: YHOO\ndata: +2\ndata: 10\n\n", [b"YHOO\n+2\n10"]),
+    (
+        b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\n"
+        b"data:  third event\n\n",
+        [b"first event", b"second event", b" third event"],
+    ),
+    # The specification drops the last block (no blank line after it); a provider's stream
+    # that ends without its blank line is read to the end, so it is read here too.
+    (b"data\n\ndata\ndata\n\ndata:", [b"", b"\n", b""]),
+    (b"data:test\n\ndata: test\n\n", [b"test", b"test"]),
+    (b"\xef\xbb\xbfdata: after a byte order mark\n\n", [b"after a byte order mark"]),
+    (b'data: {"a":\ndata: 1}\n\n', [b'{"a":\n1}']),
+]
+
+
+def _line_ends(stream: bytes, end: bytes) -> bytes:
+    return stream.replace(b"\n", end)
+
+
+async def _data_of_reads(reads: Sequence[bytes]) -> list[bytes]:
+    async def body() -> AsyncIterator[bytes]:
+        for read in reads:
+            yield read
+
+    response = httpx2.Response(200, content=body())
+    return [data async for datas in sse.sse_data(response) for data in datas]
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["lf", "crlf", "cr"])
+@pytest.mark.parametrize(("stream", "expected"), SPEC_STREAMS, ids=range(len(SPEC_STREAMS)))
+async def test_the_specifications_streams_read_alike_wherever_the_reads_split_them(
+    stream: bytes, expected: list[bytes], end: bytes
+) -> None:
+    stream = _line_ends(stream, end)
+    for at in range(len(stream) + 1):
+        reads = [stream[:at], stream[at:]]
+        assert await _data_of_reads(reads) == expected, f"split at {at}: {reads}"
+    one_byte_a_read = [stream[at : at + 1] for at in range(len(stream))]
+    assert await _data_of_reads(one_byte_a_read) == expected
