@@ -108,6 +108,8 @@ class Chaos:
             "submit_retries": 0,
         }
         self.extra_attempts = 0
+        self.unread = 0
+        """Completed runs whose session could not be read at the end."""
         self.started = time.monotonic()
         self.chaos_end = 0.0
 
@@ -201,8 +203,13 @@ class Chaos:
                 return items
 
     async def _scan(self, attempt: int = 0) -> bool:
-        """List every run and note what is new; return whether the list could be read."""
+        """List every run and note what is new; return whether the list could be read.
+
+        The servers take turns (by ``attempt``); when one cannot list them, the other is asked.
+        """
         items = await self._list_runs(self.clients[attempt % 2])
+        if items is None:
+            items = await self._list_runs(self.clients[(attempt + 1) % 2])
         if items is None:
             return False
         for item in items:
@@ -273,11 +280,15 @@ class Chaos:
             kill_at += self.args.kill_every
 
     async def _restarter(self) -> None:
-        """Stop PostgreSQL for ``--pg-down`` seconds, ``--pg-restarts`` times, evenly spaced."""
+        """Stop PostgreSQL for ``--pg-down`` seconds, ``--pg-restarts`` times, evenly spaced.
+
+        Each stop falls half-way between two kills, so a restart and a kill are two faults.
+        """
         assert self.postgres is not None
         total = self.chaos_end - self.started
         for number in range(self.args.pg_restarts):
             at = self.started + total * (number + 1) / (self.args.pg_restarts + 1)
+            at += self.args.kill_every / 2 - (at - self.started) % self.args.kill_every
             await asyncio.sleep(max(0.0, at - time.monotonic()))
             await asyncio.to_thread(self.postgres.stop, "fast")
             await asyncio.sleep(self.args.pg_down)
@@ -368,7 +379,8 @@ class Chaos:
                 if all(run.status in TERMINAL for run in self.runs if run.run_id is not None):
                     break
                 await asyncio.sleep(2.0)
-                await self._scan()
+                if not await self._scan():
+                    await self._read_each()  # the list cannot be read: ask run by run
         finally:
             for task in background:
                 task.cancel()
@@ -377,31 +389,28 @@ class Chaos:
         await self._final_read()
         return self._counts(duration)
 
-    async def _final_read(self) -> None:
-        """Read every run and session back: runs gone, runs ended twice, extra attempts."""
-        deadline = time.monotonic() + 60
-        attempt = 0
-        while not await self._scan(attempt):
-            attempt += 1
-            if time.monotonic() > deadline:
-                print("the runs could not be listed at the end", file=sys.stderr)
-                return
-            await asyncio.sleep(1.0)
+    async def _read_each(self, *, sessions: bool = False) -> None:
+        """Read each accepted run that has not been seen ended, one request each.
+
+        With ``sessions``, also read each completed run's session, to see a second run in it
+        or the run's end written twice (more messages than the calibration run's).
+        """
         gate = asyncio.Semaphore(8)
 
         async def check(index: int, run: Run) -> None:
             async with gate:
                 client = self.clients[index % 2]
                 with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
-                    if run.status is None or run.status not in TERMINAL:
+                    if run.status not in TERMINAL:
                         found = await client.get(f"/runs/{run.run_id}")
                         run.missing = found.status_code == 404
                         if found.status_code == 200:
                             self._observe(run, found.json()["status"])
-                    if run.status != "completed":
+                    if not sessions or run.status != "completed":
                         return
                     answer = await client.get(f"/sessions/{run.session_id}")
                     if answer.status_code != 200:
+                        self.unread += 1
                         return
                     session = answer.json()
                     if len(session["runs"]) != 1 or session["messages"] > self.reference[1]:
@@ -412,6 +421,22 @@ class Chaos:
         await asyncio.gather(
             *(check(i, run) for i, run in enumerate(self.runs) if run.run_id is not None)
         )
+
+    async def _final_read(self) -> None:
+        """Read every run and session back: runs gone, runs ended twice, extra attempts."""
+        deadline = time.monotonic() + 60
+        attempt = 0
+        while not await self._scan(attempt):
+            attempt += 1
+            if time.monotonic() > deadline:
+                print(
+                    "the runs could not be listed at the end: a run made by a second submit "
+                    "would go unseen",
+                    file=sys.stderr,
+                )
+                break
+            await asyncio.sleep(1.0)
+        await self._read_each(sessions=True)
 
     def _counts(self, duration: float) -> dict[str, object]:
         accepted = [run for run in self.runs if run.run_id is not None]
@@ -441,6 +466,7 @@ class Chaos:
             "runs_missing": missing,
             "runs_made_by_a_second_submit": len(strangers),
             "runs_with_extra_attempts": self.extra_attempts,
+            "sessions_unread": self.unread,
             "model_requests": self.model.ledger.total,
             "model_turns_asked_again_in_flight": in_flight,
             **self.counts,
@@ -516,6 +542,9 @@ def main() -> int:
     if postgres_bin() is None:
         print("chaos: PostgreSQL is not installed (apt-get install postgresql)", file=sys.stderr)
         return 2
+    # Ctrl-C even when started with SIGINT ignored (a background job), and SIGTERM alike: both
+    # end in the clean-up below
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     tmp = Path(tempfile.mkdtemp(prefix="agentshape-chaos-"))
     chaos = Chaos(args, tmp)

@@ -199,6 +199,10 @@ class ModelServer:
                 pass
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # the client went away (a killed runner): its requests are already counted
+        except asyncio.CancelledError:
+            # Stopped (the server stops, or the benchmark is interrupted): end normally, since
+            # asyncio's stream callback in Python 3.11 logs a cancelled handler as an error.
+            pass
         finally:
             self._connections.discard(task)
             writer.close()
