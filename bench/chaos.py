@@ -2,7 +2,7 @@
 
     python bench/chaos.py [--minutes 10] [--runs 2000] [--kill-every 20] [--pg-restarts 2]
                           [--seed N] [--latency-ms 50,500] [--workers 8] [--lease 30]
-                          [--drain 300] [--pg-down 5]
+                          [--drain 300] [--pg-down 5] [--keep-logs DIR]
 
 Starts, as real processes on loopback: a throwaway PostgreSQL cluster, two ``agentshape serve``
 (API only, ``--workers 0``) and two ``agentshape runner`` on its one database, and a model
@@ -55,6 +55,8 @@ SCAN_EVERY_S = 5.0
 PROGRESS_EVERY_S = 30.0
 SUBMIT_GRACE_S = 60.0
 """How long after the chaos a submit still retries before it counts as refused."""
+SESSION_READS = 5
+"""Reads of a session at the end before it counts as unread (the servers take turns)."""
 HEADLINE = ("runs_lost", "runs_doubled", "runs_stuck", "model_turns_paid_twice")
 
 
@@ -85,9 +87,11 @@ class Chaos:
     def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
         self.args = args
         self.tmp = tmp
+        # one source each, so the kills' choices do not depend on how many retries came first
         self.rng = random.Random(args.seed)
+        self.jitter = random.Random(args.seed + 1)
         low, high = (float(part) / 1000 for part in args.latency_ms.split(","))
-        self.model = ModelServer((low, high), random.Random(self.rng.random()))
+        self.model = ModelServer((low, high), random.Random(args.seed + 2))
         self.postgres: Postgres | None = None
         self.servers: list[Command] = []
         self.server_ports: list[int] = []
@@ -246,7 +250,7 @@ class Chaos:
             if time.monotonic() > self.chaos_end + SUBMIT_GRACE_S:
                 run.refused = why
                 return
-            await asyncio.sleep(min(5.0, 0.2 * 2 ** min(attempt, 5)) * self.rng.uniform(0.5, 1))
+            await asyncio.sleep(min(5.0, 0.2 * 2 ** min(attempt, 5)) * self.jitter.uniform(0.5, 1))
 
     async def _calibrate(self) -> None:
         """Make one run with no faults: check it takes three turns, note its transcript."""
@@ -274,7 +278,9 @@ class Chaos:
         while kill_at < self.chaos_end:
             await asyncio.sleep(max(0.0, kill_at - time.monotonic()))
             index = self.rng.randrange(len(self.runners))
-            await asyncio.to_thread(self.runners[index].kill)
+            # On the loop, not in a thread: the supervisor must not see the dead runner and
+            # start a second replacement. Reaping a SIGKILLed process takes milliseconds.
+            self.runners[index].kill()
             self.counts["kills"] += 1
             self.runners[index] = self._start_runner()
             kill_at += self.args.kill_every
@@ -389,34 +395,46 @@ class Chaos:
         await self._final_read()
         return self._counts(duration)
 
-    async def _read_each(self, *, sessions: bool = False) -> None:
-        """Read each accepted run that has not been seen ended, one request each.
+    async def _read_run(self, index: int, run: Run) -> None:
+        """Read one run that has not been seen ended: its status, or that it is gone (404)."""
+        with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+            found = await self.clients[index % 2].get(f"/runs/{run.run_id}")
+            run.missing = found.status_code == 404
+            if found.status_code == 200:
+                self._observe(run, found.json()["status"])
 
-        With ``sessions``, also read each completed run's session, to see a second run in it
-        or the run's end written twice (more messages than the calibration run's).
+    async def _read_session(self, index: int, run: Run) -> None:
+        """Check a completed run's session for a second run, or the run's end written twice.
+
+        The servers take turns for up to :data:`SESSION_READS` reads; after that the session
+        counts as unread.
         """
+        for attempt in range(SESSION_READS):
+            with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+                answer = await self.clients[(index + attempt) % 2].get(
+                    f"/sessions/{run.session_id}"
+                )
+                if answer.status_code == 200:
+                    session = answer.json()
+                    # more messages than an uninterrupted run's: the end was written twice
+                    if len(session["runs"]) != 1 or session["messages"] > self.reference[1]:
+                        run.ended_twice = True
+                    if len(session["runs"][-1]["attempts"]) > 2:
+                        self.extra_attempts += 1
+                    return
+            await asyncio.sleep(1.0)
+        self.unread += 1
+
+    async def _read_each(self, *, sessions: bool = False) -> None:
+        """Read each accepted run not seen ended, and with ``sessions`` each completed one's."""
         gate = asyncio.Semaphore(8)
 
         async def check(index: int, run: Run) -> None:
             async with gate:
-                client = self.clients[index % 2]
-                with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
-                    if run.status not in TERMINAL:
-                        found = await client.get(f"/runs/{run.run_id}")
-                        run.missing = found.status_code == 404
-                        if found.status_code == 200:
-                            self._observe(run, found.json()["status"])
-                    if not sessions or run.status != "completed":
-                        return
-                    answer = await client.get(f"/sessions/{run.session_id}")
-                    if answer.status_code != 200:
-                        self.unread += 1
-                        return
-                    session = answer.json()
-                    if len(session["runs"]) != 1 or session["messages"] > self.reference[1]:
-                        run.ended_twice = True  # a second run, or the end written twice
-                    if len(session["runs"][-1]["attempts"]) > 2:
-                        self.extra_attempts += 1
+                if run.status not in TERMINAL:
+                    await self._read_run(index, run)
+                if sessions and run.status == "completed":
+                    await self._read_session(index, run)
 
         await asyncio.gather(
             *(check(i, run) for i, run in enumerate(self.runs) if run.run_id is not None)
@@ -524,6 +542,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--drain", type=float, default=300.0, help="most seconds to wait for the runs' ends"
     )
+    parser.add_argument(
+        "--keep-logs", type=Path, default=None, help="copy every process's log here at the end"
+    )
     args = parser.parse_args()
     if args.seed is None:
         args.seed = secrets.randbelow(2**31)
@@ -558,11 +579,20 @@ def main() -> int:
     except KeyboardInterrupt:
         print("chaos: interrupted; stopping everything it started", file=sys.stderr)
         return 130
-    except (RuntimeError, OSError, KeyError, subprocess.SubprocessError, httpx.HTTPError) as error:
+    except (
+        RuntimeError,
+        OSError,
+        KeyError,
+        ValueError,
+        subprocess.SubprocessError,
+        httpx.HTTPError,
+    ) as error:
         print(f"chaos: the setup failed: {error}", file=sys.stderr)
         return 2
     finally:
         chaos.stop_processes()
+        if args.keep_logs is not None:
+            shutil.copytree(tmp / "logs", args.keep_logs, dirs_exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
     for line in chaos.failures():
         print(line, file=sys.stderr)
