@@ -57,6 +57,8 @@ SUBMIT_GRACE_S = 60.0
 """How long after the chaos a submit still retries before it counts as refused."""
 SESSION_READS = 5
 """Reads of a session at the end before it counts as unread (the servers take turns)."""
+FINAL_READ_S = 180.0
+"""The most the final read of every run and session takes, however many reads fail."""
 HEADLINE = ("runs_lost", "runs_doubled", "runs_stuck", "model_turns_paid_twice")
 
 
@@ -113,6 +115,7 @@ class Chaos:
         }
         self.extra_attempts = 0
         self.unread = 0
+        self.final_read_end = 0.0
         """Completed runs whose session could not be read at the end."""
         self.started = time.monotonic()
         self.chaos_end = 0.0
@@ -406,10 +409,12 @@ class Chaos:
     async def _read_session(self, index: int, run: Run) -> None:
         """Check a completed run's session for a second run, or the run's end written twice.
 
-        The servers take turns for up to :data:`SESSION_READS` reads; after that the session
-        counts as unread.
+        The servers take turns for up to :data:`SESSION_READS` reads, within
+        :data:`FINAL_READ_S` of the final read's start; after that the session counts as unread.
         """
         for attempt in range(SESSION_READS):
+            if time.monotonic() > self.final_read_end:
+                break
             with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
                 answer = await self.clients[(index + attempt) % 2].get(
                     f"/sessions/{run.session_id}"
@@ -442,6 +447,7 @@ class Chaos:
 
     async def _final_read(self) -> None:
         """Read every run and session back: runs gone, runs ended twice, extra attempts."""
+        self.final_read_end = time.monotonic() + FINAL_READ_S
         deadline = time.monotonic() + 60
         attempt = 0
         while not await self._scan(attempt):
