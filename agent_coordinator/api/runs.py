@@ -15,13 +15,14 @@ from fastapi.responses import StreamingResponse
 from agent_contracts.runs import RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.model_text import ModelTextResponse
 from agent_coordinator.api.views import run_view
 from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
 __all__ = ["router", "submit_run", "wait_for_end"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], default_response_class=ModelTextResponse)
 
 _EVENT_POLL_S = 0.2
 _END_POLL_S = 0.5
