@@ -241,18 +241,42 @@ async def list_runs(
 
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, services: ServicesDep) -> RunView:
-    """Return one run."""
-    return run_view(await _get(services, run_id))
+    """Return one run, with each claim of it by a runner and how that claim ended."""
+    run = await _get(services, run_id)
+    claims = await services.store.call(services.store.claim_history, [run_id])
+    return run_view(run, claims[run_id])
 
 
-@router.post("/runs/{run_id}/cancel")
-async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
-    """Cancel a run.
+@router.post(
+    "/runs/{run_id}/cancel",
+    responses={
+        202: {
+            "model": RunView,
+            "description": "The cancel is recorded; the run's runner has not ended it yet "
+            "(it will end it cancelled)",
+        }
+    },
+)
+async def cancel_run(
+    run_id: str,
+    services: ServicesDep,
+    response: Response,
+    wait: Annotated[float, Query(ge=0, le=120)] = 5,
+) -> RunView:
+    """Cancel a run and answer with what happened.
 
-    A queued run is cancelled at once, a running one as soon as its runner sees the request;
-    409 ``RunNotCancellable`` when it has already ended.
+    200 with ``status: cancelled``: a queued run is cancelled at once; a running one is
+    stopped by its runner (its model call cancelled) within about a second, and this waits up
+    to ``wait`` seconds for that. 202 with ``cancel_requested: true``: the runner has not
+    ended it yet; it ends ``cancelled``, even if its model answers first. 409
+    ``RunNotCancellable``: the run had already ended (its status is in the message).
     """
     run = await services.store.call(services.store.request_cancel, run_id)
+    if run.status not in TERMINAL:
+        if services.runner is not None:
+            services.runner.cancel(run_id)  # this process's runner has it: stop it now
+        run = await wait_for_end(services, run_id, min(wait, services.limits.max_wait_s))
+    response.status_code = 200 if run.status in TERMINAL else 202
     return run_view(run)
 
 

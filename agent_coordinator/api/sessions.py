@@ -68,9 +68,10 @@ async def get_session(session_id: str, services: ServicesDep) -> SessionView:
     session = await _get(services, session_id)
 
     def details() -> SessionView:
+        stored = services.store.session_runs(session_id)
+        claims = services.store.claim_history([run.id for run in stored])
         runs = [
-            session_run_view(run, services.store.attempts(run.id))
-            for run in services.store.session_runs(session_id)
+            session_run_view(run, services.store.attempts(run.id), claims[run.id]) for run in stored
         ]
         return session_view(session, children=_children(services, session_id), runs=runs)
 

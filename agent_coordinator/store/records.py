@@ -15,6 +15,8 @@ from agent_contracts.runs import JsonSchema
 __all__ = [
     "TERMINAL",
     "Claim",
+    "ClaimEnd",
+    "ClaimRecord",
     "EventRecord",
     "LeaseState",
     "NewRun",
@@ -128,6 +130,27 @@ class Claim(BaseModel):
 
     run: RunRecord
     transcript: list[JsonValue]
+
+
+ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown"]
+"""How a claim ended: the run ended (its status), the lease ran out, or the runner shut down."""
+
+
+class ClaimRecord(BaseModel):
+    """One claim of a run: who held it, when, and how it ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    """1 for the first claim, counting up."""
+    runner: str
+    """The id of the runner that held it (host, process and a random part)."""
+    claimed_at: float
+    ended_at: float | None
+    """When it ended; ``None`` while it is held (or when another runner's claim found it run
+    out, which sets it)."""
+    ended: ClaimEnd | None
+    """How it ended; ``None`` while it is held."""
 
 
 class LeaseState(BaseModel):
