@@ -243,8 +243,8 @@ class Runner:
         if stopped == "shutdown":
             await self.store.call(self.store.release, run.id, self.id)
             return
-        stage.append("storing the result")
         if stopped == "cancelled":
+            stage.append("storing the result")
             ended = await self.store.call(
                 self.store.finish,
                 run.id,
@@ -255,7 +255,9 @@ class Runner:
                 events=[*events.drain(), ("run_cancelled", {})],
             )
         else:
-            ended = await self._store_result(run.id, task.result(), events)
+            result = task.result()  # raises what the run loop raised, in "running the agent"
+            stage.append("storing the result")
+            ended = await self._store_result(run.id, result, events)
         if ended is not None and self.on_finished is not None:
             self.on_finished(ended)
 

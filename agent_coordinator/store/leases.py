@@ -303,12 +303,16 @@ class LeaseQueries(ClaimLog):
             status, session_id = str(row[0]), str(row[1])
             if status in TERMINAL:
                 raise Conflict("RunNotCancellable", f"run {run_id!r} has already {status}")
-            if status == "queued":
-                self._exec(
+            # Each write names the state it expects: a runner may claim or end the run meanwhile.
+            if (
+                status == "queued"
+                and self._exec(
                     cursor,
-                    "UPDATE runs SET status = 'cancelled', error = ?, finished_at = ? WHERE id = ?",
+                    "UPDATE runs SET status = 'cancelled', error = ?, finished_at = ? "
+                    "WHERE id = ? AND status = 'queued' RETURNING id",
                     (error, now, run_id),
-                )
+                ).fetchone()
+            ):
                 self._exec(
                     cursor,
                     "UPDATE sessions SET status = 'cancelled', updated_at = ? WHERE id = ?",
