@@ -243,7 +243,7 @@ async def list_runs(
 async def get_run(run_id: str, services: ServicesDep) -> RunView:
     """Return one run, with each claim of it by a runner and how that claim ended."""
     run = await _get(services, run_id)
-    claims = await services.store.call(services.store.claim_history, [run_id])
+    claims = await services.store.call(services.store.claim_history, [run])
     return run_view(run, claims[run_id])
 
 
@@ -308,7 +308,8 @@ async def run_events(
     Each event's ``id`` is a cursor to reconnect from (``after`` or ``Last-Event-ID``), its
     ``event`` the type and its ``data`` JSON. The types:
 
-    - ``run_claimed`` (``runner``, ``claim``), ``run_requeued``, ``run_cancelled``: the service's;
+    - ``run_claimed`` (``runner``, ``claim``), ``claim_expired`` (the same, when the next claim
+      finds its lease ran out), ``run_requeued``, ``run_cancelled``: the service's;
     - the library's analytics events: ``run_started``, ``model_turn``, ``tool_call``,
       ``attempt``, ``retry``, ``run_completed``, ``run_failed``;
     - for a run created with ``stream: true``, what ``Agent.run_stream`` yields, its

@@ -69,7 +69,7 @@ async def get_session(session_id: str, services: ServicesDep) -> SessionView:
 
     def details() -> SessionView:
         stored = services.store.session_runs(session_id)
-        claims = services.store.claim_history([run.id for run in stored])
+        claims = services.store.claim_history(stored)
         runs = [
             session_run_view(run, services.store.attempts(run.id), claims[run.id]) for run in stored
         ]

@@ -1,73 +1,79 @@
-"""The claim log: each claim of a run, who held it and how it ended.
+"""The claim log, read from a run's events: each claim, who held it and how it ended.
 
-A claim ends with the run (its status), with ``shutdown`` (its runner put the run back) or with
-``expired`` (its lease ran out, found so by the next claim). The runs' claims that ran out are
-what :meth:`~agent_coordinator.store.leases.LeaseQueries.claim` caps with ``max_claims``.
+A claim is its ``run_claimed`` event (``runner``, ``claim``). It ends with the run (its status),
+with ``run_requeued`` (its runner shut down and put the run back) or with ``claim_expired`` (its
+lease ran out; written by the claim that found it so). The log has no table of its own, so a run
+that goes as planned costs no write more; the ``claim_expired`` events are what
+:meth:`~agent_coordinator.store.leases.LeaseQueries.claim` caps with ``max_claims``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_coordinator.store.records import ClaimEnd, ClaimRecord
-from agent_coordinator.store.sql import Cursor, SqlBase
+from pydantic import JsonValue
 
-__all__ = ["DEFAULT_MAX_CLAIMS", "OPEN_OR_EXPIRED", "ClaimLog"]
+from agent_coordinator.store.records import TERMINAL, ClaimEnd, ClaimRecord, RunRecord
+from agent_coordinator.store.sql import SqlBase, loads
+
+__all__ = ["DEFAULT_MAX_CLAIMS", "EXPIRED_CLAIMS", "ClaimLog"]
 
 _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 DEFAULT_MAX_CLAIMS = 3
 """Times a run's lease may run out before the run ends ``failed`` (``lease_exhausted``)."""
-OPEN_OR_EXPIRED = (
-    "SELECT COUNT(*) FROM claims WHERE claims.run_id = runs.id "
-    "AND (claims.ended = 'expired' OR claims.ended IS NULL)"
+EXPIRED_CLAIMS = (
+    "SELECT COUNT(*) FROM events WHERE events.run_id = runs.id AND events.type = 'claim_expired'"
 )
-"""A run's claims that ran out, counting the one still open (it is the one running out now)."""
+"""A subquery over ``runs``: how many of the run's claims ran out before."""
+_ENDS: dict[str, ClaimEnd] = {"claim_expired": "expired", "run_requeued": "shutdown"}
 
 
 class ClaimLog(SqlBase):
-    """Writing and reading the claim log."""
+    """Reading the claim log."""
 
-    def _open_claim(self, cursor: Cursor, run_id: str, number: int, owner: str, now: float) -> None:
-        """Record claim ``number`` of a run by ``owner``; a claim still open ran out."""
-        self._end_claim(cursor, run_id, "expired", now)
-        self._exec(
-            cursor,
-            "INSERT INTO claims (run_id, number, runner, claimed_at) VALUES (?, ?, ?, ?)",
-            (run_id, number, owner, now),
-        )
+    def claim_history(self, runs: Sequence[RunRecord]) -> dict[str, list[ClaimRecord]]:
+        """Return the claims of runs, by run id (oldest first; none for a run never claimed).
 
-    def _end_claim(self, cursor: Cursor, run_id: str, ended: ClaimEnd, now: float) -> None:
-        """Record how a run's open claim ended (if it has one)."""
-        self._exec(
-            cursor,
-            "UPDATE claims SET ended = ?, ended_at = ? WHERE run_id = ? AND ended IS NULL",
-            (ended, now, run_id),
-        )
-
-    def claim_history(self, run_ids: Sequence[str]) -> dict[str, list[ClaimRecord]]:
-        """Return the claims of runs, by run id (oldest first; none for a run never claimed)."""
-        history: dict[str, list[ClaimRecord]] = {run_id: [] for run_id in run_ids}
+        Args:
+            runs: The runs, as read (an ended run's last claim ended with the run).
+        """
+        history: dict[str, list[dict[str, JsonValue]]] = {run.id: [] for run in runs}
+        run_ids = list(history)
         with self._tx(write=False) as cursor:
             for start in range(0, len(run_ids), _BATCH):
-                chunk = list(run_ids[start : start + _BATCH])
+                chunk = run_ids[start : start + _BATCH]
                 marks = ", ".join("?" * len(chunk))
                 rows = self._exec(
                     cursor,
-                    "SELECT run_id, number, runner, claimed_at, ended_at, ended FROM claims "
-                    f"WHERE run_id IN ({marks}) ORDER BY run_id, number",
+                    "SELECT run_id, type, data, created_at FROM events "
+                    f"WHERE run_id IN ({marks}) AND type IN "
+                    "('run_claimed', 'claim_expired', 'run_requeued') ORDER BY id",
                     chunk,
                 ).fetchall()
-                for run_id, number, runner, claimed_at, ended_at, ended in rows:
-                    history[str(run_id)].append(
-                        ClaimRecord.model_validate(
+                for run_id, kind, data, created_at in rows:
+                    claims = history[str(run_id)]
+                    if claims and claims[-1]["ended"] is None:
+                        # a claim followed by another without an end recorded ran out
+                        ended = _ENDS.get(str(kind), "expired")
+                        claims[-1].update(ended=ended, ended_at=float(str(created_at)))
+                    if kind == "run_claimed":
+                        found = loads(data)
+                        details = found if isinstance(found, dict) else {}
+                        claims.append(
                             {
-                                "number": number,
-                                "runner": runner,
-                                "claimed_at": claimed_at,
-                                "ended_at": ended_at,
-                                "ended": ended,
+                                "number": details.get("claim", len(claims) + 1),
+                                "runner": details.get("runner", ""),
+                                "claimed_at": float(str(created_at)),
+                                "ended_at": None,
+                                "ended": None,
                             }
                         )
-                    )
-        return history
+        for run in runs:
+            claims = history[run.id]
+            if claims and claims[-1]["ended"] is None and run.status in TERMINAL:
+                claims[-1].update(ended=run.status, ended_at=run.finished_at)
+        return {
+            run_id: [ClaimRecord.model_validate(claim) for claim in claims]
+            for run_id, claims in history.items()
+        }

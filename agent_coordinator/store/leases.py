@@ -1,9 +1,9 @@
 """Runners' side of the store: claims with a lease, renewals, the one finish, cancel, events.
 
-Every claim is kept (table ``claims``) with how it ended: the run's status, ``shutdown`` (its
-runner put it back) or ``expired`` (its lease ran out and another claim found it so). A run whose
-leases ran out ``max_claims`` times is not claimed again: it ends ``failed`` with
-``lease_exhausted``, so a run no runner can finish costs at most that many model calls.
+A claim that finds a run's lease run out records it (event ``claim_expired``); a run whose lease
+ran out ``max_claims`` times is not claimed again: it ends ``failed`` with ``lease_exhausted``,
+so a run no runner can finish costs at most that many model calls (see
+:mod:`~agent_coordinator.store.claims` for the claim log).
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from typing import cast
 from pydantic import JsonValue
 
 from agent_coordinator.errors import Conflict, NotFound
-from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS, OPEN_OR_EXPIRED, ClaimLog
+from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS, EXPIRED_CLAIMS, ClaimLog
 from agent_coordinator.store.records import (
     TERMINAL,
     Claim,
-    ClaimEnd,
     EventRecord,
     LeaseState,
     RunRecord,
@@ -65,13 +64,16 @@ class LeaseQueries(ClaimLog):
             for _ in range(_BATCH):  # bounded: each exhausted run found leaves 'running'
                 row = self._exec(
                     cursor,
-                    f"SELECT id, ({OPEN_OR_EXPIRED}) FROM runs WHERE status = 'running' "
-                    f"AND lease_expires_at < ? ORDER BY seq LIMIT 1{self.skip_locked}",
+                    f"SELECT id, lease_owner, claims, ({EXPIRED_CLAIMS}) FROM runs "
+                    "WHERE status = 'running' AND lease_expires_at < ? "
+                    f"ORDER BY seq LIMIT 1{self.skip_locked}",
                     (now,),
                 ).fetchone()
                 if row is None:
                     return None
-                run_id, expired = str(row[0]), int(str(row[1]))
+                run_id, expired = str(row[0]), int(str(row[3])) + 1  # this one ran out too
+                ran_out: dict[str, JsonValue] = {"runner": str(row[1]), "claim": int(str(row[2]))}
+                self._insert_events(cursor, run_id, [("claim_expired", ran_out)], now)
                 if expired < max_claims:
                     subquery = "SELECT id FROM runs WHERE id = ?"
                     return self._take(cursor, subquery, (run_id,), owner, lease_s, now)
@@ -92,7 +94,6 @@ class LeaseQueries(ClaimLog):
             (dumps(error), now, run_id),
         ).fetchone()
         assert row is not None
-        self._end_claim(cursor, run_id, "expired", now)
         self._exec(
             cursor,
             "UPDATE sessions SET status = 'failed', updated_at = ? WHERE id = ?",
@@ -130,7 +131,6 @@ class LeaseQueries(ClaimLog):
         if row is None:
             return None
         run = run_record(row)
-        self._open_claim(cursor, run.id, run.claims, owner, now)
         self._exec(
             cursor,
             "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
@@ -240,7 +240,6 @@ class LeaseQueries(ClaimLog):
                     events = [*events, ("run_cancelled", {})]
             ended.result, ended.error = result, error
             status = ended.status
-            self._end_claim(cursor, run_id, cast("ClaimEnd", status), now)  # an end state
             session_id = ended.session_id
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
@@ -276,7 +275,6 @@ class LeaseQueries(ClaimLog):
             ).fetchone()
             if row is None:
                 return False
-            self._end_claim(cursor, run_id, "shutdown", now)
             self._exec(
                 cursor,
                 "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",

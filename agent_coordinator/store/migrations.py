@@ -63,21 +63,5 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX events_run ON events (run_id, id)",
         ),
     ),
-    (
-        2,
-        (
-            # Each claim of a run and how it ended (``ended`` NULL while it is held), so a run
-            # whose leases keep running out is capped, and people see who held it and why not.
-            """CREATE TABLE claims (
-                run_id TEXT NOT NULL,
-                number INTEGER NOT NULL,
-                runner TEXT NOT NULL,
-                claimed_at DOUBLE PRECISION NOT NULL,
-                ended_at DOUBLE PRECISION,
-                ended TEXT,
-                PRIMARY KEY (run_id, number)
-            )""",
-        ),
-    ),
 )
 """``(version, statements)``, oldest first."""

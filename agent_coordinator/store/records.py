@@ -147,8 +147,8 @@ class ClaimRecord(BaseModel):
     """The id of the runner that held it (host, process and a random part)."""
     claimed_at: float
     ended_at: float | None
-    """When it ended; ``None`` while it is held (or when another runner's claim found it run
-    out, which sets it)."""
+    """When it ended (for ``expired``: when the next claim found its lease run out); ``None``
+    while it is held."""
     ended: ClaimEnd | None
     """How it ended; ``None`` while it is held."""
 

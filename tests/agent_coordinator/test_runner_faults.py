@@ -78,7 +78,7 @@ def test_an_error_after_a_claim_fails_the_run_with_where_it_happened(
     error = run["error"]
     assert error["type"] == "internal_error"
     assert "No space left on device" in error["message"]
-    assert error["where"].startswith("storing the result at test_runner.py:")
+    assert error["where"].startswith("storing the result at test_runner_faults.py:")
     view = service.client.get(f"/runs/{run['run_id']}").json()
     assert view["claims"] == 1 and [c["ended"] for c in view["claim_history"]] == ["failed"]
     assert service.client.get(f"/sessions/{run['session_id']}").json()["status"] == "failed"
