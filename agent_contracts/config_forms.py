@@ -54,6 +54,7 @@ _OPTION_SPELLINGS: dict[str, _Loc] = {
     "strict_json_only": ("output", "strictJsonOnly"),
     "output_mode": ("output", "mode"),
     "lenient_formats": ("output", "lenientFormats"),
+    "validation_mode": ("output", "validationMode"),
     "token_budget": ("limits", "tokenBudget"),
     "timeout_s": ("limits", "timeoutSeconds"),
     "request_timeout_s": ("limits", "requestTimeoutSeconds"),
@@ -257,6 +258,9 @@ def normalise(
             )
         )
 
+    if origins.get("output_schema") == _FILE_FORM_SCHEMA:
+        problems += _file_form_schema_rules(normalised["output_schema"])
+
     if "id" not in normalised and "name" not in normalised:
         problems.append(_problem("missing_id", (), None, "an agent needs an 'id' or a 'name'"))
         normalised["id"] = normalised["name"] = "?"
@@ -265,6 +269,52 @@ def normalise(
     elif "name" not in normalised:
         normalised["name"], origins["name"] = normalised["id"], origins["id"]
     return normalised, origins, problems
+
+
+_FILE_FORM_SCHEMA: _Loc = ("output", "schema")
+
+
+def _file_form_schema_rules(schema: object) -> list[InitErrorDetails]:
+    """Seed 004's load-time rules for the file form's ``output.schema``, as errors.
+
+    Its root must be ``type: object`` with ``properties`` (the output is the arguments of a
+    ``submit_result`` call). The blueprint form's ``output_schema`` takes any root and wraps one
+    that is not an object; whether the schema converts is the schema engine's check.
+    """
+    if not isinstance(schema, Mapping):
+        if not isinstance(schema, bool):
+            return []  # not a schema at all: the field's own check says so
+        return [
+            _problem(
+                "output_schema_root",
+                _FILE_FORM_SCHEMA,
+                schema,
+                'must be an object schema with type "object" and properties',
+            )
+        ]
+    problems: list[InitErrorDetails] = []
+    if schema.get("type") != "object":
+        given = "type" in schema
+        problems.append(
+            _problem(
+                "output_schema_type",
+                (*_FILE_FORM_SCHEMA, "type") if given else _FILE_FORM_SCHEMA,
+                schema.get("type"),
+                'must be "object"'
+                + (f", not {schema['type']!r}" if given else " (no type is given)")
+                + "; use the output_schema form for another root (it is wrapped for tool calls)",
+            )
+        )
+    if not isinstance(schema.get("properties"), Mapping):
+        problems.append(
+            _problem(
+                "output_schema_properties",
+                _FILE_FORM_SCHEMA,
+                schema,
+                "must have properties: the fields the output has",
+            )
+        )
+    return problems
 
 
 def source_loc(loc: _Loc, origins: dict[str, _Loc]) -> _Loc:

@@ -19,6 +19,7 @@
     ├── ToolExecutionError          an input tool call that failed (tool, message, errors)
     ├── ProviderError               a model provider failed (provider, status, body)
     └── RunFailedError              a failed run, raised on request (type, errors, last output)
+        └── OutputSchemaValidationError  the output broke the schema after every retry
 
 Errors carry their data in attributes; ``format_message`` renders them for people.
 Pydantic's own ``ValidationError`` is never shadowed: ours is ``OutputValidationError``.
@@ -42,6 +43,7 @@ __all__ = [
     "InvalidSchemaError",
     "NoJSONFoundError",
     "OutputError",
+    "OutputSchemaValidationError",
     "OutputValidationError",
     "ProviderError",
     "RunFailedError",
@@ -382,3 +384,12 @@ class RunFailedError(AgentshapeError):
         """Return ``[type] message`` followed by one line per validation problem."""
         lines = [f"[{self.type}] {self.message}", *(f"  - {issue}" for issue in self.errors)]
         return "\n".join(lines)
+
+
+class OutputSchemaValidationError(RunFailedError):
+    """A run whose output still broke its schema after every retry (seed 002's name).
+
+    What ``AgentResult.output`` and ``raise_for_status()`` raise for a run that failed with
+    ``output_schema_validation_failed``; ``errors`` holds the last attempt's problems and
+    ``last_output`` what the model last produced. Catch :class:`RunFailedError` for any failure.
+    """

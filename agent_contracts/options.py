@@ -11,15 +11,17 @@ import operator
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_contracts.errors import ConfigError
 
 __all__ = [
     "ENV_EXTRACT_JSON",
     "ENV_MAX_RETRIES",
+    "ENV_VALIDATION_MODE",
     "OutputMode",
     "RunOptions",
+    "ValidationMode",
     "merge_options",
     "no_options",
     "options_from_env",
@@ -34,6 +36,16 @@ ENV_MAX_RETRIES = "SCHEMA_ENFORCEMENT_MAX_RETRIES"
 
 ENV_EXTRACT_JSON = "SCHEMA_ENFORCEMENT_EXTRACT_JSON"
 """Environment variable with the default ``extract_json`` (read by the executor)."""
+
+ENV_VALIDATION_MODE = "SCHEMA_ENFORCEMENT_VALIDATION_MODE"
+"""Environment variable with the default ``validation_mode`` (read by the executor)."""
+
+ValidationMode = Literal["strict", "lenient"]
+"""Seed 001's spelling of how ``format`` is read: ``strict`` asserts the formats it knows and
+fails unknown ones; ``lenient`` reads ``format`` as an annotation (as python-jsonschema's
+``Draft7Validator`` does). The same setting as ``lenient_formats``."""
+
+_MODES: dict[str, bool] = {"strict": False, "lenient": True}
 
 
 class RunOptions(BaseModel):
@@ -64,6 +76,33 @@ class RunOptions(BaseModel):
     on a CPU can need minutes a call."""
     lenient_formats: bool = False
     """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
+    validation_mode: ValidationMode = "strict"
+    """Seed 001's name for ``lenient_formats``: ``strict`` (the default) or ``lenient``. Giving
+    either sets both; giving both with different meanings is an error."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pair_validation_mode(cls, data: object) -> object:
+        """Set ``validation_mode`` and ``lenient_formats`` together, so layers merge as one."""
+        if not isinstance(data, Mapping):
+            return data
+        mode = data.get("validation_mode")
+        lenient = data.get("lenient_formats")
+        if mode is None and lenient is None:
+            return data
+        if mode is not None and lenient is not None:
+            if _MODES.get(str(mode)) is not lenient:
+                raise ValueError(
+                    f"validation_mode {mode!r} contradicts lenient_formats {lenient!r}; give one"
+                )
+            return data
+        if mode is not None:
+            if mode not in _MODES:
+                return data  # the field's own check names the allowed values
+            return {**data, "lenient_formats": _MODES[mode]}
+        if not isinstance(lenient, bool):
+            return data  # the field's own check says it is not a boolean
+        return {**data, "validation_mode": "lenient" if lenient else "strict"}
 
 
 _NO_OPTIONS = RunOptions()
@@ -131,8 +170,9 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 def options_from_env(env: Mapping[str, str]) -> RunOptions:
     """Read the environment-default option layer from a mapping such as ``os.environ``.
 
-    Only ``SCHEMA_ENFORCEMENT_MAX_RETRIES`` and ``SCHEMA_ENFORCEMENT_EXTRACT_JSON`` are read;
-    an unset or empty variable leaves its field unset, so it falls through in ``merge_options``.
+    Only ``SCHEMA_ENFORCEMENT_MAX_RETRIES``, ``SCHEMA_ENFORCEMENT_EXTRACT_JSON`` and
+    ``SCHEMA_ENFORCEMENT_VALIDATION_MODE`` are read; an unset or empty variable leaves its field
+    unset, so it falls through in ``merge_options``.
 
     Args:
         env: The environment to read (the caller passes ``os.environ``; this function reads
@@ -142,14 +182,16 @@ def options_from_env(env: Mapping[str, str]) -> RunOptions:
         A layer with only the variables that were given set.
 
     Raises:
-        ConfigError: A variable holds something that is not a whole number >= 0 or a boolean.
+        ConfigError: A variable holds something that is not a whole number >= 0, a boolean or
+            a validation mode (``strict``, ``lenient``).
     """
-    return _env_layer(env.get(ENV_MAX_RETRIES, ""), env.get(ENV_EXTRACT_JSON, ""))
+    retries, extract = env.get(ENV_MAX_RETRIES, ""), env.get(ENV_EXTRACT_JSON, "")
+    return _env_layer(retries, extract, env.get(ENV_VALIDATION_MODE, ""))
 
 
 @functools.lru_cache(maxsize=64)
-def _env_layer(retries: str, extract: str) -> RunOptions:
-    """Return the environment layer for the two variables' values (read once per pair)."""
+def _env_layer(retries: str, extract: str, mode: str) -> RunOptions:
+    """Return the environment layer for the variables' values (read once per combination)."""
     values: dict[str, object] = {}
     retries = retries.strip()
     if retries:
@@ -164,4 +206,10 @@ def _env_layer(retries: str, extract: str) -> RunOptions:
                 f"{ENV_EXTRACT_JSON} must be true or false (or 1/0, yes/no, on/off), got {given!r}"
             )
         values["extract_json"] = extract in _TRUE
+    given = mode
+    mode = mode.strip().lower()
+    if mode:
+        if mode not in _MODES:
+            raise ConfigError(f"{ENV_VALIDATION_MODE} must be strict or lenient, got {given!r}")
+        values["validation_mode"] = mode
     return RunOptions.model_validate(values)

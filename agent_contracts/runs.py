@@ -28,8 +28,10 @@ from agent_contracts.messages import Message, Usage
 from agent_contracts.options import (
     ENV_EXTRACT_JSON,
     ENV_MAX_RETRIES,
+    ENV_VALIDATION_MODE,
     OutputMode,
     RunOptions,
+    ValidationMode,
     merge_options,
     no_options,
     options_from_env,
@@ -39,6 +41,7 @@ from agent_contracts.validation import ValidationIssue
 __all__ = [
     "ENV_EXTRACT_JSON",
     "ENV_MAX_RETRIES",
+    "ENV_VALIDATION_MODE",
     "RUN_ERROR_TYPES",
     "Attempt",
     "JsonSchema",
@@ -46,11 +49,13 @@ __all__ = [
     "RunError",
     "RunErrorType",
     "RunOptions",
+    "RunProgress",
     "RunRequest",
     "RunResult",
     "RunStatus",
     "SchemaSource",
     "SchemaValidation",
+    "ValidationMode",
     "merge_options",
     "no_options",
     "options_from_env",
@@ -139,6 +144,9 @@ class RunRequest(BaseModel):
     run_id: str | None = Field(default=None, min_length=1, max_length=200)
     """The id the run's result and analytics events carry (a service passes its own, so the
     two match); ``None`` makes a new one. An escalated tier ``n`` gets ``<run_id>.tier<n>``."""
+    progress: RunProgress | None = None
+    """The model turns this run already finished (a run taken over after its worker died):
+    the run continues after the last of them instead of starting again. ``None``: a new run."""
 
     @model_validator(mode="after")
     def _one_schema_source(self) -> RunRequest:
@@ -186,6 +194,34 @@ class Attempt(BaseModel):
     def ok(self) -> bool:
         """Whether this attempt met the contract (no errors)."""
         return not self.errors
+
+
+class RunProgress(BaseModel):
+    """What a run has done so far: its finished model turns, to continue the run from.
+
+    A run hands its progress to its ``on_turn`` recorder before each model call after the
+    first; a later run of the same request given this progress (``RunRequest.progress``) sends
+    the next model call as the first run would have, with the re-prompts already made counted
+    against ``max_retries`` and the usage added up.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turns: list[Message] = Field(default_factory=list)
+    """The conversation after the run's opening (system prompt, earlier transcript, task):
+    each model reply, the tool results answering it, and any re-prompt, oldest first."""
+    attempts: list[Attempt] = Field(default_factory=list)
+    """Every attempt at the output so far."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens and requests spent so far."""
+    steps: int = Field(default=0, ge=0)
+    """Model calls made so far."""
+    last_output: JsonData = None
+    """The last thing the model produced (kept for a failure)."""
+    cannot_force: bool = False
+    """The provider turned out unable to force a tool choice (written reminders stand in)."""
+    model_tier: int = Field(default=0, ge=0)
+    """The escalation tier these turns were made on."""
 
 
 class RunError(BaseModel):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from agent_contracts.errors import ConfigError
+from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
@@ -112,8 +113,8 @@ def register(commands: Subcommands) -> None:
     serve.add_argument(
         "--token",
         default=None,
-        help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health "
-        f"(default ${TOKEN_ENV})",
+        help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health and "
+        f"/ready (default ${TOKEN_ENV})",
     )
     serve.set_defaults(handler=serve_command)
     runner = commands.add_parser(
@@ -157,7 +158,11 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         env=os.environ,
         workspace=args.workspace,
     )
-    return open_store(args.database), execution
+    try:
+        store = open_store(args.database)
+    except StoreUnavailable as error:  # at start, a --database to check, not a fault to ride out
+        raise ConfigError(error.message) from error
+    return store, execution
 
 
 def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -> str:

@@ -9,7 +9,9 @@
     ├── BadRequest                  400: InvalidSchema, ConfigError
     ├── Unprocessable               422: InvalidRequest, InputValidationFailed
     ├── PayloadTooLarge             413
-    └── Unauthorized                401
+    ├── Unauthorized                401
+    ├── StoreUnavailable            503: the database cannot be reached, or its file is gone
+    └── StoreFull                   507: the database's disk is full
 
 The library's own errors (``SchemaNotFoundError``, ``InvalidSchemaError``, ``ConfigError``...) are
 turned into these by :func:`from_library` in one place; the app's one exception handler renders
@@ -39,6 +41,8 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "ServiceError",
+    "StoreFull",
+    "StoreUnavailable",
     "Unauthorized",
     "Unprocessable",
     "from_library",
@@ -158,6 +162,35 @@ class Unauthorized(ServiceError):
     """A missing or wrong bearer token (401)."""
 
     status_code = 401
+
+
+class StoreUnavailable(ServiceError):
+    """The database cannot be used now: unreachable, or not the one the service opened (503).
+
+    Args:
+        message: Why, for a person (the driver's reason, or the file that is gone).
+        retryable: Nothing of the failed transaction was committed and the cause (a lost
+            connection) may be gone on a second try; :meth:`SqlBase.call` tries again.
+    """
+
+    status_code = 503
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__("StoreUnavailable", message)
+        self.retryable = retryable
+
+
+class StoreFull(ServiceError):
+    """The disk holding the database is full: nothing was written (507).
+
+    Args:
+        message: The database and the driver's message.
+    """
+
+    status_code = 507
+
+    def __init__(self, message: str) -> None:
+        super().__init__("StoreFull", message)
 
 
 def from_library(error: AgentshapeError) -> ServiceError:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from agent_contracts.runs import (
     JsonSchema,
     RunError,
     RunOptions,
+    RunProgress,
     RunRequest,
     RunResult,
     merge_options,
@@ -55,13 +56,17 @@ from agent_executor.result import format_child_result
 from agent_executor.stream_relay import STREAM_TO
 from agent_executor.tools import InputTool
 
-__all__ = ["COORDINATOR_TOOLS", "Execution", "child_result_text"]
+__all__ = ["COORDINATOR_TOOLS", "Execution", "ProgressRecorder", "child_result_text"]
 
 logger = logging.getLogger(__name__)
 
 COORDINATOR_TOOLS: frozenset[str] = frozenset({"agents:start_session"})
 """Tools the service gives agents itself (the library's input tools do not include them)."""
 
+
+ProgressRecorder = Callable[[dict[str, JsonValue]], Awaitable[None]]
+"""Keeps a run's finished turns (the library's ``RunProgress`` as JSON) before its next model
+call; awaited by the run."""
 
 _RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events", default=None)
 """The event buffer of the run the current task executes."""
@@ -146,6 +151,10 @@ class Execution:
     def check(self, agent_name: str, run: RunInput) -> RunInput:
         """Check a run request before it is stored; return it with a named schema's content.
 
+        Seed 001's resolution order: the inline schema, then the named one, then the agent's
+        default. A request giving both runs on the inline one; the name is kept with the run
+        (unread, unchecked) so its result can say it was not used.
+
         Raises:
             AgentNotFound: No such agent (404).
             SchemaNotFound: ``output_schema_name`` is not registered (404).
@@ -156,15 +165,12 @@ class Execution:
         """
         config = self.config(agent_name)
         options = self.options(run.options)
-        if run.output_schema is not None and run.output_schema_name is not None:
-            raise Unprocessable(
-                "InvalidRequest", "give output_schema or output_schema_name, not both"
-            )
         named: JsonSchema | None = None
         lenient = merge_options(config.options, options).lenient_formats
         own = run.output_schema is None and run.output_schema_name is None
+        by_name = run.output_schema is None and run.output_schema_name is not None
         try:
-            if run.output_schema_name is not None:
+            if by_name and run.output_schema_name is not None:
                 named = self.registry.get(run.output_schema_name)
             if not own or (id(config), lenient) not in self._own_contracts:
                 resolve_contract(
@@ -172,7 +178,7 @@ class Execution:
                     output_type=None,
                     inline=run.output_schema,
                     named=(run.output_schema_name, named)
-                    if run.output_schema_name is not None and named is not None
+                    if by_name and run.output_schema_name is not None and named is not None
                     else None,
                     lenient=lenient,
                 )
@@ -241,8 +247,14 @@ class Execution:
         *,
         tools: Sequence[InputTool] = (),
         run_id: str | None = None,
+        progress: Mapping[str, JsonValue] | None = None,
+        on_turn: ProgressRecorder | None = None,
     ) -> RunResult:
         """Execute one run with the library and return its result (a failed one, never raising).
+
+        A run given ``progress`` continues after the turns it holds; ``progress`` that is not
+        a ``RunProgress`` of this library (a store written by another version) is set aside
+        with a warning and the run starts afresh.
 
         Args:
             agent_name: The agent.
@@ -252,6 +264,9 @@ class Execution:
                 when ``run.stream`` asks for them (what ``Agent.run_stream`` yields).
             tools: Tools the service adds to the agent's own (``agents:start_session``).
             run_id: The service's run id, carried by the library's result and events.
+            progress: The turns an earlier claim of the run recorded, as JSON.
+            on_turn: Awaited with the run's progress as JSON before each model call that
+                follows a finished turn.
         """
         current = _RUN_EVENTS.set(events)
         streamed = STREAM_TO.set(events.stream if run.stream else None)
@@ -263,12 +278,15 @@ class Execution:
                 task=run.prompt,
                 parameters=dict(run.parameters),
                 output_schema=run.output_schema,
-                schema_name=run.output_schema_name,
+                # the inline schema wins over a name given beside it (seed 001's order)
+                schema_name=run.output_schema_name if run.output_schema is None else None,
                 options=self.options(run.options),
                 messages=messages,
                 run_id=run_id,
+                progress=_progress(progress, run_id),
             )
-            result = await agent.run(request, model=self.model_for(config, run))
+            recorder = _recorder(on_turn) if on_turn is not None else None
+            result = await agent.run(request, model=self.model_for(config, run), on_turn=recorder)
             return result.result
         except (AgentshapeError, NotFound, Unprocessable) as error:
             text = error.format_message() if isinstance(error, AgentshapeError) else str(error)
@@ -304,6 +322,28 @@ class Execution:
     def known_tools(library_tools: Collection[str]) -> list[str]:
         """Return the tool names a fleet may list: the library's and the service's."""
         return sorted({*library_tools, *COORDINATOR_TOOLS})
+
+
+def _progress(progress: Mapping[str, JsonValue] | None, run_id: str | None) -> RunProgress | None:
+    """Return stored progress as the library's, or ``None`` (with a warning) when it is not."""
+    if progress is None:
+        return None
+    try:
+        return RunProgress.model_validate(dict(progress))
+    except PydanticValidationError as error:
+        logger.warning(
+            "run %s: its recorded turns are unusable, starting afresh: %s", run_id, error
+        )
+        return None
+
+
+def _recorder(on_turn: ProgressRecorder) -> Callable[[RunProgress], Awaitable[None]]:
+    """Return the library's turn recorder over one that keeps JSON."""
+
+    async def record(progress: RunProgress) -> None:
+        await on_turn(progress.model_dump(mode="json"))
+
+    return record
 
 
 def _failed(kind: str, message: str) -> RunResult:

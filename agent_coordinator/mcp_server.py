@@ -46,7 +46,7 @@ from agent_coordinator.api.app import serving
 from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
 from agent_coordinator.api.deps import Services, bearer_matches
 from agent_coordinator.api.runs import submit_run, wait_for_end
-from agent_coordinator.api.views import session_result
+from agent_coordinator.api.views import result_event, session_result
 from agent_coordinator.errors import (
     ErrorDetail,
     NotFound,
@@ -157,7 +157,11 @@ class _Server(MCPServer[Any]):
 
 
 async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord:
-    """Wait for a run to end, reporting progress; cancel the run when the call is cancelled."""
+    """Wait for a run to end, reporting progress; cancel the run when the call is cancelled.
+
+    The last progress report of a completed run carries seed 000's ``result`` event as its
+    message (JSON), as the run's server-sent events do.
+    """
     ticks = 0
     events_seen = 0
     latest = ""
@@ -170,6 +174,9 @@ async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord
                 events_seen = events[-1].id
                 latest = f" (last event: {events[-1].type})"
             ticks += 1
+        ended = result_event(run)
+        if ended is not None:
+            await ctx.report_progress(ticks, None, json.dumps(ended, ensure_ascii=False))
         return run
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), contextlib.suppress(ServiceError):
@@ -208,13 +215,14 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
             "Start a session of an agent and wait for its validated result. The output matches "
             "the agent's own output schema, the inline output_schema, or the registered schema "
             "output_schema_name; when the model fails the contract after its retry, the result "
-            "has isError with the validation errors ('$.path: message') and the last output."
+            "has isError with the validation errors ('$.path: message') and the last output. "
+            "An agent with parameters may be started on them alone (no prompt)."
         )
     )
     async def start_agent_session(
         agent_name: str,
-        prompt: str,
         ctx: Context,
+        prompt: str | None = None,
         parameters: dict[str, JsonValue] | None = None,
         output_schema: JsonSchema | None = None,
         output_schema_name: str | None = None,
@@ -224,12 +232,13 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         body: dict[str, Any] = {
             "type": "start_session",
             "agent_name": agent_name,
-            "prompt": prompt,
             "output_schema": output_schema,
             "output_schema_name": output_schema_name,
             "output_schema_options": output_schema_options,
             "model": model,
         }
+        if prompt is not None:
+            body["prompt"] = prompt
         if parameters is not None:
             body["parameters"] = parameters
         return await _start(services, body, ctx)
@@ -331,7 +340,10 @@ def mcp_route(services: Services, *, host: str) -> tuple[Route, StreamableHTTPSe
 
 
 def mcp_app(services: Services, *, host: str) -> Starlette:
-    """Return an ASGI app serving only ``/mcp`` (and ``/health``), with the runners in its life.
+    """Return an ASGI app serving only ``/mcp`` (and ``/health``, ``/ready``), with the runners.
+
+    ``/health`` and ``/ready`` answer as the API's do: the process is up; the database answers
+    too (else 503 ``StoreUnavailable`` with the reason, in the one error body).
 
     Args:
         services: What the tools use; its runner (if any) starts and stops with the app.
@@ -342,9 +354,19 @@ def mcp_app(services: Services, *, host: str) -> Starlette:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
+    async def ready(request: Request) -> JSONResponse:
+        try:
+            await services.store.call(services.store.ready)
+        except ServiceError as error:
+            body = error.body().model_dump(mode="json")
+            return JSONResponse(body, status_code=error.status_code)
+        return JSONResponse({"status": "ready"})
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with serving(services, [manager]):
             yield
 
-    return Starlette(routes=[route, Route("/health", health)], lifespan=lifespan)
+    return Starlette(
+        routes=[route, Route("/health", health), Route("/ready", ready)], lifespan=lifespan
+    )

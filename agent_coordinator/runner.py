@@ -9,6 +9,19 @@ renews all their leases in one statement. A run's events are its analytics event
 stream events (partial outputs, text deltas...), coalesced per write by its
 :class:`~agent_coordinator.event_log.EventBuffer`.
 
+Finished turns: before each model call after the first, a run's runner stores the turns the run
+has finished (each model reply, the tool results answering it, the attempts, the usage) and waits
+for the write; a runner that claims the run after its runner died continues after the last stored
+turn. So a runner's death costs the model call it had in flight (sent, or answered but its turn
+not yet stored) and nothing before it: that call is the only one the next runner sends again,
+and the retry budget, the usage and the result are those of a run that never stopped. A turn that
+cannot be stored (the database is away) is logged and the run goes on, unprotected until the next
+store succeeds; a runner that finds the lease lost when it stores stops the run at once.
+
+A claim that fails (the database cannot be reached) is not retried at once: the claimer waits
+twice as long after each failure in a row, up to five seconds, and logs the first failure and
+the first claim after it.
+
 Cancel: the tender reads the cancel flags of the runs in flight every ``cancel_poll_s`` (and a
 cancel made in this process reaches its runner at once, :meth:`Runner.cancel`); the run's task
 is cancelled, which cancels the model call in flight, and the run ends ``cancelled``.
@@ -25,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -38,6 +52,7 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunResult
 from agent_coordinator.children import TOOL_NAME, StartSession
+from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.execution import Execution
 from agent_coordinator.store.base import SqlStore
@@ -48,6 +63,9 @@ from agent_executor.tools import InputTool
 __all__ = ["Runner", "runner_id"]
 
 logger = logging.getLogger(__name__)
+
+_MAX_BACKOFF_S = 5.0
+"""The longest pause between two claims while the store fails; a stored run wakes it sooner."""
 
 _NO_TOOLS = AgentConfig(id="none", name="none")
 """Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
@@ -172,6 +190,7 @@ class Runner:
         One claimer per runner, so a new run costs one claim, not one per idle worker.
         """
         slots = asyncio.Semaphore(self.workers)
+        failures = 0
         while not self._stopping.is_set():
             await slots.acquire()
             if self._stopping.is_set():
@@ -181,18 +200,32 @@ class Runner:
                 claim = await self.store.call(
                     self.store.claim, self.id, self.lease_s, self.max_claims
                 )
+            except StoreUnavailable as error:
+                if failures == 0:
+                    logger.error("runner %s: cannot claim runs: %s", self.id, error.message)
+                failures += 1
+                claim = None
             except Exception:
                 logger.exception("runner %s: cannot claim a run", self.id)
+                failures += 1
                 claim = None
+            else:
+                if failures:
+                    logger.warning("runner %s: claiming runs again", self.id)
+                failures = 0
             if claim is None:
                 slots.release()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+                    await asyncio.wait_for(self._wake.wait(), self._pause(failures))
                 continue
             task = asyncio.create_task(self.execute(claim))
             self._active.add(task)
             task.add_done_callback(self._active.discard)
             task.add_done_callback(lambda _: slots.release())
+
+    def _pause(self, failures: int) -> float:
+        """Seconds to wait before the next claim: the poll, doubled for each failure in a row."""
+        return min(self.poll_s * 2.0 ** min(failures, 16), max(self.poll_s, _MAX_BACKOFF_S))
 
     async def execute(self, claim: Claim) -> None:
         """Execute a claimed run to its end and store how it ended; never raise but for cancel.
@@ -216,9 +249,23 @@ class Runner:
         if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
             session = await self.store.call(self.store.get_session, run.session_id)
             tools.append(StartSession(self, run, session.depth if session is not None else 0))
+        if claim.progress is not None:
+            logger.info(
+                "runner %s: run %s continues after its %s recorded model calls",
+                self.id,
+                run.id,
+                claim.progress.get("steps"),
+            )
         task = asyncio.create_task(
             self.execution.run(
-                run.agent_name, run.input, claim.transcript, events, tools=tools, run_id=run.id
+                run.agent_name,
+                run.input,
+                claim.transcript,
+                events,
+                tools=tools,
+                run_id=run.id,
+                progress=claim.progress,
+                on_turn=functools.partial(self._record_turns, run.id),
             )
         )
         flight = _InFlight(task, events)
@@ -298,6 +345,25 @@ class Runner:
         if ended is not None and self.on_finished is not None:
             self.on_finished(ended)
 
+    async def _record_turns(self, run_id: str, progress: dict[str, JsonValue]) -> None:
+        """Store a run's finished turns before its next model call (called in the run's task).
+
+        Raises:
+            asyncio.CancelledError: The lease is lost: the run stops before calling the model.
+        """
+        try:
+            held = await self.store.call(self.store.record_progress, run_id, self.id, progress)
+        except Exception:
+            logger.exception("runner %s: cannot store the turns of run %s", self.id, run_id)
+            return
+        if not held:
+            flight = self._running.get(run_id)
+            if flight is not None and flight.stopped is None:
+                flight.stopped = "lost"
+            # Raised, not a cancel() that lands at some later await: the next request must
+            # not be sent for a run another runner now holds.
+            raise asyncio.CancelledError
+
     async def _tend(self) -> None:
         """Store the events of the runs in flight every tick; renew their leases in time."""
         tick_s = min(self.tick_s, self.lease_s / 3, self.cancel_poll_s)
@@ -313,6 +379,10 @@ class Runner:
                     await self._renew()
                 elif ticks % poll_every == 0:
                     await self._poll_cancels()
+            except StoreUnavailable as error:
+                logger.warning(
+                    "runner %s: cannot store events or renew leases: %s", self.id, error.message
+                )
             except Exception:
                 logger.exception("runner %s: cannot store events or renew leases", self.id)
 

@@ -143,11 +143,15 @@ def bad_tool_arguments(reason: str) -> str:
 def parameters_section(task: str, parameters_json: str) -> str:
     """Return the task with the run's parameters appended, as the model reads them.
 
+    A run started on its parameters alone (an empty task) is the labelled block by itself:
+    ``Parameters:`` and the JSON below it.
+
     Args:
-        task: The user's task.
+        task: The user's task (empty when the parameters are the task).
         parameters_json: The parameters, rendered as indented JSON.
     """
-    return f"{task}\n\nParameters:\n{parameters_json}"
+    block = f"Parameters:\n{parameters_json}"
+    return f"{task}\n\n{block}" if task else block
 
 
 def enriched_system_prompt(

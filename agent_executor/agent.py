@@ -55,7 +55,7 @@ from agent_executor.planning import (
 from agent_executor.providers.base import Provider, profile_of
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
-from agent_executor.run import RunOutcome
+from agent_executor.run import RunOutcome, TurnRecorder
 from agent_executor.stream_events import StreamEvent
 from agent_executor.stream_run import stream_events
 from agent_executor.sync import run_coroutine_sync
@@ -267,6 +267,7 @@ class Agent(Generic[OutputT]):
         model: Provider | str | None = None,
         model_tier: int = 0,
         escalate: bool = True,
+        on_turn: TurnRecorder | None = None,
     ) -> AgentResult[OutputT]:
         """Run the agent on a request (or a task) and return its result.
 
@@ -281,6 +282,8 @@ class Agent(Generic[OutputT]):
             model: A provider or model string for this run (tier ``model_tier``).
             model_tier: The tier to start on (``model_tiers[model_tier - 1]`` without ``model``).
             escalate: Escalate a contract failure to the next tier, when there is one.
+            on_turn: Awaited with the run's progress before each model call after a finished
+                turn (for ``RunRequest.progress``); what it raises ends the run.
 
         Returns:
             The result: completed with ``result_data`` (and ``output``) or ``result_text``, or
@@ -293,20 +296,15 @@ class Agent(Generic[OutputT]):
             SchemaNotFoundError: ``schema_name`` is not in the registry.
             InvalidSchemaError: The inline or named schema is invalid.
         """
-        fields = {
-            "parameters": parameters,
-            "output_schema": output_schema,
-            "schema_name": schema_name,
-            "options": options,
-            "messages": messages,
-        }
+        given = dict(parameters=parameters, output_schema=output_schema, schema_name=schema_name)
+        fields = {**given, "options": options, "messages": messages}
         plan = self.plan(request_of(request, fields), model, model_tier, escalate=escalate)
         outcomes: list[RunOutcome] = []
-        for rung in plan.ladder:
-            spec = run_spec(self.config, self.tools, plan, rung)
+        for rung in plan.rungs:
+            spec = run_spec(self.config, self.tools, plan, rung, on_turn)
             outcome = await execute_with_mcp(self.config.mcp_servers, spec, self.analytics)
             outcomes.append(outcome)
-            if not escalates(outcome.error) or rung is plan.ladder[-1]:
+            if not escalates(outcome.error) or rung is plan.rungs[-1]:
                 break
             logger.info(
                 "agent %s: escalating from tier %d (%s) after %s",

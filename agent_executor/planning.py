@@ -27,6 +27,7 @@ from agent_core.contract import OutputContract
 from agent_core.prompts import parameters_section
 from agent_executor.providers.base import Provider
 from agent_executor.run import DEFAULT_MAX_STEPS, RunSpec
+from agent_executor.run_state import TurnRecorder
 from agent_executor.tools import InputTool
 
 __all__ = [
@@ -65,6 +66,8 @@ class RunKeywords(TypedDict, total=False):
     """The tier to start on."""
     escalate: bool
     """Escalate a contract failure to the next tier, when there is one."""
+    on_turn: TurnRecorder | None
+    """Awaited with the run's progress before each model call that follows a finished turn."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,18 @@ class RunPlan:
     contract: OutputContract | None
     ladder: list[Rung]
     precheck: RunError | None
+
+    @property
+    def rungs(self) -> list[Rung]:
+        """The tiers the run still has to use: the ladder from the tier of the request's progress.
+
+        The whole ladder for a request without progress, or whose progress's tier is not on it.
+        """
+        progress = self.request.progress
+        tiers = [rung[0] for rung in self.ladder]
+        if progress is None or progress.model_tier not in tiers:
+            return self.ladder
+        return self.ladder[tiers.index(progress.model_tier) :]
 
 
 def request_of(request: RunRequest | str, fields: Mapping[str, object]) -> RunRequest:
@@ -201,7 +216,13 @@ def parameter_failure(
     )
 
 
-def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, rung: Rung) -> RunSpec:
+def run_spec(
+    config: AgentConfig,
+    tools: Sequence[InputTool],
+    plan: RunPlan,
+    rung: Rung,
+    on_turn: TurnRecorder | None = None,
+) -> RunSpec:
     """Return the run loop's spec for one tier of a plan.
 
     Args:
@@ -209,6 +230,7 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
         tools: The agent's input tools.
         plan: The resolved run.
         rung: The tier to run.
+        on_turn: Records the run's progress before each model call after a finished turn.
     """
     tier, provider, mode, profile = rung
     if tools and mode in ("native", "prompted"):
@@ -219,6 +241,7 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
             ", ".join(tool.name for tool in tools),
             mode,
         )
+    progress = plan.request.progress
     task = plan.request.task
     if plan.request.parameters:
         parameters = json.dumps(plan.request.parameters, indent=2, ensure_ascii=False)
@@ -240,6 +263,8 @@ def run_spec(config: AgentConfig, tools: Sequence[InputTool], plan: RunPlan, run
         precheck=plan.precheck,
         profile=profile,
         run_id=_tier_run_id(plan.request.run_id, tier, plan.ladder[0][0]),
+        progress=progress if progress is not None and progress.model_tier == tier else None,
+        on_turn=on_turn,
     )
 
 

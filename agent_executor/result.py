@@ -13,7 +13,7 @@ from typing import Any, Generic, Literal, Protocol
 from pydantic import BaseModel, JsonValue
 from typing_extensions import TypeVar
 
-from agent_contracts.errors import ConfigError, RunFailedError
+from agent_contracts.errors import ConfigError, OutputSchemaValidationError, RunFailedError
 from agent_contracts.messages import Message, Usage
 from agent_contracts.runs import (
     Attempt,
@@ -195,7 +195,9 @@ class AgentResult(Generic[OutputT]):
         """The validated output as an instance of the contract's class.
 
         Raises:
-            RunFailedError: The run failed (carries the error type, problems and last output).
+            OutputSchemaValidationError: The output broke the schema after every retry.
+            RunFailedError: The run failed otherwise (carries the error type, problems and
+                last output).
             ConfigError: The run had no output contract (read ``result_text`` instead).
         """
         self.raise_for_status()
@@ -207,11 +209,17 @@ class AgentResult(Generic[OutputT]):
         """Raise :class:`RunFailedError` when the run failed; do nothing when it completed.
 
         Raises:
-            RunFailedError: The run failed.
+            OutputSchemaValidationError: The output broke the schema after every retry.
+            RunFailedError: The run failed otherwise.
         """
         error = self._error
         if error is not None:
-            raise RunFailedError(
+            failed = (
+                OutputSchemaValidationError
+                if error.type == "output_schema_validation_failed"
+                else RunFailedError
+            )
+            raise failed(
                 error.message,
                 type=error.type,
                 errors=error.issues,

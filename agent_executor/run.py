@@ -54,6 +54,7 @@ from agent_executor.run_state import (
     RunFailure,
     RunSpec,
     RunState,
+    TurnRecorder,
     calls_block,
     emit,
     model_name,
@@ -69,6 +70,7 @@ __all__ = [
     "TOOLS_REQUIRED_REMINDER",
     "RunOutcome",
     "RunSpec",
+    "TurnRecorder",
     "execute",
     "first_request",
     "model_name",
@@ -236,7 +238,8 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     contract = spec.contract
     messages, cannot_force = _opening(spec)
     run_id = spec.run_id or new_run_id()
-    state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force)
+    state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force, opened=len(messages))
+    state.resume(spec.progress)
     state.bound = contract.bind(spec.wire) if contract else None
     state.relay = relay_for(contract, spec.mode)
     if state.relay is not None:

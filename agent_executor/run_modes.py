@@ -29,11 +29,11 @@ from agent_core.prompts import (
     unknown_tool,
     wrong_tool,
 )
+from agent_executor.model_turns import call_model
 from agent_executor.providers.base import ToolChoice
 from agent_executor.run_state import (
     RunFailure,
     RunState,
-    call_model,
     emit,
     raw_of_calls,
     record_attempt,
@@ -216,7 +216,9 @@ async def tool_loop(state: RunState) -> Verdict:
     submit = contract.tool_definition()
     any_tool = ToolChoice.required() if spec.wire.supports_required_tool_choice else None
     inputs = [tool.definition() for tool in spec.tools]
-    output_phase = False
+    # Only a failed attempt leads to another turn: a continued run with attempts is past its
+    # input tools, as the run it continues was.
+    output_phase = bool(state.attempts)
     while True:
         forced = output_phase or not inputs or state.steps >= spec.max_steps - 1
         tools = [submit] if forced else [*inputs, submit]

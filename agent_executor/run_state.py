@@ -1,46 +1,37 @@
 """What a run has done so far, and the steps every output mode shares.
 
-:class:`RunState` carries a run's conversation, usage and attempts; :func:`call_model` makes one
-model call (usage, the budget, a ``model_turn`` event); :func:`record_attempt` records one attempt
-and its events and ends the run with :class:`RunFailure` when the re-prompts are spent.
+:class:`RunState` carries a run's conversation, usage and attempts, and continues an earlier
+run's (:meth:`RunState.resume`); :func:`record_attempt` records one attempt and its events and
+ends the run with :class:`RunFailure` when the re-prompts are spent. A model call is made in
+:mod:`agent_executor.model_turns`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts.events import AttemptEvent, ModelTurnEvent, RetryEvent
+from agent_contracts.events import AttemptEvent, RetryEvent
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
-from agent_contracts.runs import OutputMode, RunError, RunErrorType, RunOptions
+from agent_contracts.runs import OutputMode, RunError, RunErrorType, RunOptions, RunProgress
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
-from agent_executor.providers.base import (
-    ModelTurn,
-    ModelTurnRequest,
-    Provider,
-    ResponseFormat,
-    ToolChoice,
-    ToolDefinition,
-    profile_of,
-)
-from agent_executor.providers.blocking import BLOCKING_CALLS, blocking_turn, can_block
-from agent_executor.providers.streaming import stream_turn
+from agent_executor.providers.base import Provider, profile_of
+from agent_executor.providers.blocking import BLOCKING_CALLS, can_block
 from agent_executor.stream_relay import StreamRelay
 from agent_executor.tools import InputTool
-from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
     "RunFailure",
     "RunSpec",
     "RunState",
-    "call_model",
+    "TurnRecorder",
     "calls_block",
     "emit",
     "model_name",
@@ -53,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 NO_USAGE = Usage()
 """No tokens and no requests yet (usage is frozen: one instance serves every run)."""
+
+TurnRecorder = Callable[[RunProgress], Awaitable[None]]
+"""Keeps a run's progress somewhere that outlives the run's process (see
+:mod:`agent_executor.model_turns`)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +74,9 @@ class RunSpec:
         profile: The provider profile with the agent's and caller's overrides applied, decided
             once for the run; ``None`` uses the provider's own.
         run_id: The run's id; ``None`` makes a new one.
+        progress: Turns an earlier run of this request finished: the run continues after them.
+        on_turn: Awaited with the run's progress before each model call that follows a
+            finished turn; what it raises ends the run (an ``Exception`` as ``internal_error``).
     """
 
     agent_id: str
@@ -97,6 +95,8 @@ class RunSpec:
     precheck: RunError | None = None
     profile: ProviderProfile | None = None
     run_id: str | None = None
+    progress: RunProgress | None = None
+    on_turn: TurnRecorder | None = None
 
     @property
     def wire(self) -> ProviderProfile:
@@ -151,6 +151,8 @@ class RunState:
         cannot_force: The provider will not force a tool choice (reminders stand in).
         bound: The output contract bound to the provider's profile, or ``None`` (free text).
         relay: Where a streamed run's events go, or ``None`` when no one streams it.
+        opened: How many of ``messages`` the run opened with (system prompt, history, task).
+        recorded: Model calls whose turns ``spec.on_turn`` has recorded.
     """
 
     spec: RunSpec
@@ -166,6 +168,24 @@ class RunState:
     cannot_force: bool = False
     bound: BoundContract | None = None
     relay: StreamRelay | None = None
+    opened: int = 0
+    recorded: int = 0
+
+    def resume(self, progress: RunProgress | None) -> None:
+        """Continue from an earlier run's finished turns: its conversation, attempts and usage.
+
+        Args:
+            progress: The turns to continue after (appended to the opening in ``messages``);
+                ``None`` leaves the run as it is.
+        """
+        if progress is None:
+            return
+        self.messages.extend(progress.turns)
+        self.attempts = [attempt.model_dump() for attempt in progress.attempts]
+        self.usage = progress.usage
+        self.steps = self.recorded = progress.steps
+        self.last_output = progress.last_output
+        self.cannot_force = self.cannot_force or progress.cannot_force
 
     @property
     def retries(self) -> int:
@@ -209,15 +229,19 @@ def calls_block(state: RunState) -> bool:
     """Tell whether every await of this run completes without suspending (``run_sync``'s case).
 
     True when the model calls block within the run's deadline (``run_sync`` with a provider that
-    has a synchronous path, not streamed) and there are no input tools to run in threads: such
-    a run needs no event loop, and no timeout that cancels an await.
+    has a synchronous path, not streamed) and there are no input tools to run in threads nor a
+    turn recorder to await: such a run needs no event loop, and no timeout that cancels an await.
 
     Args:
         state: The run.
     """
     spec = state.spec
     return (
-        state.relay is None and not spec.tools and BLOCKING_CALLS.get() and can_block(spec.provider)
+        state.relay is None
+        and not spec.tools
+        and spec.on_turn is None
+        and BLOCKING_CALLS.get()
+        and can_block(spec.provider)
     )
 
 
@@ -241,73 +265,6 @@ def emit(state: RunState, kind: type[BaseModel], **fields: object) -> None:
             sink.emit(kind.model_validate(fields))
     except Exception:  # analytics must never break a run
         logger.warning("analytics sink failed; event dropped", exc_info=True)
-
-
-async def call_model(
-    state: RunState,
-    tools: list[ToolDefinition],
-    choice: ToolChoice,
-    response_format: ResponseFormat | None = None,
-) -> ModelTurn:
-    """Make one model call on the conversation so far and append the reply to it.
-
-    Args:
-        state: The run.
-        tools: The tools offered on this turn.
-        choice: The tool choice (ignored when no tools are offered).
-        response_format: Native structured output, when asked for.
-
-    Returns:
-        The reply.
-
-    Raises:
-        RunFailure: The run's token budget is spent.
-        ProviderError: The provider failed.
-    """
-    spec = state.spec
-    request = ModelTurnRequest(
-        messages=list(state.messages),
-        tools=tools,
-        tool_choice=choice if tools else ToolChoice.auto(),
-        max_tokens=spec.max_tokens,
-        temperature=spec.temperature,
-        response_format=response_format,
-        timeout_s=spec.options.request_timeout_s,
-    )
-    relay = state.relay
-    if relay is None and BLOCKING_CALLS.get() and can_block(spec.provider):
-        turn = blocking_turn(spec.provider, request, RUN_DEADLINE.get())
-    elif relay is None:
-        turn = await spec.provider.request(request)
-    else:
-        turn = await stream_turn(spec.provider, request, relay.turn())
-        relay.turn_ended()
-    state.steps += 1
-    state.usage = state.usage + turn.usage
-    state.last_turn_usage = turn.usage
-    state.last_latency_ms = turn.latency_ms
-    state.cannot_force = state.cannot_force or turn.tool_choice_downgraded
-    state.messages.append(turn.to_message())
-    emit(
-        state,
-        ModelTurnEvent,
-        run_id=state.run_id,
-        agent_id=spec.agent_id,
-        step=state.steps,
-        model=model_name(spec.provider),
-        usage=turn.usage,
-        latency_ms=turn.latency_ms,
-        stop_reason=turn.raw_stop_reason or turn.stop_reason,
-        tool_calls=[call.name for call in turn.tool_calls],
-    )
-    budget = spec.options.token_budget
-    if budget is not None and state.usage.total_tokens > budget:
-        raise RunFailure(
-            "token_budget_exceeded",
-            f"the run spent {state.usage.total_tokens} tokens, over its budget of {budget}",
-            last_output=turn.text or raw_of_calls(turn.tool_calls) or state.last_output,
-        )
-    return turn
 
 
 _FAILURE_WORDS: dict[str, str] = {

@@ -8,11 +8,22 @@ The one import a user writes::
     result = agent.run_sync("Ada Lovelace, born 1815.")
     result.output  # a Person
 
-Everything here is re-exported from the layer packages (``agent_contracts``, ``agent_core``,
-``agent_executor``), which stay importable on their own.
+and, for a service (``agentshape serve``) run from code::
+
+    from agentshape import Client
+
+    with Client("http://127.0.0.1:8100") as client:
+        client.start_session("reviewer", "Review PR 1", output_type=Review).output  # a Review
+
+Everything else here is re-exported from the layer packages (``agent_contracts``,
+``agent_core``, ``agent_executor``), which stay importable on their own; the client is this
+package's own (``agentshape._client``), imported on first use.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from agent_contracts import (
     AgentConfig,
@@ -21,10 +32,13 @@ from agent_contracts import (
     ConfigError,
     ConfigFileError,
     FleetProblems,
+    InputValidationError,
     InvalidSchemaError,
     JsonSchema,
     Message,
     OutputMode,
+    OutputSchemaValidationError,
+    OutputValidationError,
     ProviderError,
     RunError,
     RunErrorType,
@@ -76,18 +90,61 @@ from agent_executor import (
 )
 from agentshape._version import __version__
 
+if TYPE_CHECKING:
+    from agentshape._async_client import AsyncClient
+    from agentshape._client import Client
+    from agentshape._client_errors import APIConnectionError, APIError
+    from agentshape._client_events import RunEnded, RunEvent, RunResultEvent, ServiceEvent
+    from agentshape._client_results import (
+        AgentInfo,
+        ResultValidation,
+        RunFailure,
+        RunInfo,
+        SchemaCheckResult,
+        SchemaInfo,
+        SessionResult,
+    )
+    from agentshape._run_arguments import RunArguments
+
+# The service's client is imported on first use: a program that only runs agents in-process
+# (and the ``agentshape`` command) does not pay for its HTTP stack at start-up.
+_CLIENT_NAMES = {
+    "APIConnectionError": "agentshape._client_errors",
+    "APIError": "agentshape._client_errors",
+    "AsyncClient": "agentshape._async_client",
+    "Client": "agentshape._client",
+    "RunArguments": "agentshape._run_arguments",
+    "RunEnded": "agentshape._client_events",
+    "RunEvent": "agentshape._client_events",
+    "RunResultEvent": "agentshape._client_events",
+    "ServiceEvent": "agentshape._client_events",
+    "AgentInfo": "agentshape._client_results",
+    "ResultValidation": "agentshape._client_results",
+    "RunFailure": "agentshape._client_results",
+    "RunInfo": "agentshape._client_results",
+    "SchemaCheckResult": "agentshape._client_results",
+    "SchemaInfo": "agentshape._client_results",
+    "SessionResult": "agentshape._client_results",
+}
+
 __all__ = [
+    "APIConnectionError",
+    "APIError",
     "Agent",
     "AgentConfig",
+    "AgentInfo",
     "AgentResult",
     "AgentshapeError",
     "AnalyticsSink",
+    "AsyncClient",
     "Attempt",
+    "Client",
     "ConfigError",
     "ConfigFileError",
     "Fleet",
     "FleetProblems",
     "FunctionModel",
+    "InputValidationError",
     "InvalidSchemaError",
     "JsonSchema",
     "JsonlAnalytics",
@@ -95,23 +152,36 @@ __all__ = [
     "Message",
     "NullAnalytics",
     "OutputMode",
+    "OutputSchemaValidationError",
+    "OutputValidationError",
     "PartialOutput",
     "Provider",
     "ProviderError",
+    "ResultValidation",
     "RetryStarted",
+    "RunArguments",
+    "RunEnded",
     "RunError",
     "RunErrorType",
+    "RunEvent",
     "RunFailedError",
+    "RunFailure",
     "RunFinished",
+    "RunInfo",
     "RunOptions",
     "RunRequest",
     "RunResult",
+    "RunResultEvent",
     "RunStarted",
+    "SchemaCheckResult",
     "SchemaError",
+    "SchemaInfo",
     "SchemaNotFoundError",
     "SchemaRegistry",
     "SchemaRegistryError",
     "SchemaValidation",
+    "ServiceEvent",
+    "SessionResult",
     "StreamEvent",
     "TestModel",
     "TextDelta",
@@ -133,3 +203,18 @@ __all__ = [
     "run_many",
     "validate_output",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import a name of the service's client when it is first asked for."""
+    module = _CLIENT_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentshape' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the package's names, the client's (imported on first use) included."""
+    return sorted({*globals(), *_CLIENT_NAMES})

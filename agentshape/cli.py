@@ -1,4 +1,4 @@
-"""The ``agentshape`` command: the executor's commands and the service's ``serve``/``runner``.
+"""The ``agentshape`` command: the executor's commands, the service's and ``run --resume``.
 
 The executor's command line (``run``, ``list``, ``schemas``...) lives in ``agent_executor``,
 which cannot import the layers above it; this module is where the service's commands join it.
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from agent_coordinator.cli import register as register_service
+from agent_coordinator.resume import register_resume
 from agent_executor.cli import main as executor_main
 
 __all__ = ["main"]
@@ -25,4 +26,4 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     Returns:
         The exit code: 0 done, 1 a run failed or a check found problems, 2 bad usage or config.
     """
-    return executor_main(argv, out=out, extra_commands=[register_service])
+    return executor_main(argv, out=out, extra_commands=[register_service, register_resume])

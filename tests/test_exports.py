@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import subprocess
+import sys
 
 import pytest
 
@@ -66,16 +68,36 @@ def test_agentshape_is_the_one_import_a_user_writes() -> None:
         "run_many",
         "__version__",
     } <= set(agentshape.__all__)
+    assert {
+        "Client",
+        "AsyncClient",
+        "SessionResult",
+        "APIError",
+        "APIConnectionError",
+        "InputValidationError",
+        "OutputValidationError",
+    } <= set(agentshape.__all__)
     for name in agentshape.__all__:
         if name == "__version__":
             continue
         obj = getattr(agentshape, name)
-        if inspect.isclass(obj) or inspect.isfunction(obj):  # re-exported, never redefined
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            # re-exported, never redefined; the service's client is agentshape's own
             assert obj.__module__.split(".")[0] in {
                 "agent_contracts",
                 "agent_core",
                 "agent_executor",
-            }
+            } or obj.__module__.startswith("agentshape._")
+
+
+def test_the_service_client_is_imported_only_when_first_used() -> None:
+    code = (
+        "import sys, agentshape; assert 'agentshape._client' not in sys.modules; "
+        "assert 'httpx2' not in sys.modules; agentshape.Client; "
+        "assert 'agentshape._client' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def test_version_is_the_installed_distribution_version() -> None:

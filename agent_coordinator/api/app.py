@@ -1,9 +1,9 @@
 """The FastAPI application: routers per resource, one error shape, runners in the lifespan.
 
 :func:`create_app` wires the services (store, fleet, registry, runners) into the app; every
-endpoint but ``GET /health`` requires the bearer token when one is set. Every error, whether the
-service's own, the library's, FastAPI's request validation or an unknown route, is rendered by
-one handler as :class:`ErrorBody` with a stable ``error`` code.
+endpoint but ``GET /health`` and ``GET /ready`` requires the bearer token when one is set. Every
+error, whether the service's own, the library's, FastAPI's request validation or an unknown
+route, is rendered by one handler as :class:`ErrorBody` with a stable ``error`` code.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 
 from agent_contracts.errors import AgentshapeError
 from agent_coordinator.api import agents, editor, reports, runs, schemas, sessions
-from agent_coordinator.api.bodies import Health
+from agent_coordinator.api.bodies import Health, Ready
 from agent_coordinator.api.deps import Services, require_token
 from agent_coordinator.api.limits import BodyLimit
 from agent_coordinator.dashboard import DashboardPages
@@ -156,7 +156,21 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
 
     @app.get("/health", tags=["health"])
     async def health() -> Health:
-        """Answer ``ok`` while the service is up (no token needed)."""
+        """Answer ``ok`` while the process is up, without asking the database (no token needed)."""
         return Health()
+
+    @app.get(
+        "/ready",
+        tags=["health"],
+        responses={503: {"model": ErrorBody, "description": "StoreUnavailable, with the reason"}},
+    )
+    async def ready() -> Ready:
+        """Answer ``ready`` when the database answers too; 503 ``StoreUnavailable`` when not.
+
+        No token needed: for a load balancer, which takes the service out of rotation while the
+        database cannot be used (unreachable, or its file removed or replaced).
+        """
+        await services.store.call(services.store.ready)
+        return Ready()
 
     return app

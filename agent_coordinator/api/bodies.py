@@ -18,8 +18,10 @@ __all__ = [
     "AttemptView",
     "ClaimView",
     "Health",
+    "Ready",
     "RunCreate",
     "RunFailure",
+    "RunOutcome",
     "RunPage",
     "RunView",
     "SchemaCheck",
@@ -67,6 +69,7 @@ class RunCreate(BaseModel):
                     "prompt": "Review the retry change in payments.py",
                     "parameters": {"pr_url": "https://example.com/pr/1"},
                 },
+                {"agent_name": "pr-reviewer", "parameters": {"pr_url": "https://example.com/pr/1"}},
                 {
                     "type": "resume_session",
                     "session_id": "ses_0123456789abcdef",
@@ -80,8 +83,10 @@ class RunCreate(BaseModel):
     """``start_session`` (a new conversation) or ``resume_session`` (continue ``session_id``)."""
     agent_name: str | None = Field(default=None, max_length=200)
     """The agent to run; required to start a session (for a resume, the session's agent)."""
-    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
-    """The task for the agent."""
+    prompt: str | None = Field(default=None, min_length=1, max_length=MAX_PROMPT_CHARS)
+    """The task for the agent. A start may leave it out when it gives ``parameters``: the
+    user message is then the labelled block of the parameters alone (``Parameters:`` and
+    their JSON), as it follows the prompt when both are given. A resume needs it."""
     parameters: dict[str, JsonValue] = Field(default_factory=dict)
     """Input values, checked against the agent's ``parameters_schema`` before anything runs; a
     resume that gives none keeps the ones its session started with."""
@@ -90,7 +95,9 @@ class RunCreate(BaseModel):
     output_schema: JsonSchema | None = Field(default=None, examples=[_PR_REVIEW])
     """An inline output schema for this run (agents without a fixed ``output_schema``)."""
     output_schema_name: str | None = Field(default=None, max_length=128)
-    """A registered schema's name, instead of an inline one."""
+    """A registered schema's name. Beside an inline schema the inline one wins (seed 001's
+    order: inline, named, the agent's default); the result's ``schema_validation`` then names
+    it as ``unused_schema_name``."""
     output_schema_options: RunOptions | None = None
     """``max_retries``, ``extract_json``, ``strict_json_only``, ``output_mode``,
     ``lenient_formats``, ``token_budget``, ``timeout_s``; unset ones fall through to the agent's."""
@@ -235,6 +242,11 @@ class SchemaValidationView(BaseModel):
     retry_count: int = 0
     errors: list[str] = Field(default_factory=list)
     """The problems, when the result is invalid."""
+    schema_source: Literal["inline", "named", "default", "agent"] | None = None
+    """Which schema the run was held to (seed 001's order: ``inline``, then ``named``, then the
+    agent's ``default``; ``agent`` for an agent's fixed ``output_schema``)."""
+    unused_schema_name: str | None = None
+    """The ``output_schema_name`` the request gave beside an inline schema, which won."""
 
 
 class SessionResult(BaseModel):
@@ -272,6 +284,17 @@ class SessionResult(BaseModel):
     result_text: str | None = None
     result_data: JsonValue = None
     error: RunFailure | None = None
+
+
+class RunOutcome(RunView):
+    """``POST /runs``'s answer: the run, and its result once it has ended.
+
+    ``result`` is the body ``GET /sessions/{id}/result`` gives for this run, set when the run
+    ended before the answer (within ``?wait=N``, or an idempotent repeat of an ended run), so a
+    waiting caller needs no second request; ``None`` while the run is queued or running.
+    """
+
+    result: SessionResult | None = None
 
 
 class SchemaCreate(BaseModel):
@@ -363,6 +386,12 @@ class SchemaCheck(BaseModel):
 
 
 class Health(BaseModel):
-    """``GET /health``."""
+    """``GET /health``: the process answers (liveness; the database is not asked)."""
 
     status: Literal["ok"] = "ok"
+
+
+class Ready(BaseModel):
+    """``GET /ready``: the database answered too (readiness, for a load balancer)."""
+
+    status: Literal["ready"] = "ready"

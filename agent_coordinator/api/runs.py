@@ -13,10 +13,10 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
 from agent_contracts.runs import RunOptions
-from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
+from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.model_text import ModelTextResponse
-from agent_coordinator.api.views import run_view
+from agent_coordinator.api.views import result_event, run_view, session_result
 from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
@@ -122,10 +122,17 @@ async def submit_run(
             raise Unprocessable(
                 "InvalidRequest", "start_session starts a new session; leave out session_id"
             )
+        if body.prompt is None and not body.parameters:
+            raise Unprocessable(
+                "InvalidRequest",
+                "start_session needs a prompt, or the agent's parameters (they are then the task)",
+            )
         agent_name, session_id = body.agent_name, _new_id("ses")
     else:
         if body.session_id is None:
             raise Unprocessable("InvalidRequest", "resume_session needs session_id")
+        if body.prompt is None:
+            raise Unprocessable("InvalidRequest", "resume_session needs a prompt")
         session = await services.store.call(services.store.get_session, body.session_id)
         if session is None:
             raise NotFound("SessionNotFound", f"no session {body.session_id!r}")
@@ -147,7 +154,7 @@ async def submit_run(
             )
     options = body.output_schema_options
     wanted = RunInput(
-        prompt=body.prompt,
+        prompt=body.prompt or "",
         parameters=parameters,
         output_schema=body.output_schema,
         output_schema_name=body.output_schema_name,
@@ -183,7 +190,9 @@ async def submit_run(
 @router.post(
     "/runs",
     status_code=202,
-    responses={200: {"model": RunView, "description": "The run had already ended (see wait)"}},
+    responses={
+        200: {"model": RunOutcome, "description": "The run had ended (see wait), with its result"}
+    },
 )
 async def create_run(
     body: RunCreate,
@@ -191,8 +200,10 @@ async def create_run(
     response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     wait: Annotated[float, Query(ge=0, le=120)] = 0,
-) -> RunView:
+) -> RunOutcome:
     """Store a run (202), then optionally wait up to ``wait`` seconds for it to end (200).
+
+    An ended run's answer holds its ``result``: the body ``GET /sessions/{id}/result`` gives.
 
     The parameters, the schema (inline or named) and the options are checked before anything is
     stored: 422 lists every parameter problem, 404 an unknown agent or schema name, 400 an invalid
@@ -213,8 +224,11 @@ async def create_run(
                 run = await _until_end(services, run, ended, timeout_s)
         finally:
             services.notifier.unsubscribe(run_id, ended)
-    response.status_code = 200 if run.status in TERMINAL else 202
-    return run_view(run)
+    if run.status not in TERMINAL:
+        response.status_code = 202
+        return RunOutcome(**run_view(run).model_dump())
+    response.status_code = 200
+    return RunOutcome(**run_view(run).model_dump(), result=session_result(run))
 
 
 @router.get("/runs")
@@ -283,6 +297,10 @@ async def cancel_run(
 _EVENTS_EXAMPLE = (
     'id: 7\nevent: partial_output\ndata: {"type": "partial_output", '
     '"data": {"summary": "Retries now back o"}, "attempt": 1}\n\n'
+    'event: result\ndata: {"event_type": "result", "session_id": "ses_0123456789abcdef", '
+    '"run_id": "run_0123456789abcdef", "timestamp": "2026-01-01T12:00:00+00:00", '
+    '"result_text": null, "result_data": {"summary": "Retries now back off.", '
+    '"approval": "approve"}}\n\n'
     'event: end\ndata: {"status": "completed"}\n\n'
 )
 
@@ -323,6 +341,9 @@ async def run_events(
       the stream's own ``run_started`` and ``run_finished`` are left out (the analytics
       ``run_started``, the run's end and ``GET /sessions/{id}/result`` say the same). An
       escalated run has a ``run_started`` per model tier, each tier's attempts counted from 1;
+    - ``result``, once a run has completed: seed 000's result event, ``{"event_type":
+      "result", "session_id", "run_id", "timestamp", "result_text", "result_data"}``, exactly
+      one of the last two set (``result_text`` without a contract);
     - ``end`` (``status``), last, once the run has ended.
     """
     await _get(services, run_id)
@@ -342,6 +363,9 @@ async def run_events(
                 rest = await services.store.call(services.store.events_after, run_id, cursor)
                 for event in rest:
                     yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
+                ended = result_event(run)
+                if ended is not None:
+                    yield f"event: result\ndata: {json.dumps(ended)}\n\n"
                 yield f"event: end\ndata: {json.dumps({'status': run.status})}\n\n"
                 return
             await asyncio.sleep(_EVENT_POLL_S)

@@ -24,6 +24,7 @@ from agent_coordinator.store.records import ClaimRecord, RunRecord, SessionRecor
 __all__ = [
     "claim_view",
     "failure",
+    "result_event",
     "run_view",
     "session_result",
     "session_run_view",
@@ -145,8 +146,15 @@ def session_result(run: RunRecord) -> SessionResult:
     validation = result.get("schema_validation")
     checked: SchemaValidationView | None = None
     if isinstance(validation, dict):
+        source = result.get("schema_source")
+        inline = run.input.output_schema is not None
         checked = SchemaValidationView.model_validate(
-            {**validation, "errors": error.validation_errors if error else []}
+            {
+                **validation,
+                "errors": error.validation_errors if error else [],
+                "schema_source": source if isinstance(source, str) else None,
+                "unused_schema_name": run.input.output_schema_name if inline else None,
+            }
         )
     text = result.get("result_text")
     data = result.get("result_data") if run.status == "completed" else None
@@ -161,3 +169,25 @@ def session_result(run: RunRecord) -> SessionResult:
         result_data=data,
         error=error,
     )
+
+
+def result_event(run: RunRecord) -> dict[str, JsonValue] | None:
+    """Return seed 000's ``result`` event of a completed run (``None`` for any other run).
+
+    ``{"event_type": "result", "session_id", "run_id", "timestamp", "result_text",
+    "result_data"}``: exactly one of ``result_text`` (no contract) and ``result_data`` (the
+    validated value) is set; ``timestamp`` is when the run ended (ISO 8601, UTC).
+    """
+    if run.status != "completed":
+        return None
+    result = run.result or {}
+    text = result.get("result_text")
+    ended = timestamp(run.finished_at)
+    return {
+        "event_type": "result",
+        "session_id": run.session_id,
+        "run_id": run.id,
+        "timestamp": ended.isoformat() if ended is not None else None,
+        "result_text": text if isinstance(text, str) else None,
+        "result_data": None if isinstance(text, str) else result.get("result_data"),
+    }

@@ -50,7 +50,8 @@ class LeaseQueries(ClaimLog):
             max_claims: Times a run's lease may run out before the run fails.
 
         Returns:
-            The claimed run and its session's transcript, or ``None`` when nothing waits.
+            The claimed run, its session's transcript and the turns an earlier claim recorded,
+            or ``None`` when nothing waits.
         """
         now = time.time()
         with self._tx() as cursor:
@@ -90,7 +91,7 @@ class LeaseQueries(ClaimLog):
         row = self._exec(
             cursor,
             "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, "
-            "lease_expires_at = NULL WHERE id = ? RETURNING session_id",
+            "lease_expires_at = NULL, progress = NULL WHERE id = ? RETURNING session_id",
             (dumps(error), now, run_id),
         ).fetchone()
         assert row is not None
@@ -143,7 +144,36 @@ class LeaseQueries(ClaimLog):
             cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
         ).fetchone()
         transcript = loads(found[0]) if found is not None else []
-        return Claim(run=run, transcript=transcript if isinstance(transcript, list) else [])
+        recorded = self._exec(
+            cursor, "SELECT progress FROM runs WHERE id = ?", (run.id,)
+        ).fetchone()
+        progress = loads(recorded[0]) if recorded is not None else None
+        return Claim(
+            run=run,
+            transcript=transcript if isinstance(transcript, list) else [],
+            progress=progress if isinstance(progress, dict) else None,
+        )
+
+    def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
+        """Keep the turns a run ``owner`` holds has finished, for a runner taking it over.
+
+        Args:
+            run_id: The run.
+            owner: The runner's id.
+            progress: The run's progress (the library's ``RunProgress`` as JSON).
+
+        Returns:
+            ``False`` when the lease was lost (another runner has the run, or it has ended),
+            in which case nothing is written.
+        """
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET progress = ? WHERE id = ? AND lease_owner = ? "
+                "AND status = 'running' RETURNING id",
+                (dumps(progress), run_id, owner),
+            ).fetchone()
+        return row is not None
 
     def renew(self, run_id: str, owner: str, lease_s: float) -> LeaseState:
         """Extend ``owner``'s lease on a run and say whether it was asked to cancel."""
@@ -217,7 +247,7 @@ class LeaseQueries(ClaimLog):
                 cursor,
                 "UPDATE runs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
                 "ELSE ? END, result = ?, error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
-                "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL "
+                "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
                 f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",

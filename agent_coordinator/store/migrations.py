@@ -63,5 +63,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX events_run ON events (run_id, id)",
         ),
     ),
+    (
+        3,
+        (
+            # The turns a run's runner has finished, as the library's RunProgress (JSON): a
+            # runner taking the run over continues after them instead of paying them again.
+            "ALTER TABLE runs ADD COLUMN progress TEXT",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

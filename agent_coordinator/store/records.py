@@ -130,6 +130,8 @@ class Claim(BaseModel):
 
     run: RunRecord
     transcript: list[JsonValue]
+    progress: dict[str, JsonValue] | None = None
+    """The turns an earlier claim of the run recorded (``None``: the run starts afresh)."""
 
 
 ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown"]

@@ -1,13 +1,16 @@
-"""The store's SQL plumbing: connections per thread, transactions, migrations, row decoding.
+"""The store's SQL plumbing: transactions, their errors, migrations, row decoding.
 
-:class:`SqlBase` says nothing about runs; a subclass (SQLite, PostgreSQL) only says how to connect,
-how a write transaction begins, how parameters are written and how a claim skips rows other
-runners hold. Every query is written once, with ``?`` parameters.
+:class:`SqlBase` says nothing about runs; a subclass (SQLite, PostgreSQL) only says where a
+transaction's connection comes from, which driver errors mean the database cannot be used (503
+``StoreUnavailable``, 507 ``StoreFull``), how a write transaction begins, how parameters are
+written and how a claim skips rows other runners hold. Every query is written once, with ``?``
+parameters.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -18,6 +21,7 @@ from typing import ParamSpec, Protocol, TypeVar, cast
 from pydantic import JsonValue
 from pydantic_core import from_json, to_json
 
+from agent_coordinator.errors import StoreFull, StoreUnavailable
 from agent_coordinator.store.migrations import MIGRATIONS
 from agent_coordinator.store.records import (
     RunInput,
@@ -41,8 +45,13 @@ __all__ = [
     "session_record",
 ]
 
+logger = logging.getLogger(__name__)
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+_FIRST_PAUSE_S = 0.05
+"""The first pause before a transaction that failed on a lost connection is tried again."""
 
 RUN_COLUMNS = (
     "id, seq, session_id, kind, agent_name, status, input, idempotency_key, request_hash, "
@@ -180,7 +189,8 @@ class SqlBase(ABC):
     """A SQL database the store talks to.
 
     Subclasses set :attr:`url`, :attr:`serial`, :attr:`skip_locked`, :attr:`begin_write` and
-    :attr:`placeholder`, and implement :meth:`_connect`.
+    :attr:`placeholder`, and say how a transaction gets a connection (:meth:`_checkout`) and
+    which of the driver's errors mean the database cannot be used (:meth:`_unusable`).
     """
 
     url: str
@@ -198,22 +208,21 @@ class SqlBase(ABC):
     serialize_writes: bool = False
     """Queue this process's write transactions behind one lock (SQLite has one writer anyway, and
     its busy handler sleeps far longer than a lock hand-over takes)."""
+    retry_s: float = 3.0
+    """Seconds :meth:`call` goes on trying a transaction that failed on a lost connection."""
 
     def __init__(self) -> None:
-        self._local = threading.local()
-        self._connections: list[object] = []
-        self._lock = threading.Lock()
         self._write_lock = threading.Lock()
 
     # -- connections and transactions ---------------------------------------------------------
 
     @abstractmethod
-    def _connect(self) -> object:
-        """Open a new autocommit connection for the calling thread."""
+    def _checkout(self, *, write: bool) -> AbstractContextManager[object]:
+        """Lend the calling thread a connection for one transaction.
 
-    @abstractmethod
-    def _close(self, connection: object) -> None:
-        """Close one connection."""
+        Raises:
+            StoreUnavailable: No connection to the database can be had.
+        """
 
     @abstractmethod
     def _cursor(self, connection: object) -> Cursor:
@@ -223,14 +232,21 @@ class SqlBase(ABC):
     def _lock_migrations(self, cursor: Cursor) -> None:
         """Keep two processes from migrating at once, inside the migration's transaction."""
 
-    def _connection(self) -> object:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._connect()
-            self._local.connection = connection
-            with self._lock:
-                self._connections.append(connection)
-        return connection
+    @abstractmethod
+    def _unusable(
+        self, error: Exception, connection: object, *, committing: bool
+    ) -> StoreUnavailable | StoreFull | None:
+        """Say what a driver's error means for the service, or ``None`` for an ordinary error.
+
+        Args:
+            error: What a statement of a transaction on ``connection`` raised.
+            connection: The transaction's connection.
+            committing: The error came from ``COMMIT``: the transaction may have been applied.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close every connection this store opened."""
 
     def _q(self, query: str) -> str:
         return query if self.placeholder == "?" else query.replace("?", self.placeholder)
@@ -239,7 +255,9 @@ class SqlBase(ABC):
         """Call one of this store's (blocking) methods from async code.
 
         Here in a worker thread, so the event loop never waits on the database; a subclass
-        whose calls take microseconds (SQLite) runs them in place when they cannot wait.
+        whose calls take microseconds (SQLite) runs them in place when they cannot wait. A call
+        whose transaction failed on a lost connection before anything was committed is made
+        again, after a pause that doubles each time, for up to :attr:`retry_s` seconds.
 
         Args:
             method: A method of this store, such as ``store.get_run``.
@@ -250,9 +268,20 @@ class SqlBase(ABC):
             What the method returns.
 
         Raises:
-            Exception: Whatever the method raises.
+            StoreUnavailable: The database stayed unreachable.
+            Exception: Whatever else the method raises.
         """
-        return await asyncio.to_thread(method, *args, **kwargs)
+        deadline = time.monotonic() + self.retry_s
+        pause = _FIRST_PAUSE_S
+        while True:
+            try:
+                return await asyncio.to_thread(method, *args, **kwargs)
+            except StoreUnavailable as error:
+                if not error.retryable or time.monotonic() + pause > deadline:
+                    raise
+                logger.warning("%s; trying again in %.2f s", error.message, pause)
+            await asyncio.sleep(pause)
+            pause *= 2
 
     def _holding_writes(self) -> AbstractContextManager[object]:
         """Hold this process's write lock (when writes are serialized) for one transaction."""
@@ -263,20 +292,49 @@ class SqlBase(ABC):
 
     @contextmanager
     def _tx(self, *, write: bool = True) -> Iterator[Cursor]:
-        cursor = self._cursor(self._connection())
-        with self._holding_writes() if write else nullcontext():
-            self._begin(cursor, write=write)
+        with self._checkout(write=write) as connection:
+            committing = False
             try:
-                yield cursor
-            except BaseException:
-                with suppress(Exception):
-                    cursor.execute("ROLLBACK")
-                raise
-            cursor.execute("COMMIT")
+                cursor = self._cursor(connection)
+                with self._holding_writes() if write else nullcontext():
+                    self._begin(cursor, write=write)
+                    try:
+                        yield cursor
+                    except BaseException:
+                        with suppress(Exception):
+                            cursor.execute("ROLLBACK")
+                        raise
+                    committing = True
+                    cursor.execute("COMMIT")
+            except Exception as error:
+                unusable = self._unusable(error, connection, committing=committing)
+                if unusable is None:
+                    raise
+                raise unusable from error
 
     def _exec(self, cursor: Cursor, query: str, params: Sequence[object] = ()) -> Cursor:
         cursor.execute(self._q(query), tuple(params))
         return cursor
+
+    def ready(self) -> None:
+        """Check that the database answers (``GET /ready``) with one small read.
+
+        The read is tried a second time (at once) when it failed on a connection lost before,
+        which says nothing about the database now.
+
+        Raises:
+            StoreUnavailable: It does not answer; the message says why.
+            StoreFull: Its disk is full.
+        """
+        for last in (False, True):
+            try:
+                with self._tx(write=False) as cursor:
+                    self._exec(cursor, "SELECT 1").fetchone()
+            except StoreUnavailable as error:
+                if last or not error.retryable:
+                    raise
+            else:
+                return
 
     def migrate(self) -> int:
         """Create or upgrade the tables, applying every migration not yet recorded.
@@ -305,15 +363,6 @@ class SqlBase(ABC):
                 )
                 current = version
         return current
-
-    def close(self) -> None:
-        """Close every connection this store opened."""
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            with suppress(Exception):
-                self._close(connection)
-        self._local = threading.local()
 
 
 def filters(*, after: int | None = None, **equal: str | None) -> tuple[str, list[object]]:

@@ -10,18 +10,26 @@ than handing it to a worker thread and back. When the write lock is taken (by a 
 of this process or by another process) the call does not wait in place: it goes to a worker
 thread, which waits as long as ``timeout``. The in-place connection leaves WAL checkpoints (which
 write and sync the database file) to a worker thread too.
+
+A file removed or replaced under the running service (its device and inode no longer those it
+opened) would take every later write with it: each write transaction (and ``GET /ready``) looks
+first, and from then on every transaction answers 503 ``StoreUnavailable`` and the error is
+logged once. A full disk answers 507 ``StoreFull``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from agent_coordinator.errors import StoreFull, StoreUnavailable
 from agent_coordinator.store.base import Cursor, SqlStore
 
 __all__ = ["DEFAULT_DATABASE", "SqliteStore"]
@@ -62,8 +70,15 @@ class SqliteStore(SqlStore):
         self.url = str(self.path)
         self.timeout = timeout
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
         self._writes_in_place = 0
         self._checkpoints: set[asyncio.Future[None]] = set()
+        self._identity: tuple[int, int] | None = None
+        """The file's device and inode, from the first connection on."""
+        self._lost: str | None = None
+        """Why the file can no longer be used, once it was found removed or replaced."""
 
     async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Call a store method in place, or in a worker thread when it would wait for a lock.
@@ -112,16 +127,87 @@ class SqliteStore(SqlStore):
         cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
         cursor.fetchone()
 
-    def _connection(self) -> object:
-        if not getattr(self._local, "in_place", False):
-            return super()._connection()
-        connection = getattr(self._local, "in_place_connection", None)
+    def _connection(self) -> sqlite3.Connection:
+        """Return the calling thread's connection (a second one for in-place calls)."""
+        slot = "in_place_connection" if getattr(self._local, "in_place", False) else "connection"
+        connection: sqlite3.Connection | None = getattr(self._local, slot, None)
         if connection is None:
-            connection = self._connect(wait=False)
-            self._local.in_place_connection = connection
+            # Connecting to a missing file would make a new, empty one: look first.
+            self._check_file()
+            connection = self._connect(wait=slot == "connection")
+            if self._identity is None:
+                self._identity = self._file_identity()
+            setattr(self._local, slot, connection)
             with self._lock:
                 self._connections.append(connection)
         return connection
+
+    @contextmanager
+    def _checkout(self, *, write: bool) -> Iterator[object]:
+        if self._lost is not None:
+            raise StoreUnavailable(self._lost)
+        connection = self._connection()
+        if write:
+            self._check_file()
+        yield connection
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _check_file(self) -> None:
+        """Raise (and log once) when the database file is no longer the one first opened.
+
+        Raises:
+            StoreUnavailable: It was removed or replaced.
+        """
+        if self._lost is None and self._identity is not None:
+            identity = self._file_identity()
+            if identity != self._identity:
+                how = "removed" if identity is None else "replaced by another file"
+                with self._lock:  # logged once, by whichever thread sees it first
+                    if self._lost is None:
+                        self._lost = (
+                            f"the database file {self.path} was {how} while the service ran; "
+                            "nothing more is written to it: restore the file or restart the "
+                            "service"
+                        )
+                        logger.error("%s", self._lost)
+        if self._lost is not None:
+            raise StoreUnavailable(self._lost)
+
+    def ready(self) -> None:
+        """Check that the database file is the one opened and answers (``GET /ready``).
+
+        Raises:
+            StoreUnavailable: It was removed or replaced, or cannot be read.
+        """
+        self._check_file()
+        super().ready()
+
+    def _unusable(
+        self, error: Exception, connection: object, *, committing: bool
+    ) -> StoreUnavailable | StoreFull | None:
+        code = getattr(error, "sqlite_errorcode", None)
+        if (
+            isinstance(error, sqlite3.Error)
+            and code is not None
+            and code & 0xFF == sqlite3.SQLITE_FULL
+        ):
+            return StoreFull(f"the disk holding the database {self.path} is full: {error}")
+        return None
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            with suppress(Exception):
+                connection.close()
+        self._local = threading.local()
 
     def _holding_writes(self) -> AbstractContextManager[object]:
         if getattr(self._local, "in_place", False):
@@ -152,10 +238,6 @@ class SqliteStore(SqlStore):
 
     def _lock_migrations(self, cursor: Cursor) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the only write lock."""
-
-    def _close(self, connection: object) -> None:
-        assert isinstance(connection, sqlite3.Connection)
-        connection.close()
 
     def _cursor(self, connection: object) -> Cursor:
         assert isinstance(connection, sqlite3.Connection)

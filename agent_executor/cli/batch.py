@@ -40,8 +40,8 @@ from agent_executor.cli.inputs import (
     caller_schema,
     load_agent,
     parse_param,
-    run_options,
 )
+from agent_executor.cli.option_flags import add_option_arguments, run_options
 from agent_executor.cli.progress import Progress
 from agent_executor.cli.tasks import (
     TaskItem,
@@ -76,6 +76,7 @@ def register(commands: Subcommands) -> None:
         "--concurrency", type=int, default=4, metavar="N", help="runs at once (default 4)"
     )
     add_run_arguments(many)
+    add_option_arguments(many)
     add_schema_arguments(many)
     many.set_defaults(handler=run_many_command)
 

@@ -1,7 +1,7 @@
 """What a user gives the ``agentshape`` command line, read and checked before anything runs.
 
 Agent names and paths, ``key=value`` parameters, JSON and YAML files (a bad one is reported with
-its line and column), the run options the flags set, and the output schema a caller picks with
+its line and column), and the output schema a caller picks with
 ``--schema NAME`` (from the registry) or ``--schema-file FILE`` (inline). Every mistake raises
 :class:`UsageError` (or another ``AgentshapeError``) with one clear line; the command line turns
 it into exit code 2.
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, ConfigFileError
-from agent_contracts.runs import JsonSchema, RunOptions
+from agent_contracts.runs import JsonSchema
 from agent_core.json_text import parse_json, unencodable
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
@@ -46,7 +46,6 @@ __all__ = [
     "parse_param",
     "read_json_file",
     "read_schema_file",
-    "run_options",
 ]
 
 EXIT_OK = 0
@@ -219,9 +218,18 @@ def read_schema_file(path: Path) -> JsonSchema:
     return schema
 
 
-def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``AGENT`` argument and ``--agents-dir`` to a subcommand."""
-    parser.add_argument("agent", help="an agent id in the agents directory, or a path to agent.yml")
+def add_agent_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Add the ``AGENT`` argument and ``--agents-dir`` to a subcommand.
+
+    Args:
+        parser: The subcommand.
+        required: Whether ``AGENT`` must be given (the handler checks it when it need not).
+    """
+    parser.add_argument(
+        "agent",
+        nargs=None if required else "?",
+        help="an agent id in the agents directory, or a path to agent.yml",
+    )
     parser.add_argument("--agents-dir", type=Path, default=Path("agents"), help="default: ./agents")
 
 
@@ -244,7 +252,10 @@ def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the flags ``run`` and ``run-many`` share: model, options, workspace, analytics."""
+    """Add the flags ``run`` and ``run-many`` share: model, workspace, analytics.
+
+    The run-option flags are added by :func:`agent_executor.cli.option_flags.add_option_arguments`.
+    """
     parser.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="a run parameter (repeatable)"
     )
@@ -267,29 +278,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not retry a failed run on the agent's larger model tiers (llm.tiers)",
     )
     parser.add_argument("--workspace", type=Path, help="directory the input tools may read")
-    parser.add_argument("--max-retries", type=int, help="re-prompts after a failed attempt")
-    parser.add_argument(
-        "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
-    )
-    parser.add_argument(
-        "--request-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="most seconds one model request may take (default 120; a CPU server needs more)",
-    )
     parser.add_argument(
         "--analytics-dir",
         type=Path,
         help="where run events go as JSONL (default $AGENTSHAPE_ANALYTICS_DIR, else "
         ".agentshape/analytics; the command line always writes them)",
     )
-
-
-_FLAGS = {
-    "max_retries": "--max-retries",
-    "output_mode": "--mode",
-    "request_timeout_s": "--request-timeout",
-}
 
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -306,28 +300,6 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
         lowered = value.strip().lower()
         overrides[key.strip()] = {"true": True, "false": False}.get(lowered, value.strip())
     return overrides
-
-
-def run_options(args: argparse.Namespace) -> RunOptions:
-    """Return the run options the flags set.
-
-    Raises:
-        UsageError: A flag's value is out of range.
-    """
-    values: dict[str, object] = {}
-    if args.max_retries is not None:
-        values["max_retries"] = args.max_retries
-    if args.mode is not None:
-        values["output_mode"] = args.mode
-    if getattr(args, "request_timeout", None) is not None:
-        values["request_timeout_s"] = args.request_timeout
-    try:
-        return RunOptions.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{_FLAGS.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()
-        )
-        raise UsageError(problems) from exc
 
 
 class CallerSchema:

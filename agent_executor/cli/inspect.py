@@ -48,6 +48,7 @@ from agent_executor.cli.inputs import (
     add_schema_arguments,
     caller_schema,
     load_agent,
+    parse_param,
     read_json_file,
 )
 from agent_executor.planning import run_spec
@@ -119,7 +120,14 @@ def register(commands: Subcommands) -> None:
         help="the model whose first request is shown, built by the run loop itself "
         "(default: test, the offline model; e.g. openai:gpt-4.1-mini with its key set)",
     )
-    show.add_argument("--task", default="(the task)", help="the task in the first request shown")
+    show.add_argument(
+        "--task",
+        help="the task in the first request shown (default '(the task)'; with --param and no "
+        "--task, the parameters alone, as a service run without a prompt sends them)",
+    )
+    show.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="a run parameter (repeatable)"
+    )
     show.add_argument("--json", action="store_true", help="print it all as one JSON object")
     show.set_defaults(handler=show_command)
 
@@ -248,8 +256,11 @@ def _first_request(args: argparse.Namespace, config: AgentConfig, mode: PromptMo
     )
     options = RunOptions(output_mode=mode) if args.mode else RunOptions()
     schema = caller_schema(args, config)
+    parameters = dict(parse_param(p) for p in args.param)
+    task = args.task if args.task is not None else ("" if parameters else "(the task)")
     request = RunRequest(
-        task=args.task,
+        task=task,
+        parameters=parameters,
         options=options,
         output_schema=schema.inline,
         schema_name=schema.name if schema.inline is None else None,

@@ -22,10 +22,8 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import NoReturn, TextIO, cast
 
-from pydantic import BaseModel
-
 from agent_contracts.errors import AgentshapeError
-from agent_contracts.runs import RunRequest
+from agent_contracts.runs import RunRequest, RunResult
 from agent_core.json_text import dump_json, unencodable
 from agent_executor.analytics_writer import flush_pending
 from agent_executor.cli import analytics as cli_analytics
@@ -50,20 +48,28 @@ from agent_executor.cli.inputs import (
     find_agent_file,
     load_agent,
     parse_param,
-    run_options,
 )
+from agent_executor.cli.option_flags import add_option_arguments, run_options
 from agent_executor.cli.stream import run_streamed
 from agent_executor.redaction import redact_json_text, redact_text
-from agent_executor.result import AgentResult
 
-__all__ = ["EPILOG", "Registrar", "build_parser", "find_agent_file", "main", "parse_param"]
+__all__ = [
+    "EPILOG",
+    "Registrar",
+    "build_parser",
+    "find_agent_file",
+    "main",
+    "parse_param",
+    "write_result",
+]
 
 
 def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="run an agent on a task and print its validated result")
-    add_agent_arguments(run)
+    add_agent_arguments(run, required=False)
     run.add_argument("--task", required=True, help="the task for the agent")
     add_run_arguments(run)
+    add_option_arguments(run)
     add_schema_arguments(run)
     run.add_argument(
         "--json",
@@ -147,6 +153,8 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.agent is None:
+        raise UsageError("run needs AGENT: an agent id in the agents directory, or a path")
     params = dict(parse_param(p) for p in args.param)
     options = run_options(args)
     _, config = load_agent(args.agent, args.agents_dir)
@@ -175,14 +183,28 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return EXIT_OK if result.ok else EXIT_RUN_FAILED
     else:
         result = agent.run_sync(request, model=provider, escalate=escalate)
-    if args.json:
-        text = dump_json(result.result.model_dump(mode="json"), indent=2)
+    return write_result(result.result, out, as_json=args.json)
+
+
+def write_result(run: RunResult, out: TextIO, *, as_json: bool) -> int:
+    """Print a run's result as ``agentshape run`` does, secrets redacted; return the exit code.
+
+    Args:
+        run: The run's result.
+        out: Where it goes.
+        as_json: The whole result as indented JSON, instead of the summary and the output.
+
+    Returns:
+        0 for a completed run, 1 for a failed one.
+    """
+    if as_json:
+        text = dump_json(run.model_dump(mode="json"), indent=2)
         out.write(redact_json_text(text) + "\n")
     else:
         shown = io.StringIO()
-        _print_pretty(result, shown)
+        _print_pretty(run, shown)
         out.write(redact_text(shown.getvalue()))
-    return EXIT_OK if result.ok else EXIT_RUN_FAILED
+    return EXIT_OK if run.ok else EXIT_RUN_FAILED
 
 
 def _utf8_task(task: str) -> str:
@@ -196,8 +218,7 @@ def _utf8_task(task: str) -> str:
     return task
 
 
-def _print_pretty(result: AgentResult[BaseModel], out: TextIO) -> None:
-    run = result.result
+def _print_pretty(run: RunResult, out: TextIO) -> None:
     attempts = len(run.attempts)
     head = f"{run.status}: agent {run.agent_id} on {run.model}"
     if run.model_tier:

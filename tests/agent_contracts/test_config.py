@@ -299,3 +299,43 @@ def test_config_is_immutable() -> None:
     config = AgentConfig(id="a")
     with pytest.raises(ValidationError, match="frozen"):
         config.id = "b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        (
+            {"type": "array", "items": {"type": "string"}},
+            [
+                ("output.schema", "must have properties: the fields the output has"),
+                (
+                    "output.schema.type",
+                    "must be \"object\", not 'array'; use the output_schema form for another "
+                    "root (it is wrapped for tool calls)",
+                ),
+            ],
+        ),
+        (
+            {"type": "object"},
+            [("output.schema", "must have properties: the fields the output has")],
+        ),
+        (
+            {"properties": {"a": {"type": "string"}}},
+            [
+                (
+                    "output.schema",
+                    'must be "object" (no type is given); use the output_schema form for another '
+                    "root (it is wrapped for tool calls)",
+                )
+            ],
+        ),
+        (True, [("output.schema", 'must be an object schema with type "object" and properties')]),
+    ],
+)
+def test_seed_004s_load_time_rules_are_errors_for_the_file_forms_output_schema(
+    schema: object, expected: list[tuple[str, str]]
+) -> None:
+    file_form = {"schema": "kb.agent/1", "id": "a", "output": {"schema": schema}}
+    assert sorted(errors_of(file_form)) == expected
+    blueprint = AgentConfig.model_validate({"id": "a", "output_schema": schema})
+    assert blueprint.output_schema == schema  # the output_schema form wraps a non-object root

@@ -185,19 +185,27 @@ class Postgres:
             root.chmod(0o700)
             self._user = ["runuser", "-u", "postgres", "--"]
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+        self.start()
+        self._count = 0
+
+    def start(self) -> None:
+        """Start the server (again, after :meth:`stop_server`), on the same port."""
         self._run(
             "pg_ctl",
             "-D",
             str(self.data),
             "-l",
-            str(root / "log"),
+            str(self.root / "log"),
             "-w",
             "-o",
-            f"-p {self.port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c max_connections=300",
             "start",
         )
-        self._count = 0
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server (``pg_ctl stop -m mode``), keeping its data for :meth:`start`."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
 
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run(

@@ -23,6 +23,8 @@ def test_a_completed_result_has_seed_001s_body_and_result_data(service: Service)
         "schema_name": None,
         "retry_count": 1,
         "errors": [],
+        "schema_source": "agent",
+        "unused_schema_name": None,
     }
     assert isinstance(body["result"], str) and body["error"] is None
 

@@ -420,3 +420,34 @@ def test_the_agents_page_shows_each_config_problem_at_its_file_and_line(
     writer = page.locator("tr", has=page.get_by_role("link", name="writer", exact=True))
     expect(writer).to_contain_text("problems")
     shoot(page, "agents-problems")
+
+
+def test_the_run_form_sends_the_contract_options_and_may_leave_out_the_prompt(
+    dash: Service, page: Page, fake_llm: FakeLLM
+) -> None:
+    dated = {"type": "object", "required": ["due"], "properties": {"due": {"format": "date"}}}
+    fake_llm.respond_always(openai_tool_call("submit_result", {"due": "next Tuesday"}))
+    page.goto(f"{dash.url}/runs/new?agent=writer")
+    page.get_by_label("Prompt", exact=True).fill("When is it due?")
+    page.locator('input[name="schema-kind"][value="inline"]').check()
+    page.locator("#run-schema-inline").fill(json.dumps(dated))
+    page.locator("#run-retries").fill("0")
+    page.get_by_label("Extract JSON").select_option("false")
+    page.get_by_label("Strict JSON only").select_option("true")
+    page.get_by_label("Validation mode").select_option("lenient")
+    shoot(page, "run-new-options")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_url("**/sessions/ses_*")
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=20000)
+    session_id = page.url.rsplit("/", 1)[1]
+    result = dash.client.get(f"/sessions/{session_id}/result").json()
+    assert result["result_data"] == {"due": "next Tuesday"}  # lenient: 'format' not asserted
+
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
+    page.goto(f"{dash.url}/runs/new?agent=reviewer")
+    page.locator("#param-pr_url").fill("https://example.com/pr/1")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_url("**/sessions/ses_*")
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=20000)
+    user = [m["content"] for m in fake_llm.requests[-1].body["messages"] if m["role"] == "user"]
+    assert user == ['Parameters:\n{\n  "pr_url": "https://example.com/pr/1"\n}']

@@ -125,7 +125,7 @@ async def test_stdio_tools_declare_output_schemas_and_runs_are_validated(
         }
         assert all(tool.output_schema for tool in tools.values())
         started = tools["start_agent_session"].input_schema
-        assert {"agent_name", "prompt"} <= set(started["required"])
+        assert started["required"] == ["agent_name"]
 
         inline = await session.call_tool(
             "start_agent_session",
@@ -261,6 +261,8 @@ async def test_http_sessions_are_the_services_sessions(
         "schema_name": None,
         "retry_count": 1,
         "errors": [],
+        "schema_source": "agent",
+        "unused_schema_name": None,
     }
     over_http = service.client.get(f"/sessions/{body['session_id']}/result").json()
     assert over_http == body
@@ -370,3 +372,18 @@ async def test_mcp_http_command_serves_the_tools(mcp_http_process: str) -> None:
         )
     assert not result.is_error and result.structured_content is not None
     assert set(result.structured_content["result_data"]) == {"summary"}
+
+
+def test_mcp_http_command_answers_ready_until_its_database_file_is_removed(
+    mcp_http_process: str, tmp_path: Path
+) -> None:
+    root = mcp_http_process.removesuffix("/mcp")
+    assert httpx.get(f"{root}/ready").json() == {"status": "ready"}
+    database = tmp_path / ".agentshape" / "coordinator.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    ready = httpx.get(f"{root}/ready")
+    assert ready.status_code == 503
+    assert ready.json()["error"] == "StoreUnavailable"
+    assert f"the database file {database} was removed" in ready.json()["message"]
+    assert httpx.get(f"{root}/health").json() == {"status": "ok"}

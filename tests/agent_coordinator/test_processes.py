@@ -116,3 +116,17 @@ def test_a_runner_in_its_own_process_stores_the_runs_stream_events(
     assert kinds[-1] == "end" and "retry_started" in kinds
     last = [b for b in blocks if "event: partial_output" in b][-1]
     assert json.loads(last.split("data: ", 1)[1])["data"] == result["result_data"]
+
+
+def test_serve_refuses_a_file_form_output_schema_that_is_not_an_object(tmp_path: Path) -> None:
+    bad = tmp_path / "agents" / "researcher"
+    bad.mkdir(parents=True)
+    (bad / "agent.yml").write_text(
+        "schema: 'kb.agent/1'\nid: researcher\noutput:\n  schema:\n    type: array\n"
+        "    items: { type: string }\n"
+    )
+    process = Process(["serve", "--port", "0"], cwd=tmp_path, env={})
+    assert process.popen.wait(60) == 2
+    process.stop()
+    assert 'agents/researcher/agent.yml:5: output.schema.type: must be "object"' in process.rest
+    assert "agents/researcher/agent.yml:4: output.schema: must have properties" in process.rest

@@ -37,6 +37,8 @@ def test_invalid_then_valid_completes_with_retry_count_1(
         "schema_name": None,
         "retry_count": 1,
         "errors": [],
+        "schema_source": "agent",
+        "unused_schema_name": None,
     }
     assert len(fake_llm.requests) == 2
     if model.startswith("openai"):

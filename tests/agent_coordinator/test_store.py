@@ -13,6 +13,7 @@ import pytest
 
 from agent_coordinator.errors import Conflict, NotFound
 from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator.store.migrations import MIGRATIONS
 
 
 @pytest.fixture
@@ -34,10 +35,11 @@ def _new(n: int, **extra: object) -> NewRun:
 
 
 def test_migrations_are_recorded_and_applied_once(store: SqlStore, database: str) -> None:
-    assert store.migrate() == 1
+    latest = MIGRATIONS[-1][0]
+    assert store.migrate() == latest
     again = open_store(database)
     try:
-        assert again.migrate() == 1
+        assert again.migrate() == latest
     finally:
         again.close()
 
@@ -76,6 +78,23 @@ def test_only_the_lease_holder_finishes_and_only_once(store: SqlStore) -> None:
     assert not store.finish("run_1", "second", status="failed", result=None, error={})
     run = store.get_run("run_1")
     assert run is not None and run.status == "completed" and run.result == {"a": 1}
+
+
+def test_the_turns_a_runner_recorded_go_to_the_runner_that_takes_the_run_over(
+    store: SqlStore,
+) -> None:
+    store.create_run(_new(1))
+    first = store.claim("first", -1)  # a lease already run out: the runner is gone
+    assert first is not None and first.progress is None
+    assert store.record_progress("run_1", "first", {"steps": 2, "turns": []})
+    taken = store.claim("second", 30)
+    assert taken is not None and taken.progress == {"steps": 2, "turns": []}
+    assert not store.record_progress("run_1", "first", {"steps": 3})  # not its run any more
+    assert store.release("run_1", "second")
+    again = store.claim("third", 30)
+    assert again is not None and again.progress == {"steps": 2, "turns": []}
+    store.finish("run_1", "third", status="completed", result={}, error=None)
+    assert not store.record_progress("run_1", "third", {"steps": 4})  # ended
 
 
 def test_a_finished_run_keeps_its_transcript_for_resume(store: SqlStore) -> None:

@@ -14,6 +14,7 @@ from agent_executor.analytics import MemoryAnalytics
 from agent_executor.providers.test import TestModel
 from agent_executor.result import AgentResult
 from agent_executor.run import RunOutcome
+from tests.fake_llm import FakeLLM, openai_tool_call
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -88,3 +89,35 @@ def test_a_result_made_from_a_run_result_reads_it() -> None:
     result: AgentResult[BaseModel] = AgentResult(completed("run_2"), None)
     assert result.ok and result.run_id == "run_2"
     assert "status='completed'" in repr(result)
+
+
+def test_output_of_a_run_that_broke_its_schema_raises_output_schema_validation_error(
+    fake_llm: FakeLLM,
+) -> None:
+    import agentshape
+
+    fake_llm.respond_always(openai_tool_call("submit_result", {"title": 7}))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    grader: Agent[BaseModel] = Agent(
+        AgentConfig(id="grader", system_prompt="Grade.", output_schema=SCHEMA),
+        model="openai:gpt-test",
+        analytics=MemoryAnalytics(),
+        env=env,
+    )
+    result = grader.run_sync("Grade.")
+    with pytest.raises(agentshape.OutputSchemaValidationError) as caught:
+        _ = result.output
+    assert isinstance(caught.value, agentshape.RunFailedError)
+    assert caught.value.type == "output_schema_validation_failed"
+    assert [str(issue) for issue in caught.value.errors] == ["$.title: 7 is not of type 'string'"]
+    assert caught.value.last_output == {"title": 7}
+
+
+def test_other_failures_raise_run_failed_error_but_not_the_schema_one() -> None:
+    import agentshape
+
+    result = agent(TestModel(fail_first=["text", "text"])).run_sync("Grade.")
+    assert result.error is not None and result.error.type == "output_tool_not_called"
+    with pytest.raises(agentshape.RunFailedError) as caught:
+        result.raise_for_status()
+    assert not isinstance(caught.value, agentshape.OutputSchemaValidationError)

@@ -138,3 +138,40 @@ def test_output_fields() -> None:
         == []
     )
     assert output_fields(AgentConfig.model_validate({"id": "a"})) == []
+
+
+# Seed 004's agent file, verbatim but for its output.schema, which breaks the seed's rules.
+SEED_004_HEAD = """\
+# .kb/agents/researcher/agent.yml
+schema: 'kb.agent/1'
+id: researcher
+name: Code Researcher
+
+# ... existing config ...
+
+# NEW: Output schema (JSON Schema format)
+output:
+  schema:
+"""
+
+
+def test_seed_004s_output_schema_rules_are_errors_with_file_and_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_fleet(
+        Path("agents"),
+        listing=SEED_004_HEAD + "    type: array\n    items: { type: string }\n",
+        loose=SEED_004_HEAD + "    type: object\n",
+        wrapped="id: wrapped\nsystem_prompt: hi\noutput_schema:\n  type: array\n",
+    )
+    assert main(["list"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "agents: 3 problems in 2 agent configs:",
+        "agents/listing/agent.yml:10: output.schema: must have properties: the fields the "
+        "output has",
+        "agents/listing/agent.yml:11: output.schema.type: must be \"object\", not 'array'; use "
+        "the output_schema form for another root (it is wrapped for tool calls)",
+        "agents/loose/agent.yml:10: output.schema: must have properties: the fields the output has",
+    ]

@@ -19,8 +19,8 @@ from agent_executor.cli.inputs import (
     caller_schema,
     read_json_file,
     read_schema_file,
-    run_options,
 )
+from agent_executor.cli.option_flags import run_options
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 

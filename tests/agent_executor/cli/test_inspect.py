@@ -325,3 +325,15 @@ def test_show_prints_the_first_request_a_run_really_sends(
     assert [m["content"] for m in shown["messages"]] == [m["content"] for m in sent["messages"]]
     assert [t["name"] for t in shown["tools"]] == [t["function"]["name"] for t in sent["tools"]]
     assert shown["tool_choice"] == {"mode": "tool", "tool_name": "submit_result"}
+
+
+def test_show_with_parameters_and_no_task_shows_the_labelled_parameters_block(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shown = show_json(capsys, "grader", "--param", "count=3", "--param", "who=Ann")
+    user = [m["content"] for m in shown["first_request"]["messages"] if m["role"] == "user"]
+    assert user == ['Parameters:\n{\n  "count": 3,\n  "who": "Ann"\n}']
+    with_task = show_json(capsys, "grader", "--task", "Grade.", "--param", "count=3")
+    user = [m["content"] for m in with_task["first_request"]["messages"] if m["role"] == "user"]
+    assert user == ['Grade.\n\nParameters:\n{\n  "count": 3\n}']
+    assert show_json(capsys, "grader")["first_request"]["messages"][-1]["content"] == "(the task)"

@@ -1,5 +1,6 @@
 // "/runs/new": start a run: agent, prompt, parameters (a form generated from the agent's
-// parameters_schema), an inline output schema or a registered schema's name, model, retries.
+// parameters_schema), an inline output schema or a registered schema's name, model, and the
+// contract options (max retries, JSON extraction, strict JSON only, validation mode).
 // Runs started here stream, so their session page shows the output as it is written.
 import { api, el, errorBox, pathPart, pretty, setTitle } from "../app.js";
 
@@ -10,11 +11,16 @@ export async function render(view, _params, signal) {
   const agentPick = el("select", { id: "run-agent", name: "agent", required: true },
     agents.map((a) => el("option", { value: a.name }, a.name)));
   if (query.get("agent")) agentPick.value = query.get("agent");
-  const prompt = el("textarea", { id: "run-prompt", rows: "4", required: true });
+  const prompt = el("textarea", { id: "run-prompt", rows: "4", placeholder: "optional for an agent with parameters: they are the task" });
   const params = el("fieldset", {}, el("legend", {}, "Parameters"));
   const contract = el("fieldset", {}, el("legend", {}, "Output schema"));
   const model = el("input", { id: "run-model", type: "text", placeholder: "the agent's or the service's default" });
   const retries = el("input", { id: "run-retries", type: "number", min: "0", max: "10", placeholder: "default" });
+  const choose = (id, values) => el("select", { id },
+    el("option", { value: "" }, "(the agent's or the default)"), values.map((v) => el("option", { value: v }, v)));
+  const extract = choose("run-extract-json", ["true", "false"]);
+  const strictJson = choose("run-strict-json-only", ["true", "false"]);
+  const validationMode = choose("run-validation-mode", ["strict", "lenient"]);
   const status = el("div", { "aria-live": "polite" });
   let collect = () => ({});
   let schemaChoice = () => ({});
@@ -33,14 +39,23 @@ export async function render(view, _params, signal) {
     params, contract,
     el("label", { for: "run-model" }, "Model", el("span", { class: "hint" }, "such as openai:gpt-4.1-mini or test")), model,
     el("label", { for: "run-retries" }, "Max retries", el("span", { class: "hint" }, "re-prompts after an invalid output")), retries,
+    el("label", { for: "run-extract-json" }, "Extract JSON", el("span", { class: "hint" }, "recover the JSON value from prose or a code fence")), extract,
+    el("label", { for: "run-strict-json-only" }, "Strict JSON only", el("span", { class: "hint" }, "fail a reply with any text around the JSON")), strictJson,
+    el("label", { for: "run-validation-mode" }, "Validation mode", el("span", { class: "hint" }, "strict asserts 'format'; lenient reads it as an annotation")), validationMode,
     el("div", { class: "actions" }, el("button", { type: "submit" }, "Start run")),
     status);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      const body = { type: "start_session", agent_name: agentPick.value, prompt: prompt.value, parameters: collect(), ...schemaChoice(), stream: true };
+      const body = { type: "start_session", agent_name: agentPick.value, parameters: collect(), ...schemaChoice(), stream: true };
+      if (prompt.value.trim()) body.prompt = prompt.value;
       if (model.value.trim()) body.model = model.value.trim();
-      if (retries.value !== "") body.output_schema_options = { max_retries: Number(retries.value) };
+      const options = {};
+      if (retries.value !== "") options.max_retries = Number(retries.value);
+      if (extract.value) options.extract_json = extract.value === "true";
+      if (strictJson.value) options.strict_json_only = strictJson.value === "true";
+      if (validationMode.value) options.validation_mode = validationMode.value;
+      if (Object.keys(options).length) body.output_schema_options = options;
       const run = await api("/runs", { method: "POST", body });
       location.assign(`/sessions/${pathPart(run.session_id)}`);
     } catch (error) {

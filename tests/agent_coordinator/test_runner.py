@@ -1,0 +1,167 @@
+"""Runners as a user runs them (``agentshape runner``): what a runner's death costs.
+
+A runner stores each finished model turn before the run's next model call, so a runner that
+takes a run over after its runner was killed sends only the call that was in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_coordinator.store import open_store
+from tests.agent_coordinator.conftest import ServiceFactory
+from tests.agent_coordinator.harness import REVIEW_SCHEMA, write_fleet
+from tests.agent_coordinator.processes import Process, serve
+from tests.fake_llm import FakeLLM, ScriptedResponse, delayed, openai_tool_call
+
+GRADER = {
+    "id": "grader",
+    "system_prompt": "You review the notes you are pointed to.",
+    "tools": ["fs:read"],
+    "output_schema": REVIEW_SCHEMA,
+}
+TASK = {"agent_name": "grader", "prompt": "Review notes.txt"}
+INVALID = {"summary": "", "approval": "maybe"}
+VALID = {"summary": "The notes are clear.", "approval": "approve"}
+
+
+def three_turns() -> list[ScriptedResponse]:
+    """An input tool turn, an invalid ``submit_result`` that is re-asked, then a valid one."""
+    return [
+        openai_tool_call("fs_read", json.dumps({"path": "notes.txt"}), call_id="call_read"),
+        openai_tool_call("submit_result", json.dumps(INVALID), call_id="call_bad"),
+        openai_tool_call("submit_result", json.dumps(VALID), call_id="call_good"),
+    ]
+
+
+def turn_of(body: dict[str, Any]) -> int:
+    """Which model turn a request is: one more than the replies it carries."""
+    return 1 + sum(message["role"] == "assistant" for message in body["messages"])
+
+
+def ended(url: str, run_id: str, timeout: float = 120) -> dict[str, Any]:
+    """Wait for a run's end; return what the API says of it, as two runs of one request compare.
+
+    The run's view, its session's result, and the run's attempts and usage in its session;
+    without ids, times and each attempt's latency, which differ between any two runs.
+    """
+    deadline = time.monotonic() + timeout
+    while (view := httpx.get(f"{url}/runs/{run_id}").json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, f"run {run_id} did not end: {view}"
+        time.sleep(0.1)
+    session_id = view["session_id"]
+    result = httpx.get(f"{url}/sessions/{session_id}/result").json()
+    [in_session] = httpx.get(f"{url}/sessions/{session_id}").json()["runs"]
+    attempts = [
+        {key: value for key, value in attempt.items() if key != "latency_ms"}
+        for attempt in in_session["attempts"]
+    ]
+    return {
+        "status": view["status"],
+        "result": {k: v for k, v in result.items() if k not in ("session_id", "run_id")},
+        "attempts": attempts,
+        "usage": in_session["usage"],
+    }
+
+
+def test_a_runner_killed_after_two_turns_costs_the_next_runner_only_the_third(
+    tmp_path: Path, database: str, fake_llm: FakeLLM
+) -> None:
+    write_fleet(tmp_path / "agents")
+    (tmp_path / "agents" / "grader").mkdir()
+    (tmp_path / "agents" / "grader" / "agent.yml").write_text(json.dumps(GRADER))
+    (tmp_path / "notes.txt").write_text("Ship on Friday; tests first.\n")
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    common = ["--database", database, "--model", "openai:gpt-test", "--lease", "1.5"]
+    server, url = serve(tmp_path, database, env, "--workers", "0", *common[2:])
+    first = Process(["runner", "--workers", "1", *common], cwd=tmp_path, env=env)
+    second: Process | None = None
+    try:
+        first.read_until("workers")
+        fake_llm.respond(*three_turns())
+        whole = httpx.post(f"{url}/runs", json=TASK).json()
+        uninterrupted = ended(url, whole["run_id"])
+        assert uninterrupted["result"]["result_data"] == VALID
+        assert len(uninterrupted["attempts"]) == 2
+        sent_whole = [request.body for request in fake_llm.requests]
+        fake_llm.requests.clear()
+
+        turns = three_turns()
+        fake_llm.respond(*turns[:2], delayed(turns[2], 600), turns[2])
+        run = httpx.post(f"{url}/runs", json=TASK).json()
+        deadline = time.monotonic() + 60
+        while len(fake_llm.requests) < 3:  # the first runner waits on the third turn's reply
+            assert time.monotonic() < deadline, "the first runner never sent the third turn"
+            time.sleep(0.05)
+        first.kill()
+        second = Process(["runner", "--workers", "1", *common], cwd=tmp_path, env=env)
+        taken_over = ended(url, run["run_id"])
+        claims = httpx.get(f"{url}/runs/{run['run_id']}").json()["claims"]
+    finally:
+        for process in (second, first):
+            if process is not None and process.popen.poll() is None:
+                assert process.stop() == 0
+        server.stop()
+
+    sent = [request.body for request in fake_llm.requests]
+    # Turns 1 and 2 were paid once; turn 3 was sent twice and answered once (the first
+    # runner died waiting for its reply), the second time exactly as the first.
+    assert Counter(turn_of(body) for body in sent) == {1: 1, 2: 1, 3: 2}
+    assert sent[:3] == sent_whole and sent[3] == sent_whole[2]
+    assert claims == 2
+    assert taken_over == uninterrupted
+    assert taken_over["usage"]["requests"] == 3
+    assert taken_over["result"]["schema_validation"]["retry_count"] == 1
+    store = open_store(database)
+    try:
+        transcripts = [store.get_session(r["session_id"]).transcript for r in (whole, run)]
+    finally:
+        store.close()
+    assert transcripts[0] == transcripts[1]
+
+
+def test_a_runner_that_lost_the_lease_sends_no_further_model_call(
+    make_service: ServiceFactory, fake_llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lease is found lost when the finished turn is stored: the run stops right there."""
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    # A lease renewed only every 20 s: the store of the turn, not a renewal, finds it lost.
+    service = make_service(model="openai:gpt-test", env=env, workers=1, lease_s=60)
+    answer = threading.Event()
+
+    def held_back(body: object) -> None:
+        answer.wait(60)  # the first reply waits until the run has changed hands
+
+    fake_llm.refuse_when(held_back)
+    fake_llm.respond(
+        openai_tool_call("submit_result", json.dumps(INVALID), call_id="call_bad"),
+        openai_tool_call("submit_result", json.dumps(VALID), call_id="call_good"),
+    )
+    review = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+    run_id = service.client.post("/runs", json=review).json()["run_id"]
+    deadline = time.monotonic() + 60
+    while not fake_llm.requests:
+        assert time.monotonic() < deadline, "the runner never called the model"
+        time.sleep(0.05)
+    held = service.store.get_run(run_id)
+    assert held is not None and held.lease_owner is not None
+    # Another runner takes the run over while the first turn is on its way back.
+    assert service.store.release(run_id, held.lease_owner)
+    assert service.store.claim("another-runner", 600) is not None
+    with caplog.at_level(logging.WARNING, logger="agent_coordinator.runner"):
+        answer.set()
+        while not any("lost the lease" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline + 60, "the runner did not stop the run"
+            time.sleep(0.05)
+    assert len(fake_llm.requests) == 1
+    view = service.client.get(f"/runs/{run_id}").json()
+    assert view["status"] == "running" and view["claims"] == 2

@@ -1,0 +1,281 @@
+"""Faults of the database under a running ``agentshape serve``: a PostgreSQL restart, the SQLite
+file removed or replaced, a full disk. Each over real HTTP against the real process."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.agent_coordinator.harness import Postgres, free_port, postgres_bin, write_fleet
+from tests.agent_coordinator.processes import Process, serve
+from tests.fake_llm import FakeLLM, delayed, openai_tool_call
+
+REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+VALID = {"summary": "ok", "approval": "approve"}
+
+
+class _Stderr:
+    """Reads a process's standard error as it comes, so a chatty process never blocks on it."""
+
+    def __init__(self, process: Process) -> None:
+        self.lines: list[str] = []
+        self._stream = process.popen.stderr
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self._stream is not None
+        for line in iter(self._stream.readline, ""):
+            self.lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def _stop(process: Process, stderr: _Stderr) -> str:
+    """Stop the process and return all it wrote to standard error."""
+    process.popen.terminate()
+    try:
+        process.popen.wait(30)
+    finally:
+        stderr._thread.join(10)
+        process.stop()
+    return stderr.text()
+
+
+def _error(response: httpx.Response) -> tuple[int, str, str]:
+    body = response.json()
+    return response.status_code, body["error"], body["message"]
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[Postgres]:
+    """A cluster of this module's own, since its tests stop and start it (a database each)."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed here (apt-get install postgresql); .ci/run does")
+    root = Path(tempfile.mkdtemp(prefix="agentshape-pg-restart-"))
+    try:
+        cluster = Postgres(root)
+    except Exception as error:  # pragma: no cover - depends on the machine
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not be started: {error}")
+    yield cluster
+    with contextlib.suppress(subprocess.CalledProcessError):
+        cluster.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_postgres_restart_is_survived_without_restarting_the_service(
+    tmp_path: Path, own_postgres: Postgres, fake_llm: FakeLLM
+) -> None:
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 0.2))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    database = own_postgres.new_database()
+    process, url = serve(
+        tmp_path, database, env, "--model", "openai:gpt-test", "--workers", "2", "--lease", "3"
+    )
+    stderr = _Stderr(process)
+    try:
+        run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(30)]
+        deadline = time.monotonic() + 120
+        while httpx.get(f"{url}/runs/{run_ids[0]}").json()["status"] != "completed":
+            assert time.monotonic() < deadline, "the first run never completed"
+            time.sleep(0.1)
+
+        own_postgres.stop_server("fast")
+        down_until = time.monotonic() + 5
+        ready = httpx.get(f"{url}/ready", timeout=60)
+        status, code, message = _error(ready)
+        assert (status, code) == (503, "StoreUnavailable")
+        assert "cannot be reached" in message and "127.0.0.1" in message
+        assert "secret" not in message
+        status, code, _ = _error(httpx.get(f"{url}/runs/{run_ids[-1]}", timeout=60))
+        assert (status, code) == (503, "StoreUnavailable")
+        status, code, _ = _error(httpx.post(f"{url}/runs", json=REVIEW, timeout=60))
+        assert (status, code) == (503, "StoreUnavailable")
+        assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+        time.sleep(max(0.0, down_until - time.monotonic()))  # the outage lasts 5 s
+        assert httpx.get(f"{url}/health").status_code == 200
+        own_postgres.start()
+
+        deadline = time.monotonic() + 240
+        pending = set(run_ids)
+        while pending:
+            assert time.monotonic() < deadline, f"{len(pending)} runs never completed"
+            for run_id in sorted(pending):
+                response = httpx.get(f"{url}/runs/{run_id}", timeout=60)
+                assert response.status_code in (200, 503), response.text
+                assert response.json().get("status") != "failed", response.text
+                if response.json().get("status") == "completed":
+                    pending.discard(run_id)
+            time.sleep(0.2)
+        assert httpx.get(f"{url}/ready").json() == {"status": "ready"}
+        listed = httpx.get(f"{url}/runs", params={"limit": 100})
+        assert listed.status_code == 200
+        assert {item["run_id"] for item in listed.json()["items"]} >= set(run_ids)
+    finally:
+        log = _stop(process, stderr)
+    assert "ERROR" in log and "cannot claim runs" in log
+    assert "claiming runs again" in log
+
+
+def test_the_first_requests_after_a_postgres_restart_are_answered(
+    tmp_path: Path, own_postgres: Postgres
+) -> None:
+    """The pool's connections all broke with the restart; requests never see it.
+
+    No runner here: its claims would meet the broken connections before the requests do.
+    """
+    write_fleet(tmp_path / "agents")
+    process, url = serve(tmp_path, own_postgres.new_database(), {}, "--workers", "0")
+    stderr = _Stderr(process)
+    try:
+        run = httpx.post(f"{url}/runs", json=REVIEW).json()
+        with ThreadPoolExecutor(8) as pool:  # several connections in the pool
+            warm = list(pool.map(lambda _: httpx.get(f"{url}/runs").status_code, range(16)))
+        assert warm == [200] * 16
+        own_postgres.stop_server("fast")
+        own_postgres.start()
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(
+                pool.map(lambda _: httpx.get(f"{url}/runs/{run['run_id']}", timeout=60), range(8))
+            )
+        assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+        assert {a.json()["status"] for a in answers} == {"queued"}
+        assert httpx.post(f"{url}/runs", json=REVIEW).status_code == 202
+    finally:
+        _stop(process, stderr)
+
+
+def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    nowhere = f"postgresql://agentshape:secret@127.0.0.1:{free_port()}/agentshape"
+    process = Process(["serve", "--port", "0", "--database", nowhere], cwd=tmp_path, env={})
+    assert process.popen.wait(120) == 2
+    process.stop()
+    last = process.rest.strip().splitlines()[-1]
+    assert last.startswith("agentshape: the database at postgresql://agentshape:***@127.0.0.1:")
+    assert "cannot be reached" in last and "Connection refused" in last
+    assert "Traceback" not in process.rest
+    assert "secret" not in process.rest
+    command = subprocess.run(
+        [sys.executable, "-m", "agentshape", "runner", "--database", nowhere],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert command.returncode == 2
+    last = command.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentshape: the database at postgresql://agentshape:")
+    assert "cannot be reached" in last and "Connection refused" in last
+    assert "Traceback" not in command.stderr and "secret" not in command.stderr
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_sqlite_file_removed_or_replaced_under_the_service_stops_writes(
+    tmp_path: Path, how: str
+) -> None:
+    write_fleet(tmp_path / "agents")
+    database = tmp_path / "data" / "coordinator.db"
+    process, url = serve(tmp_path, str(database), {}, "--model", "test")
+    stderr = _Stderr(process)
+    try:
+        first = httpx.post(f"{url}/runs", params={"wait": 30}, json=REVIEW, timeout=60)
+        assert first.json()["status"] == "completed"
+        assert httpx.get(f"{url}/ready").json() == {"status": "ready"}
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+        if how == "replaced":
+            database.write_bytes(b"")
+
+        status, code, message = _error(httpx.get(f"{url}/ready"))
+        assert (status, code) == (503, "StoreUnavailable")
+        assert f"the database file {database} was {how}" in message
+        status, code, message = _error(
+            httpx.post(f"{url}/runs", params={"wait": 10}, json=REVIEW, timeout=60)
+        )
+        assert (status, code) == (503, "StoreUnavailable")
+        assert how in message
+        status, code, _ = _error(httpx.get(f"{url}/runs/{first.json()['run_id']}"))
+        assert (status, code) == (503, "StoreUnavailable")
+        assert httpx.get(f"{url}/health").status_code == 200
+    finally:
+        log = _stop(process, stderr)
+    store_says = "agentshape: ERROR agent_coordinator.store.sqlite: the database file"
+    errors = [line for line in log.splitlines() if line.startswith(store_says)]
+    assert len(errors) == 1 and f"was {how}" in errors[0], log  # once, however many requests
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    where.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as error:
+        detail = getattr(error, "stderr", "") or str(error)
+        pytest.skip(f"cannot mount a small tmpfs here: {detail.strip()}")
+
+
+def _fill(where: Path) -> None:
+    """Write a file in ``where`` until its file system has no room left."""
+    with open(where / "filler", "wb") as filler:
+        chunk = b"\0" * 65536
+        try:
+            while True:
+                filler.write(chunk)
+                filler.flush()
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+        with contextlib.suppress(OSError):  # the last partial chunk
+            os.fsync(filler.fileno())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_answers_507_store_full(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    disk = tmp_path / "disk"
+    _mount_tmpfs(disk, "4m")
+    process: Process | None = None
+    try:
+        process, url = serve(tmp_path, str(disk / "coordinator.db"), {}, "--workers", "0")
+        stderr = _Stderr(process)
+        _fill(disk)
+        body = {**REVIEW, "prompt": "x" * 150_000}
+        answers: list[httpx.Response] = []
+        for _ in range(100):
+            answers.append(httpx.post(f"{url}/runs", json=body, timeout=60))
+            if answers[-1].status_code != 202:
+                break
+        last = answers[-1]
+        assert {a.status_code for a in answers[:-1]} <= {202}
+        status, code, message = _error(last)
+        assert (status, code) == (507, "StoreFull")
+        assert "is full" in message and str(disk) in message
+        (disk / "filler").unlink()
+        again = httpx.post(f"{url}/runs", json=REVIEW, timeout=60)
+        assert again.status_code == 202
+        assert httpx.get(f"{url}/ready").json() == {"status": "ready"}
+    finally:
+        if process is not None:
+            _stop(process, stderr)
+        subprocess.run(["umount", str(disk)], check=False)
