@@ -18,7 +18,14 @@ from agent_contracts.profiles import ProfileOverride
 from agent_contracts.runs import RunOptions
 from agent_contracts.suggest import suggest
 
-__all__ = ["CONFIG_SCHEMA_ID", "normalise", "relocated", "source_loc", "suggest_key"]
+__all__ = [
+    "CONFIG_SCHEMA_ID",
+    "field_spellings",
+    "normalise",
+    "relocated",
+    "source_loc",
+    "suggest_key",
+]
 
 CONFIG_SCHEMA_ID = "kb.agent/1"
 """The ``schema:`` value of the file form that agentshape reads."""
@@ -93,6 +100,22 @@ def _place(tree: _KeyTree, loc: _Loc, leaf: _KeyTree | None) -> None:
 
 _KEY_TREE = _key_tree()
 _PYDANTIC_ERROR_TYPES = frozenset(get_args(ErrorType))
+
+
+def field_spellings(key: str) -> tuple[tuple[str, ...], ...]:
+    """Return where a blueprint-form key may be written in a file, the blueprint's spelling first.
+
+    Args:
+        key: A top-level key of the blueprint form, such as ``output_schema``.
+
+    Returns:
+        Every spelling of the field (``(("output_schema",), ("output", "schema"))``); a key with
+        one spelling, or one that is not a field, gives just ``((key,),)``.
+    """
+    spellings = _SPELLINGS.get(key)
+    if spellings is None:
+        return ((key,),)
+    return tuple(tuple(str(part) for part in loc) for loc in spellings)
 
 
 def suggest_key(key: str, known: list[str] | tuple[str, ...]) -> str | None:

@@ -137,6 +137,9 @@ class RunRequest(BaseModel):
     """An inline output schema for this run only."""
     schema_name: str | None = None
     """The name of a registered output schema for this run."""
+    named_schema: JsonSchema | None = None
+    """The content of ``schema_name`` as the caller fixed it (a service keeps what a session
+    started with); ``None`` reads it from the registry."""
     options: RunOptions = Field(default_factory=no_options)
     """This run's options; fields it does not set fall through to the agent and environment."""
     messages: list[Message] = Field(default_factory=list)
@@ -154,6 +157,10 @@ class RunRequest(BaseModel):
             raise PydanticCustomError(
                 "conflicting_schemas",
                 "give an inline output_schema or a schema_name, not both",
+            )
+        if self.named_schema is not None and self.schema_name is None:
+            raise PydanticCustomError(
+                "named_schema_without_name", "named_schema is the content of a schema_name"
             )
         return self
 

@@ -5,6 +5,11 @@ The dashboard's editor saves an agent's output (or parameters) schema into the a
 and quoting survive; only the schema's subtree changes, member by member, so comments inside the
 parts of the schema that did not change survive too.
 
+``POST /agents``, ``PATCH /agents/{name}`` and ``DELETE /agents/{name}`` create, change and
+remove a whole file the same way: a change sets only the keys it names, each where the file
+already spells that field (``output.schema`` in a ``kb.agent/1`` file, ``output_schema`` in a
+blueprint), so the rest of the file, comments included, is left as it was.
+
 A file's *version* is the SHA-256 of its bytes. The editor sends back the version it loaded; when
 the file on disk no longer has it (someone edited it meanwhile), the save is refused with
 :class:`FileChanged` instead of overwriting their edit.
@@ -26,12 +31,18 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from agent_contracts.config_forms import field_spellings
+
 __all__ = [
     "SCHEMA_FIELDS",
     "FileChanged",
     "SchemaField",
+    "create_agent_file",
+    "delete_agent_file",
     "file_version",
+    "patch_agent_file",
     "read_agent_file",
+    "restore_agent_file",
     "write_schema",
 ]
 
@@ -167,6 +178,146 @@ def write_schema(path: Path, field: SchemaField, schema: JsonValue, version: str
         text = out.getvalue()
         _replace(path, text.encode("utf-8"))
         return text
+
+
+def create_agent_file(path: Path, body: Mapping[str, JsonValue]) -> str:
+    """Write a new agent file holding ``body`` as YAML, keys in the order given.
+
+    Args:
+        path: The new ``<fleet>/<id>/agent.yml``; its folder is made when missing.
+        body: The agent's config, in either config form (checked by the caller's fleet load).
+
+    Returns:
+        The file's text.
+
+    Raises:
+        FileExistsError: The file exists already.
+        OSError: The folder or file cannot be written.
+    """
+    out = io.StringIO()
+    _yaml().dump(dict(body), out)
+    text = out.getvalue()
+    with _lock:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("x", encoding="utf-8") as file:
+            file.write(text)
+    return text
+
+
+def patch_agent_file(
+    path: Path, changes: Mapping[str, JsonValue], version: str | None
+) -> tuple[str, bytes]:
+    """Set the keys of ``changes`` in an agent file, keeping the rest of it as it is.
+
+    A key is written where the file already spells that field, else at the spelling of the
+    file's form; a ``null`` value removes the field (and a section it leaves empty).
+
+    Args:
+        path: The agent's ``agent.yml``.
+        changes: Blueprint-form keys and their new values.
+        version: The version the change was made against; ``None`` changes the file as it is.
+
+    Returns:
+        The file's new text, and its bytes before the change (to restore it).
+
+    Raises:
+        FileChanged: The file is no longer ``version``.
+        ValueError: The file is not a YAML mapping ruamel.yaml can round-trip.
+        OSError: The file cannot be read or written.
+    """
+    with _lock:
+        data = path.read_bytes()
+        now = file_version(data)
+        if version is not None and now != version:
+            raise FileChanged(path, now)
+        handler = _yaml()
+        try:
+            root = handler.load(data.decode("utf-8"))
+        except (YAMLError, UnicodeDecodeError) as error:
+            raise ValueError(f"{path} is not YAML ruamel.yaml can keep: {error}") from error
+        if not isinstance(root, CommentedMap):
+            raise ValueError(f"{path} does not hold a YAML mapping")
+        for key, value in changes.items():
+            _set(root, _key_spelling(root, key), value)
+        out = io.StringIO()
+        handler.dump(root, out)
+        text = out.getvalue()
+        _replace(path, text.encode("utf-8"))
+        return text, data
+
+
+def restore_agent_file(path: Path, data: bytes | None) -> None:
+    """Put an agent file back as it was before a change; ``None`` removes a created one.
+
+    Raises:
+        OSError: The file cannot be written or removed.
+    """
+    with _lock:
+        if data is not None:
+            _replace(path, data)
+            return
+        path.unlink(missing_ok=True)
+        _remove_empty(path.parent)
+
+
+def delete_agent_file(path: Path, version: str | None) -> None:
+    """Remove an agent file, and its folder when nothing else is in it.
+
+    Args:
+        path: The agent's ``agent.yml``.
+        version: The version the deletion was decided on; ``None`` removes it as it is.
+
+    Raises:
+        FileChanged: The file is no longer ``version``.
+        OSError: The file cannot be read or removed.
+    """
+    with _lock:
+        if version is not None:
+            now = file_version(path.read_bytes())
+            if now != version:
+                raise FileChanged(path, now)
+        path.unlink()
+        _remove_empty(path.parent)
+
+
+def _remove_empty(folder: Path) -> None:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _key_spelling(root: CommentedMap, key: str) -> tuple[str, ...]:
+    spellings = field_spellings(key)
+    for spelling in spellings:
+        node: object = root
+        for part in spelling:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is not None:
+            return spelling
+    file_form = any(part in root for part in _FILE_FORM_KEYS)
+    return spellings[-1] if file_form else spellings[0]
+
+
+def _set(root: CommentedMap, spelling: tuple[str, ...], value: JsonValue) -> None:
+    """Set (or, for ``None``, remove) the node at ``spelling``, making sections on the way."""
+    parents = [root]
+    for part in spelling[:-1]:
+        child = parents[-1].get(part)
+        if not isinstance(child, CommentedMap):
+            if value is None:
+                return
+            child = CommentedMap()
+            parents[-1][part] = child
+        parents.append(child)
+    last = spelling[-1]
+    if value is None:
+        parents[-1].pop(last, None)
+        # A section the removal left empty goes too (``output: {}`` would read as a choice).
+        for depth in range(len(parents) - 1, 0, -1):
+            if parents[depth]:
+                break
+            del parents[depth - 1][spelling[depth - 1]]
+        return
+    parents[-1][last] = _merge(parents[-1][last], value) if last in parents[-1] else value
 
 
 def _replace(path: Path, data: bytes) -> None:

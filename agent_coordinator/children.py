@@ -8,7 +8,8 @@ parent waiting for a child never waits for a free worker. The parent receives th
 in seed 000's callback format: ``result_data`` as indented JSON, else ``result_text``; a failed
 child is an error tool result naming its error type and problems.
 
-Depth (a child of a child...) and fan-out (children of one session) are bounded.
+Depth (a child of a child...) and fan-out (children of one session) are bounded, by the limits
+``agentshape run`` uses for the children it runs in-process (:mod:`agent_executor.child_sessions`).
 """
 
 from __future__ import annotations
@@ -23,35 +24,19 @@ from agent_contracts.errors import ToolExecutionError
 from agent_coordinator.errors import ServiceError
 from agent_coordinator.execution import child_result_text
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord
+from agent_executor.child_sessions import (
+    DESCRIPTION,
+    MAX_CHILDREN,
+    MAX_DEPTH,
+    START_SESSION_PARAMETERS,
+    TOOL_NAME,
+)
 from agent_executor.tools import InputTool
 
 if TYPE_CHECKING:
     from agent_coordinator.runner import Runner
 
 __all__ = ["MAX_CHILDREN", "MAX_DEPTH", "TOOL_NAME", "StartSession"]
-
-TOOL_NAME = "agents:start_session"
-"""The tool's name in an agent config."""
-MAX_DEPTH = 3
-"""The deepest a child may be (a top-level session is depth 0)."""
-MAX_CHILDREN = 10
-"""The most children one session may start."""
-
-_PARAMETERS: dict[str, JsonValue] = {
-    "type": "object",
-    "required": ["agent_name", "prompt"],
-    "properties": {
-        "agent_name": {"type": "string", "description": "The agent to start"},
-        "prompt": {"type": "string", "description": "The task for it"},
-        "parameters": {"type": "object", "description": "Its input parameters"},
-        "output_schema": {
-            "type": "object",
-            "description": "A JSON Schema its result must meet (agents without their own)",
-        },
-        "output_schema_name": {"type": "string", "description": "A registered schema's name"},
-    },
-    "additionalProperties": False,
-}
 
 
 class StartSession(InputTool):
@@ -65,12 +50,7 @@ class StartSession(InputTool):
 
     def __init__(self, runner: Runner, parent: RunRecord, depth: int) -> None:
         super().__init__(
-            name=TOOL_NAME,
-            description=(
-                "Start a session of another agent with a task and get its result back: its "
-                "validated JSON when it has an output schema, else its text."
-            ),
-            parameters=_PARAMETERS,
+            name=TOOL_NAME, description=DESCRIPTION, parameters=START_SESSION_PARAMETERS
         )
         self.runner = runner
         self.parent = parent

@@ -5,7 +5,8 @@
     ServiceError                    one HTTP status and one stable ``error`` code each
     ├── NotFound                    404: RunNotFound, SessionNotFound, AgentNotFound, SchemaNotFound
     ├── Conflict                    409: SessionBusy, RunNotCancellable, IdempotencyConflict,
-    │                               ResultNotReady, SchemaExists
+    │                               ResultNotReady, SchemaExists, AgentExists, AgentBusy,
+    │                               AgentFileChanged
     ├── BadRequest                  400: InvalidSchema, ConfigError
     ├── Unprocessable               422: InvalidRequest, InputValidationFailed
     ├── PayloadTooLarge             413

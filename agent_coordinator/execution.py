@@ -153,7 +153,9 @@ class Execution:
 
         Seed 001's resolution order: the inline schema, then the named one, then the agent's
         default. A request giving both runs on the inline one; the name is kept with the run
-        (unread, unchecked) so its result can say it was not used.
+        (unread, unchecked) so its result can say it was not used. A request that already holds
+        a named schema's content (``named_schema``: a resume continuing its session's contract)
+        keeps it; the registry is read only for a name alone.
 
         Raises:
             AgentNotFound: No such agent (404).
@@ -171,7 +173,9 @@ class Execution:
         by_name = run.output_schema is None and run.output_schema_name is not None
         try:
             if by_name and run.output_schema_name is not None:
-                named = self.registry.get(run.output_schema_name)
+                named = run.named_schema  # a resume brings the content its session started with
+                if named is None:
+                    named = self.registry.get(run.output_schema_name)
             if not own or (id(config), lenient) not in self._own_contracts:
                 resolve_contract(
                     config,
@@ -280,6 +284,9 @@ class Execution:
                 output_schema=run.output_schema,
                 # the inline schema wins over a name given beside it (seed 001's order)
                 schema_name=run.output_schema_name if run.output_schema is None else None,
+                # the content fixed when the run was stored: a schema replaced or deleted in
+                # the registry since does not change what this session is held to
+                named_schema=run.named_schema if run.output_schema is None else None,
                 options=self.options(run.options),
                 messages=messages,
                 run_id=run_id,

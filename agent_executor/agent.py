@@ -379,7 +379,9 @@ class Agent(Generic[OutputT]):
         options = merge_options(options_from_env(self.env), self.config.options, request.options)
         named = None
         if request.schema_name is not None:
-            named = (request.schema_name, self.registry.get(request.schema_name))
+            held = request.named_schema
+            content = held if held is not None else self.registry.get(request.schema_name)
+            named = (request.schema_name, content)
         contract = self._resolve(request.output_schema, named, lenient=options.lenient_formats)
         ladder: list[Rung] = []
         tiers = model_ladder(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, overload
 
@@ -259,6 +259,21 @@ class AsyncAgents:
     async def get(self, name: str) -> AgentInfo:
         """Return an agent's blueprint; as :meth:`Agents.get`."""
         return await self._client._send(self._client._calls.agent_get(name))
+
+    async def create(self, config: Mapping[str, JsonValue]) -> AgentInfo:
+        """Create an agent from its config; as :meth:`Agents.create`."""
+        return await self._client._send(self._client._calls.agent_write(None, config))
+
+    async def update(
+        self, name: str, changes: Mapping[str, JsonValue], *, version: str | None = None
+    ) -> AgentInfo:
+        """Set the fields named in ``changes``; as :meth:`Agents.update`."""
+        calls = self._client._calls
+        return await self._client._send(calls.agent_write(name, changes, version=version))
+
+    async def delete(self, name: str, *, version: str | None = None) -> None:
+        """Delete an agent's file; as :meth:`Agents.delete`."""
+        await self._client._send(self._client._calls.agent_delete(name, version=version))
 
     async def check_schema(
         self,

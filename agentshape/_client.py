@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, overload
 
@@ -370,6 +370,42 @@ class Agents:
             APIError: ``AgentNotFound`` (404, with a did-you-mean).
         """
         return self._client._send(self._client._calls.agent_get(name))
+
+    def create(self, config: Mapping[str, JsonValue]) -> AgentInfo:
+        """Create an agent from its config (seed 000's blueprint, or the ``kb.agent/1`` form).
+
+        Raises:
+            ConfigError: The config has problems ``agentshape list`` reports (all of them), or
+                its ``id``/``name`` cannot name a folder.
+            APIError: ``AgentExists`` (409) when the id is taken.
+        """
+        return self._client._send(self._client._calls.agent_write(None, config))
+
+    def update(
+        self, name: str, changes: Mapping[str, JsonValue], *, version: str | None = None
+    ) -> AgentInfo:
+        """Set the fields named in ``changes`` (``None`` removes one), keeping the rest of the file.
+
+        Args:
+            name: The agent.
+            changes: Blueprint-form fields and their new values.
+            version: The ``version`` of the agent as last read; a change made since is refused.
+
+        Raises:
+            ConfigError: The agent would not load with the change (nothing is written).
+            APIError: ``AgentNotFound`` (404), ``AgentFileChanged`` (409).
+        """
+        calls = self._client._calls
+        return self._client._send(calls.agent_write(name, changes, version=version))
+
+    def delete(self, name: str, *, version: str | None = None) -> None:
+        """Delete an agent's file (its sessions and results stay).
+
+        Raises:
+            APIError: ``AgentNotFound`` (404), ``AgentBusy`` (409, a run of it is queued or
+                running), ``AgentFileChanged`` (409, ``version`` is stale).
+        """
+        self._client._send(self._client._calls.agent_delete(name, version=version))
 
     def check_schema(
         self,

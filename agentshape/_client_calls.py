@@ -200,6 +200,27 @@ class Calls:
         answer = yield self._request("GET", f"/agents/{_segment(name)}")
         return _parsed(_AGENT, (yield from self.checked(answer)), answer)
 
+    def agent_write(
+        self, name: str | None, config: Mapping[str, JsonValue], *, version: str | None = None
+    ) -> Exchange[AgentInfo]:
+        """Create an agent, or change the fields of ``config`` in one.
+
+        ``POST /agents`` when ``name`` is ``None``, else ``PATCH /agents/{name}``; ``version``
+        goes as ``If-Match``.
+        """
+        path = "/agents" if name is None else f"/agents/{_segment(name)}"
+        headers = {} if version is None else {"if-match": f'"{version}"'}
+        answer = yield self._request(
+            "POST" if name is None else "PATCH", path, json=dict(config), headers=headers
+        )
+        return _parsed(_AGENT, (yield from self.checked(answer)), answer)
+
+    def agent_delete(self, name: str, *, version: str | None = None) -> Exchange[None]:
+        """Delete an agent's file (``DELETE /agents/{name}``); ``version`` goes as ``If-Match``."""
+        headers = {} if version is None else {"if-match": f'"{version}"'}
+        answer = yield self._request("DELETE", f"/agents/{_segment(name)}", headers=headers)
+        yield from self.checked(answer)
+
     def agent_check_schema(
         self, schema: JsonSchema | type[BaseModel], kind: str
     ) -> Exchange[SchemaCheckResult]:

@@ -129,6 +129,11 @@ class AgentInfo(_Answer):
     default_output_schema: JsonSchema | None = None
     options: dict[str, JsonValue] = Field(default_factory=dict)
     max_steps: int | None = None
+    file: str | None = None
+    """The agent's ``agent.yml`` (given after a create or an update)."""
+    version: str | None = None
+    """The file's version after a create or an update; pass it to the next ``update`` or
+    ``delete`` so that a change made meanwhile is refused rather than overwritten."""
 
 
 class SchemaCheckResult(_Answer):

@@ -262,8 +262,9 @@ def test_the_schema_registry_from_the_client(client: Client) -> None:
     assert created.name == "review" and created.schema_ == Review.model_json_schema()
     assert "review" in [entry.name for entry in client.schemas.list()]
     assert client.schemas.get("review").schema_ == Review.model_json_schema()
-    with pytest.raises(SchemaRegistryError, match="already registered") as taken:
-        client.schemas.create("review", Review)
+    assert client.schemas.create("review", Review).hash == created.hash  # the same: no error
+    with pytest.raises(SchemaRegistryError, match="a different schema") as taken:
+        client.schemas.create("review", Scored)
     assert taken.value.name == "review"
     result = client.start_session("writer", "x", output_schema_name="review", output_type=Review)
     assert isinstance(result.output, Review)
@@ -294,6 +295,55 @@ def test_the_fleet_from_the_client(client: Client) -> None:
     with pytest.raises(APIError) as missing:
         client.agents.get("nobody")
     assert missing.value.code == "AgentNotFound"
+
+
+def test_agents_are_created_changed_and_deleted_from_the_client(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    process, address = serve(tmp_path, str(tmp_path / "coordinator.db"), {}, "--model", "test")
+    blueprint = {
+        "name": "pr-reviewer",
+        "description": "Reviews pull requests and provides structured feedback",
+        "system_prompt": "You are a thorough code reviewer...",
+        "output_schema": Review.model_json_schema(),
+    }
+    try:
+        with Client(address) as client:
+            created = client.agents.create(blueprint)
+            assert created.name == "pr-reviewer" and created.contract == "agent"
+            assert created.version is not None and created.file is not None
+            assert client.start_session("pr-reviewer", "Review PR 1", output_type=Review).output
+            with pytest.raises(APIError) as taken:
+                client.agents.create(blueprint)
+            assert (taken.value.status, taken.value.code) == (409, "AgentExists")
+            with pytest.raises(ConfigError, match="temprature"):
+                client.agents.create({"id": "broken", "system_prompt": "x", "temprature": 0})
+            changed = client.agents.update(
+                "pr-reviewer", {"description": "Reviews PRs."}, version=created.version
+            )
+            assert changed.description == "Reviews PRs." and changed.version != created.version
+            assert client.agents.get("pr-reviewer").description == "Reviews PRs."
+            with pytest.raises(APIError) as stale:
+                client.agents.update("pr-reviewer", {"description": "x"}, version=created.version)
+            assert (stale.value.status, stale.value.code) == (409, "AgentFileChanged")
+            client.agents.delete("pr-reviewer", version=changed.version)
+            with pytest.raises(APIError) as gone:
+                client.agents.get("pr-reviewer")
+            assert gone.value.code == "AgentNotFound"
+
+        async def main() -> None:
+            async with AsyncClient(address) as client:
+                created = await client.agents.create({**blueprint, "name": "async-reviewer"})
+                changed = await client.agents.update(
+                    "async-reviewer", {"output_schema": None}, version=created.version
+                )
+                assert changed.contract is None
+                await client.agents.delete("async-reviewer")
+                names = [agent.name for agent in await client.agents.list()]
+                assert names == ["orchestrator", "reviewer", "summariser", "writer"]
+
+        asyncio.run(main())
+    finally:
+        process.stop()
 
 
 # Waiting, cancelling, the token ----------------------------------------------------------------

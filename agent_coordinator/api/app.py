@@ -22,7 +22,15 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute
 
 from agent_contracts.errors import AgentshapeError
-from agent_coordinator.api import agents, editor, reports, runs, schemas, sessions
+from agent_coordinator.api import (
+    agent_writes,
+    agents,
+    editor,
+    reports,
+    runs,
+    schemas,
+    sessions,
+)
 from agent_coordinator.api.bodies import Health, Ready
 from agent_coordinator.api.deps import Services, require_token
 from agent_coordinator.api.limits import BodyLimit
@@ -151,7 +159,7 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
     app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
     app.router.routes.extend(routes)
     secured = [Depends(require_token)]
-    for module in (runs, sessions, schemas, editor, agents, reports):
+    for module in (runs, sessions, schemas, editor, agents, agent_writes, reports):
         app.include_router(module.router, dependencies=secured)
 
     @app.get("/health", tags=["health"])

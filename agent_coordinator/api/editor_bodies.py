@@ -1,15 +1,23 @@
-"""Bodies of the fleet and agent-editor endpoints (``/fleet``, ``/agents/{name}/source``...)."""
+"""Bodies of the fleet and agent-editor endpoints (``/fleet``, ``/agents/{name}/source``...).
+
+Also the bodies of ``POST /agents`` and ``PATCH /agents/{name}`` (seed 000's ``AgentCreate`` and
+``AgentUpdate``) and what both answer (:class:`AgentWritten`).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, RootModel
 
+from agent_coordinator.api.bodies import AgentDetail
 from agent_coordinator.schema_text import TextFormat
 
 __all__ = [
+    "AgentCreate",
     "AgentSource",
+    "AgentUpdate",
+    "AgentWritten",
     "ConfigProblemView",
     "ContractField",
     "FleetState",
@@ -122,3 +130,63 @@ class SchemaTextCheck(BaseModel):
     """The parsed schema (``null`` when the text does not parse)."""
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+_PR_REVIEWER: dict[str, JsonValue] = {
+    "name": "pr-reviewer",
+    "description": "Reviews pull requests and provides structured feedback",
+    "type": "autonomous",
+    "parameters_schema": {
+        "type": "object",
+        "required": ["pr_url"],
+        "properties": {"pr_url": {"type": "string", "description": "GitHub PR URL to review"}},
+    },
+    "output_schema": {
+        "type": "object",
+        "required": ["summary", "approval"],
+        "properties": {
+            "summary": {"type": "string"},
+            "approval": {"type": "string", "enum": ["approve", "request_changes", "comment"]},
+        },
+    },
+    "system_prompt": "You are a thorough code reviewer...",
+}
+
+
+class AgentCreate(RootModel[dict[str, JsonValue]]):
+    """``POST /agents``: a whole agent config, in the blueprint or the ``kb.agent/1`` form.
+
+    Its ``id`` (else its ``name``) names the folder, ``agents/<id>/agent.yml``. The config gets
+    the checks ``agentshape list`` makes; every problem is answered at once.
+    """
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_PR_REVIEWER]})
+
+
+class AgentUpdate(RootModel[dict[str, JsonValue]]):
+    """``PATCH /agents/{name}``: the blueprint-form fields to set; ``null`` removes one.
+
+    Fields not named are left as they are in the file, with their comments and order.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"description": "Reviews pull requests", "output_schema": {"type": "object"}}
+            ]
+        }
+    )
+
+
+class AgentWritten(AgentDetail):
+    """An agent as its file now is, after ``POST /agents`` or ``PATCH /agents/{name}``."""
+
+    file: str
+    """The agent's ``agent.yml``."""
+    version: str
+    """``sha256:<hex>`` of the file's bytes; send it as ``If-Match`` with the next change."""
+    reloaded: bool = True
+    """Whether the running service now uses the file (false while another file of the fleet has
+    an error that stops the reload)."""
+    warnings: list[ConfigProblemView] = Field(default_factory=list)
+    """What ``agentshape list`` warns about in this file (likely typos...)."""

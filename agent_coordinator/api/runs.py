@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
-from agent_contracts.runs import RunOptions
+from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.model_text import ModelTextResponse
@@ -68,20 +68,24 @@ async def _until_end(
     return run
 
 
-async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunCreate:
+async def _inherit(
+    services: Services, body: RunCreate, session_id: str
+) -> tuple[RunCreate, JsonSchema | None]:
     """A resume keeps what it leaves out from the run that started the session.
 
     Without ``parameters`` it keeps the session's parameters; without ``output_schema`` and
     ``output_schema_name`` it keeps the session's contract (and its options), so a session
-    started with an inline or named schema stays held to it.
+    started with an inline or named schema stays held to it: a named one as the content the
+    session started with (returned beside the body), whatever the registry holds under that
+    name now.
     """
     given = body.model_fields_set
     keeps_contract = not given & {"output_schema", "output_schema_name"}
     if "parameters" in given and not keeps_contract:
-        return body
+        return body, None
     earlier = await services.store.call(services.store.session_runs, session_id)
     if not earlier:
-        return body
+        return body, None
     first = earlier[0].input
     update: dict[str, object] = {}
     if "parameters" not in given:
@@ -91,7 +95,8 @@ async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunC
         update["output_schema_name"] = first.output_schema_name
         if "output_schema_options" not in given and first.options:
             update["output_schema_options"] = RunOptions.model_validate(first.options)
-    return body.model_copy(update=update)
+    held = first.named_schema if keeps_contract else None
+    return body.model_copy(update=update), held
 
 
 async def submit_run(
@@ -115,6 +120,7 @@ async def submit_run(
         ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
     """
     parameters = body.parameters
+    held: JsonSchema | None = None  # a resumed session's named schema, as it started with it
     if body.type == "start_session":
         if body.agent_name is None:
             raise Unprocessable("InvalidRequest", "start_session needs agent_name")
@@ -143,7 +149,7 @@ async def submit_run(
                 f"not {body.agent_name!r}",
             )
         agent_name, session_id = session.agent_name, session.id
-        body = await _inherit(services, body, session_id)
+        body, held = await _inherit(services, body, session_id)
         parameters = body.parameters
     if body.output_schema is not None:
         limit = services.limits.max_schema_bytes
@@ -158,6 +164,7 @@ async def submit_run(
         parameters=parameters,
         output_schema=body.output_schema,
         output_schema_name=body.output_schema_name,
+        named_schema=held if body.output_schema_name is not None else None,
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
         model=body.model,
         stream=body.stream,

@@ -18,6 +18,7 @@ from agent_contracts.config import AgentConfig
 from agent_contracts.errors import FleetProblems
 from agent_core.fleet import load_fleet
 from agent_core.json_text import dump_json
+from agent_executor.child_sessions import TOOL_NAME
 from agent_executor.cli.inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands
 from agent_executor.cli.table import format_table
 from agent_executor.providers.resolve import KNOWN_PREFIXES
@@ -87,7 +88,9 @@ def list_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ConfigFileError: The directory does not exist or is not a directory.
     """
     try:
-        fleet = load_fleet(args.dir, known_tools=KNOWN_TOOLS, known_model_prefixes=KNOWN_PREFIXES)
+        # agents:start_session is run by `agentshape run` and the service alike
+        known = [*KNOWN_TOOLS, TOOL_NAME]
+        fleet = load_fleet(args.dir, known_tools=known, known_model_prefixes=KNOWN_PREFIXES)
     except FleetProblems as found:
         print(f"{found.directory}: {found.message}:", file=err)
         for problem in found.problems:

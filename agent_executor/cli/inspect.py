@@ -37,7 +37,8 @@ from agent_core.registry import SchemaRegistry
 from agent_core.user_files import write_text_atomically
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
-from agent_executor.cli.agents import unoffered_tools_note
+from agent_executor.child_sessions import TOOL_NAME
+from agent_executor.cli.agents import start_session_tool, unoffered_tools_note
 from agent_executor.cli.inputs import (
     EXIT_OK,
     EXIT_RUN_FAILED,
@@ -165,7 +166,10 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     contract = _contract(config, caller_schema(args, config))
     configured = config.options.output_mode
     mode: PromptMode = args.mode or ("prompted" if configured in ("prompted", "native") else "tool")
-    tools = build_input_tools(config.tools, workspace=args.workspace or Path.cwd())
+    own = [name for name in config.tools if name != TOOL_NAME]
+    tools = build_input_tools(own, workspace=args.workspace or Path.cwd())
+    if len(own) < len(config.tools):
+        tools.append(start_session_tool(args))
     first = _first_request(args, config, mode)
     wire = ToolNameMap([*(tool.name for tool in tools), "submit_result"])
     system = config.system_prompt
@@ -248,12 +252,15 @@ def _first_request(args: argparse.Namespace, config: AgentConfig, mode: PromptMo
     Raises:
         ConfigError: The model cannot be resolved, or the options do not fit it.
     """
+    own = [name for name in config.tools if name != TOOL_NAME]
     agent: Agent[BaseModel] = Agent(
-        config,
+        config.model_copy(update={"tools": own}),
         workspace=args.workspace,
         analytics=NullAnalytics(),
         registry=SchemaRegistry(args.registry),
     )
+    if len(own) < len(config.tools):
+        agent.tools.append(start_session_tool(args))
     options = RunOptions(output_mode=mode) if args.mode else RunOptions()
     schema = caller_schema(args, config)
     parameters = dict(parse_param(p) for p in args.param)

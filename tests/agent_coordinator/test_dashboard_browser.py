@@ -44,8 +44,9 @@ ARGS = [
 SCRIPT = "<script>window.__owned = 1</script><img src=x onerror='window.__owned = 2'>"
 INVALID = {"summary": SCRIPT, "approval": "maybe"}
 VALID = {"summary": "Subtracts instead of adding.", "approval": "request_changes"}
-# Answers the pages ask for and show (a wrong token, an invalid schema, a file changed on disk).
-EXPECTED_ANSWER = re.compile(r"status of (400|401|409) ")
+# Answers the pages ask for and show (a wrong token, an invalid schema, a file changed on disk,
+# a new agent's name that cannot be a folder).
+EXPECTED_ANSWER = re.compile(r"status of (400|401|409|422) ")
 REVIEWER_YAML = """\
 # The reviewer agent: a comment the editor must keep.
 id: reviewer
@@ -451,3 +452,40 @@ def test_the_run_form_sends_the_contract_options_and_may_leave_out_the_prompt(
     expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=20000)
     user = [m["content"] for m in fake_llm.requests[-1].body["messages"] if m["role"] == "user"]
     assert user == ['Parameters:\n{\n  "pr_url": "https://example.com/pr/1"\n}']
+
+
+def test_new_agent_writes_its_file_shows_every_problem_and_escapes_them(
+    dash: Service, page: Page, tmp_path: Path
+) -> None:
+    page.goto(f"{dash.url}/agents")
+    form = page.locator("form", has=page.get_by_role("heading", name="New agent"))
+    form.get_by_label("Name").fill(SCRIPT)
+    form.get_by_label("System prompt").fill("You review pull requests.")
+    page.get_by_role("button", name="Create agent").click()
+    expect(form.get_by_role("alert")).to_contain_text("cannot name an agent's folder")
+    expect(form.get_by_role("alert")).to_contain_text("<script>window.__owned = 1</script>")
+    assert page.evaluate("window.__owned") is None
+    assert page.locator("main script, main img").count() == 0
+
+    form.get_by_label("Name").fill("pr-reviewer")
+    form.get_by_label("Output schema").fill('{"type": "objct"}')
+    page.get_by_role("button", name="Create agent").click()
+    expect(form.get_by_role("alert")).to_contain_text("ConfigError")
+    expect(form.get_by_role("alert")).to_contain_text("objct")
+    assert not (tmp_path / "agents" / "pr-reviewer").exists()
+    shoot(page, "agents-new-refused")
+
+    form.get_by_label("Description").fill("Reviews pull requests.")
+    schema = {
+        "type": "object",
+        "required": ["summary"],
+        "properties": {"summary": {"type": "string"}},
+    }
+    form.get_by_label("Output schema").fill(json.dumps(schema))
+    page.get_by_role("button", name="Create agent").click()
+    page.wait_for_url("**/agents/pr-reviewer")
+    expect(page.get_by_role("heading", name="pr-reviewer")).to_be_visible()
+    written = (tmp_path / "agents" / "pr-reviewer" / "agent.yml").read_text()
+    assert "name: pr-reviewer\n" in written and "summary" in written
+    assert dash.client.get("/agents/pr-reviewer").json()["output_schema"] == schema
+    shoot(page, "agents-new-created")

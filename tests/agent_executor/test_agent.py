@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import (
@@ -14,6 +15,7 @@ from agent_contracts.errors import (
     ConfigFileError,
     InvalidSchemaError,
     RunFailedError,
+    SchemaNotFoundError,
 )
 from agent_contracts.messages import Message
 from agent_contracts.runs import RunError, RunOptions, RunRequest, RunResult
@@ -216,6 +218,21 @@ async def test_named_schema_is_recorded(tmp_path: Path) -> None:
     assert result.ok and result.schema_source == "named" and result.schema_name == "review"
     assert result.schema_validation is not None
     assert result.schema_validation.schema_name == "review"
+
+
+async def test_a_named_schemas_held_content_is_used_without_the_registry(tmp_path: Path) -> None:
+    registry = SchemaRegistry(tmp_path / "schemas.db")  # "review" is not (or no longer) in it
+    agent = Agent(config(), model="test", registry=registry, **quiet())
+    request = RunRequest(task="Grade.", schema_name="review", named_schema=SCHEMA)
+    result = await agent.run(request)
+    assert result.ok and result.schema_source == "named" and result.schema_name == "review"
+    assert result.schema_validation is not None and result.schema_validation.valid
+    assert isinstance(result.result.result_data, dict)
+    assert set(result.result.result_data) == {"title", "score"}
+    with pytest.raises(SchemaNotFoundError):
+        await agent.run(RunRequest(task="Grade.", schema_name="review"))
+    with pytest.raises(PydanticValidationError, match="named_schema is the content"):
+        RunRequest(task="Grade.", named_schema=SCHEMA)
 
 
 # run_many ---------------------------------------------------------------------------------------

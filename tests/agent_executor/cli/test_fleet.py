@@ -84,7 +84,7 @@ def test_every_problem_in_every_file_exits_1(capsys: pytest.CaptureFixture[str])
     assert err.splitlines() == [
         "fleet: 3 problems in 2 agent configs:",
         "fleet/a/agent.yml:3: tools[0]: unknown tool 'fs:raed' (did you mean 'fs:read'?); "
-        "known tools: fs:list, fs:read, fs:search",
+        "known tools: agents:start_session, fs:list, fs:read, fs:search",
         "fleet/a/agent.yml:7: output_schema.properties.x.type: unknown type 'strin' "
         "(did you mean 'string'?)",
         "fleet/b/agent.yml:3: modle: unknown key 'modle' at $ (did you mean 'model'?)",

@@ -1,5 +1,6 @@
-// "/agents": the fleet, each agent's model, tools and contract, and the config's state from disk.
-import { api, el, link, pathPart, setTitle } from "../app.js";
+// "/agents": the fleet, each agent's model, tools and contract, and the config's state from disk,
+// and "New agent", which writes a new agents/<id>/agent.yml through POST /agents.
+import { api, el, errorBox, link, pathPart, setTitle } from "../app.js";
 
 export async function render(view, _params, signal) {
   setTitle("Agents");
@@ -56,6 +57,45 @@ export async function render(view, _params, signal) {
       ),
     ),
   );
+  view.append(newAgentForm());
+}
+
+// "New agent": id, description, system prompt and an optional output schema (JSON), posted as
+// seed 000's blueprint; the service answers every problem `agentshape list` finds, shown here.
+function newAgentForm() {
+  const name = el("input", { id: "new-agent-name", type: "text", required: true, autocomplete: "off" });
+  const description = el("input", { id: "new-agent-description", type: "text" });
+  const system = el("textarea", { id: "new-agent-system", rows: "4", required: true });
+  const schema = el("textarea", { id: "new-agent-schema", rows: "6", class: "mono", placeholder: '{"type": "object", "properties": {...}}' });
+  const status = el("div", { "aria-live": "polite" });
+  const form = el("form", { class: "card", "aria-labelledby": "new-agent-title" },
+    el("h2", { id: "new-agent-title" }, "New agent"),
+    el("label", { for: "new-agent-name" }, "Name", el("span", { class: "hint" }, "its folder: agents/<name>/agent.yml")), name,
+    el("label", { for: "new-agent-description" }, "Description"), description,
+    el("label", { for: "new-agent-system" }, "System prompt"), system,
+    el("label", { for: "new-agent-schema" }, "Output schema", el("span", { class: "hint" }, "JSON; empty for a text answer")), schema,
+    el("div", { class: "actions" }, el("button", { type: "submit" }, "Create agent")),
+    status);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { name: name.value.trim(), system_prompt: system.value };
+    if (description.value.trim()) body.description = description.value.trim();
+    if (schema.value.trim()) {
+      try {
+        body.output_schema = JSON.parse(schema.value);
+      } catch (error) {
+        status.replaceChildren(el("div", { class: "error", role: "alert" }, el("strong", {}, "Output schema"), ": not JSON: ", error.message));
+        return;
+      }
+    }
+    try {
+      const made = await api("/agents", { method: "POST", body });
+      location.assign(`/agents/${pathPart(made.name)}`);
+    } catch (error) {
+      status.replaceChildren(errorBox(error));
+    }
+  });
+  return form;
 }
 
 // The contract's top-level fields: "summary: string*" (* required).
