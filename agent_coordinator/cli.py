@@ -22,7 +22,7 @@ from agent_contracts.errors import ConfigError
 from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
-from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
+from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.providers.resolve import KNOWN_PREFIXES
@@ -85,6 +85,19 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lease", type=float, default=30.0, help="seconds a runner's claim lasts unrenewed"
     )
+    parser.add_argument(
+        "--max-claims",
+        type=_positive,
+        default=DEFAULT_MAX_CLAIMS,
+        help="times a run's lease may run out before it fails: lease_exhausted (%(default)s)",
+    )
+
+
+def _positive(text: str) -> int:
+    """Read a whole number of at least 1 (argparse reports a bad one and exits 2)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
 
 
 def register(commands: Subcommands) -> None:
@@ -187,6 +200,7 @@ def _services(args: argparse.Namespace) -> Services:
             execution,
             workers=args.workers,
             lease_s=args.lease,
+            max_claims=args.max_claims,
             on_finished=services.notifier.notify,
         )
     return services
@@ -356,7 +370,9 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run stored runs until SIGINT or SIGTERM, then requeue what is still running."""
     _log_to(err)
     store, execution = _open(args)
-    runner = Runner(store, execution, workers=args.workers, lease_s=args.lease)
+    runner = Runner(
+        store, execution, workers=args.workers, lease_s=args.lease, max_claims=args.max_claims
+    )
     out.write(
         f"agentshape runner {runner.id}: {args.workers} workers\n"
         + _describe(store, execution, args)

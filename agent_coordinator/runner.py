@@ -22,7 +22,13 @@ A claim that fails (the database cannot be reached) is not retried at once: the 
 twice as long after each failure in a row, up to five seconds, and logs the first failure and
 the first claim after it.
 
-Cancel: a renewal that finds the run asked to cancel stops it and ends it ``cancelled``.
+Cancel: the tender reads the cancel flags of the runs in flight every ``cancel_poll_s`` (and a
+cancel made in this process reaches its runner at once, :meth:`Runner.cancel`); the run's task
+is cancelled, which cancels the model call in flight, and the run ends ``cancelled``.
+Faults: whatever goes wrong after a claim (storing the result, the run loop, a bug) ends the run
+``failed`` with ``internal_error``, the error and where it happened on the run and the traceback
+in the log; a run is never left for its lease to run out. A run whose lease ran out
+``max_claims`` times is not claimed again (it ends ``lease_exhausted``).
 Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
 them and put them back in the queue (event ``run_requeued``), so another runner or the next start
 finishes them; nothing hangs and nothing is lost.
@@ -36,8 +42,10 @@ import functools
 import logging
 import os
 import socket
+import traceback
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import JsonValue
 
@@ -48,6 +56,7 @@ from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.execution import Execution
 from agent_coordinator.store.base import SqlStore
+from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS
 from agent_coordinator.store.records import Claim, RunRecord
 from agent_executor.tools import InputTool
 
@@ -92,6 +101,8 @@ class Runner:
         poll_s: Seconds an idle worker waits before looking for work again.
         grace_s: Seconds runs in flight may take to end at shutdown.
         tick_s: Seconds between two writes of the events of runs in flight.
+        max_claims: Times a run's lease may run out before it fails with ``lease_exhausted``.
+        cancel_poll_s: Seconds between two reads of the cancel flags of the runs in flight.
         on_finished: Called with the ended run when this runner ends one (wakes waiting
             requests).
     """
@@ -106,6 +117,8 @@ class Runner:
         poll_s: float = 0.5,
         grace_s: float = 10.0,
         tick_s: float = 0.25,
+        max_claims: int = DEFAULT_MAX_CLAIMS,
+        cancel_poll_s: float = 0.5,
         on_finished: Callable[[RunRecord], None] | None = None,
     ) -> None:
         self.store = store
@@ -115,6 +128,8 @@ class Runner:
         self.poll_s = poll_s
         self.grace_s = grace_s
         self.tick_s = tick_s
+        self.max_claims = max_claims
+        self.cancel_poll_s = cancel_poll_s
         self.on_finished = on_finished
         self.id = runner_id()
         self._wake = asyncio.Event()
@@ -127,6 +142,16 @@ class Runner:
     def wake(self) -> None:
         """Tell the runner there may be work (a run was just stored)."""
         self._wake.set()
+
+    def cancel(self, run_id: str) -> None:
+        """Stop a run this runner executes because it was asked to cancel (no-op otherwise).
+
+        Its model call in flight is cancelled and the run ends ``cancelled``.
+        """
+        flight = self._running.get(run_id)
+        if flight is not None and flight.stopped is None and not flight.task.done():
+            flight.stopped = "cancelled"
+            flight.task.cancel()
 
     def start(self) -> None:
         """Start claiming on the running event loop."""
@@ -172,7 +197,9 @@ class Runner:
                 break
             self._wake.clear()
             try:
-                claim = await self.store.call(self.store.claim, self.id, self.lease_s)
+                claim = await self.store.call(
+                    self.store.claim, self.id, self.lease_s, self.max_claims
+                )
             except StoreUnavailable as error:
                 if failures == 0:
                     logger.error("runner %s: cannot claim runs: %s", self.id, error.message)
@@ -201,10 +228,21 @@ class Runner:
         return min(self.poll_s * 2.0 ** min(failures, 16), max(self.poll_s, _MAX_BACKOFF_S))
 
     async def execute(self, claim: Claim) -> None:
-        """Execute a claimed run to its end and store how it ended.
+        """Execute a claimed run to its end and store how it ended; never raise but for cancel.
 
         A parent's ``agents:start_session`` tool calls this for its child, in the parent's task.
+        Anything that goes wrong ends the run ``failed`` with ``internal_error``.
         """
+        stage = ["starting the run"]
+        try:
+            await self._execute(claim, stage)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            await self._fail(claim.run.id, error, stage[-1])
+
+    async def _execute(self, claim: Claim, stage: list[str]) -> None:
+        """Execute a claimed run; ``stage`` says what it is doing, for an error's ``where``."""
         run = claim.run
         events = EventBuffer()
         tools: list[InputTool] = []
@@ -232,6 +270,7 @@ class Runner:
         )
         flight = _InFlight(task, events)
         self._running[run.id] = flight
+        stage.append("running the agent")
         try:
             try:
                 await asyncio.shield(task)
@@ -252,6 +291,7 @@ class Runner:
             await self.store.call(self.store.release, run.id, self.id)
             return
         if stopped == "cancelled":
+            stage.append("storing the result")
             ended = await self.store.call(
                 self.store.finish,
                 run.id,
@@ -262,7 +302,46 @@ class Runner:
                 events=[*events.drain(), ("run_cancelled", {})],
             )
         else:
-            ended = await self._store_result(run.id, task.result(), events)
+            result = task.result()  # raises what the run loop raised, in "running the agent"
+            stage.append("storing the result")
+            ended = await self._store_result(run.id, result, events)
+        if ended is not None and self.on_finished is not None:
+            self.on_finished(ended)
+
+    async def _fail(self, run_id: str, error: Exception, stage: str) -> None:
+        """End a run that raised ``error`` while ``stage`` ``failed`` with ``internal_error``.
+
+        If even that cannot be stored (the database is gone), the lease runs out and the
+        claim cap bounds what the run costs.
+        """
+        frame = traceback.extract_tb(error.__traceback__)[-1:]
+        at = (
+            f" at {Path(frame[0].filename).name}:{frame[0].lineno} in {frame[0].name}"
+            if frame
+            else ""
+        )
+        where = f"{stage}{at}"
+        logger.error(
+            "runner %s: run %s failed while %s: %r", self.id, run_id, where, error, exc_info=error
+        )
+        failure: dict[str, JsonValue] = {
+            "type": "internal_error",
+            "message": f"the run failed unexpectedly while {stage}: {error!r}",
+            "where": where,
+        }
+        try:
+            ended = await self.store.call(
+                self.store.finish,
+                run_id,
+                self.id,
+                status="failed",
+                result=None,
+                error=failure,
+                events=[("run_failed", {"error": failure})],
+            )
+        except Exception:
+            logger.exception("runner %s: cannot store the failure of run %s", self.id, run_id)
+            return
         if ended is not None and self.on_finished is not None:
             self.on_finished(ended)
 
@@ -287,8 +366,9 @@ class Runner:
 
     async def _tend(self) -> None:
         """Store the events of the runs in flight every tick; renew their leases in time."""
-        tick_s = min(self.tick_s, self.lease_s / 3)
+        tick_s = min(self.tick_s, self.lease_s / 3, self.cancel_poll_s)
         renew_every = max(1, round((self.lease_s / 3) / tick_s))
+        poll_every = max(1, round(self.cancel_poll_s / tick_s))
         ticks = 0
         while True:
             await asyncio.sleep(tick_s)
@@ -297,6 +377,8 @@ class Runner:
                 await self._flush()
                 if ticks % renew_every == 0:
                     await self._renew()
+                elif ticks % poll_every == 0:
+                    await self._poll_cancels()
             except StoreUnavailable as error:
                 logger.warning(
                     "runner %s: cannot store events or renew leases: %s", self.id, error.message
@@ -336,6 +418,14 @@ class Runner:
             if flight.stopped is None and not flight.task.done():
                 flight.stopped = "lost" if not state.held else "cancelled"
                 flight.task.cancel()
+
+    async def _poll_cancels(self) -> None:
+        """Stop the runs in flight someone asked to cancel (a renewal does this too)."""
+        if not self._running:
+            return
+        asked = await self.store.call(self.store.cancel_requests, list(self._running))
+        for run_id in asked:
+            self.cancel(run_id)
 
     async def _store_result(
         self, run_id: str, result: RunResult, events: EventBuffer

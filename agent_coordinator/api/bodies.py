@@ -9,13 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_contracts.validation import ValidationIssue
-from agent_coordinator.store.records import RunKind, RunState
+from agent_coordinator.store.records import ClaimEnd, RunKind, RunState
 
 __all__ = [
     "MAX_PROMPT_CHARS",
     "AgentDetail",
     "AgentSummary",
     "AttemptView",
+    "ClaimView",
     "Health",
     "Ready",
     "RunCreate",
@@ -123,6 +124,25 @@ class RunFailure(BaseModel):
     """The same problems, structured (path, message, keyword, schema path)."""
     last_output: JsonValue = None
     """What the model last produced, so nothing is lost."""
+    where: str | None = None
+    """For ``internal_error``: what the runner was doing and the code it failed in."""
+
+
+class ClaimView(BaseModel):
+    """One claim of a run by a runner, and how it ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    """1 for the first claim."""
+    runner: str
+    """The runner that held it (host, process id and a random part)."""
+    claimed_at: datetime
+    ended_at: datetime | None = None
+    ended: ClaimEnd | None = None
+    """``completed``, ``failed`` or ``cancelled`` (the run ended), ``expired`` (the lease ran
+    out: the runner died or hung) or ``shutdown`` (the runner put the run back); ``None`` while
+    it is held."""
 
 
 class RunView(BaseModel):
@@ -156,6 +176,8 @@ class RunView(BaseModel):
     claims: int = 0
     """How many times a runner claimed the run (above 1 after a runner was lost)."""
     cancel_requested: bool = False
+    claim_history: list[ClaimView] | None = None
+    """Each claim and how it ended, in ``GET /runs/{id}`` and a session's runs (not in lists)."""
 
 
 class RunPage(BaseModel):

@@ -15,13 +15,14 @@ from fastapi.responses import StreamingResponse
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.model_text import ModelTextResponse
 from agent_coordinator.api.views import result_event, run_view, session_result
 from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
 
 __all__ = ["router", "submit_run", "wait_for_end"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], default_response_class=ModelTextResponse)
 
 _EVENT_POLL_S = 0.2
 _END_POLL_S = 0.5
@@ -261,18 +262,42 @@ async def list_runs(
 
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, services: ServicesDep) -> RunView:
-    """Return one run."""
-    return run_view(await _get(services, run_id))
+    """Return one run, with each claim of it by a runner and how that claim ended."""
+    run = await _get(services, run_id)
+    claims = await services.store.call(services.store.claim_history, [run])
+    return run_view(run, claims[run_id])
 
 
-@router.post("/runs/{run_id}/cancel")
-async def cancel_run(run_id: str, services: ServicesDep) -> RunView:
-    """Cancel a run.
+@router.post(
+    "/runs/{run_id}/cancel",
+    responses={
+        202: {
+            "model": RunView,
+            "description": "The cancel is recorded; the run's runner has not ended it yet "
+            "(it will end it cancelled)",
+        }
+    },
+)
+async def cancel_run(
+    run_id: str,
+    services: ServicesDep,
+    response: Response,
+    wait: Annotated[float, Query(ge=0, le=120)] = 5,
+) -> RunView:
+    """Cancel a run and answer with what happened.
 
-    A queued run is cancelled at once, a running one as soon as its runner sees the request;
-    409 ``RunNotCancellable`` when it has already ended.
+    200 with ``status: cancelled``: a queued run is cancelled at once; a running one is
+    stopped by its runner (its model call cancelled) within about a second, and this waits up
+    to ``wait`` seconds for that. 202 with ``cancel_requested: true``: the runner has not
+    ended it yet; it ends ``cancelled``, even if its model answers first. 409
+    ``RunNotCancellable``: the run had already ended (its status is in the message).
     """
     run = await services.store.call(services.store.request_cancel, run_id)
+    if run.status not in TERMINAL:
+        if services.runner is not None:
+            services.runner.cancel(run_id)  # this process's runner has it: stop it now
+        run = await wait_for_end(services, run_id, min(wait, services.limits.max_wait_s))
+    response.status_code = 200 if run.status in TERMINAL else 202
     return run_view(run)
 
 
@@ -308,7 +333,8 @@ async def run_events(
     Each event's ``id`` is a cursor to reconnect from (``after`` or ``Last-Event-ID``), its
     ``event`` the type and its ``data`` JSON. The types:
 
-    - ``run_claimed`` (``runner``, ``claim``), ``run_requeued``, ``run_cancelled``: the service's;
+    - ``run_claimed`` (``runner``, ``claim``), ``claim_expired`` (the same, when the next claim
+      finds its lease ran out), ``run_requeued``, ``run_cancelled``: the service's;
     - the library's analytics events: ``run_started``, ``model_turn``, ``tool_call``,
       ``attempt``, ``retry``, ``run_completed``, ``run_failed``;
     - for a run created with ``stream: true``, what ``Agent.run_stream`` yields, its

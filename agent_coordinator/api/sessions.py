@@ -9,13 +9,14 @@ from fastapi import APIRouter, Query
 
 from agent_coordinator.api.bodies import SessionPage, SessionResult, SessionView
 from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.model_text import ModelTextResponse
 from agent_coordinator.api.views import session_result, session_run_view, session_view
 from agent_coordinator.errors import NotFound
 from agent_coordinator.store.records import RunState, SessionRecord
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], default_response_class=ModelTextResponse)
 
 _MAX_CHILDREN = 1000
 
@@ -67,9 +68,10 @@ async def get_session(session_id: str, services: ServicesDep) -> SessionView:
     session = await _get(services, session_id)
 
     def details() -> SessionView:
+        stored = services.store.session_runs(session_id)
+        claims = services.store.claim_history(stored)
         runs = [
-            session_run_view(run, services.store.attempts(run.id))
-            for run in services.store.session_runs(session_id)
+            session_run_view(run, services.store.attempts(run.id), claims[run.id]) for run in stored
         ]
         return session_view(session, children=_children(services, session_id), runs=runs)
 

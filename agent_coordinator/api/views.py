@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from pydantic import JsonValue
 
 from agent_contracts.validation import ValidationIssue
 from agent_coordinator.api.bodies import (
     AttemptView,
+    ClaimView,
     RunFailure,
     RunView,
     SchemaValidationView,
@@ -16,9 +19,10 @@ from agent_coordinator.api.bodies import (
     timestamp,
 )
 from agent_coordinator.errors import Conflict
-from agent_coordinator.store.records import RunRecord, SessionRecord
+from agent_coordinator.store.records import ClaimRecord, RunRecord, SessionRecord
 
 __all__ = [
+    "claim_view",
     "failure",
     "result_event",
     "run_view",
@@ -44,11 +48,12 @@ def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
         ),
         issues=issues,
         last_output=error.get("last_output"),
+        where=str(error["where"]) if error.get("where") is not None else None,
     )
 
 
-def run_view(run: RunRecord) -> RunView:
-    """Return a run as the API shows it."""
+def run_view(run: RunRecord, claims: list[ClaimRecord] | None = None) -> RunView:
+    """Return a run as the API shows it, with its claims when they were read."""
     return RunView(
         run_id=run.id,
         session_id=run.session_id,
@@ -61,17 +66,31 @@ def run_view(run: RunRecord) -> RunView:
         finished_at=timestamp(run.finished_at),
         claims=run.claims,
         cancel_requested=run.cancel_requested,
+        claim_history=None if claims is None else [claim_view(claim) for claim in claims],
     )
 
 
-def session_run_view(run: RunRecord, attempts: list[dict[str, JsonValue]]) -> SessionRunView:
-    """Return a run as part of its session: with its attempts, usage and timings."""
+def claim_view(claim: ClaimRecord) -> ClaimView:
+    """Return one claim of a run as the API shows it."""
+    return ClaimView(
+        number=claim.number,
+        runner=claim.runner,
+        claimed_at=datetime.fromtimestamp(claim.claimed_at, UTC),
+        ended_at=timestamp(claim.ended_at),
+        ended=claim.ended,
+    )
+
+
+def session_run_view(
+    run: RunRecord, attempts: list[dict[str, JsonValue]], claims: list[ClaimRecord] | None = None
+) -> SessionRunView:
+    """Return a run as part of its session: with its attempts, claims, usage and timings."""
     result = run.result or {}
     usage = result.get("usage")
     duration = result.get("duration_ms")
     model = result.get("model")
     return SessionRunView(
-        **run_view(run).model_dump(),
+        **run_view(run, claims).model_dump(),
         prompt=run.input.prompt,
         model=str(model) if model is not None else run.input.model,
         attempts=[AttemptView.model_validate(attempt) for attempt in attempts],

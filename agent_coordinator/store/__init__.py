@@ -9,10 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_coordinator.store.base import SqlStore
+from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS
 from agent_coordinator.store.postgres import PostgresStore, redact_url
 from agent_coordinator.store.records import (
     TERMINAL,
     Claim,
+    ClaimEnd,
+    ClaimRecord,
     EventRecord,
     LeaseState,
     NewRun,
@@ -26,8 +29,11 @@ from agent_coordinator.store.sqlite import DEFAULT_DATABASE, SqliteStore
 
 __all__ = [
     "DEFAULT_DATABASE",
+    "DEFAULT_MAX_CLAIMS",
     "TERMINAL",
     "Claim",
+    "ClaimEnd",
+    "ClaimRecord",
     "EventRecord",
     "LeaseState",
     "NewRun",

@@ -1,4 +1,10 @@
-"""Runners' side of the store: claims with a lease, renewals, the one finish, cancel, events."""
+"""Runners' side of the store: claims with a lease, renewals, the one finish, cancel, events.
+
+A claim that finds a run's lease run out records it (event ``claim_expired``); a run whose lease
+ran out ``max_claims`` times is not claimed again: it ends ``failed`` with ``lease_exhausted``,
+so a run no runner can finish costs at most that many model calls (see
+:mod:`~agent_coordinator.store.claims` for the claim log).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import cast
 from pydantic import JsonValue
 
 from agent_coordinator.errors import Conflict, NotFound
+from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS, EXPIRED_CLAIMS, ClaimLog
 from agent_coordinator.store.records import (
     TERMINAL,
     Claim,
@@ -17,7 +24,7 @@ from agent_coordinator.store.records import (
     RunRecord,
     RunState,
 )
-from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, SqlBase, dumps, loads, run_record
+from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, dumps, loads, run_record
 
 __all__ = ["LeaseQueries"]
 
@@ -26,15 +33,21 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
-class LeaseQueries(SqlBase):
+class LeaseQueries(ClaimLog):
     """Claims, leases, the end of a run, cancel, and the event log."""
 
-    def claim(self, owner: str, lease_s: float) -> Claim | None:
+    def claim(
+        self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
+    ) -> Claim | None:
         """Hand the oldest waiting run (or one whose runner's lease ran out) to ``owner``.
+
+        A run whose lease ran out ``max_claims`` times is ended ``failed`` with
+        ``lease_exhausted`` on the way instead of being handed over once more.
 
         Args:
             owner: The runner's id.
             lease_s: Seconds the lease lasts unless renewed.
+            max_claims: Times a run's lease may run out before the run fails.
 
         Returns:
             The claimed run, its session's transcript and the turns an earlier claim recorded,
@@ -42,19 +55,52 @@ class LeaseQueries(SqlBase):
         """
         now = time.time()
         with self._tx() as cursor:
-            # Waiting runs first, then runs whose runner's lease ran out; two statements, so
-            # each one walks the (status, seq) index instead of scanning every run.
-            for condition, params in (
-                ("status = 'queued'", ()),
-                ("status = 'running' AND lease_expires_at < ?", (now,)),
-            ):
-                subquery = (
-                    f"SELECT id FROM runs WHERE {condition} ORDER BY seq LIMIT 1{self.skip_locked}"
-                )
-                claim = self._take(cursor, subquery, params, owner, lease_s, now)
-                if claim is not None:
-                    return claim
+            # Waiting runs first, then runs whose runner's lease ran out; separate statements,
+            # so each one walks the (status, seq) index instead of scanning every run.
+            subquery = "SELECT id FROM runs WHERE status = 'queued' ORDER BY seq LIMIT 1"
+            subquery += self.skip_locked
+            claim = self._take(cursor, subquery, (), owner, lease_s, now)
+            if claim is not None:
+                return claim
+            for _ in range(_BATCH):  # bounded: each exhausted run found leaves 'running'
+                row = self._exec(
+                    cursor,
+                    f"SELECT id, lease_owner, claims, ({EXPIRED_CLAIMS}) FROM runs "
+                    "WHERE status = 'running' AND lease_expires_at < ? "
+                    f"ORDER BY seq LIMIT 1{self.skip_locked}",
+                    (now,),
+                ).fetchone()
+                if row is None:
+                    return None
+                run_id, expired = str(row[0]), int(str(row[3])) + 1  # this one ran out too
+                ran_out: dict[str, JsonValue] = {"runner": str(row[1]), "claim": int(str(row[2]))}
+                self._insert_events(cursor, run_id, [("claim_expired", ran_out)], now)
+                if expired < max_claims:
+                    subquery = "SELECT id FROM runs WHERE id = ?"
+                    return self._take(cursor, subquery, (run_id,), owner, lease_s, now)
+                self._exhaust(cursor, run_id, expired, now)
         return None
+
+    def _exhaust(self, cursor: Cursor, run_id: str, expired: int, now: float) -> None:
+        """End a run whose lease ran out ``expired`` times ``failed``, without running it."""
+        message = (
+            f"the run's lease ran out {expired} times without a runner finishing it (each "
+            "claim's end is in claim_history); it is not run again"
+        )
+        error: dict[str, JsonValue] = {"type": "lease_exhausted", "message": message}
+        row = self._exec(
+            cursor,
+            "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, "
+            "lease_expires_at = NULL, progress = NULL WHERE id = ? RETURNING session_id",
+            (dumps(error), now, run_id),
+        ).fetchone()
+        assert row is not None
+        self._exec(
+            cursor,
+            "UPDATE sessions SET status = 'failed', updated_at = ? WHERE id = ?",
+            (now, str(row[0])),
+        )
+        self._insert_events(cursor, run_id, [("run_failed", {"error": error})], now)
 
     def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
         """Hand one particular waiting run to ``owner`` (a parent running its child itself).
@@ -180,22 +226,35 @@ class LeaseQueries(SqlBase):
     ) -> RunRecord | None:
         """End a run ``owner`` still holds, with its attempts, last events and transcript.
 
+        A run asked to cancel while it ran ends ``cancelled`` whatever ``status`` says, keeping
+        the result, attempts and transcript it produced (event ``run_cancelled``).
+
         Returns:
             The ended run; ``None`` when the lease was lost (another runner has the run), in
             which case nothing is written.
         """
         now = time.time()
+        cancelled = dumps(
+            {
+                "type": "cancelled",
+                "message": "the run was cancelled while it ran; what it produced is kept",
+            }
+        )
         with self._tx() as cursor:
+            # One statement reads the cancel flag and writes the end, so a cancel accepted
+            # before it is never lost to a finish racing it.
             row = self._exec(
                 cursor,
-                "UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
-                "lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
+                "UPDATE runs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
+                "ELSE ? END, result = ?, error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
                 f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
                 (
                     status,
                     None if result is None else dumps(result),
+                    cancelled,
                     None if error is None else dumps(error),
                     now,
                     run_id,
@@ -205,7 +264,12 @@ class LeaseQueries(SqlBase):
             if row is None:
                 return None
             ended = run_record(row)
+            if ended.status == "cancelled":  # the stored error is the cancel's
+                error = cast("dict[str, JsonValue]", loads(cancelled))
+                if status != "cancelled":
+                    events = [*events, ("run_cancelled", {})]
             ended.result, ended.error = result, error
+            status = ended.status
             session_id = ended.session_id
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
@@ -267,12 +331,16 @@ class LeaseQueries(SqlBase):
             status, session_id = str(row[0]), str(row[1])
             if status in TERMINAL:
                 raise Conflict("RunNotCancellable", f"run {run_id!r} has already {status}")
-            if status == "queued":
-                self._exec(
+            # Each write names the state it expects: a runner may claim or end the run meanwhile.
+            if (
+                status == "queued"
+                and self._exec(
                     cursor,
-                    "UPDATE runs SET status = 'cancelled', error = ?, finished_at = ? WHERE id = ?",
+                    "UPDATE runs SET status = 'cancelled', error = ?, finished_at = ? "
+                    "WHERE id = ? AND status = 'queued' RETURNING id",
                     (error, now, run_id),
-                )
+                ).fetchone()
+            ):
                 self._exec(
                     cursor,
                     "UPDATE sessions SET status = 'cancelled', updated_at = ? WHERE id = ?",
@@ -280,12 +348,34 @@ class LeaseQueries(SqlBase):
                 )
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
             else:
-                self._exec(cursor, "UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
+                self._exec(
+                    cursor,
+                    "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
+                    (run_id,),
+                )
             found = self._exec(
                 cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
         assert found is not None
-        return run_record(found)
+        run = run_record(found)
+        if run.status in TERMINAL and run.status != "cancelled":  # it ended in the meantime
+            raise Conflict("RunNotCancellable", f"run {run_id!r} has already {run.status}")
+        return run
+
+    def cancel_requests(self, run_ids: Sequence[str]) -> set[str]:
+        """Return which of these runs someone asked to cancel (a runner's short poll)."""
+        asked: set[str] = set()
+        with self._tx(write=False) as cursor:
+            for start in range(0, len(run_ids), _BATCH):
+                chunk = list(run_ids[start : start + _BATCH])
+                marks = ", ".join("?" * len(chunk))
+                rows = self._exec(
+                    cursor,
+                    f"SELECT id FROM runs WHERE id IN ({marks}) AND cancel_requested = 1",
+                    chunk,
+                ).fetchall()
+                asked.update(str(row[0]) for row in rows)
+        return asked
 
     def _insert_events(
         self,

@@ -15,6 +15,8 @@ from agent_contracts.runs import JsonSchema
 __all__ = [
     "TERMINAL",
     "Claim",
+    "ClaimEnd",
+    "ClaimRecord",
     "EventRecord",
     "LeaseState",
     "NewRun",
@@ -130,6 +132,27 @@ class Claim(BaseModel):
     transcript: list[JsonValue]
     progress: dict[str, JsonValue] | None = None
     """The turns an earlier claim of the run recorded (``None``: the run starts afresh)."""
+
+
+ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown"]
+"""How a claim ended: the run ended (its status), the lease ran out, or the runner shut down."""
+
+
+class ClaimRecord(BaseModel):
+    """One claim of a run: who held it, when, and how it ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: int
+    """1 for the first claim, counting up."""
+    runner: str
+    """The id of the runner that held it (host, process and a random part)."""
+    claimed_at: float
+    ended_at: float | None
+    """When it ended (for ``expired``: when the next claim found its lease run out); ``None``
+    while it is held."""
+    ended: ClaimEnd | None
+    """How it ended; ``None`` while it is held."""
 
 
 class LeaseState(BaseModel):

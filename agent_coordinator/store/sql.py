@@ -30,6 +30,8 @@ from agent_coordinator.store.records import (
     RunState,
     SessionRecord,
 )
+from agent_core.json_text import dump_json
+from agent_core.odd_keys import NOT_READ, surrogate_json
 
 __all__ = [
     "RUN_COLUMNS",
@@ -79,13 +81,34 @@ class Cursor(Protocol):
 
 
 def dumps(value: object) -> str:
-    """Return ``value`` as compact JSON text (UTF-8, not ASCII-escaped), for a TEXT column."""
-    return to_json(value).decode()
+    r"""Return ``value`` as compact JSON text (UTF-8, not ASCII-escaped), for a TEXT column.
+
+    Text UTF-8 cannot carry (a lone surrogate such as a model's cut emoji, ``"\ud83d"``) is
+    written as its ``\uXXXX`` escape, the library's policy (:func:`dump_json`), so it is
+    stored and read back equal.
+    """
+    try:
+        return to_json(value).decode()
+    except ValueError:  # Pydantic refuses a lone surrogate; the library's writer escapes it
+        return dump_json(value, compact=True)
 
 
 def loads(value: object) -> JsonValue:
-    """Return a TEXT column's JSON value (``NULL`` gives ``None``)."""
-    return None if value is None else cast("JsonValue", from_json(str(value)))
+    """Return a TEXT column's JSON value (``NULL`` gives ``None``).
+
+    Raises:
+        ValueError: The column does not hold JSON.
+    """
+    if value is None:
+        return None
+    text = str(value)
+    try:
+        return cast("JsonValue", from_json(text))
+    except ValueError:
+        read = surrogate_json(text)  # Pydantic refuses an escaped lone surrogate
+        if read is NOT_READ:
+            raise
+        return cast("JsonValue", read)
 
 
 def run_record(row: Sequence[object]) -> RunRecord:

@@ -251,6 +251,22 @@ def test_a_run_rescued_by_the_retry_shows_valid_and_one_retry(
     shoot(page, "session-valid")
 
 
+def test_a_session_page_shows_who_claimed_each_run_and_how_the_claim_ended(
+    dash: Service, page: Page, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", VALID))
+    run = dash.run(REVIEW).json()
+    assert run["status"] == "completed"
+    runner = dash.client.get(f"/runs/{run['run_id']}").json()["claim_history"][0]["runner"]
+    page.goto(f"{dash.url}/sessions/{run['session_id']}")
+    claims = page.get_by_test_id("claims")
+    expect(claims).to_contain_text("Claims: 1")
+    claims.locator("summary").click()
+    expect(claims.locator("li")).to_have_text(
+        re.compile(rf"#1 by {re.escape(runner)} at .*: completed at ")
+    )
+
+
 def test_sessions_list_filters_pages_and_updates_live(
     dash: Service, page: Page, fake_llm: FakeLLM
 ) -> None:

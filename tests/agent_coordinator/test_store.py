@@ -150,6 +150,98 @@ def test_cancel_of_a_running_run_is_a_request_the_runner_sees(store: SqlStore) -
         store.request_cancel("run_x")
 
 
+def test_a_finish_racing_a_cancel_ends_the_run_cancelled_keeping_its_result(
+    store: SqlStore,
+) -> None:
+    store.create_run(_new(1))
+    store.claim("r", 30)
+    assert store.cancel_requests(["run_1"]) == set()
+    store.request_cancel("run_1")
+    assert store.cancel_requests(["run_1", "run_x"]) == {"run_1"}
+    ended = store.finish(
+        "run_1", "r", status="completed", result={"a": 1}, error=None, transcript=[{"x": 1}]
+    )
+    assert ended is not None and ended.status == "cancelled"
+    assert ended.error is not None and ended.error["type"] == "cancelled"
+    run = store.get_run("run_1")
+    assert run is not None and run.status == "cancelled" and run.result == {"a": 1}
+    assert run.error == ended.error
+    session = store.get_session("ses_1")
+    assert session is not None and session.status == "cancelled"
+    assert session.transcript == [{"x": 1}]
+    assert [event.type for event in store.events_after("run_1")][-1] == "run_cancelled"
+    with pytest.raises(Conflict):
+        store.request_cancel("run_1")
+
+
+def test_a_run_whose_lease_keeps_running_out_fails_lease_exhausted(store: SqlStore) -> None:
+    store.create_run(_new(1))
+    for owner in ("a", "b"):
+        claim = store.claim(owner, 0.05, 2)
+        assert claim is not None and claim.run.id == "run_1"
+        time.sleep(0.1)
+    store.create_run(_new(2))
+    taken = store.claim("c", 30, 2)  # waiting runs go first
+    assert taken is not None and taken.run.id == "run_2"
+    # run_1's lease ran out twice: it fails instead of being handed out a third time
+    assert store.claim("d", 30, 2) is None
+    run = store.get_run("run_1")
+    assert run is not None and run.status == "failed" and run.lease_owner is None
+    assert run.error is not None and run.error["type"] == "lease_exhausted"
+    session = store.get_session("ses_1")
+    assert session is not None and session.status == "failed"
+    runs = [store.get_run(run_id) for run_id in ("run_1", "run_2")]
+    history = store.claim_history([run for run in runs if run is not None])
+    assert [(c.number, c.runner, c.ended) for c in history["run_1"]] == [
+        (1, "a", "expired"),
+        (2, "b", "expired"),
+    ]
+    assert all(c.ended_at is not None for c in history["run_1"])
+    assert [e.type for e in store.events_after("run_1")] == [
+        "run_claimed",
+        "claim_expired",
+        "run_claimed",
+        "claim_expired",
+        "run_failed",
+    ]
+    assert [(c.runner, c.ended) for c in history["run_2"]] == [("c", None)]
+
+
+def test_each_claims_end_is_kept(store: SqlStore) -> None:
+    store.create_run(_new(1))
+    store.claim("a", 30)
+    store.release("run_1", "a")
+    store.claim("b", 0.05)
+    time.sleep(0.1)
+    store.claim("c", 30)
+    store.finish("run_1", "c", status="failed", result=None, error={"type": "x"})
+    run = store.get_run("run_1")
+    assert run is not None
+    history = store.claim_history([run])["run_1"]
+    assert [(c.runner, c.ended) for c in history] == [
+        ("a", "shutdown"),
+        ("b", "expired"),
+        ("c", "failed"),
+    ]
+
+
+def test_text_utf8_cannot_carry_is_stored_as_its_escape_and_read_back_equal(
+    store: SqlStore,
+) -> None:
+    store.create_run(_new(1))
+    store.claim("r", 30)
+    # lone halves of emoji, as a model's JSON may spell them, beside a whole one
+    value = {"summary": "cut \ud83d", "\udc80 key": ["\ude00 tail", "\U0001f600 whole"]}
+    ended = store.finish(
+        "run_1", "r", status="completed", result=value, error=None, transcript=[value]
+    )
+    assert ended is not None
+    run = store.get_run("run_1")
+    assert run is not None and run.result == value
+    session = store.get_session("ses_1")
+    assert session is not None and session.transcript == [value]
+
+
 def test_one_renewal_extends_every_held_lease_and_reports_the_rest(store: SqlStore) -> None:
     for n in (1, 2, 3):
         store.create_run(_new(n))

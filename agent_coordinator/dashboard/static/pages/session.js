@@ -147,6 +147,14 @@ function build(session, row, result, redraw, live) {
     }
   }
 
+  // Each claim of a run by a runner and how it ended (expired: the runner died or hung).
+  const claimsBlock = (claims) => !claims || !claims.length ? "" :
+    el("details", { "data-testid": "claims", open: claims.length > 1 },
+      el("summary", {}, `Claims: ${claims.length}`),
+      el("ul", {}, claims.map((claim) => el("li", {},
+        `#${claim.number} by ${claim.runner} at ${when(claim.claimed_at)}: `,
+        claim.ended ? `${claim.ended} at ${when(claim.ended_at)}` : "held"))));
+
   out.push(el("h2", {}, "Runs"));
   session.runs.forEach((run, index) => {
     const reprompts = row.reprompts[run.run_id] || [];
@@ -156,6 +164,8 @@ function build(session, row, result, redraw, live) {
       el("pre", {}, run.prompt),
       run.attempts.map((attempt, i) => attemptBlock(attempt, reprompts[i])),
       run.error && run.error.type !== "output_schema_validation_failed" ? el("p", { class: "bad-text" }, `${run.error.type}: ${run.error.message}`) : "",
+      run.error && run.error.where ? el("p", { class: "muted" }, `Where: ${run.error.where}`) : "",
+      claimsBlock(run.claim_history),
     ));
   });
 
