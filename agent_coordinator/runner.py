@@ -67,6 +67,14 @@ logger = logging.getLogger(__name__)
 _MAX_BACKOFF_S = 5.0
 """The longest pause between two claims while the store fails; a stored run wakes it sooner."""
 
+_ENDING_RETRY_S = 600.0
+"""How long a runner keeps trying to store a run's end while the database is away.
+
+The run's model calls are paid for: giving up would leave the run to expire and be run again.
+``finish`` succeeds for as long as no other runner has claimed the run, and none can claim it
+while the database is away, so waiting for it to come back costs nothing but the worker slot.
+"""
+
 _NO_TOOLS = AgentConfig(id="none", name="none")
 """Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
 
@@ -292,14 +300,17 @@ class Runner:
             return
         if stopped == "cancelled":
             stage.append("storing the result")
-            ended = await self.store.call(
-                self.store.finish,
+            ended = await self._finish(
                 run.id,
-                self.id,
-                status="cancelled",
-                result=None,
-                error={"type": "cancelled", "message": "the run was cancelled while it ran"},
-                events=[*events.drain(), ("run_cancelled", {})],
+                functools.partial(
+                    self.store.finish,
+                    run.id,
+                    self.id,
+                    status="cancelled",
+                    result=None,
+                    error={"type": "cancelled", "message": "the run was cancelled while it ran"},
+                    events=[*events.drain(), ("run_cancelled", {})],
+                ),
             )
         else:
             result = task.result()  # raises what the run loop raised, in "running the agent"
@@ -330,14 +341,17 @@ class Runner:
             "where": where,
         }
         try:
-            ended = await self.store.call(
-                self.store.finish,
+            ended = await self._finish(
                 run_id,
-                self.id,
-                status="failed",
-                result=None,
-                error=failure,
-                events=[("run_failed", {"error": failure})],
+                functools.partial(
+                    self.store.finish,
+                    run_id,
+                    self.id,
+                    status="failed",
+                    result=None,
+                    error=failure,
+                    events=[("run_failed", {"error": failure})],
+                ),
             )
         except Exception:
             logger.exception("runner %s: cannot store the failure of run %s", self.id, run_id)
@@ -427,6 +441,40 @@ class Runner:
         for run_id in asked:
             self.cancel(run_id)
 
+    async def _finish(
+        self, run_id: str, ending: Callable[[], RunRecord | None]
+    ) -> RunRecord | None:
+        """Store a run's end, waiting out a database that is away.
+
+        Args:
+            run_id: The run.
+            ending: The :meth:`SqlStore.finish` call that ends it.
+
+        Returns:
+            The ended run, or ``None`` when another runner holds it now.
+
+        Raises:
+            StoreUnavailable: The database stayed away for ``_ENDING_RETRY_S`` seconds.
+            StoreFull: The disk is full.
+        """
+        deadline = asyncio.get_running_loop().time() + _ENDING_RETRY_S
+        pause = self.poll_s
+        while True:
+            try:
+                return await self.store.call(ending)
+            except StoreUnavailable as error:
+                if asyncio.get_running_loop().time() + pause > deadline:
+                    raise
+                logger.warning(
+                    "runner %s: cannot store the end of run %s (%s); trying again in %.1f s",
+                    self.id,
+                    run_id,
+                    error.message,
+                    pause,
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _MAX_BACKOFF_S)
+
     async def _store_result(
         self, run_id: str, result: RunResult, events: EventBuffer
     ) -> RunRecord | None:
@@ -440,14 +488,17 @@ class Runner:
         listed = data.get("attempts")
         attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
         transcript = data.get("transcript")
-        return await self.store.call(
-            self.store.finish,
+        return await self._finish(
             run_id,
-            self.id,
-            status=result.status,
-            result=data,
-            error=error,  # type: ignore[arg-type]
-            attempts=attempts,
-            events=events.drain(),
-            transcript=transcript if isinstance(transcript, list) else None,
+            functools.partial(
+                self.store.finish,
+                run_id,
+                self.id,
+                status=result.status,
+                result=data,
+                error=error,  # type: ignore[arg-type]
+                attempts=attempts,
+                events=events.drain(),
+                transcript=transcript if isinstance(transcript, list) else None,
+            ),
         )
