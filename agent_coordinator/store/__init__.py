@@ -13,6 +13,8 @@ from agent_coordinator.store.postgres import PostgresStore, redact_url
 from agent_coordinator.store.records import (
     TERMINAL,
     Claim,
+    DeliveryRecord,
+    DeliveryState,
     EventRecord,
     LeaseState,
     NewRun,
@@ -28,6 +30,8 @@ __all__ = [
     "DEFAULT_DATABASE",
     "TERMINAL",
     "Claim",
+    "DeliveryRecord",
+    "DeliveryState",
     "EventRecord",
     "LeaseState",
     "NewRun",

@@ -17,7 +17,8 @@ from agent_coordinator.store.records import (
     RunRecord,
     RunState,
 )
-from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, SqlBase, dumps, loads, run_record
+from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, dumps, loads, run_record
+from agent_coordinator.store.webhooks import WebhookQueries
 
 __all__ = ["LeaseQueries"]
 
@@ -26,8 +27,8 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
-class LeaseQueries(SqlBase):
-    """Claims, leases, the end of a run, cancel, and the event log."""
+class LeaseQueries(WebhookQueries):
+    """Claims, leases, the end of a run (with its webhook's delivery), cancel, the event log."""
 
     def claim(self, owner: str, lease_s: float) -> Claim | None:
         """Hand the oldest waiting run (or one whose runner's lease ran out) to ``owner``.
@@ -207,6 +208,7 @@ class LeaseQueries(SqlBase):
             ended = run_record(row)
             ended.result, ended.error = result, error
             session_id = ended.session_id
+            self._enqueue_webhook(cursor, ended, now)
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
                 self._exec(
@@ -284,8 +286,11 @@ class LeaseQueries(SqlBase):
             found = self._exec(
                 cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
-        assert found is not None
-        return run_record(found)
+            assert found is not None
+            run = run_record(found)
+            if status == "queued":
+                self._enqueue_webhook(cursor, run, now)
+        return run
 
     def _insert_events(
         self,
