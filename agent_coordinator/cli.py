@@ -22,6 +22,7 @@ from agent_contracts.errors import ConfigError
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
+from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.providers.resolve import KNOWN_PREFIXES
@@ -102,6 +103,19 @@ def register(commands: Subcommands) -> None:
         help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health "
         f"(default ${TOKEN_ENV})",
     )
+    serve.add_argument(
+        "--webhook-secret",
+        default=None,
+        help=f"sign webhook deliveries with this HMAC-SHA256 key (default ${SECRET_ENV}); "
+        "without one, runs may not name a webhook",
+    )
+    serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a host webhooks may be delivered to (repeatable); without it, any host",
+    )
     serve.set_defaults(handler=serve_command)
     runner = commands.add_parser(
         "runner",
@@ -177,6 +191,20 @@ def _services(args: argparse.Namespace) -> Services:
             on_finished=services.notifier.notify,
         )
     return services
+
+
+def _webhooks(args: argparse.Namespace) -> tuple[WebhookSettings | None, str]:
+    """Return ``serve``'s webhook settings and how the banner describes them."""
+    secret = args.webhook_secret or os.environ.get(SECRET_ENV) or None
+    allow = frozenset(host.strip().lower() for host in args.webhook_allow if host.strip())
+    if secret is None:
+        if allow:
+            raise ConfigError(
+                f"--webhook-allow needs a webhook secret (--webhook-secret or ${SECRET_ENV})"
+            )
+        return None, "off (no --webhook-secret)"
+    hosts = ", ".join(sorted(allow)) if allow else "any host (see --webhook-allow)"
+    return WebhookSettings(secret=secret, allow=allow), f"signed, to {hosts}"
 
 
 def _listen(host: str, port: int) -> tuple[socket.socket, str]:
@@ -255,6 +283,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from agent_coordinator.api import create_app
 
     services = _services(args)
+    services.webhooks, webhooks = _webhooks(args)
     mcp = _has_mcp()
     app = create_app(services, mcp_host=args.host if mcp else None)
     _settle(services.execution)
@@ -264,6 +293,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + _describe(services.store, services.execution, args)
         + f"  runners:  {args.workers} in this process\n"
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
+        + f"  webhooks: {webhooks}\n"
         + (
             f"  mcp:      {url}/mcp (streamable HTTP)\n"
             if mcp

@@ -32,6 +32,7 @@ __all__ = [
     "SessionRunView",
     "SessionView",
     "ValidateSchemaRequest",
+    "WebhookDeliveryView",
     "timestamp",
 ]
 
@@ -100,6 +101,10 @@ class RunCreate(BaseModel):
     (``GET /runs/{id}/events``) carry what ``Agent.run_stream`` yields: the reply text and the
     output as they are written (``text_delta``, ``partial_output``), input-tool calls and
     retries. Its child sessions stream too. The result is the same either way."""
+    webhook: str | None = Field(default=None, max_length=2000)
+    """An http(s) URL the service POSTs the run's end to, signed with its webhook secret
+    (400 ``InvalidWebhook`` for another scheme or a host outside ``--webhook-allow``, 400
+    ``WebhooksNotConfigured`` when the service has no secret)."""
 
 
 class RunFailure(BaseModel):
@@ -116,6 +121,26 @@ class RunFailure(BaseModel):
     """The same problems, structured (path, message, keyword, schema path)."""
     last_output: JsonValue = None
     """What the model last produced, so nothing is lost."""
+
+
+class WebhookDeliveryView(BaseModel):
+    """The delivery of a run's end to its webhook."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: str
+    """The ``X-Agentshape-Event-Id`` every attempt carries."""
+    event: str
+    """``run.completed``, ``run.failed`` or ``run.cancelled``."""
+    status: Literal["pending", "delivered", "failed"]
+    """``pending`` (being tried), ``delivered`` (a 2xx answer) or ``failed`` (given up)."""
+    attempts: int
+    last_status_code: int | None = None
+    """The receiver's status on the last attempt; ``None`` when it did not answer."""
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None
+    """When a pending delivery is tried next."""
+    delivered_at: datetime | None = None
 
 
 class RunView(BaseModel):
@@ -149,6 +174,10 @@ class RunView(BaseModel):
     claims: int = 0
     """How many times a runner claimed the run (above 1 after a runner was lost)."""
     cancel_requested: bool = False
+    webhook: str | None = None
+    """The URL the run's end is delivered to, when the run named one."""
+    webhook_delivery: WebhookDeliveryView | None = None
+    """That delivery's state once the run has ended (``GET /runs/{id}`` only)."""
 
 
 class RunPage(BaseModel):

@@ -15,9 +15,10 @@ from fastapi.responses import StreamingResponse
 from agent_contracts.runs import RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
-from agent_coordinator.api.views import run_view
-from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator.api.views import delivery_view, run_view
+from agent_coordinator.errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
+from agent_coordinator.webhooks import check_webhook_url
 
 __all__ = ["router", "submit_run", "wait_for_end"]
 
@@ -111,8 +112,18 @@ async def submit_run(
         InvalidRequest: The request's fields do not fit together (422).
         SessionNotFound: ``resume_session`` of an unknown session (404).
         SchemaTooLarge: The inline schema is over the size limit (413).
+        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
         ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
     """
+    if body.webhook is not None:
+        if services.webhooks is None:
+            raise BadRequest(
+                "WebhooksNotConfigured",
+                "this service has no webhook secret to sign deliveries with; start it with "
+                "--webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
+            )
+        check_webhook_url(body.webhook, services.webhooks.allow)
     parameters = body.parameters
     if body.type == "start_session":
         if body.agent_name is None:
@@ -153,6 +164,7 @@ async def submit_run(
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
         model=body.model,
         stream=body.stream,
+        webhook=body.webhook,
     )
     if wanted.output_schema_name is None and wanted.output_schema is None:
         # the agent's own contract, compiled and cached at load: cheap, so in place
@@ -240,8 +252,13 @@ async def list_runs(
 
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, services: ServicesDep) -> RunView:
-    """Return one run."""
-    return run_view(await _get(services, run_id))
+    """Return one run; one that named a webhook shows its delivery once it has ended."""
+    run = await _get(services, run_id)
+    view = run_view(run)
+    if run.input.webhook is not None and run.status in TERMINAL:
+        delivery = await services.store.call(services.store.run_delivery, run.id)
+        view.webhook_delivery = delivery_view(delivery) if delivery is not None else None
+    return view
 
 
 @router.post("/runs/{run_id}/cancel")

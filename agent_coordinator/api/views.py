@@ -13,12 +13,20 @@ from agent_coordinator.api.bodies import (
     SessionResult,
     SessionRunView,
     SessionView,
+    WebhookDeliveryView,
     timestamp,
 )
 from agent_coordinator.errors import Conflict
-from agent_coordinator.store.records import RunRecord, SessionRecord
+from agent_coordinator.store.records import DeliveryRecord, RunRecord, SessionRecord
 
-__all__ = ["failure", "run_view", "session_result", "session_run_view", "session_view"]
+__all__ = [
+    "delivery_view",
+    "failure",
+    "run_view",
+    "session_result",
+    "session_run_view",
+    "session_view",
+]
 
 
 def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
@@ -54,6 +62,23 @@ def run_view(run: RunRecord) -> RunView:
         finished_at=timestamp(run.finished_at),
         claims=run.claims,
         cancel_requested=run.cancel_requested,
+        webhook=run.input.webhook,
+    )
+
+
+def delivery_view(delivery: DeliveryRecord) -> WebhookDeliveryView:
+    """Return a webhook delivery as the API shows it."""
+    return WebhookDeliveryView(
+        event_id=delivery.id,
+        event=delivery.event,
+        status=delivery.status,
+        attempts=delivery.attempts,
+        last_status_code=delivery.last_status_code,
+        last_error=delivery.last_error,
+        next_attempt_at=timestamp(delivery.next_attempt_at)
+        if delivery.status == "pending"
+        else None,
+        delivered_at=timestamp(delivery.delivered_at),
     )
 
 
