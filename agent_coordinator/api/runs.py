@@ -94,6 +94,34 @@ async def _inherit(services: Services, body: RunCreate, session_id: str) -> RunC
     return body.model_copy(update=update)
 
 
+def _webhook(services: Services, given: str | None, agent_name: str) -> str | None:
+    """Return the webhook a run's end goes to (the request's, else its agent file's), checked.
+
+    Raises:
+        InvalidWebhook: It is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: The service has no webhook secret to sign with (400).
+    """
+    from_agent = given is None
+    webhook = services.execution.config(agent_name).webhook if from_agent else given
+    if webhook is None:
+        return None
+    where = f"agent {agent_name!r} names webhook {webhook!r}, but " if from_agent else ""
+    if services.webhooks is None:
+        raise BadRequest(
+            "WebhooksNotConfigured",
+            f"{where}this service has no webhook secret to sign deliveries with; start it "
+            "with --webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
+        )
+    try:
+        check_webhook_url(webhook, services.webhooks.allow)
+    except BadRequest as refused:
+        if from_agent:
+            refused.message = f"agent {agent_name!r}'s {refused.message}"
+            refused.args = (refused.message,)
+        raise
+    return webhook
+
+
 async def submit_run(
     services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
 ) -> RunRecord:
@@ -116,14 +144,6 @@ async def submit_run(
         WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
         ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
     """
-    if body.webhook is not None:
-        if services.webhooks is None:
-            raise BadRequest(
-                "WebhooksNotConfigured",
-                "this service has no webhook secret to sign deliveries with; start it with "
-                "--webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
-            )
-        check_webhook_url(body.webhook, services.webhooks.allow)
     parameters = body.parameters
     if body.type == "start_session":
         if body.agent_name is None:
@@ -155,6 +175,7 @@ async def submit_run(
             raise PayloadTooLarge(
                 "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
             )
+    webhook = _webhook(services, body.webhook, agent_name)
     options = body.output_schema_options
     wanted = RunInput(
         prompt=body.prompt,
@@ -164,7 +185,7 @@ async def submit_run(
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
         model=body.model,
         stream=body.stream,
-        webhook=body.webhook,
+        webhook=webhook,
     )
     if wanted.output_schema_name is None and wanted.output_schema is None:
         # the agent's own contract, compiled and cached at load: cheap, so in place

@@ -299,3 +299,11 @@ def test_config_is_immutable() -> None:
     config = AgentConfig(id="a")
     with pytest.raises(ValidationError, match="frozen"):
         config.id = "b"  # type: ignore[misc]
+
+
+def test_a_webhook_must_be_an_http_url_with_a_host() -> None:
+    hooked = AgentConfig.model_validate({"id": "a", "webhook": "https://hooks.example.com/x"})
+    assert hooked.webhook == "https://hooks.example.com/x"
+    assert [loc for loc, _ in errors_of({"id": "a", "webhook": "ftp://hooks.example.com"})] == [
+        "webhook"
+    ]

@@ -132,6 +132,45 @@ def test_failed_and_cancelled_runs_are_posted_with_their_error(
     assert cancelled["status"] == "cancelled" and cancelled["error"]["type"] == "cancelled"
 
 
+def _hooked_agent(directory: Path, webhook: str) -> None:
+    """Write an agent whose file names a webhook, beside the test fleet."""
+    folder = directory / "agents" / "hooked"
+    folder.mkdir(parents=True)
+    (folder / "agent.yml").write_text(
+        f"id: hooked\nsystem_prompt: You write short answers.\nwebhook: {webhook}\n"
+    )
+
+
+def test_an_agent_files_webhook_gets_its_runs_unless_a_run_names_its_own(
+    tmp_path: Path, make_service: ServiceFactory, receiver: Receiver
+) -> None:
+    _hooked_agent(tmp_path, receiver.url)
+    service = make_service(webhooks=_settings())
+    run = service.run({"agent_name": "hooked", "prompt": "Say hi"}).json()
+    assert run["status"] == "completed" and run["webhook"] == receiver.url
+    [got] = receiver.wait_for(1)
+    assert got.signed and got.body["run_id"] == run["run_id"]
+    assert isinstance(got.body["result_text"], str) and "result_data" not in got.body
+    other = Receiver(SECRET)
+    try:
+        own = service.run({"agent_name": "hooked", "prompt": "Again", "webhook": other.url})
+        assert other.wait_for(1)[0].body["run_id"] == own.json()["run_id"]
+        assert len(receiver.deliveries) == 1
+    finally:
+        other.close()
+
+
+def test_an_agent_files_webhook_on_a_service_without_a_secret_is_refused_400(
+    tmp_path: Path, make_service: ServiceFactory, receiver: Receiver
+) -> None:
+    _hooked_agent(tmp_path, receiver.url)
+    service = make_service()
+    response = service.client.post("/runs", json={"agent_name": "hooked", "prompt": "Say hi"})
+    assert response.status_code == 400 and response.json()["error"] == "WebhooksNotConfigured"
+    assert "agent 'hooked' names webhook" in response.json()["message"]
+    assert service.run({**REVIEW}).json()["status"] == "completed"  # other agents still run
+
+
 def test_a_run_without_a_webhook_has_no_delivery(make_service: ServiceFactory) -> None:
     service = make_service(webhooks=_settings())
     run = service.run(REVIEW).json()
