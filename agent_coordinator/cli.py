@@ -25,6 +25,8 @@ from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
+from agent_executor.agent import ENV_ANALYTICS_DIR
+from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
@@ -85,6 +87,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lease", type=float, default=30.0, help="seconds a runner's claim lasts unrenewed"
     )
+    parser.add_argument(
+        "--analytics-dir",
+        type=Path,
+        default=None,
+        help=f"where run events go as JSONL, as the command line writes them (default "
+        f"${ENV_ANALYTICS_DIR}, else {DEFAULT_ANALYTICS_DIR})",
+    )
+    parser.add_argument("--no-analytics", action="store_true", help="write no JSONL analytics log")
 
 
 def register(commands: Subcommands) -> None:
@@ -157,18 +167,27 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         default_model=args.model,
         env=os.environ,
         workspace=args.workspace,
+        analytics=None if args.no_analytics else JsonlAnalytics(_analytics_dir(args)),
     )
     return open_store(args.database), execution
+
+
+def _analytics_dir(args: argparse.Namespace) -> Path:
+    """Return where the JSONL analytics log goes: the command line's choice, in its order."""
+    chosen = args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
+    return Path(chosen)
 
 
 def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -> str:
     agents = len(execution.fleet)
     model = args.model or "each agent's, else from the API keys in the environment"
+    analytics = "off" if args.no_analytics else f"{_analytics_dir(args)}/events-YYYY-MM-DD.jsonl"
     return (
         f"  fleet:    {execution.fleet.directory} ({agents} agent{'s' if agents != 1 else ''})\n"
         f"  database: {store.url}\n"
         f"  registry: {execution.registry.path}\n"
         f"  model:    {model}\n"
+        f"  analytics: {analytics}\n"
     )
 
 
