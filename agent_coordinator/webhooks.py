@@ -55,6 +55,8 @@ RETRY_FOR_S = 24 * 3600.0
 """How long a delivery is retried after the run ended before it is given up."""
 _LONGEST_WAIT_S = 3600.0
 """The longest wait between two attempts."""
+_HOLD_MARGIN_S = 30.0
+"""Seconds past an attempt's timeout before another deliverer may take the delivery over."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class WebhookSettings:
     """The wait after the first failed attempt; each later wait doubles, up to an hour."""
     poll_s: float = 0.5
     """How often the deliverer looks for due deliveries when it has none."""
+    concurrency: int = 8
+    """Attempts one deliverer makes at once."""
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -153,22 +157,39 @@ class Deliverer:
             await self._client.aclose()
 
     async def _loop(self) -> None:
-        while True:
-            try:
-                delivery = await self.store.call(
-                    self.store.claim_delivery, self.id, self.settings.timeout_s + 30
-                )
-            except Exception:
-                logger.exception("could not read the webhook deliveries")
-                delivery = None
-            if delivery is None:
-                await asyncio.sleep(self.settings.poll_s)
-                continue
-            try:
-                await self._attempt(delivery)
-            except Exception:
-                # The delivery is due again once its claim runs out; keep delivering the rest.
-                logger.exception("webhook delivery %s could not be recorded", delivery.id)
+        # Up to ``concurrency`` attempts at once, so one slow receiver does not hold up the rest.
+        slots = asyncio.Semaphore(self.settings.concurrency)
+        attempts: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                await slots.acquire()
+                try:
+                    delivery = await self.store.call(
+                        self.store.claim_delivery, self.id, self.settings.timeout_s + _HOLD_MARGIN_S
+                    )
+                except Exception:
+                    logger.exception("could not read the webhook deliveries")
+                    delivery = None
+                if delivery is None:
+                    slots.release()
+                    await asyncio.sleep(self.settings.poll_s)
+                    continue
+                task = asyncio.create_task(self._attempt_in_slot(delivery, slots))
+                attempts.add(task)
+                task.add_done_callback(attempts.discard)
+        finally:
+            for task in attempts:
+                task.cancel()
+            await asyncio.gather(*attempts, return_exceptions=True)
+
+    async def _attempt_in_slot(self, delivery: DeliveryRecord, slots: asyncio.Semaphore) -> None:
+        try:
+            await self._attempt(delivery)
+        except Exception:
+            # The delivery is due again once its claim runs out; keep delivering the rest.
+            logger.exception("webhook delivery %s could not be recorded", delivery.id)
+        finally:
+            slots.release()
 
     async def _attempt(self, delivery: DeliveryRecord) -> None:
         """POST one delivery once and record how it went."""
@@ -231,7 +252,12 @@ class Deliverer:
         }
         assert self._client is not None
         try:
-            response = await self._client.post(delivery.url, content=body, headers=headers)
+            # The client's timeout bounds each phase; this bounds the whole attempt, so a
+            # receiver that answers a byte at a time cannot hold it past the claim.
+            async with asyncio.timeout(self.settings.timeout_s):
+                response = await self._client.post(delivery.url, content=body, headers=headers)
+        except TimeoutError:
+            return None, f"no answer within {self.settings.timeout_s:g} s"
         except httpx2.HTTPError as error:
             return None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         if 200 <= response.status_code < 300:

@@ -89,6 +89,21 @@ def test_a_receiver_answering_500_twice_gets_the_same_event_until_it_takes_it(
     assert shown["attempts"] == 3 and shown["last_status_code"] == 200
 
 
+def test_an_attempt_past_its_timeout_is_sent_again_with_the_same_event_id(
+    make_service: ServiceFactory, receiver: Receiver
+) -> None:
+    receiver.delays.append(3.0)  # the first answer comes after the deliverer stopped waiting
+    service = make_service(webhooks=_settings(timeout_s=0.5))
+    run = service.run({**REVIEW, "webhook": receiver.url}).json()
+    shown = _until(
+        lambda: _delivery(service.client, run["run_id"]), lambda d: d.get("status") == "delivered"
+    )
+    assert shown["attempts"] >= 2
+    got = receiver.wait_for(2)
+    assert len({d.headers["x-agentshape-event-id"] for d in got}) == 1
+    assert list(receiver.events) == [shown["event_id"]]  # the receiver keeps it once
+
+
 def test_get_run_shows_a_pending_delivery_with_the_receivers_answer(
     make_service: ServiceFactory, receiver: Receiver
 ) -> None:
@@ -213,6 +228,31 @@ def test_a_webhook_on_a_service_without_a_secret_is_refused_400(
     assert response.status_code == 400
     assert response.json()["error"] == "WebhooksNotConfigured"
     assert "--webhook-secret" in response.json()["message"]
+
+
+def test_two_services_on_one_database_deliver_each_event_once(
+    tmp_path: Path, database: str, receiver: Receiver
+) -> None:
+    write_fleet(tmp_path / "agents")
+    env = {"AGENTSHAPE_WEBHOOK_SECRET": SECRET}
+    first, url = serve(tmp_path, database, env, "--model", "test")
+    second, _ = serve(tmp_path, database, env, "--model", "test", "--workers", "0")
+    try:
+        runs = [
+            httpx.post(f"{url}/runs", json={**REVIEW, "webhook": receiver.url}).json()["run_id"]
+            for _ in range(12)
+        ]
+        for run_id in runs:
+            _until(
+                lambda run_id=run_id: httpx.get(f"{url}/runs/{run_id}").json(),
+                lambda run: (run["webhook_delivery"] or {}).get("status") == "delivered",
+            )
+    finally:
+        assert first.stop() == 0
+        assert second.stop() == 0
+    ids = [d.headers["x-agentshape-event-id"] for d in receiver.deliveries]
+    assert len(ids) == len(set(ids)) == 12 and all(d.signed for d in receiver.deliveries)
+    assert sorted(d.body["run_id"] for d in receiver.deliveries) == sorted(runs)
 
 
 def test_retries_back_off_doubling_up_to_an_hour() -> None:

@@ -43,6 +43,8 @@ class Receiver:
         self.statuses: deque[int] = deque()
         self.always: int = 200
         """The status once the script is used up."""
+        self.delays: deque[float] = deque()
+        """Seconds to wait before answering, one a request (none once used up)."""
         self.deliveries: list[Delivery] = []
         self.events: dict[str, Any] = {}
         """Each event once, by its event id: what a deduping receiver keeps."""
@@ -66,6 +68,10 @@ class Receiver:
         expected = "sha256=" + hmac.new(self.secret.encode(), raw, hashlib.sha256).hexdigest()
         given = handler.headers.get("x-agentshape-signature", "")
         signed = hmac.compare_digest(given, expected)
+        with self._lock:
+            delay = self.delays.popleft() if self.delays else 0.0
+        if delay:
+            time.sleep(delay)
         with self._lock:
             status = self.statuses.popleft() if self.statuses else self.always
             delivery = Delivery(
