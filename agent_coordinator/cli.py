@@ -25,8 +25,7 @@ from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.agent import ENV_ANALYTICS_DIR
-from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
+from agent_executor import DEFAULT_ANALYTICS_DIR, ENV_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
