@@ -82,12 +82,13 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def check_webhook_url(url: str, allow: frozenset[str]) -> None:
+def check_webhook_url(url: str, allow: frozenset[str], *, source: str = "webhook") -> None:
     """Refuse a webhook URL the service will not fetch.
 
     Args:
-        url: The URL a request named.
+        url: The URL a request (or an agent file) named.
         allow: The hosts allowed (lower case); empty allows any.
+        source: Where the URL comes from, as the error message names it.
 
     Raises:
         BadRequest: ``InvalidWebhook`` when the URL is not http(s) with a host, or its host is
@@ -98,15 +99,15 @@ def check_webhook_url(url: str, allow: frozenset[str]) -> None:
         host = parts.hostname
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number
     except ValueError as error:
-        raise BadRequest("InvalidWebhook", f"webhook {url!r} is not a URL: {error}") from error
+        raise BadRequest("InvalidWebhook", f"{source} {url!r} is not a URL: {error}") from error
     if parts.scheme not in ("http", "https") or not host:
         raise BadRequest(
-            "InvalidWebhook", f"webhook {url!r} is not an http:// or https:// URL with a host"
+            "InvalidWebhook", f"{source} {url!r} is not an http:// or https:// URL with a host"
         )
     if allow and host.lower() not in allow:
         raise BadRequest(
             "InvalidWebhook",
-            f"webhook host {host!r} is not allowed here (--webhook-allow: "
+            f"{source} {url!r}: host {host!r} is not allowed here (--webhook-allow: "
             f"{', '.join(sorted(allow))})",
         )
 

@@ -105,20 +105,14 @@ def _webhook(services: Services, given: str | None, agent_name: str) -> str | No
     webhook = services.execution.config(agent_name).webhook if from_agent else given
     if webhook is None:
         return None
-    where = f"agent {agent_name!r} names webhook {webhook!r}, but " if from_agent else ""
+    source = f"the webhook of agent {agent_name!r}" if from_agent else "webhook"
     if services.webhooks is None:
         raise BadRequest(
             "WebhooksNotConfigured",
-            f"{where}this service has no webhook secret to sign deliveries with; start it "
-            "with --webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
+            f"{source} {webhook!r} needs a webhook secret to sign deliveries with, and this "
+            "service has none; start it with --webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
         )
-    try:
-        check_webhook_url(webhook, services.webhooks.allow)
-    except BadRequest as refused:
-        if from_agent:
-            refused.message = f"agent {agent_name!r}'s {refused.message}"
-            refused.args = (refused.message,)
-        raise
+    check_webhook_url(webhook, services.webhooks.allow, source=source)
     return webhook
 
 

@@ -182,7 +182,7 @@ def test_an_agent_files_webhook_on_a_service_without_a_secret_is_refused_400(
     service = make_service()
     response = service.client.post("/runs", json={"agent_name": "hooked", "prompt": "Say hi"})
     assert response.status_code == 400 and response.json()["error"] == "WebhooksNotConfigured"
-    assert "agent 'hooked' names webhook" in response.json()["message"]
+    assert "the webhook of agent 'hooked'" in response.json()["message"]
     assert service.run({**REVIEW}).json()["status"] == "completed"  # other agents still run
 
 
@@ -215,7 +215,7 @@ def test_webhook_allow_refuses_other_hosts_400(
         "/runs", json={**REVIEW, "webhook": "http://169.254.169.254/latest/meta-data"}
     )
     assert refused.status_code == 400 and refused.json()["error"] == "InvalidWebhook"
-    assert "'169.254.169.254' is not allowed" in refused.json()["message"]
+    assert "host '169.254.169.254' is not allowed" in refused.json()["message"]
     assert service.run({**REVIEW, "webhook": receiver.url}).json()["status"] == "completed"
     assert receiver.wait_for(1)[0].signed
 
