@@ -63,8 +63,8 @@ _HOLD_MARGIN_S = 30.0
 class WebhookSettings:
     """How the service signs and where it may deliver webhooks."""
 
-    secret: str
-    """The HMAC-SHA256 key every body is signed with."""
+    secret: str = field(repr=False)
+    """The HMAC-SHA256 key every body is signed with (never shown in a repr)."""
     allow: frozenset[str] = field(default_factory=frozenset)
     """The hosts a webhook may name (lower case); empty: any host."""
     timeout_s: float = 10.0
