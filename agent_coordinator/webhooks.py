@@ -19,16 +19,14 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httpx2
 
 from agent_coordinator.errors import BadRequest
+from agent_coordinator.runner import runner_id
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.records import DeliveryRecord
 
@@ -136,7 +134,7 @@ class Deliverer:
     def __init__(self, store: SqlStore, settings: WebhookSettings) -> None:
         self.store = store
         self.settings = settings
-        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.id = runner_id()  # host, process and a nonce, as a runner's
         self._task: asyncio.Task[None] | None = None
         self._client: httpx2.AsyncClient | None = None
 
