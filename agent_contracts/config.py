@@ -113,6 +113,9 @@ class AgentConfig(BaseModel):
     """An output contract used when the caller gives none; a caller's schema replaces it."""
     options: RunOptions = Field(default_factory=RunOptions)
     """The agent's option layer; fields it does not set fall through to environment defaults."""
+    webhook: str | None = Field(default=None, pattern=r"^https?://[^/?#\s]+")
+    """An http(s) URL ``agentshape serve`` POSTs each of the agent's runs' end to, unless the
+    run names its own ``webhook``; running the agent in-process ignores it."""
     profile: ProfileOverride = Field(default_factory=ProfileOverride)
     """Provider-profile fields to override (``llm.profile``), such as ``strict_tools: false``
     for a server that rejects strict tools; unset fields keep the provider's own."""

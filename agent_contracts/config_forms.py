@@ -49,6 +49,7 @@ _SPELLINGS: dict[str, tuple[_Loc, ...]] = {
     "parameters_schema": (("parameters_schema",),),
     "output_schema": (("output_schema",), ("output", "schema")),
     "default_output_schema": (("default_output_schema",),),
+    "webhook": (("webhook",),),
 }
 
 # Sections holding a whole ``RunOptions`` mapping.

@@ -23,8 +23,10 @@ from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
+from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
+from agent_executor import DEFAULT_ANALYTICS_DIR, ENV_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 
@@ -86,6 +88,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--lease", type=float, default=30.0, help="seconds a runner's claim lasts unrenewed"
     )
     parser.add_argument(
+        "--analytics-dir",
+        type=Path,
+        default=None,
+        help=f"where run events go as JSONL, as the command line writes them (default "
+        f"${ENV_ANALYTICS_DIR}, else {DEFAULT_ANALYTICS_DIR})",
+    )
+    parser.add_argument("--no-analytics", action="store_true", help="write no JSONL analytics log")
+    parser.add_argument(
         "--max-claims",
         type=_positive,
         default=DEFAULT_MAX_CLAIMS,
@@ -115,6 +125,19 @@ def register(commands: Subcommands) -> None:
         default=None,
         help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health and "
         f"/ready (default ${TOKEN_ENV})",
+    )
+    serve.add_argument(
+        "--webhook-secret",
+        default=None,
+        help=f"sign webhook deliveries with this HMAC-SHA256 key (default ${SECRET_ENV}); "
+        "without one, runs may not name a webhook",
+    )
+    serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a host webhooks may be delivered to (repeatable); without it, any host",
     )
     serve.set_defaults(handler=serve_command)
     runner = commands.add_parser(
@@ -157,6 +180,7 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         default_model=args.model,
         env=os.environ,
         workspace=args.workspace,
+        analytics=None if args.no_analytics else JsonlAnalytics(_analytics_dir(args)),
     )
     try:
         store = open_store(args.database)
@@ -165,14 +189,22 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
     return store, execution
 
 
+def _analytics_dir(args: argparse.Namespace) -> Path:
+    """Return where the JSONL analytics log goes: the command line's choice, in its order."""
+    chosen = args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
+    return Path(chosen)
+
+
 def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -> str:
     agents = len(execution.fleet)
     model = args.model or "each agent's, else from the API keys in the environment"
+    analytics = "off" if args.no_analytics else f"{_analytics_dir(args)}/events-YYYY-MM-DD.jsonl"
     return (
         f"  fleet:    {execution.fleet.directory} ({agents} agent{'s' if agents != 1 else ''})\n"
         f"  database: {store.url}\n"
         f"  registry: {execution.registry.path}\n"
         f"  model:    {model}\n"
+        f"  analytics: {analytics}\n"
     )
 
 
@@ -204,6 +236,20 @@ def _services(args: argparse.Namespace) -> Services:
             on_finished=services.notifier.notify,
         )
     return services
+
+
+def _webhooks(args: argparse.Namespace) -> tuple[WebhookSettings | None, str]:
+    """Return ``serve``'s webhook settings and how the banner describes them."""
+    secret = args.webhook_secret or os.environ.get(SECRET_ENV) or None
+    allow = frozenset(host.strip().lower() for host in args.webhook_allow if host.strip())
+    if secret is None:
+        if allow:
+            raise ConfigError(
+                f"--webhook-allow needs a webhook secret (--webhook-secret or ${SECRET_ENV})"
+            )
+        return None, "off (no --webhook-secret)"
+    hosts = ", ".join(sorted(allow)) if allow else "any host (see --webhook-allow)"
+    return WebhookSettings(secret=secret, allow=allow), f"signed, to {hosts}"
 
 
 def _listen(host: str, port: int) -> tuple[socket.socket, str]:
@@ -282,6 +328,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from agent_coordinator.api import create_app
 
     services = _services(args)
+    services.webhooks, webhooks = _webhooks(args)
     mcp = _has_mcp()
     app = create_app(services, mcp_host=args.host if mcp else None)
     _settle(services.execution)
@@ -291,6 +338,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + _describe(services.store, services.execution, args)
         + f"  runners:  {args.workers} in this process\n"
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
+        + f"  webhooks: {webhooks}\n"
         + (
             f"  mcp:      {url}/mcp (streamable HTTP)\n"
             if mcp

@@ -51,6 +51,7 @@ from agent_core.fleet import Fleet
 from agent_core.registry import SchemaRegistry
 from agent_core.validation import compile_schema, issues_from_pydantic
 from agent_executor.agent import Agent
+from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import format_child_result
 from agent_executor.stream_relay import STREAM_TO
@@ -76,16 +77,19 @@ class _RunEvents:
     """The analytics sink of the agents the service keeps: events to the current run's buffer.
 
     One agent serves many runs at once; the run a task executes is in :data:`_RUN_EVENTS`.
+    Every event also goes to ``log`` (the JSONL analytics log), when there is one.
     """
 
+    def __init__(self, log: AnalyticsSink | None) -> None:
+        self._log = log
+
     def emit(self, event: BaseModel) -> None:
-        """Pass the event to the current run's buffer."""
+        """Pass the event to the current run's buffer and to the log."""
         events = _RUN_EVENTS.get()
         if events is not None:
             events.emit(event)
-
-
-_ROUTED = _RunEvents()
+        if self._log is not None:
+            self._log.emit(event)
 
 
 class Execution:
@@ -101,6 +105,8 @@ class Execution:
         default_model: The model for runs that name none and whose agent names none.
         env: The environment for API keys and base URLs.
         workspace: The directory the agents' input tools may read.
+        analytics: Where every run's analytics events are written as well (the command line's
+            JSONL log), or ``None``.
     """
 
     def __init__(
@@ -111,6 +117,7 @@ class Execution:
         default_model: str | None,
         env: Mapping[str, str],
         workspace: Path,
+        analytics: AnalyticsSink | None = None,
     ) -> None:
         self.fleet = fleet
         self.registry = registry
@@ -119,6 +126,7 @@ class Execution:
         self.workspace = workspace
         self._agents: dict[str, tuple[AgentConfig, Agent[BaseModel]]] = {}
         self._own_contracts: set[tuple[int, bool]] = set()
+        self._routed = _RunEvents(analytics)
 
     def warm(self) -> None:
         """Build the providers of the models runs will use now (importing their SDKs).
@@ -334,7 +342,7 @@ class Execution:
         own_tools = [name for name in config.tools if name not in COORDINATOR_TOOLS]
         agent: Agent[BaseModel] = Agent(
             config.model_copy(update={"tools": own_tools}),
-            analytics=_ROUTED,
+            analytics=self._routed,
             env=self.env,
             workspace=self.workspace,
             registry=self.registry,

@@ -103,6 +103,7 @@ if TYPE_CHECKING:
         SchemaCheckResult,
         SchemaInfo,
         SessionResult,
+        WebhookDelivery,
     )
     from agentshape._run_arguments import RunArguments
 
@@ -125,6 +126,7 @@ _CLIENT_NAMES = {
     "SchemaCheckResult": "agentshape._client_results",
     "SchemaInfo": "agentshape._client_results",
     "SessionResult": "agentshape._client_results",
+    "WebhookDelivery": "agentshape._client_results",
 }
 
 __all__ = [
@@ -190,6 +192,7 @@ __all__ = [
     "ToolExecutionError",
     "Usage",
     "ValidationIssue",
+    "WebhookDelivery",
     "__version__",
     "clear_caches",
     "compile_schema",

@@ -142,7 +142,7 @@ class Client:
                 neither ``output_schema`` nor ``output_schema_name`` is given and the agent has
                 no fixed ``output_schema`` of its own.
             **arguments: ``parameters``, ``output_schema``, ``output_schema_name``,
-                ``output_schema_options``, ``model``, ``wait``, ``stream``,
+                ``output_schema_options``, ``model``, ``wait``, ``stream``, ``webhook``,
                 ``idempotency_key`` (see :class:`RunArguments`).
 
         Returns:

@@ -30,6 +30,7 @@ __all__ = [
     "SchemaCheckResult",
     "SchemaInfo",
     "SessionResult",
+    "WebhookDelivery",
     "pending_result",
     "session_result",
 ]
@@ -80,6 +81,23 @@ class ResultValidation(_Answer):
     service says."""
 
 
+class WebhookDelivery(_Answer):
+    """The delivery of a run's end to the webhook it named."""
+
+    event_id: str
+    """The ``X-Agentshape-Event-Id`` every attempt carries."""
+    event: str
+    """``run.completed``, ``run.failed`` or ``run.cancelled``."""
+    status: Literal["pending", "delivered", "failed"]
+    """``pending`` (being tried), ``delivered`` (a 2xx answer) or ``failed`` (given up)."""
+    attempts: int
+    last_status_code: int | None = None
+    """The receiver's status on the last attempt; ``None`` when it did not answer."""
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None
+    delivered_at: datetime | None = None
+
+
 class RunInfo(_Answer):
     """A run of the service: what it is, where it is, and how it ended."""
 
@@ -96,6 +114,10 @@ class RunInfo(_Answer):
     claims: int = 0
     """How many times a runner claimed the run."""
     cancel_requested: bool = False
+    webhook: str | None = None
+    """The URL the run's end is delivered to, when the run named one."""
+    webhook_delivery: WebhookDelivery | None = None
+    """That delivery, once the run has ended (read by ``get_run``)."""
 
 
 class SchemaInfo(_Answer):

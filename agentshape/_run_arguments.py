@@ -36,6 +36,8 @@ class RunArguments(TypedDict, total=False):
     ``False`` returns at once (the result then has only the status)."""
     stream: bool
     """Stream the run, so that ``events`` carries its text and partial outputs as written."""
+    webhook: str | None
+    """An http(s) URL the service POSTs the run's end to, signed with its webhook secret."""
     idempotency_key: str | None
     """The request's ``Idempotency-Key`` (default: a new one a call), so that sending it again
     never starts a second run."""
@@ -81,6 +83,7 @@ def run_exchange(
         output_schema_options=arguments.get("output_schema_options"),
         model=arguments.get("model"),
         stream=arguments.get("stream", False),
+        webhook=arguments.get("webhook"),
     )
     return (
         yield from calls.run(
@@ -104,6 +107,7 @@ def run_body(
     output_schema_options: RunOptions | Mapping[str, JsonValue] | None,
     model: str | None,
     stream: bool,
+    webhook: str | None = None,
 ) -> dict[str, JsonValue]:
     """Return a ``POST /runs`` body with only what was given (a Pydantic class as its schema)."""
     body: dict[str, JsonValue] = {"type": kind}
@@ -125,6 +129,8 @@ def run_body(
         body["model"] = model
     if stream:
         body["stream"] = True
+    if webhook is not None:
+        body["webhook"] = webhook
     return body
 
 

@@ -86,6 +86,8 @@ def start_service(
             MODEL,
             "--agents-dir",
             str(ROOT / "agents"),
+            # the library side runs with NullAnalytics: the same work on both sides
+            "--no-analytics",
         ],
         cwd=database.parent,
         env={**os.environ, **env},

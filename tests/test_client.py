@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -42,6 +43,7 @@ from agentshape import (
 )
 from tests.agent_coordinator.harness import free_port, write_fleet
 from tests.agent_coordinator.processes import Process, serve
+from tests.agent_coordinator.webhook_receiver import Receiver
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 pytest.importorskip("fastapi", reason="the service needs the server extra")
@@ -344,6 +346,36 @@ def test_agents_are_created_changed_and_deleted_from_the_client(tmp_path: Path) 
         asyncio.run(main())
     finally:
         process.stop()
+
+
+def test_a_webhook_gets_the_runs_end_and_get_run_shows_its_delivery(tmp_path: Path) -> None:
+    receiver = Receiver("whsec-client")
+    write_fleet(tmp_path / "agents")
+    env = {"AGENTSHAPE_WEBHOOK_SECRET": "whsec-client"}
+    process, address = serve(tmp_path, str(tmp_path / "coordinator.db"), env, "--model", "test")
+    try:
+        with Client(address) as client:
+            result = client.start_session(
+                "reviewer", "Review PR 1", parameters=REVIEW_ARGS, webhook=receiver.url
+            )
+            [got] = receiver.wait_for(1)
+            assert got.signed and got.body["run_id"] == result.run_id
+            assert got.body["event"] == "run.completed"
+            assert got.body["result_data"] == result.result_data
+            deadline = time.monotonic() + 60
+            while (run := client.get_run(result.run_id)).webhook_delivery is None or (
+                run.webhook_delivery.status != "delivered"
+            ):
+                assert time.monotonic() < deadline, run
+                time.sleep(0.05)
+            assert run.webhook == receiver.url
+            assert run.webhook_delivery.event_id == got.headers["x-agentshape-event-id"]
+            with pytest.raises(APIError) as refused:
+                client.start_session("reviewer", "x", parameters=REVIEW_ARGS, webhook="ftp://h/")
+            assert refused.value.status == 400 and refused.value.code == "InvalidWebhook"
+    finally:
+        process.stop()
+        receiver.close()
 
 
 # Waiting, cancelling, the token ----------------------------------------------------------------

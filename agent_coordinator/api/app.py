@@ -42,6 +42,7 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+from agent_coordinator.webhooks import Deliverer
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -99,10 +100,11 @@ async def _render(request: Request, error: Exception) -> JSONResponse:
 async def serving(
     services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
 ) -> AsyncIterator[None]:
-    """Run what an app needs while it serves: store threads, MCP sessions, the runner.
+    """Run what an app needs while it serves: store threads, MCP sessions, runner, deliverer.
 
     Args:
-        services: The services; their runner (if any) starts, and stops at the end.
+        services: The services; their runner (if any) starts, and stops at the end, and so
+            does a webhook deliverer when they have webhook settings.
         managers: MCP session managers to run alongside.
     """
     asyncio.get_running_loop().set_default_executor(
@@ -113,9 +115,15 @@ async def serving(
             await stack.enter_async_context(manager.run())
         if services.runner is not None:
             services.runner.start()
+        deliverer = None
+        if services.webhooks is not None:
+            deliverer = Deliverer(services.store, services.webhooks)
+            deliverer.start()
         try:
             yield
         finally:
+            if deliverer is not None:
+                await deliverer.stop()
             if services.runner is not None:
                 await services.runner.stop()
 

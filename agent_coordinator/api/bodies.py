@@ -35,6 +35,7 @@ __all__ = [
     "SessionRunView",
     "SessionView",
     "ValidateSchemaRequest",
+    "WebhookDeliveryView",
     "timestamp",
 ]
 
@@ -108,6 +109,10 @@ class RunCreate(BaseModel):
     (``GET /runs/{id}/events``) carry what ``Agent.run_stream`` yields: the reply text and the
     output as they are written (``text_delta``, ``partial_output``), input-tool calls and
     retries. Its child sessions stream too. The result is the same either way."""
+    webhook: str | None = Field(default=None, max_length=2000)
+    """An http(s) URL the service POSTs the run's end to, signed with its webhook secret
+    (400 ``InvalidWebhook`` for another scheme or a host outside ``--webhook-allow``, 400
+    ``WebhooksNotConfigured`` when the service has no secret)."""
 
 
 class RunFailure(BaseModel):
@@ -145,6 +150,26 @@ class ClaimView(BaseModel):
     it is held."""
 
 
+class WebhookDeliveryView(BaseModel):
+    """The delivery of a run's end to its webhook."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_id: str
+    """The ``X-Agentshape-Event-Id`` every attempt carries."""
+    event: str
+    """``run.completed``, ``run.failed`` or ``run.cancelled``."""
+    status: Literal["pending", "delivered", "failed"]
+    """``pending`` (being tried), ``delivered`` (a 2xx answer) or ``failed`` (given up)."""
+    attempts: int
+    last_status_code: int | None = None
+    """The receiver's status on the last attempt; ``None`` when it did not answer."""
+    last_error: str | None = None
+    next_attempt_at: datetime | None = None
+    """When a pending delivery is tried next."""
+    delivered_at: datetime | None = None
+
+
 class RunView(BaseModel):
     """A run: what it is, where it is, and how it ended."""
 
@@ -178,6 +203,10 @@ class RunView(BaseModel):
     cancel_requested: bool = False
     claim_history: list[ClaimView] | None = None
     """Each claim and how it ended, in ``GET /runs/{id}`` and a session's runs (not in lists)."""
+    webhook: str | None = None
+    """The URL the run's end is delivered to, when the run named one."""
+    webhook_delivery: WebhookDeliveryView | None = None
+    """That delivery's state once the run has ended (``GET /runs/{id}`` only)."""
 
 
 class RunPage(BaseModel):

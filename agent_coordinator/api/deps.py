@@ -15,6 +15,7 @@ from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.records import RunRecord
+from agent_coordinator.webhooks import WebhookSettings
 
 __all__ = ["Limits", "Notifier", "Services", "ServicesDep", "bearer_matches", "require_token"]
 
@@ -72,6 +73,8 @@ class Services:
     limits: Limits = field(default_factory=Limits)
     runner: Runner | None = None
     notifier: Notifier = field(default_factory=Notifier)
+    webhooks: WebhookSettings | None = None
+    """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""
 
 
 async def _services(request: Request) -> Services:

@@ -16,9 +16,10 @@ from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.model_text import ModelTextResponse
-from agent_coordinator.api.views import result_event, run_view, session_result
-from agent_coordinator.errors import NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator.api.views import delivery_view, result_event, run_view, session_result
+from agent_coordinator.errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
+from agent_coordinator.webhooks import check_webhook_url
 
 __all__ = ["router", "submit_run", "wait_for_end"]
 
@@ -99,6 +100,28 @@ async def _inherit(
     return body.model_copy(update=update), held
 
 
+def _webhook(services: Services, given: str | None, agent_name: str) -> str | None:
+    """Return the webhook a run's end goes to (the request's, else its agent file's), checked.
+
+    Raises:
+        InvalidWebhook: It is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: The service has no webhook secret to sign with (400).
+    """
+    from_agent = given is None
+    webhook = services.execution.config(agent_name).webhook if from_agent else given
+    if webhook is None:
+        return None
+    source = f"the webhook of agent {agent_name!r}" if from_agent else "webhook"
+    if services.webhooks is None:
+        raise BadRequest(
+            "WebhooksNotConfigured",
+            f"{source} {webhook!r} needs a webhook secret to sign deliveries with, and this "
+            "service has none; start it with --webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
+        )
+    check_webhook_url(webhook, services.webhooks.allow, source=source)
+    return webhook
+
+
 async def submit_run(
     services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
 ) -> RunRecord:
@@ -117,6 +140,8 @@ async def submit_run(
         InvalidRequest: The request's fields do not fit together (422).
         SessionNotFound: ``resume_session`` of an unknown session (404).
         SchemaTooLarge: The inline schema is over the size limit (413).
+        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
         ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
     """
     parameters = body.parameters
@@ -158,6 +183,7 @@ async def submit_run(
             raise PayloadTooLarge(
                 "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
             )
+    webhook = _webhook(services, body.webhook, agent_name)
     options = body.output_schema_options
     wanted = RunInput(
         prompt=body.prompt or "",
@@ -168,6 +194,7 @@ async def submit_run(
         options=options.model_dump(mode="json", exclude_unset=True) if options else {},
         model=body.model,
         stream=body.stream,
+        webhook=webhook,
     )
     if wanted.output_schema_name is None and wanted.output_schema is None:
         # the agent's own contract, compiled and cached at load: cheap, so in place
@@ -262,10 +289,17 @@ async def list_runs(
 
 @router.get("/runs/{run_id}")
 async def get_run(run_id: str, services: ServicesDep) -> RunView:
-    """Return one run, with each claim of it by a runner and how that claim ended."""
+    """Return one run, with each claim of it by a runner and how that claim ended.
+
+    One that named a webhook shows its delivery once it has ended.
+    """
     run = await _get(services, run_id)
     claims = await services.store.call(services.store.claim_history, [run])
-    return run_view(run, claims[run_id])
+    view = run_view(run, claims[run_id])
+    if run.input.webhook is not None and run.status in TERMINAL:
+        delivery = await services.store.call(services.store.run_delivery, run.id)
+        view.webhook_delivery = delivery_view(delivery) if delivery is not None else None
+    return view
 
 
 @router.post(

@@ -16,13 +16,15 @@ from agent_coordinator.api.bodies import (
     SessionResult,
     SessionRunView,
     SessionView,
+    WebhookDeliveryView,
     timestamp,
 )
 from agent_coordinator.errors import Conflict
-from agent_coordinator.store.records import ClaimRecord, RunRecord, SessionRecord
+from agent_coordinator.store.records import ClaimRecord, DeliveryRecord, RunRecord, SessionRecord
 
 __all__ = [
     "claim_view",
+    "delivery_view",
     "failure",
     "result_event",
     "run_view",
@@ -67,6 +69,23 @@ def run_view(run: RunRecord, claims: list[ClaimRecord] | None = None) -> RunView
         claims=run.claims,
         cancel_requested=run.cancel_requested,
         claim_history=None if claims is None else [claim_view(claim) for claim in claims],
+        webhook=run.input.webhook,
+    )
+
+
+def delivery_view(delivery: DeliveryRecord) -> WebhookDeliveryView:
+    """Return a webhook delivery as the API shows it."""
+    return WebhookDeliveryView(
+        event_id=delivery.id,
+        event=delivery.event,
+        status=delivery.status,
+        attempts=delivery.attempts,
+        last_status_code=delivery.last_status_code,
+        last_error=delivery.last_error,
+        next_attempt_at=timestamp(delivery.next_attempt_at)
+        if delivery.status == "pending"
+        else None,
+        delivered_at=timestamp(delivery.delivered_at),
     )
 
 

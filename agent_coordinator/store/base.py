@@ -19,4 +19,4 @@ __all__ = ["Cursor", "SqlStore"]
 
 
 class SqlStore(RunQueries, LeaseQueries):
-    """Runs, sessions, attempts and events in a SQL database (SQLite or PostgreSQL)."""
+    """Runs, sessions, attempts, events and webhook deliveries in a SQL database."""

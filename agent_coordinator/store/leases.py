@@ -25,6 +25,7 @@ from agent_coordinator.store.records import (
     RunState,
 )
 from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, dumps, loads, run_record
+from agent_coordinator.store.webhooks import WebhookQueries
 
 __all__ = ["LeaseQueries"]
 
@@ -33,8 +34,8 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
-class LeaseQueries(ClaimLog):
-    """Claims, leases, the end of a run, cancel, and the event log."""
+class LeaseQueries(ClaimLog, WebhookQueries):
+    """Claims, leases, the end of a run (with its webhook's delivery), cancel, the event log."""
 
     def claim(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
@@ -271,6 +272,7 @@ class LeaseQueries(ClaimLog):
             ended.result, ended.error = result, error
             status = ended.status
             session_id = ended.session_id
+            self._enqueue_webhook(cursor, ended, now)
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
                 self._exec(
@@ -356,8 +358,10 @@ class LeaseQueries(ClaimLog):
             found = self._exec(
                 cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
-        assert found is not None
-        run = run_record(found)
+            assert found is not None
+            run = run_record(found)
+            if status == "queued" and run.status == "cancelled":  # cancelled here, not by a runner
+                self._enqueue_webhook(cursor, run, now)
         if run.status in TERMINAL and run.status != "cancelled":  # it ended in the meantime
             raise Conflict("RunNotCancellable", f"run {run_id!r} has already {run.status}")
         return run

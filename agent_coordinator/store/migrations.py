@@ -71,5 +71,31 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE runs ADD COLUMN progress TEXT",
         ),
     ),
+    (
+        4,
+        (
+            # One delivery of a run's end to its webhook, kept until it is delivered or a day of
+            # retries is up. ``id`` is the event id the receiver dedupes by; ``body`` the exact
+            # bytes sent (and signed) on every attempt. A deliverer claims a due row by moving
+            # ``next_attempt_at`` past its timeout, so a deliverer lost mid-attempt hands the
+            # row back when that time comes.
+            """CREATE TABLE webhook_deliveries (
+                id TEXT PRIMARY KEY,
+                run_id TEXT NOT NULL UNIQUE,
+                url TEXT NOT NULL,
+                event TEXT NOT NULL,
+                body TEXT NOT NULL,
+                status TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                next_attempt_at DOUBLE PRECISION NOT NULL,
+                lease_owner TEXT,
+                last_status_code INTEGER,
+                last_error TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                delivered_at DOUBLE PRECISION
+            )""",
+            "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

@@ -17,6 +17,8 @@ __all__ = [
     "Claim",
     "ClaimEnd",
     "ClaimRecord",
+    "DeliveryRecord",
+    "DeliveryState",
     "EventRecord",
     "LeaseState",
     "NewRun",
@@ -58,6 +60,8 @@ class RunInput(BaseModel):
     """The model the caller asked for, else ``None``."""
     stream: bool = False
     """Whether the run streams its events (see ``RunCreate.stream``)."""
+    webhook: str | None = None
+    """The http(s) URL the run's end is POSTed to (see ``RunCreate.webhook``)."""
 
 
 class NewRun(BaseModel):
@@ -176,3 +180,32 @@ class EventRecord(BaseModel):
     type: str
     data: dict[str, JsonValue]
     created_at: float
+
+
+DeliveryState = Literal["pending", "delivered", "failed"]
+"""Where a webhook delivery is: still being tried, answered with a 2xx, or given up on."""
+
+
+class DeliveryRecord(BaseModel):
+    """One stored delivery of a run's end to its webhook."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    """The event id, sent as ``X-Agentshape-Event-Id`` on every attempt."""
+    run_id: str
+    url: str
+    event: str
+    """``run.completed``, ``run.failed`` or ``run.cancelled``."""
+    body: str
+    """The JSON body, the same bytes on every attempt."""
+    status: DeliveryState
+    attempts: int
+    """Attempts started so far."""
+    next_attempt_at: float
+    last_status_code: int | None
+    """The receiver's HTTP status on the last attempt (``None``: no answer)."""
+    last_error: str | None
+    """Why the last attempt failed, for people."""
+    created_at: float
+    delivered_at: float | None

@@ -339,3 +339,11 @@ def test_seed_004s_load_time_rules_are_errors_for_the_file_forms_output_schema(
     assert sorted(errors_of(file_form)) == expected
     blueprint = AgentConfig.model_validate({"id": "a", "output_schema": schema})
     assert blueprint.output_schema == schema  # the output_schema form wraps a non-object root
+
+
+def test_a_webhook_must_be_an_http_url_with_a_host() -> None:
+    hooked = AgentConfig.model_validate({"id": "a", "webhook": "https://hooks.example.com/x"})
+    assert hooked.webhook == "https://hooks.example.com/x"
+    assert [loc for loc, _ in errors_of({"id": "a", "webhook": "ftp://hooks.example.com"})] == [
+        "webhook"
+    ]

@@ -26,6 +26,7 @@ from agent_coordinator.api.deps import Limits, Services
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import SqlStore, open_store
+from agent_coordinator.webhooks import WebhookSettings
 from agent_core.fleet import load_fleet
 from agent_core.registry import SchemaRegistry
 from agent_executor.tools import KNOWN_TOOLS
@@ -104,6 +105,7 @@ class Service:
         limits: Limits | None = None,
         lease_s: float = 5.0,
         mcp: bool = False,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         fleet = load_fleet(
             write_fleet(tmp / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
@@ -117,7 +119,11 @@ class Service:
             workspace=tmp,
         )
         self.services = Services(
-            store=self.store, execution=self.execution, token=token, limits=limits or Limits()
+            store=self.store,
+            execution=self.execution,
+            token=token,
+            limits=limits or Limits(),
+            webhooks=webhooks,
         )
         if workers:
             self.services.runner = Runner(
