@@ -279,3 +279,49 @@ def test_a_full_disk_answers_507_store_full(tmp_path: Path) -> None:
         if process is not None:
             _stop(process, stderr)
         subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_a_run_answered_while_postgres_is_down_is_stored_once_it_is_back(
+    tmp_path: Path, own_postgres: Postgres, fake_llm: FakeLLM
+) -> None:
+    """The model's answer is paid for: its end waits for the database, not for a second call."""
+    write_fleet(tmp_path / "agents")
+    answer = threading.Event()
+
+    def hold(_: object) -> None:
+        """Hold the one model call until the database is down (nothing else calls it)."""
+        answer.wait(300)
+
+    fake_llm.refuse_when(hold)
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    process, url = serve(
+        tmp_path, own_postgres.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
+    )
+    stderr = _Stderr(process)
+    try:
+        run_id = httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"]
+        deadline = time.monotonic() + 120
+        while not fake_llm.requests:
+            assert time.monotonic() < deadline, "the run never called the model"
+            time.sleep(0.05)
+        own_postgres.stop_server("fast")
+        answer.set()
+        deadline = time.monotonic() + 120
+        while f"cannot store the end of run {run_id}" not in stderr.text():
+            assert time.monotonic() < deadline, stderr.text()[-2000:]
+            time.sleep(0.1)
+        own_postgres.start()
+        deadline = time.monotonic() + 120
+        while (response := httpx.get(f"{url}/runs/{run_id}", timeout=60)).status_code != 200 or (
+            response.json()["status"] == "running"
+        ):
+            assert time.monotonic() < deadline, response.text
+            time.sleep(0.1)
+        assert response.json()["status"] == "completed", response.text
+        result = httpx.get(f"{url}/sessions/{response.json()['session_id']}/result").json()
+        assert result["result_data"] == VALID
+        assert len(fake_llm.requests) == 1  # the answer was not asked for again
+    finally:
+        answer.set()
+        _stop(process, stderr)
