@@ -138,10 +138,12 @@ async def _run_batched(
             if maybe is not None:
                 await maybe
 
+    batcher.expect(len(items))
     runs = [asyncio.ensure_future(one(i)) for i in range(len(items))]
     try:
         await asyncio.gather(*runs)
     except BaseException:
+        batcher.cancel()
         for run in runs:
             run.cancel()
         await asyncio.gather(*runs, return_exceptions=True)

@@ -106,23 +106,39 @@ class Batcher:
         self._waiting: list[_Waiting] = []
         self._rounds: set[asyncio.Task[None]] = set()
 
+    def expect(self, count: int) -> None:
+        """Say that ``count`` more items will run (each inside :meth:`item`).
+
+        Called before any of them starts, so the first round waits for every item's first call
+        instead of going out with the first item alone.
+
+        Args:
+            count: How many items.
+        """
+        self._active += count
+
     @contextmanager
     def item(self, key: str) -> Iterator[None]:
         """Mark the model calls made inside as item ``key``'s (one run; keys are unique).
 
-        The batcher sends a round once every item inside this block is waiting on a call.
+        The batcher sends a round once every expected item still running is waiting on a call;
+        leaving the block ends the item.
 
         Args:
             key: The item's key, stable across processes (a task id) so a rerun can resume.
         """
         token = _ITEM.set(key)
-        self._active += 1
         try:
             yield
         finally:
             _ITEM.reset(token)
             self._active -= 1
             self._maybe_send()
+
+    def cancel(self) -> None:
+        """Stop polling every batch in flight (they stay recorded, to be resumed)."""
+        for task in list(self._rounds):
+            task.cancel()
 
     async def call(self, turn: ModelTurnRequest) -> ModelTurn:
         """Queue one model call of the current item and return its reply once its batch ends.
