@@ -47,7 +47,9 @@ def grader(api: str, body: Any) -> Any:
     if "boom" in task:
         return ItemFault("error", "overloaded")
     score = -1 if "never" in task or ("bad" in task and answered == 0) else 7
-    arguments = {"score": score}
+    arguments: dict[str, Any] = {"score": score}
+    if '"title"' in json.dumps(body["tools"]):  # the CLI tests' grader also asks for a title
+        arguments["title"] = "An essay"
     if api == "openai":
         call = {
             "id": f"call_{answered}",
