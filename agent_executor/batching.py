@@ -226,7 +226,7 @@ class Batcher:
             if isinstance(outcome, ProviderError):
                 waiting.reply.set_exception(outcome)
             else:
-                waiting.reply.set_result(outcome)
+                waiting.reply.set_result(outcome.model_copy(update={"batch_id": batch_id}))
 
     def _recorded_batch(self, custom_id: str, body: bytes) -> str | None:
         """Return the recorded batch already holding this item with this body, if any."""

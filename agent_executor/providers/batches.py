@@ -11,20 +11,24 @@ batched call sends what a live call sends.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 from collections.abc import Mapping, Sequence
 
 from agent_contracts.errors import ConfigError, ProviderError
-from agent_executor.providers.anthropic import AnthropicProvider
-from agent_executor.providers.anthropic_batches import AnthropicBatches
 from agent_executor.providers.base import ModelTurnRequest, Provider
 from agent_executor.providers.batch_base import BatchAPI, BatchStatus, ItemOutcome
 from agent_executor.providers.function import FunctionModel
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.openai_batches import OpenAIBatches
 from agent_executor.providers.test import TestModel
 
 __all__ = ["ImmediateBatches", "batch_api_for"]
+
+# The SDK-backed batch APIs are imported only for a provider of theirs (whose SDK is then
+# loaded already): the SDKs are extras, and importing them costs seconds (see resolve.py).
+_SDK_BATCHES = {
+    "agent_executor.providers.openai": ("openai_batches", "OpenAIBatches"),
+    "agent_executor.providers.anthropic": ("anthropic_batches", "AnthropicBatches"),
+}
 
 
 class ImmediateBatches:
@@ -91,10 +95,11 @@ def batch_api_for(provider: Provider) -> BatchAPI:
     Raises:
         ConfigError: The provider has no batch API.
     """
-    if isinstance(provider, OpenAIProvider):
-        return OpenAIBatches(provider)
-    if isinstance(provider, AnthropicProvider):
-        return AnthropicBatches(provider)
+    sdk = _SDK_BATCHES.get(type(provider).__module__)
+    if sdk is not None:
+        module = importlib.import_module(f"agent_executor.providers.{sdk[0]}")
+        api: BatchAPI = getattr(module, sdk[1])(provider)
+        return api
     if isinstance(provider, TestModel | FunctionModel):
         return ImmediateBatches(provider)
     raise ConfigError(

@@ -341,6 +341,19 @@ def test_batch_with_the_test_model_writes_live_rows_plus_batch_id(
     Path("results.jsonl").unlink()
     assert run_many("grader", "--tasks", "tasks.jsonl") == 0
     assert set(results()[0]) == live_keys
+    # The analytics say which runs went through a batch: 2 of the 4 logged.
+    capsys.readouterr()
+    assert main(["analytics", "analytics"]) == 0
+    table = capsys.readouterr().out
+    assert "Runs through a provider batch" in table
+    row = next(
+        line
+        for line in table.splitlines()[table.splitlines().index("Runs through a provider batch") :]
+        if line.startswith("grader")
+    )
+    assert row.split() == ["grader", "2", "4"]
+    assert main(["analytics", "analytics", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["agents"][0]["batched"] == 2
 
 
 def test_batch_through_openai_records_its_batches_beside_out_and_skips_done_tasks(
