@@ -234,3 +234,25 @@ def test_a_provider_without_a_batch_api_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="the other provider has no batch API"):
         batch_api_for(Other())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_a_reply_that_cannot_be_read_fails_its_item_typed(
+    api: str, fake: FakeBatches
+) -> None:
+    fake.responder = lambda kind, body: (
+        {"nonsense": True} if "bad" in _task(kind, body)[0] else grader(kind, body)
+    )
+    ok, bad = await run_many(agent(), TASKS[:2], batch=batcher(provider(api, fake)))
+    assert ok.result.status == "completed"
+    assert bad.result.error is not None and bad.result.error.type == "provider_error"
+    assert bad.result.error.message.startswith(f"{api}")
+
+
+async def test_a_state_file_that_is_not_one_is_refused_naming_its_line(
+    fake: FakeBatches, tmp_path: Path
+) -> None:
+    state = tmp_path / "results.jsonl.batches"
+    state.write_text('{"batch_id": "batch_1", "items": {}}\nnot json\n')
+    with pytest.raises(ConfigError, match=r"results.jsonl.batches, line 2: not a recorded batch"):
+        batcher(provider("openai", fake), state_path=state)
