@@ -88,6 +88,8 @@ class ModelTurnEvent(_Event):
     """Why the model stopped, as the provider said it (``stop``, ``tool_use``...)."""
     tool_calls: list[str] = Field(default_factory=list)
     """Names of the tools the model called in this turn."""
+    batch_id: str | None = None
+    """The provider batch that answered this call, when it went through one (``--batch``)."""
 
 
 class ToolCallEvent(_Event):

@@ -111,6 +111,9 @@ RunErrorType = Literal[
     "provider_bad_request",
     "provider_context_length_exceeded",
     "provider_server_error",
+    "provider_batch_failed",
+    "provider_batch_item_failed",
+    "provider_batch_item_expired",
     "provider_error",
     "internal_error",
 ]

@@ -106,6 +106,7 @@ async def call_model(
         latency_ms=turn.latency_ms,
         stop_reason=turn.raw_stop_reason or turn.stop_reason,
         tool_calls=[call.name for call in turn.tool_calls],
+        **({"batch_id": turn.batch_id} if turn.batch_id else {}),  # live turns' lines unchanged
     )
     budget = spec.options.token_budget
     if budget is not None and state.usage.total_tokens > budget:

@@ -100,6 +100,8 @@ class AgentReview(BaseModel):
     """Wall time of the ended runs."""
     model_latency: LatencyStats = Field(default_factory=LatencyStats)
     """Time of each model call."""
+    batched: int = 0
+    """Ended runs whose model calls went through a provider batch (``run-many --batch``)."""
     days: list[DayTrend] = Field(default_factory=list)
     """The runs per UTC day, oldest first."""
 

@@ -131,6 +131,16 @@ def format_review_table(result: Review) -> str:
             *_table(("agent", "reason", "retries"), retry_rows, 2),
         ]
 
+    batch_rows = [
+        [s.agent_id, _count(s.batched), _count(s.runs)] for s in result.agents if s.batched
+    ]
+    if batch_rows:
+        lines += [
+            "",
+            "Runs through a provider batch",
+            *_table(("agent", "batched", "of runs"), batch_rows),
+        ]
+
     day_rows = [
         [
             day.day.isoformat(),

@@ -75,6 +75,7 @@ class _Open:
     first_attempt_ok: bool | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    batched: bool = False
 
 
 @dataclass
@@ -88,6 +89,7 @@ class _Totals:
     rescued: int = 0
     retries: int = 0
     incomplete: int = 0
+    batched: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     failures: Counter[str] = field(default_factory=Counter)
@@ -98,6 +100,7 @@ class _Totals:
 
     def ended(self, run: _Open, end: RunCompletedEvent | RunFailedEvent) -> None:
         self.runs += 1
+        self.batched += run.batched
         self.retries += end.retries
         self.run_ms.append(end.duration_ms)
         self.input_tokens += end.usage.input_tokens
@@ -143,6 +146,7 @@ class _Totals:
                 output=self.output_tokens,
                 total=self.input_tokens + self.output_tokens,
             ),
+            batched=self.batched,
             run_latency=_latency(self.run_ms),
             model_latency=_latency(self.turn_ms),
             days=[DayTrend(day=day, **counts) for day, counts in sorted(self.days.items())],
@@ -199,6 +203,7 @@ class Tally:
         elif isinstance(event, ModelTurnEvent):
             run.input_tokens += event.usage.input_tokens
             run.output_tokens += event.usage.output_tokens
+            run.batched = run.batched or event.batch_id is not None
 
     def _totals_of(self, agent_id: str) -> tuple[_Totals, _Totals]:
         totals = self._agents.get(agent_id)

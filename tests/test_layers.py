@@ -29,6 +29,7 @@ SDK_HOMES = {
     "anthropic": {
         "agent_executor/providers/anthropic.py",
         "agent_executor/providers/anthropic_clients.py",
+        "agent_executor/providers/anthropic_batches.py",  # Message Batches: the adapter's too
     },
 }
 

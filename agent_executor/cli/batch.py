@@ -9,6 +9,10 @@ Each finished run appends one JSON line to ``--out`` (id, line, status, result_d
 result_text, error, usage, model, tier...). Running again skips every task whose id already has
 a ``completed`` line there; failed ones run again (their old lines are dropped first, so the file
 ends with one line per task).
+
+With ``--batch`` every task's model calls go through the provider's batch API (see
+:mod:`agent_executor.batching`): rows gain ``batch_id``, the batches are recorded in
+``<out>.batches`` as they are created, and a rerun re-attaches to them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from agent_core.json_text import dump_json
 from agent_core.user_files import writable_output
 from agent_executor.agent import Agent
 from agent_executor.batch import run_many
+from agent_executor.batching import Batcher, BatchProgress
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
@@ -51,6 +56,7 @@ from agent_executor.cli.tasks import (
     results_lock,
 )
 from agent_executor.providers.base import Provider
+from agent_executor.providers.batches import batch_api_for
 from agent_executor.redaction import redact_json_text
 from agent_executor.result import AgentResult
 
@@ -75,6 +81,19 @@ def register(commands: Subcommands) -> None:
     many.add_argument(
         "--concurrency", type=int, default=4, metavar="N", help="runs at once (default 4)"
     )
+    many.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the model calls through the provider's batch API (half price, within 24 h); "
+        "batches are recorded in OUT.batches so a rerun re-attaches to them",
+    )
+    many.add_argument(
+        "--batch-poll",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --batch: first wait between polls of a batch, growing to 2 min (default 10)",
+    )
     add_run_arguments(many)
     add_option_arguments(many)
     add_schema_arguments(many)
@@ -91,6 +110,7 @@ async def run_tasks(
     escalate: bool,
     sink: TextIO,
     progress: Progress,
+    batcher: Batcher | None = None,
 ) -> Counter[str]:
     """Run every request with the library's ``run_many``, writing each result as it finishes.
 
@@ -103,6 +123,8 @@ async def run_tasks(
         escalate: Escalate a contract failure to the agent's next model tier.
         sink: Where each result's line (:func:`result_record`) is written and flushed.
         progress: Advanced once per finished task.
+        batcher: Send the model calls through this batcher's batches (each line then has
+            ``batch_id``: the last batch its task went through).
 
     Returns:
         The failed tasks, counted by error type.
@@ -114,7 +136,11 @@ async def run_tasks(
 
     def written(index: int, outcome: AgentResult[BaseModel]) -> None:
         result = outcome.result
-        sink.write(redact_json_text(dump_json(result_record(items[index], result))) + "\n")
+        record = result_record(items[index], result)
+        if batcher is not None:
+            batch_ids = batcher.batch_ids.get(items[index].key)
+            record["batch_id"] = batch_ids[-1] if batch_ids else None
+        sink.write(redact_json_text(dump_json(record)) + "\n")
         sink.flush()
         if result.error is not None:
             failures[result.error.type] += 1
@@ -127,6 +153,8 @@ async def run_tasks(
         on_result=written,
         model=model,
         escalate=escalate,
+        batch=batcher or False,
+        keys=[item.key for item in items] if batcher is not None else None,
     )
     return failures
 
@@ -140,6 +168,8 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.batch_poll < 0:
+        raise UsageError(f"--batch-poll must be 0 or more seconds, got {args.batch_poll}")
     if args.out.resolve() == args.tasks.resolve() or _same_file(args.out, args.tasks):
         raise UsageError("--out must not be the tasks file")
     problem = writable_output(args.out)
@@ -188,6 +218,7 @@ def _run_batch(
         )
         for item in pending
     ]
+    batcher = _batcher(args, provider, err) if args.batch and pending else None
     if pending:
         with args.out.open("a", encoding="utf-8", errors="backslashreplace") as sink:
             failures = asyncio.run(
@@ -200,6 +231,7 @@ def _run_batch(
                     escalate=not args.no_escalate,
                     sink=sink,
                     progress=progress,
+                    batcher=batcher,
                 )
             )
     failed = sum(failures.values())
@@ -209,8 +241,35 @@ def _run_batch(
         summary += " (" + ", ".join(f"{n} {kind}" for kind, n in failures.most_common()) + ")"
     if skipped:
         summary += f", {skipped} skipped (completed earlier)"
+    if batcher is not None:
+        summary += f"; {batcher.rounds} batch round(s)"
     print(f"{summary}; results in {args.out}", file=out)
     return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def _batcher(args: argparse.Namespace, provider: Provider, err: TextIO) -> Batcher:
+    """Return the batcher of ``--batch``: its state beside ``--out``, its progress on ``err``.
+
+    Raises:
+        ConfigError: The provider has no batch API, or the state file cannot be read.
+    """
+
+    def show(progress: BatchProgress) -> None:
+        status = progress.status
+        ended = status.succeeded + status.failed
+        line = f"batch {progress.batch_id} (round {progress.round}): {ended}/{status.total} done"
+        if status.failed:
+            line += f", {status.failed} failed"
+        print(line + (", ended" if status.ended else ""), file=err, flush=True)
+
+    return Batcher(
+        batch_api_for(provider),
+        provider,
+        state_path=args.out.with_name(args.out.name + ".batches"),
+        poll_interval_s=args.batch_poll,
+        max_poll_interval_s=max(args.batch_poll, 120.0),
+        on_progress=show,
+    )
 
 
 def _same_file(left: Path, right: Path) -> bool:

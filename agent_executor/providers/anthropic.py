@@ -155,6 +155,27 @@ class AnthropicProvider:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return async_client(**self._settings())
 
+    def sdk_client(self) -> anthropic.AsyncAnthropic:
+        """Return a new SDK client with this provider's credentials, URL and retries.
+
+        For the calls a run never makes, such as Message Batches; the caller closes it.
+        """
+        return self._new_client()
+
+    def request_params(self, turn: ModelTurnRequest) -> tuple[JsonObject, bool]:
+        """Return the Messages parameters :meth:`request` would send for ``turn``.
+
+        Args:
+            turn: The conversation, tools and settings for one call.
+
+        Returns:
+            The parameters as one JSON object (extra body fields merged in, as the SDK merges
+            them), and whether a forced tool choice was sent as ``auto``.
+        """
+        prepared = self._prepare(turn)
+        params = cast("JsonObject", {**prepared.params, **(prepared.extra_body or {})})
+        return params, prepared.downgraded
+
     def _settings(self) -> dict[str, object]:
         """Return the SDK client settings of this provider (credentials, URL, retries, timeout)."""
         return {

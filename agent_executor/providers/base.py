@@ -128,6 +128,8 @@ class ModelTurn(BaseModel):
     """Reasoning blocks to send back with this turn's tool calls (see ``Message.thinking``)."""
     tool_choice_downgraded: bool = False
     """A forced tool choice was sent as ``auto`` (Anthropic extended thinking cannot force)."""
+    batch_id: str | None = None
+    """The provider batch that answered this call, when it went through one."""
 
     def to_message(self) -> Message:
         """Return this reply as the assistant message to append to the conversation."""

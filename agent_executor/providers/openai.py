@@ -158,6 +158,21 @@ class OpenAIProvider:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return async_client(self._api_key, self.base_url, self._max_retries, self.timeout_s)
 
+    def sdk_client(self) -> openai.AsyncOpenAI:
+        """Return a new SDK client with this provider's key, URL and retries (the caller closes it).
+
+        For the calls a run never makes, such as the Batch API's files and batches.
+        """
+        return self._new_client()
+
+    def request_body(self, turn: ModelTurnRequest) -> bytes:
+        """Return the exact JSON bytes :meth:`request` would post for ``turn``.
+
+        Args:
+            turn: The conversation, tools and settings for one call.
+        """
+        return self._content(turn, tool_names_for(turn))
+
     def _content(
         self, turn: ModelTurnRequest, names: ToolNameMap, extra: JsonObject | None = None
     ) -> bytes:

@@ -322,3 +322,82 @@ def test_the_results_file_never_holds_the_key_a_401_quotes(
     assert len(messages) == 2
     assert all(m.startswith("openai 401:") and "bad key [REDACTED]" in m for m in messages)
     assert GROQ_STYLE_KEY not in Path("results.jsonl").read_text()
+
+
+def test_batch_with_the_test_model_writes_live_rows_plus_batch_id(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_tasks({"id": "a", "task": "Grade essay 1."}, {"id": "b", "task": "Grade essay 2."})
+    assert run_many("grader", "--tasks", "tasks.jsonl", "--batch") == 0
+    captured = capsys.readouterr()
+    assert "2 completed, 0 failed; 1 batch round(s); results in results.jsonl" in captured.out
+    assert "batch test-batch-1 (round 1): 2/2 done, ended" in captured.err
+    rows = results()
+    assert [(row["id"], row["status"], row["batch_id"]) for row in rows] == [
+        ("a", "completed", "test-batch-1"),
+        ("b", "completed", "test-batch-1"),
+    ]
+    live_keys = set(results()[0]) - {"batch_id"}
+    Path("results.jsonl").unlink()
+    assert run_many("grader", "--tasks", "tasks.jsonl") == 0
+    assert set(results()[0]) == live_keys
+    # The analytics say which runs went through a batch: 2 of the 4 logged.
+    capsys.readouterr()
+    assert main(["analytics", "analytics"]) == 0
+    table = capsys.readouterr().out
+    assert "Runs through a provider batch" in table
+    row = next(
+        line
+        for line in table.splitlines()[table.splitlines().index("Runs through a provider batch") :]
+        if line.startswith("grader")
+    )
+    assert row.split() == ["grader", "2", "4"]
+    assert main(["analytics", "analytics", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["agents"][0]["batched"] == 2
+
+
+def test_batch_through_openai_records_its_batches_beside_out_and_skips_done_tasks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.agent_executor.test_batching import grader
+    from tests.fake_batches import FakeBatches
+
+    fake = FakeBatches(grader, polls_to_end=2)
+    try:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+        write_tasks({"id": "one", "task": "grade ok 1"}, {"id": "two", "task": "grade bad 2"})
+        args = ("grader", "--tasks", "tasks.jsonl", "--model", "openai:gpt-test")
+        assert run_many(*args, "--batch", "--batch-poll", "0") == 0
+        err = capsys.readouterr().err
+        first, second = fake.batches
+        assert f"batch {first.id} (round 1): 0/2 done" in err
+        assert f"batch {second.id} (round 2): 1/1 done, ended" in err
+        rows = {row["id"]: row for row in results()}
+        assert rows["one"]["batch_id"] == first.id and rows["two"]["batch_id"] == second.id
+        assert rows["two"]["retries"] == 1 and rows["two"]["usage"]["requests"] == 2
+        state = [
+            json.loads(line) for line in Path("results.jsonl.batches").read_text().splitlines()
+        ]
+        assert [entry["batch_id"] for entry in state] == [first.id, second.id]
+        # A rerun skips what is done and sends nothing.
+        assert run_many(*args, "--batch", "--batch-poll", "0") == 0
+        assert len(fake.batches) == 2
+        assert "skipping 2 task(s) already completed" in capsys.readouterr().err
+    finally:
+        fake.close()
+
+
+def test_batch_refuses_an_agent_with_input_tools_in_one_line(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fleet / "reader").mkdir()
+    text = AGENT_YML.replace("id: grader", "id: reader").replace(
+        "output:", "tools: [fs:read]\noutput:"
+    )
+    (fleet / "reader" / "agent.yml").write_text(text)
+    write_tasks({"task": "read it"})
+    assert run_many("reader", "--tasks", "tasks.jsonl", "--batch") != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    errors = [line for line in err if not line.startswith("note: using the offline test model")]
+    assert len(errors) == 1 and "--batch cannot run agents with input tools" in errors[0]
