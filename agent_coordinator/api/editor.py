@@ -4,11 +4,12 @@
 problem with its file and line. ``POST /agents/check-schema-text`` runs the CLI's schema checks on
 the editor's JSON or YAML text and places each finding at its line, with what each provider's
 strict mode would change; text nested too deep or whose YAML aliases expand past the budget is
-refused (413 ``SchemaTextTooLarge``) before anything is built from it. ``PUT /agents/{name}/schemas/{field}`` writes a checked schema back
-into the agent's YAML (comments and key order kept), refuses an invalid one (400
-``InvalidSchema``), and refuses to overwrite a file edited on disk meanwhile (409
-``AgentFileChanged``); after a save the service runs the agent with the new schema, and no other
-field changes with it, even one that shared the saved field's YAML node.
+refused (413 ``SchemaTextTooLarge``) before anything is built from it.
+``PUT /agents/{name}/schemas/{field}`` writes a checked schema back into the agent's YAML
+(comments and key order kept), refuses an invalid one (400 ``InvalidSchema``), and refuses to
+overwrite a file edited on disk meanwhile (409 ``AgentFileChanged``); after a save the service
+runs the agent with the new schema, and no other field changes with it, even one that shared the
+saved field's YAML node.
 """
 
 from __future__ import annotations
