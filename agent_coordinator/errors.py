@@ -8,8 +8,10 @@
     │                               ResultNotReady, SchemaExists
     ├── BadRequest                  400: InvalidSchema, ConfigError
     ├── Unprocessable               422: InvalidRequest, InputValidationFailed
-    ├── PayloadTooLarge             413
-    └── Unauthorized                401
+    ├── PayloadTooLarge             413: PayloadTooLarge, SchemaTextTooLarge
+    ├── Unauthorized                401
+    ├── Forbidden                   403: CrossSiteRequest
+    └── MisdirectedRequest          421: HostNotAllowed
 
 The library's own errors (``SchemaNotFoundError``, ``InvalidSchemaError``, ``ConfigError``...) are
 turned into these by :func:`from_library` in one place; the app's one exception handler renders
@@ -36,6 +38,8 @@ __all__ = [
     "Conflict",
     "ErrorBody",
     "ErrorDetail",
+    "Forbidden",
+    "MisdirectedRequest",
     "NotFound",
     "PayloadTooLarge",
     "ServiceError",
@@ -158,6 +162,18 @@ class Unauthorized(ServiceError):
     """A missing or wrong bearer token (401)."""
 
     status_code = 401
+
+
+class Forbidden(ServiceError):
+    """A request the service refuses whoever sends it: a web page's cross-site change (403)."""
+
+    status_code = 403
+
+
+class MisdirectedRequest(ServiceError):
+    """A request for a ``Host`` name the service does not answer to (421)."""
+
+    status_code = 421
 
 
 def from_library(error: AgentshapeError) -> ServiceError:

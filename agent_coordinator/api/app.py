@@ -25,6 +25,7 @@ from agent_contracts.errors import AgentshapeError
 from agent_coordinator.api import agents, editor, reports, runs, schemas, sessions
 from agent_coordinator.api.bodies import Health
 from agent_coordinator.api.deps import Services, require_token
+from agent_coordinator.api.hosts import AllowedHosts, HostGuard
 from agent_coordinator.api.limits import BodyLimit
 from agent_coordinator.dashboard import DashboardPages
 from agent_coordinator.errors import (
@@ -73,7 +74,10 @@ def _as_service_error(error: Exception) -> ServiceError:
         )
     if isinstance(error, HTTPException):
         code = _HTTP_CODES.get(error.status_code, "HttpError")
-        wrapped = ServiceError(code, str(error.detail))
+        message = str(error.detail)
+        if isinstance(error.__cause__, RecursionError):  # FastAPI's "error parsing the body"
+            message = "the request body is nested deeper than the JSON parser allows"
+        wrapped = ServiceError(code, message)
         wrapped.status_code = error.status_code
         return wrapped
     logger.exception("unexpected error", exc_info=error)
@@ -84,7 +88,11 @@ async def _render(request: Request, error: Exception) -> JSONResponse:
     """The one exception handler: every error becomes the one error body."""
     service_error = _as_service_error(error)
     body: ErrorBody = service_error.body()
-    return JSONResponse(body.model_dump(mode="json"), status_code=service_error.status_code)
+    # HTTP's own headers stay with the error: a 405's Allow, a 401's WWW-Authenticate.
+    headers = error.headers if isinstance(error, HTTPException) else None
+    return JSONResponse(
+        body.model_dump(mode="json"), status_code=service_error.status_code, headers=headers
+    )
 
 
 @asynccontextmanager
@@ -112,13 +120,18 @@ async def serving(
                 await services.runner.stop()
 
 
-def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
+def create_app(
+    services: Services, *, mcp_host: str | None = None, hosts: AllowedHosts | None = None
+) -> FastAPI:
     """Build the API over ``services``; its runner (if any) starts and stops with the app.
 
     Args:
         services: The store, execution, token, limits and in-process runner.
         mcp_host: Also serve the MCP server at ``/mcp`` (streamable HTTP, the same token),
             for this address; needs the ``mcp`` extra.
+        hosts: The ``Host`` names answered, ``/mcp`` included (421 for others; a browser's
+            cross-site POST, PUT, PATCH or DELETE is 403); if not given, the loopback names
+            and ``mcp_host``.
 
     Returns:
         The ASGI application.
@@ -128,7 +141,7 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
     if mcp_host is not None:
         from agent_coordinator.mcp_server import mcp_route
 
-        route, manager = mcp_route(services, host=mcp_host)
+        route, manager = mcp_route(services)
         routes.append(route)
         managers.append(manager)
 
@@ -149,6 +162,10 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
         app.add_exception_handler(kind, _render)
     app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
     app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
+    # Outermost: a foreign Host or a cross-site change is refused before anything reads it.
+    if hosts is None:
+        hosts = AllowedHosts.for_address(mcp_host) if mcp_host else AllowedHosts()
+    app.add_middleware(HostGuard, allowed=hosts)
     app.router.routes.extend(routes)
     secured = [Depends(require_token)]
     for module in (runs, sessions, schemas, editor, agents, reports):
