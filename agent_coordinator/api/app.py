@@ -19,7 +19,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Match, Route
 
 from agent_contracts.errors import AgentshapeError
 from agent_coordinator.api import agents, editor, reports, runs, schemas, sessions
@@ -84,12 +84,24 @@ def _as_service_error(error: Exception) -> ServiceError:
     return ServiceError("InternalError", "the service failed unexpectedly; see its log")
 
 
+def _allowed_methods(request: Request) -> str:
+    """Return every method the request's path takes (Starlette names only the first route's)."""
+    routes: list[Route] = request.app.state.method_routes
+    methods: set[str] = set()
+    for route in routes:
+        if route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
+
+
 async def _render(request: Request, error: Exception) -> JSONResponse:
     """The one exception handler: every error becomes the one error body."""
     service_error = _as_service_error(error)
     body: ErrorBody = service_error.body()
     # HTTP's own headers stay with the error: a 405's Allow, a 401's WWW-Authenticate.
-    headers = error.headers if isinstance(error, HTTPException) else None
+    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else None
+    if headers is not None and service_error.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
     return JSONResponse(
         body.model_dump(mode="json"), status_code=service_error.status_code, headers=headers
     )
@@ -168,7 +180,8 @@ def create_app(
     app.add_middleware(HostGuard, allowed=hosts)
     app.router.routes.extend(routes)
     secured = [Depends(require_token)]
-    for module in (runs, sessions, schemas, editor, agents, reports):
+    modules = (runs, sessions, schemas, editor, agents, reports)
+    for module in modules:
         app.include_router(module.router, dependencies=secured)
 
     @app.get("/health", tags=["health"])
@@ -176,4 +189,8 @@ def create_app(
         """Answer ``ok`` while the service is up (no token needed)."""
         return Health()
 
+    # Every route by path and methods, for a 405's Allow (the app's own list holds the
+    # included routers as units).
+    every = [*app.router.routes, *(route for m in modules for route in m.router.routes)]
+    app.state.method_routes = [route for route in every if isinstance(route, Route)]
     return app
