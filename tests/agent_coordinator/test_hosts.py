@@ -156,3 +156,22 @@ def test_allowed_host_star_answers_any_host_with_a_warning(tmp_path: Path) -> No
         assert process.stop() == 0
     assert "--allowed-host '*' answers every Host name" in process.rest
     assert "DNS rebinding" in process.rest
+
+
+def test_mcp_over_http_answers_the_same_names(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    args = ["mcp", "--http", "--port", "0", "--workers", "0", "--allowed-host", "mcp.example"]
+    process = Process([*args, "--database", str(tmp_path / "c.db")], cwd=tmp_path, env={})
+    try:
+        line = process.read_until("streamable HTTP on")
+        url = line.split(" on ", 1)[1].split()[0].removesuffix("/mcp")
+        assert process.read_until("hosts:") == (
+            "  hosts:    localhost, 127.0.0.1, ::1, mcp.example\n"
+        )
+        refused = httpx.get(f"{url}/mcp", headers={"host": "rebound.example"}, timeout=30)
+        assert refused.status_code == 421
+        assert refused.json()["error"] == "HostNotAllowed"
+        health = httpx.get(f"{url}/health", headers={"host": "mcp.example"}, timeout=30)
+        assert health.status_code == 200
+    finally:
+        assert process.stop() == 0
