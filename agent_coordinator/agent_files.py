@@ -17,6 +17,7 @@ the file on disk no longer has it (someone edited it meanwhile), the save is ref
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import os
@@ -24,7 +25,7 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import JsonValue
 from ruamel.yaml import YAML
@@ -58,6 +59,7 @@ SCHEMA_FIELDS: dict[SchemaField, tuple[tuple[str, ...], ...]] = {
 
 _FILE_FORM_KEYS = ("schema", "llm", "context", "limits", "output")
 _lock = threading.Lock()
+_Node = TypeVar("_Node", CommentedMap, CommentedSeq)
 
 
 class FileChanged(Exception):
@@ -101,25 +103,72 @@ def _same_scalar(old: object, new: object) -> bool:
     return isinstance(old, bool) == isinstance(new, bool) and old == new
 
 
-def _merge(old: object, new: JsonValue) -> object:
-    """Return ``new`` built into ``old``: unchanged members keep their node, order and comments."""
+def _unshared(node: _Node, taken: set[int]) -> _Node:
+    """Return ``node``, or a copy of it (no anchors) when another place uses it too.
+
+    ``taken`` holds the nodes used elsewhere in the file and those this save has already
+    changed; the returned node is added to it.
+    """
+    if id(node) in taken:
+        node = copy.deepcopy(node)
+        for part in _containers(node):
+            part.yaml_set_anchor(None)  # the copy is this field's own node, not a second &name
+    taken.add(id(node))
+    return node
+
+
+def _merge(old: object, new: JsonValue, taken: set[int]) -> object:
+    """Return ``new`` built into ``old``: unchanged members keep their node, order and comments.
+
+    A node in ``taken`` (shared with another field through a YAML alias, or already changed by
+    this merge) is copied before it is changed, so the save never edits another place in place.
+    """
     if isinstance(old, CommentedMap) and isinstance(new, dict):
+        old = _unshared(old, taken)
         for key in [key for key in old if key not in new]:
             del old[key]
         for key, value in new.items():
-            old[key] = _merge(old[key], value) if key in old else value
+            old[key] = _merge(old[key], value, taken) if key in old else value
         return old
     if isinstance(old, CommentedSeq) and isinstance(new, list):
+        old = _unshared(old, taken)
         del old[len(new) :]
         for index, value in enumerate(new):
             if index < len(old):
-                old[index] = _merge(old[index], value)
+                old[index] = _merge(old[index], value, taken)
             else:
                 old.append(value)
         return old
     if not isinstance(new, dict | list) and _same_scalar(old, new):
         return old
     return new
+
+
+def _containers(
+    node: object, skip: tuple[object, object] | None = None
+) -> list[CommentedMap | CommentedSeq]:
+    """Return every mapping and sequence reachable from ``node``, each once.
+
+    Args:
+        node: Where to start.
+        skip: A ``(mapping, key)`` slot not to follow.
+    """
+    found: dict[int, CommentedMap | CommentedSeq] = {}
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, CommentedMap | CommentedSeq) or id(item) in found:
+            continue
+        found[id(item)] = item
+        if isinstance(item, CommentedMap):
+            todo += [
+                value
+                for key, value in item.items()
+                if skip is None or item is not skip[0] or key != skip[1]
+            ]
+        else:
+            todo += list(item)
+    return list(found.values())
 
 
 def _spelling(root: Mapping[str, object], field: SchemaField) -> tuple[str, ...]:
@@ -172,7 +221,13 @@ def write_schema(path: Path, field: SchemaField, schema: JsonValue, version: str
                 parent[key] = child
             parent = child
         last = spelling[-1]
-        parent[last] = _merge(parent[last], schema) if last in parent else schema
+        if last in parent:
+            # Nodes the rest of the file also uses (through an anchor and its aliases) are
+            # copied before they change, so saving one field never changes another.
+            elsewhere = {id(node) for node in _containers(root, skip=(parent, last))}
+            parent[last] = _merge(parent[last], schema, elsewhere)
+        else:
+            parent[last] = schema
         out = io.StringIO()
         handler.dump(root, out)
         text = out.getvalue()
@@ -317,7 +372,12 @@ def _set(root: CommentedMap, spelling: tuple[str, ...], value: JsonValue) -> Non
                 break
             del parents[depth - 1][spelling[depth - 1]]
         return
-    parents[-1][last] = _merge(parents[-1][last], value) if last in parents[-1] else value
+    if last not in parents[-1]:
+        parents[-1][last] = value
+        return
+    # A node this field shares with another (an anchor and its alias) is copied, not changed.
+    elsewhere = {id(node) for node in _containers(root, skip=(parents[-1], last))}
+    parents[-1][last] = _merge(parents[-1][last], value, elsewhere)
 
 
 def _replace(path: Path, data: bytes) -> None:

@@ -110,6 +110,26 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _http(parser: argparse.ArgumentParser, *, port: int, when: str = "") -> None:
+    """Add the options of serving HTTP; ``when`` begins their help (``with --http: ``)."""
+    parser.add_argument("--host", default="127.0.0.1", help=f"{when}the address (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=port, help=f"{when}0 picks a free port")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"{when}require 'Authorization: Bearer TOKEN' on every endpoint but /health and "
+        f"/ready (default ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"{when}a Host name answered besides the loopback names and --host (repeatable; "
+        "'*' for any, which lets web pages reach it through DNS rebinding)",
+    )
+
+
 def register(commands: Subcommands) -> None:
     """Add ``serve`` and ``runner`` to the command line."""
     serve = commands.add_parser(
@@ -117,15 +137,8 @@ def register(commands: Subcommands) -> None:
         help="serve the HTTP API with in-process runners (exit 0 on shutdown, 2 on bad config)",
     )
     _common(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="the address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
+    _http(serve, port=DEFAULT_PORT)
     serve.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
-    serve.add_argument(
-        "--token",
-        default=None,
-        help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health and "
-        f"/ready (default ${TOKEN_ENV})",
-    )
     serve.add_argument(
         "--webhook-secret",
         default=None,
@@ -155,16 +168,8 @@ def register(commands: Subcommands) -> None:
     mcp.add_argument(
         "--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio"
     )
-    mcp.add_argument("--host", default="127.0.0.1", help="with --http: the address")
-    mcp.add_argument(
-        "--port", type=int, default=DEFAULT_MCP_PORT, help="with --http: 0 picks a free port"
-    )
+    _http(mcp, port=DEFAULT_MCP_PORT, when="with --http: ")
     mcp.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
-    mcp.add_argument(
-        "--token",
-        default=None,
-        help=f"with --http: require this bearer token (default ${TOKEN_ENV})",
-    )
     mcp.set_defaults(handler=mcp_command)
 
 
@@ -325,12 +330,13 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve the API until interrupted; print where it listens, the fleet and the database."""
     _need_server("serve")
     _log_to(err)
-    from agent_coordinator.api import create_app
+    from agent_coordinator.api import AllowedHosts, create_app
 
     services = _services(args)
     services.webhooks, webhooks = _webhooks(args)
     mcp = _has_mcp()
-    app = create_app(services, mcp_host=args.host if mcp else None)
+    hosts = AllowedHosts.for_address(args.host, args.allowed_host)
+    app = create_app(services, mcp_host=args.host if mcp else None, hosts=hosts)
     _settle(services.execution)
     sock, url = _listen(args.host, args.port)
     out.write(
@@ -339,6 +345,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + f"  runners:  {args.workers} in this process\n"
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
         + f"  webhooks: {webhooks}\n"
+        + f"  hosts:    {hosts.describe()}\n"
         + (
             f"  mcp:      {url}/mcp (streamable HTTP)\n"
             if mcp
@@ -369,16 +376,19 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _need_server("mcp", "server,mcp")
     import anyio
 
+    from agent_coordinator.api import AllowedHosts
     from agent_coordinator.mcp_server import build_mcp_server, mcp_app
 
     services = _services(args)
     if args.http:
-        app = mcp_app(services, host=args.host)
+        hosts = AllowedHosts.for_address(args.host, args.allowed_host)
+        app = mcp_app(services, hosts=hosts)
         sock, url = _listen(args.host, args.port)
         out.write(
             f"agentshape mcp: streamable HTTP on {url}/mcp\n"
             + _describe(services.store, services.execution, args)
             + f"  auth:     {'bearer token' if services.token else 'none'}\n"
+            + f"  hosts:    {hosts.describe()}\n"
             + _model_problems(services.execution)
         )
         out.flush()

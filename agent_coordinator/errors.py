@@ -9,8 +9,10 @@
     │                               AgentFileChanged
     ├── BadRequest                  400: InvalidSchema, ConfigError
     ├── Unprocessable               422: InvalidRequest, InputValidationFailed
-    ├── PayloadTooLarge             413
+    ├── PayloadTooLarge             413: PayloadTooLarge, SchemaTextTooLarge
     ├── Unauthorized                401
+    ├── Forbidden                   403: CrossSiteRequest
+    ├── MisdirectedRequest          421: HostNotAllowed
     ├── StoreUnavailable            503: the database cannot be reached, or its file is gone
     └── StoreFull                   507: the database's disk is full
 
@@ -39,6 +41,8 @@ __all__ = [
     "Conflict",
     "ErrorBody",
     "ErrorDetail",
+    "Forbidden",
+    "MisdirectedRequest",
     "NotFound",
     "PayloadTooLarge",
     "ServiceError",
@@ -163,6 +167,18 @@ class Unauthorized(ServiceError):
     """A missing or wrong bearer token (401)."""
 
     status_code = 401
+
+
+class Forbidden(ServiceError):
+    """A request the service refuses whoever sends it: a web page's cross-site change (403)."""
+
+    status_code = 403
+
+
+class MisdirectedRequest(ServiceError):
+    """A request for a ``Host`` name the service does not answer to (421)."""
+
+    status_code = 421
 
 
 class StoreUnavailable(ServiceError):

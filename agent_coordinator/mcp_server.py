@@ -27,12 +27,14 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
 from mcp_types import Resource as McpResource
 from pydantic import BaseModel, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -45,6 +47,7 @@ from agent_coordinator.api.agents import agent_detail, agent_summary
 from agent_coordinator.api.app import serving
 from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
 from agent_coordinator.api.deps import Services, bearer_matches
+from agent_coordinator.api.hosts import AllowedHosts, HostGuard
 from agent_coordinator.api.runs import submit_run, wait_for_end
 from agent_coordinator.api.views import result_event, session_result
 from agent_coordinator.errors import (
@@ -314,24 +317,27 @@ class TokenGuard:
         await self.app(scope, receive, send)
 
 
-def mcp_route(services: Services, *, host: str) -> tuple[Route, StreamableHTTPSessionManager]:
+def mcp_route(services: Services) -> tuple[Route, StreamableHTTPSessionManager]:
     """Return the streamable-HTTP route ``/mcp`` over ``services`` and its session manager.
 
     The route checks the services' token as the API does; the caller must run the session
-    manager (``async with manager.run()``) while the app serves, and start the runners.
+    manager (``async with manager.run()``) while the app serves, start the runners, and guard
+    the ``Host`` with :class:`~agent_coordinator.api.hosts.HostGuard` (the SDK's own check is
+    off, so one check with one ``--allowed-host`` list serves the API and ``/mcp`` alike).
 
     Args:
         services: What the tools use.
-        host: The address served; on loopback the SDK's DNS-rebinding protection is on.
     """
     server = build_mcp_server(services)
-    server.streamable_http_app(host=host)
+    server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
     manager = server.session_manager
     endpoint = TokenGuard(StreamableHTTPASGIApp(manager), services.token)
     return Route("/mcp", endpoint=endpoint), manager
 
 
-def mcp_app(services: Services, *, host: str) -> Starlette:
+def mcp_app(services: Services, *, hosts: AllowedHosts) -> Starlette:
     """Return an ASGI app serving only ``/mcp`` (and ``/health``, ``/ready``), with the runners.
 
     ``/health`` and ``/ready`` answer as the API's do: the process is up; the database answers
@@ -339,9 +345,9 @@ def mcp_app(services: Services, *, host: str) -> Starlette:
 
     Args:
         services: What the tools use; its runner (if any) starts and stops with the app.
-        host: The address served (DNS-rebinding protection on loopback).
+        hosts: The ``Host`` names answered (421 for others, 403 for a cross-site POST).
     """
-    route, manager = mcp_route(services, host=host)
+    route, manager = mcp_route(services)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -360,5 +366,7 @@ def mcp_app(services: Services, *, host: str) -> Starlette:
             yield
 
     return Starlette(
-        routes=[route, Route("/health", health), Route("/ready", ready)], lifespan=lifespan
+        routes=[route, Route("/health", health), Route("/ready", ready)],
+        lifespan=lifespan,
+        middleware=[Middleware(HostGuard, allowed=hosts)],
     )

@@ -19,7 +19,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Match, Route
 
 from agent_contracts.errors import AgentshapeError
 from agent_coordinator.api import (
@@ -33,6 +33,7 @@ from agent_coordinator.api import (
 )
 from agent_coordinator.api.bodies import Health, Ready
 from agent_coordinator.api.deps import Services, require_token
+from agent_coordinator.api.hosts import AllowedHosts, HostGuard
 from agent_coordinator.api.limits import BodyLimit
 from agent_coordinator.dashboard import DashboardPages
 from agent_coordinator.errors import (
@@ -82,18 +83,37 @@ def _as_service_error(error: Exception) -> ServiceError:
         )
     if isinstance(error, HTTPException):
         code = _HTTP_CODES.get(error.status_code, "HttpError")
-        wrapped = ServiceError(code, str(error.detail))
+        message = str(error.detail)
+        if isinstance(error.__cause__, RecursionError):  # FastAPI's "error parsing the body"
+            message = "the request body is nested deeper than the JSON parser allows"
+        wrapped = ServiceError(code, message)
         wrapped.status_code = error.status_code
         return wrapped
     logger.exception("unexpected error", exc_info=error)
     return ServiceError("InternalError", "the service failed unexpectedly; see its log")
 
 
+def _allowed_methods(request: Request) -> str:
+    """Return every method the request's path takes (Starlette names only the first route's)."""
+    routes: list[Route] = request.app.state.method_routes
+    methods: set[str] = set()
+    for route in routes:
+        if route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
+
+
 async def _render(request: Request, error: Exception) -> JSONResponse:
     """The one exception handler: every error becomes the one error body."""
     service_error = _as_service_error(error)
     body: ErrorBody = service_error.body()
-    return JSONResponse(body.model_dump(mode="json"), status_code=service_error.status_code)
+    # HTTP's own headers stay with the error: a 405's Allow, a 401's WWW-Authenticate.
+    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else None
+    if headers is not None and service_error.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return JSONResponse(
+        body.model_dump(mode="json"), status_code=service_error.status_code, headers=headers
+    )
 
 
 @asynccontextmanager
@@ -128,13 +148,18 @@ async def serving(
                 await services.runner.stop()
 
 
-def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
+def create_app(
+    services: Services, *, mcp_host: str | None = None, hosts: AllowedHosts | None = None
+) -> FastAPI:
     """Build the API over ``services``; its runner (if any) starts and stops with the app.
 
     Args:
         services: The store, execution, token, limits and in-process runner.
         mcp_host: Also serve the MCP server at ``/mcp`` (streamable HTTP, the same token),
             for this address; needs the ``mcp`` extra.
+        hosts: The ``Host`` names answered, ``/mcp`` included (421 for others; a browser's
+            cross-site POST, PUT, PATCH or DELETE is 403); if not given, the loopback names
+            and ``mcp_host``.
 
     Returns:
         The ASGI application.
@@ -144,7 +169,7 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
     if mcp_host is not None:
         from agent_coordinator.mcp_server import mcp_route
 
-        route, manager = mcp_route(services, host=mcp_host)
+        route, manager = mcp_route(services)
         routes.append(route)
         managers.append(manager)
 
@@ -165,9 +190,14 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
         app.add_exception_handler(kind, _render)
     app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
     app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
+    # Outermost: a foreign Host or a cross-site change is refused before anything reads it.
+    if hosts is None:
+        hosts = AllowedHosts.for_address(mcp_host) if mcp_host else AllowedHosts()
+    app.add_middleware(HostGuard, allowed=hosts)
     app.router.routes.extend(routes)
     secured = [Depends(require_token)]
-    for module in (runs, sessions, schemas, editor, agents, agent_writes, reports):
+    modules = (runs, sessions, schemas, editor, agents, agent_writes, reports)
+    for module in modules:
         app.include_router(module.router, dependencies=secured)
 
     @app.get("/health", tags=["health"])
@@ -189,4 +219,8 @@ def create_app(services: Services, *, mcp_host: str | None = None) -> FastAPI:
         await services.store.call(services.store.ready)
         return Ready()
 
+    # Every route by path and methods, for a 405's Allow (the app's own list holds the
+    # included routers as units).
+    every = [*app.router.routes, *(route for m in modules for route in m.router.routes)]
+    app.state.method_routes = [route for route in every if isinstance(route, Route)]
     return app

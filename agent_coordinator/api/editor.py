@@ -3,10 +3,13 @@
 ``GET /fleet`` checks the fleet's files on disk now, as ``agentshape list`` does, and gives every
 problem with its file and line. ``POST /agents/check-schema-text`` runs the CLI's schema checks on
 the editor's JSON or YAML text and places each finding at its line, with what each provider's
-strict mode would change. ``PUT /agents/{name}/schemas/{field}`` writes a checked schema back
-into the agent's YAML (comments and key order kept), refuses an invalid one (400
-``InvalidSchema``), and refuses to overwrite a file edited on disk meanwhile (409
-``AgentFileChanged``); after a save the service runs the agent with the new schema.
+strict mode would change; text nested too deep or whose YAML aliases expand past the budget is
+refused (413 ``SchemaTextTooLarge``) before anything is built from it.
+``PUT /agents/{name}/schemas/{field}`` writes a checked schema back into the agent's YAML
+(comments and key order kept), refuses an invalid one (400 ``InvalidSchema``), and refuses to
+overwrite a file edited on disk meanwhile (409 ``AgentFileChanged``); after a save the service
+runs the agent with the new schema, and no other field changes with it, even one that shared the
+saved field's YAML node.
 """
 
 from __future__ import annotations
@@ -40,9 +43,9 @@ from agent_coordinator.api.editor_bodies import (
     SchemaTextCheck,
     TextFindingView,
 )
-from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail
+from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail, PayloadTooLarge
 from agent_coordinator.execution import Execution
-from agent_coordinator.schema_text import line_of_path, parse_schema_text
+from agent_coordinator.schema_text import TextOverBudget, line_of_path, parse_schema_text
 from agent_core.dialects import DIALECTS
 from agent_core.fleet import Fleet, load_fleet
 from agent_core.output_tool import build_output_tool
@@ -140,8 +143,19 @@ def check_text(body: SchemaText) -> SchemaTextCheck:
         A syntax problem at its line, or the schema checks' findings at theirs, and (for an
         output schema without errors) each provider dialect's strict-mode report, its notes as
         ``info`` findings.
+
+    Raises:
+        PayloadTooLarge: ``SchemaTextTooLarge``: the text nests too deep or its aliases expand
+            past the budget (the limit is named); nothing was built from it.
     """
-    parsed = parse_schema_text(body.text, body.format)
+    try:
+        parsed = parse_schema_text(body.text, body.format)
+    except TextOverBudget as error:
+        raise PayloadTooLarge(
+            "SchemaTextTooLarge",
+            f"the schema text was not checked: {error.message}",
+            details=[ErrorDetail(path="$.text", message=error.message, keyword=error.limit)],
+        ) from error
     if parsed.problem is not None:
         finding = TextFindingView(
             path="$",
@@ -191,14 +205,17 @@ def check_text(body: SchemaText) -> SchemaTextCheck:
 
 
 @router.post("/agents/check-schema-text")
-def check_schema_text(body: SchemaText) -> SchemaTextCheck:
+async def check_schema_text(body: SchemaText) -> SchemaTextCheck:
     """Check JSON or YAML schema text with the CLI's checks, each finding at its line.
 
     Syntax errors, meta-schema errors, unsupported keywords and likely typos are findings with
     their path and line; for an output schema, what each provider's strict mode would change
-    comes as ``info`` findings and as the per-dialect reports in ``strict``.
+    comes as ``info`` findings and as the per-dialect reports in ``strict``. Text that nests too
+    deep or expands (through YAML aliases) past the budget is 413 ``SchemaTextTooLarge``.
     """
-    return check_text(body)
+    # In a worker thread: checking a large schema takes a while, and /health, lease renewals
+    # and every other request must not wait behind it on the event loop.
+    return await asyncio.to_thread(check_text, body)
 
 
 def _mcp_servers(services: Services, name: str) -> list[dict[str, object]]:
@@ -219,7 +236,10 @@ def _source(services: Services, name: str, *, reloaded: bool = True) -> AgentSou
     except (OSError, UnicodeDecodeError) as error:
         raise BadRequest("ConfigError", f"{path}: cannot read the file: {error}") from error
     schemas: dict[str, object] = {}
-    parsed = parse_schema_text(text, "yaml")
+    try:
+        parsed = parse_schema_text(text, "yaml")
+    except TextOverBudget as error:
+        raise BadRequest("ConfigError", f"{path}: {error.message}") from error
     root = parsed.value if isinstance(parsed.value, dict) else {}
     for field, spellings in SCHEMA_FIELDS.items():
         for spelling in spellings:

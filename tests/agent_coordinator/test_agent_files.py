@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agent_coordinator.agent_files import FileChanged, file_version, read_agent_file, write_schema
 
@@ -82,3 +83,24 @@ def test_a_file_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
     path, version = _write(tmp_path, "- a\n- b\n")
     with pytest.raises(ValueError, match="does not hold a YAML mapping"):
         write_schema(path, "output_schema", {"type": "object"}, version)
+
+
+def test_a_node_shared_with_another_field_is_copied_not_changed(tmp_path: Path) -> None:
+    shared = "params: 1\nparameters_schema: &s\n  type: object   # kept\noutput_schema: *s\n"
+    path, version = _write(tmp_path, shared)
+    text = write_schema(path, "output_schema", {"type": "object", "title": "out"}, version)
+    loaded = yaml.safe_load(text)
+    assert loaded["parameters_schema"] == {"type": "object"}
+    assert loaded["output_schema"] == {"type": "object", "title": "out"}
+    assert "parameters_schema:\n  type: object   # kept\n" in text
+
+
+def test_a_node_shared_inside_the_saved_schema_is_copied_before_each_change(
+    tmp_path: Path,
+) -> None:
+    inner = "output_schema:\n  properties:\n    a: &s {type: string}\n    b: *s\n"
+    path, version = _write(tmp_path, inner)
+    schema = {"properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+    assert yaml.safe_load(write_schema(path, "output_schema", schema, version)) == {
+        "output_schema": schema
+    }

@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from agent_coordinator.schema_text import line_of_path, parse_schema_text
+from agent_coordinator.schema_text import (
+    TextBudget,
+    TextOverBudget,
+    line_of_path,
+    parse_schema_text,
+)
 
 SCHEMA = {
     "type": "object",
@@ -55,3 +60,28 @@ def test_bad_text_is_a_problem_not_an_exception(
     assert parsed.problem.message.startswith(message)
     if line is not None:
         assert parsed.problem.line == line
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "limit"),
+    [
+        ("[" * 65 + "]" * 65, "yaml", "max_depth"),
+        ("[" * 5000 + "]" * 5000, "json", "max_depth"),
+        ("\t" + "[" * 5000 + "]" * 5000, "json", "max_depth"),
+        ("a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n", "yaml", "max_values"),
+    ],
+)
+def test_text_past_the_budget_raises_naming_the_limit(text: str, fmt: str, limit: str) -> None:
+    budget = TextBudget(max_depth=64, max_values=80)
+    with pytest.raises(TextOverBudget) as raised:
+        parse_schema_text(text, fmt, budget)  # type: ignore[arg-type]
+    assert raised.value.limit == limit
+    assert str(getattr(budget, limit)) in raised.value.message
+
+
+def test_aliases_within_the_budget_are_expanded() -> None:
+    parsed = parse_schema_text(
+        "a: &x {b: [1, 2]}\nc: *x\n", "yaml", TextBudget(max_values=13)
+    )  # exactly
+    assert parsed.value == {"a": {"b": [1, 2]}, "c": {"b": [1, 2]}}
+    assert parse_schema_text("[" * 64 + "]" * 64, "json").value is not None
