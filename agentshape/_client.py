@@ -251,10 +251,14 @@ class Client:
         return self._send(self._calls.run_info(run_id))
 
     def cancel(self, run_id: str) -> RunInfo:
-        """Cancel a run: a queued one at once, a running one when its runner sees the request.
+        """Cancel a run: a queued one at once, a running one when its runner stops it.
+
+        The service waits up to 5 seconds for a running run's runner to stop it (within about
+        a second, its model call cancelled) before it answers.
 
         Returns:
-            The run as it is now (``cancel_requested`` set while it is still running).
+            The run as it is now: ``cancelled``, or still ``running`` with ``cancel_requested``
+            set when its runner has not stopped it within the wait.
 
         Raises:
             APIError: ``RunNotFound`` (404), ``RunNotCancellable`` (409, it has ended).
