@@ -98,6 +98,7 @@ if TYPE_CHECKING:
     from agentshape._client_results import (
         AgentInfo,
         ResultValidation,
+        RunClaim,
         RunFailure,
         RunInfo,
         SchemaCheckResult,
@@ -121,6 +122,7 @@ _CLIENT_NAMES = {
     "ServiceEvent": "agentshape._client_events",
     "AgentInfo": "agentshape._client_results",
     "ResultValidation": "agentshape._client_results",
+    "RunClaim": "agentshape._client_results",
     "RunFailure": "agentshape._client_results",
     "RunInfo": "agentshape._client_results",
     "SchemaCheckResult": "agentshape._client_results",
@@ -162,6 +164,7 @@ __all__ = [
     "ResultValidation",
     "RetryStarted",
     "RunArguments",
+    "RunClaim",
     "RunEnded",
     "RunError",
     "RunErrorType",

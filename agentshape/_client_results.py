@@ -24,6 +24,7 @@ __all__ = [
     "AgentInfo",
     "OutputT",
     "ResultValidation",
+    "RunClaim",
     "RunFailure",
     "RunInfo",
     "RunState",
@@ -81,6 +82,20 @@ class ResultValidation(_Answer):
     service says."""
 
 
+class RunClaim(_Answer):
+    """One claim of a run by a runner, and how it ended."""
+
+    number: int
+    """1 for the first claim."""
+    runner: str
+    """The runner that held it (host, process id and a random part)."""
+    claimed_at: datetime
+    ended_at: datetime | None = None
+    ended: Literal["completed", "failed", "cancelled", "expired", "shutdown"] | None = None
+    """How the claim ended: the run ended, the lease ran out (the runner died or hung), or the
+    runner put the run back at shutdown; ``None`` while it is held."""
+
+
 class WebhookDelivery(_Answer):
     """The delivery of a run's end to the webhook it named."""
 
@@ -114,6 +129,8 @@ class RunInfo(_Answer):
     claims: int = 0
     """How many times a runner claimed the run."""
     cancel_requested: bool = False
+    claim_history: list[RunClaim] | None = None
+    """Each claim of the run by a runner and how it ended (read by ``get_run``)."""
     webhook: str | None = None
     """The URL the run's end is delivered to, when the run named one."""
     webhook_delivery: WebhookDelivery | None = None

@@ -395,6 +395,10 @@ def test_a_long_wait_asks_again_for_the_same_run(
         assert resumed.status == "completed" and resumed.output == Review(**VALID)
         runs = [client.get_run(result.run_id), client.get_run(resumed.run_id)]
     assert [(run.status, run.claims) for run in runs] == [("completed", 1)] * 2
+    for run in runs:  # who held each run, and how the claim ended
+        assert run.claim_history is not None
+        assert [(claim.number, claim.ended) for claim in run.claim_history] == [(1, "completed")]
+        assert run.claim_history[0].runner and run.claim_history[0].ended_at is not None
     session = httpx.get(
         f"{address}/sessions/{result.session_id}", headers={"authorization": "Bearer s3cret"}
     ).json()
