@@ -86,6 +86,9 @@ async def list_session_rows(
 ) -> SessionRowPage:
     """List sessions with their latest run, newest first, a page at a time, with the total.
 
+    The total is counted up to 10,000; beyond, ``total_exact`` is false and ``total`` is 10,000
+    (so a page costs the same in a store of any size).
+
     ``since`` and ``until`` take a date, an ISO 8601 time or a span back from now (``12h``,
     ``7d``), as ``agentshape analytics --since`` does.
     """
@@ -99,10 +102,12 @@ async def list_session_rows(
 
     def page() -> SessionRowPage:
         rows = session_rows(services.store, wanted, limit=limit, after=cursor)
+        counted = count_sessions(services.store, wanted)
         return SessionRowPage(
             items=_views(services, rows),
             next_cursor=rows[-1].seq if len(rows) == limit else None,
-            total=count_sessions(services.store, wanted),
+            total=counted.total,
+            total_exact=counted.exact,
             error_types=error_types(services.store),
         )
 

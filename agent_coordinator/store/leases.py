@@ -17,7 +17,8 @@ from agent_coordinator.store.records import (
     RunRecord,
     RunState,
 )
-from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, SqlBase, dumps, loads, run_record
+from agent_coordinator.store.rollups import Rollups
+from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, dumps, loads, run_record
 
 __all__ = ["LeaseQueries"]
 
@@ -26,7 +27,7 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
-class LeaseQueries(SqlBase):
+class LeaseQueries(Rollups):
     """Claims, leases, the end of a run, cancel, and the event log."""
 
     def claim(self, owner: str, lease_s: float) -> Claim | None:
@@ -215,6 +216,7 @@ class LeaseQueries(SqlBase):
                     (run_id, number, dumps(attempt)),
                 )
             self._insert_events(cursor, run_id, events, now)
+            self._note_error(cursor, error)
             if transcript:
                 self._exec(
                     cursor,
@@ -279,6 +281,7 @@ class LeaseQueries(SqlBase):
                     (now, session_id),
                 )
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
+                self._note_error(cursor, {"type": "cancelled"})
             else:
                 self._exec(cursor, "UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
             found = self._exec(

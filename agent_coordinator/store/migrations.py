@@ -2,7 +2,9 @@
 
 Each migration is a list of statements written once for both databases; ``{serial}`` stands for an
 auto-numbered 64-bit key column (``INTEGER PRIMARY KEY AUTOINCREMENT`` in SQLite, ``BIGSERIAL
-PRIMARY KEY`` in PostgreSQL). A new version appends a migration; an applied one is never edited.
+PRIMARY KEY`` in PostgreSQL) and ``{error_type}`` for the ``type`` in the JSON of a run's
+``error`` (the run aliased ``r``). A new version appends a migration; an applied one is never
+edited.
 """
 
 from __future__ import annotations
@@ -69,6 +71,21 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             # The turns a run's runner has finished, as the library's RunProgress (JSON): a
             # runner taking the run over continues after them instead of paying them again.
             "ALTER TABLE runs ADD COLUMN progress TEXT",
+        ),
+    ),
+    (
+        6,
+        (
+            # The sessions list pages by seq under each of its filters, so a page is read from
+            # an index however many sessions there are (created_at: since and until).
+            "CREATE INDEX sessions_agent ON sessions (agent_name, seq)",
+            "CREATE INDEX sessions_status ON sessions (status, seq)",
+            "CREATE INDEX sessions_created ON sessions (created_at)",
+            # Every error type a run has ended with, kept as runs end: the list's filter
+            # choices, without reading every run on every view.
+            "CREATE TABLE error_types (type TEXT PRIMARY KEY)",
+            "INSERT INTO error_types (type) SELECT DISTINCT {error_type} FROM runs r "
+            "WHERE r.error IS NOT NULL AND {error_type} IS NOT NULL",
         ),
     ),
 )

@@ -2,8 +2,11 @@
 
 These serve the dashboard's sessions list and analytics (``/reports/...``). They read the same
 tables as :class:`~agent_coordinator.store.runs.RunQueries` and never write. A session's row
-leaves its transcript out (it can be large); its latest run is joined in one query, so a page of
-sessions is one round trip however many sessions there are.
+leaves its transcript out (it can be large); its latest run is found through the runs' index by
+session, in the same query, so a page of sessions is one round trip and a few index lookups
+however many sessions there are. Nothing here reads the whole store on a view: a total is
+counted up to :data:`COUNT_CAP` and said to be "at least" beyond it, and the error types are
+the ones :class:`~agent_coordinator.store.rollups.Rollups` kept as runs ended.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from pydantic import JsonValue
 
 from agent_coordinator.event_log import STREAM_TYPES
 from agent_coordinator.store.base import SqlStore
-from agent_coordinator.store.postgres import PostgresStore
 from agent_coordinator.store.records import RunRecord
 from agent_coordinator.store.sql import RUN_COLUMNS, run_record
 
 __all__ = [
+    "COUNT_CAP",
+    "SessionCount",
     "SessionFilter",
     "SessionRow",
     "changed_sessions",
@@ -29,6 +33,10 @@ __all__ = [
     "retry_limits",
     "session_rows",
 ]
+
+COUNT_CAP = 10_000
+"""Sessions a total counts at most; beyond, it says "at least this many" (a list's total is read
+on every view, and counting a hundred thousand rows costs ten times counting ten thousand)."""
 
 _SESSION = "s.seq, s.id, s.agent_name, s.status, s.parent_session_id, s.depth, s.created_at, " + (
     "s.updated_at"
@@ -55,6 +63,16 @@ class SessionFilter:
 
 
 @dataclass(frozen=True)
+class SessionCount:
+    """How many sessions match a filter, counted up to a cap."""
+
+    total: int
+    """The count, or the cap when more match."""
+    exact: bool
+    """``False`` when more sessions match than :attr:`total`."""
+
+
+@dataclass(frozen=True)
 class SessionRow:
     """A session without its transcript, with its latest run."""
 
@@ -69,12 +87,6 @@ class SessionRow:
     latest: RunRecord | None
 
 
-def _error_type(store: SqlStore) -> str:
-    if isinstance(store, PostgresStore):
-        return "(r.error::json ->> 'type')"
-    return "json_extract(r.error, '$.type')"
-
-
 def _where(store: SqlStore, wanted: SessionFilter, after: int | None) -> tuple[str, list[object]]:
     clauses: list[str] = []
     params: list[object] = []
@@ -82,7 +94,7 @@ def _where(store: SqlStore, wanted: SessionFilter, after: int | None) -> tuple[s
         ("s.seq < ?", after),
         ("s.status = ?", wanted.status),
         ("s.agent_name = ?", wanted.agent_name),
-        (f"{_error_type(store)} = ?", wanted.error_type),
+        (f"{store.error_type} = ?", wanted.error_type),
         ("s.created_at >= ?", wanted.since),
         ("s.created_at < ?", wanted.until),
     ):
@@ -121,22 +133,36 @@ def session_rows(
     return [_row(tuple(row)) for row in rows]
 
 
-def count_sessions(store: SqlStore, wanted: SessionFilter) -> int:
-    """Return how many sessions match ``wanted``."""
+def count_sessions(store: SqlStore, wanted: SessionFilter, *, cap: int = COUNT_CAP) -> SessionCount:
+    """Count the sessions that match ``wanted``, up to ``cap``.
+
+    Args:
+        store: The store.
+        wanted: The filter.
+        cap: Count no further than this; more matching sessions give ``exact=False``.
+
+    Returns:
+        The count, and whether it is exact.
+    """
     where, params = _where(store, wanted, None)
+    # The latest run is joined only when its error type is asked for: a count of sessions
+    # alone walks one index.
+    source = _LATEST if wanted.error_type is not None else "FROM sessions s"
     with store._tx(write=False) as cursor:
-        row = store._exec(cursor, f"SELECT COUNT(*) {_LATEST}{where}", params).fetchone()
-    return int(str(row[0])) if row is not None else 0
+        row = store._exec(
+            cursor,
+            f"SELECT COUNT(*) FROM (SELECT 1 AS one {source}{where} LIMIT ?) AS counted",
+            (*params, cap + 1),
+        ).fetchone()
+    found = int(str(row[0])) if row is not None else 0
+    return SessionCount(total=min(found, cap), exact=found <= cap)
 
 
 def error_types(store: SqlStore) -> list[str]:
     """Return every error type a run has ended with, sorted."""
     with store._tx(write=False) as cursor:
-        rows = store._exec(
-            cursor,
-            f"SELECT DISTINCT {_error_type(store)} FROM runs r WHERE r.error IS NOT NULL",
-        ).fetchall()
-    return sorted(str(row[0]) for row in rows if row[0] is not None)
+        rows = store._exec(cursor, "SELECT type FROM error_types ORDER BY type").fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def changed_sessions(store: SqlStore, since: float, *, limit: int = 200) -> list[SessionRow]:

@@ -64,6 +64,7 @@ class PostgresStore(SqlStore):
     """
 
     serial = "BIGSERIAL PRIMARY KEY"
+    error_type = "(r.error::json ->> 'type')"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     placeholder = "%s"
 
