@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/service_scale.py --sessions 100000 --database /tmp/big.db
     .venv/bin/python bench/service_scale.py --sessions 100000 --database postgresql://...
+    .venv/bin/python bench/service_scale.py --bench [--small 10000] [--big 100000]
 
 The store is opened (and migrated) with ``open_store``, as ``agentshape serve`` opens it, and
 filled in transactions of a thousand sessions with the same columns the service writes. Each
@@ -12,24 +13,42 @@ about 10% of sessions were resumed once. Each run has the result, attempts and a
 (``run_started``, ``model_turn``, ``attempt``, ``retry``, ``run_completed``/``run_failed``) a
 runner would store, and the session its transcript.
 
-The store must be new (empty): the tool refuses one that already holds sessions. It exits 0 and
-prints what it built.
+The per-agent, per-day rollups the analytics read are then filled from those events, as a
+migration fills them for a store written before they existed. The store must be new (empty):
+the tool refuses one that already holds sessions. It exits 0 and prints what it built.
+
+``--bench`` builds a small and a big SQLite store in a temporary directory and, for each, starts
+``agentshape serve`` (its own process, no runners) on it and measures the service's CPU time per
+view of the sessions page (``GET /reports/sessions?limit=50``; and, reported beside it, filtered
+by a status and by an error type) and of the analytics (``GET /reports/analytics``, whole and
+``since=7d``), and its peak RSS; it prints the big store's figures over the small one's:
+``reports_page_100k_vs_10k``, ``reports_analytics_100k_vs_10k``, ``service_rss_100k_vs_10k``
+(targets 1.5, 1.5 and 1.3), with the load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from agent_coordinator.store import SqlStore, open_store
-from agent_coordinator.store.sql import dumps
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's packages, and bench.service, run as a script
+
+from agent_coordinator.store import SqlStore, open_store  # noqa: E402
+from agent_coordinator.store.sql import dumps  # noqa: E402
+from bench.service import cpu_seconds, start_service  # noqa: E402
 
 DAY_S = 86_400.0
 SPAN_DAYS = 60
@@ -110,6 +129,7 @@ class _Run:
     attempts: list[tuple[object, ...]]
     events: list[tuple[object, ...]]
     transcript: list[dict[str, Any]]
+    error: dict[str, Any] | None
 
 
 def _run(
@@ -248,6 +268,7 @@ def _run(
         attempts=[(run_id, a["number"], dumps(a)) for a in attempts],
         events=[(run_id, kind_, dumps({**data, "ts": _ts(at)}), at) for kind_, data, at in events],
         transcript=transcript,
+        error=error,
     )
 
 
@@ -290,6 +311,7 @@ def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = 
         run_rows: list[tuple[object, ...]] = []
         attempt_rows: list[tuple[object, ...]] = []
         event_rows: list[tuple[object, ...]] = []
+        errors: list[dict[str, Any]] = []
         for created in times[start : start + BATCH]:
             session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             agent = rng.choices(names, weights)[0]
@@ -312,6 +334,8 @@ def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = 
                 run_rows.append(run.row)
                 attempt_rows.extend(run.attempts)
                 event_rows.extend(run.events)
+                if run.error is not None:
+                    errors.append(run.error)
                 transcript.extend(run.transcript)
                 clock = float(str(run.row[-1])) + rng.uniform(60, 3600)
                 status = "failed" if failed else "completed"
@@ -352,18 +376,104 @@ def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = 
                 "INSERT INTO events (run_id, type, data, created_at) VALUES (?, ?, ?, ?)",
                 event_rows,
             )
+            for error in errors:  # the error-type filter choices, as the end of a run notes them
+                store._note_error(cursor, error)
         built.sessions += len(session_rows)
         built.events += len(event_rows)
+    # The rollups a run's end would have updated, filled as a migration fills them for a store
+    # written before they existed.
+    with store._tx() as cursor:
+        store._backfill(cursor)
     return built
 
 
+_VIEWS = (
+    ("page", "/reports/sessions?limit=50"),
+    ("filtered", "/reports/sessions?limit=50&status=failed"),
+    ("filtered", "/reports/sessions?limit=50&error_type=output_schema_validation_failed"),
+    ("analytics", "/reports/analytics"),
+    ("analytics", "/reports/analytics?since=7d"),
+)
+_ROUNDS = 40
+"""Each view is read this many times per store (after one unmeasured read)."""
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _measure(database: Path) -> dict[str, float]:
+    """CPU seconds per view of each kind, and peak RSS (MiB), of a service on ``database``."""
+    process, url = start_service({"PYTHONPATH": str(ROOT)}, database, 0)
+    try:
+        with httpx.Client(base_url=url, timeout=600) as client:
+            for _, target in _VIEWS:
+                client.get(target).raise_for_status()
+            spent: dict[str, float] = {}
+            for kind, target in _VIEWS:
+                before = cpu_seconds(process.pid)
+                for _ in range(_ROUNDS):
+                    client.get(target).raise_for_status()
+                per_view = (cpu_seconds(process.pid) - before) / _ROUNDS
+                spent[kind] = spent.get(kind, 0.0) + per_view
+        return {**spent, "rss": _peak_rss_mib(process.pid)}
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def bench(small: int, big: int) -> int:
+    """Build both stores, measure a service on each, print the ratios."""
+    with tempfile.TemporaryDirectory(prefix="agentshape-scale-") as folder:
+        figures: dict[int, dict[str, float]] = {}
+        for sessions in (small, big):
+            database = Path(folder) / f"store-{sessions}.db"
+            store = open_store(database)
+            try:
+                built = build(store, sessions)
+            finally:
+                store.close()
+            figures[sessions] = _measure(database)
+            print(
+                f"{sessions} sessions ({built.runs} runs, {built.events} events, "
+                f"{database.stat().st_size / 2**20:.0f} MiB): sessions page "
+                f"{figures[sessions]['page'] * 1000:.2f} ms CPU per view, filtered "
+                f"{figures[sessions]['filtered'] * 1000:.2f} ms (2 views), analytics "
+                f"{figures[sessions]['analytics'] * 1000:.2f} ms (2 views), peak RSS "
+                f"{figures[sessions]['rss']:.0f} MiB",
+                flush=True,
+            )
+    label = f"{big // 1000}k_vs_{small // 1000}k"
+    print(f"reports_page_{label}: {figures[big]['page'] / figures[small]['page']:.2f}")
+    print(
+        f"reports_page_filtered_{label}: "
+        f"{figures[big]['filtered'] / figures[small]['filtered']:.2f}"
+    )
+    print(
+        f"reports_analytics_{label}: {figures[big]['analytics'] / figures[small]['analytics']:.2f}"
+    )
+    print(f"service_rss_{label}: {figures[big]['rss'] / figures[small]['rss']:.2f}")
+    print("load average: " + " ".join(f"{value:.2f}" for value in os.getloadavg()))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build the store the command line names and print what was built."""
+    """Build the store the command line names and print what was built (or run ``--bench``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sessions", type=int, required=True, help="how many sessions")
-    parser.add_argument("--database", required=True, help="a SQLite path or postgresql:// URL")
+    parser.add_argument("--sessions", type=int, help="how many sessions")
+    parser.add_argument("--database", help="a SQLite path or postgresql:// URL")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--bench", action="store_true", help="measure reads at two store sizes")
+    parser.add_argument("--small", type=int, default=10_000, help="--bench: the small store")
+    parser.add_argument("--big", type=int, default=100_000, help="--bench: the big store")
     args = parser.parse_args(argv)
+    if args.bench:
+        return bench(args.small, args.big)
+    if args.sessions is None or args.database is None:
+        parser.error("give --sessions and --database (or --bench)")
     if args.sessions < 1:
         parser.error("--sessions must be at least 1")
     store = open_store(args.database)

@@ -217,6 +217,7 @@ class LeaseQueries(Rollups):
                 )
             self._insert_events(cursor, run_id, events, now)
             self._note_error(cursor, error)
+            self._roll_up(cursor, run_id, now)
             if transcript:
                 self._exec(
                     cursor,
@@ -282,6 +283,7 @@ class LeaseQueries(Rollups):
                 )
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
                 self._note_error(cursor, {"type": "cancelled"})
+                self._roll_up(cursor, run_id, now)
             else:
                 self._exec(cursor, "UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
             found = self._exec(

@@ -86,6 +86,35 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE TABLE error_types (type TEXT PRIMARY KEY)",
             "INSERT INTO error_types (type) SELECT DISTINCT {error_type} FROM runs r "
             "WHERE r.error IS NOT NULL AND {error_type} IS NOT NULL",
+            # Per agent and UTC day, the analytics review's figures of the runs that ended
+            # (store/rollups.py), and its keyed counts: failures by type, retry reasons and
+            # latency histogram buckets. Filled from the stored events right after.
+            """CREATE TABLE rollups (
+                agent_id TEXT NOT NULL,
+                day TEXT NOT NULL,
+                runs BIGINT NOT NULL,
+                completed BIGINT NOT NULL,
+                attempted BIGINT NOT NULL,
+                first_ok BIGINT NOT NULL,
+                rescued BIGINT NOT NULL,
+                retries BIGINT NOT NULL,
+                incomplete BIGINT NOT NULL,
+                input_tokens BIGINT NOT NULL,
+                output_tokens BIGINT NOT NULL,
+                events BIGINT NOT NULL,
+                unrecognised BIGINT NOT NULL,
+                run_ms_max DOUBLE PRECISION,
+                turn_ms_max DOUBLE PRECISION,
+                PRIMARY KEY (agent_id, day)
+            )""",
+            """CREATE TABLE rollup_counts (
+                agent_id TEXT NOT NULL,
+                day TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                name TEXT NOT NULL,
+                total BIGINT NOT NULL,
+                PRIMARY KEY (agent_id, day, kind, name)
+            )""",
         ),
     ),
 )

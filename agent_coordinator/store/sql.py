@@ -316,6 +316,9 @@ class SqlBase(ABC):
             else:
                 return
 
+    def _after_migration(self, cursor: Cursor, version: int) -> None:  # noqa: B027 (a hook)
+        """Fill what a migration created from the data already stored (in its transaction)."""
+
     def migrate(self) -> int:
         """Create or upgrade the tables, applying every migration not yet recorded.
 
@@ -338,6 +341,7 @@ class SqlBase(ABC):
                     self._exec(
                         cursor, statement.format(serial=self.serial, error_type=self.error_type)
                     )
+                self._after_migration(cursor, version)
                 self._exec(
                     cursor,
                     "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
