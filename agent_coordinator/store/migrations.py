@@ -88,7 +88,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "WHERE r.error IS NOT NULL AND {error_type} IS NOT NULL",
             # Per agent and UTC day, the analytics review's figures of the runs that ended
             # (store/rollups.py), and its keyed counts: failures by type, retry reasons and
-            # latency histogram buckets. Filled from the stored events right after.
+            # latency histogram buckets, per day and for all days together (day ''). Filled
+            # from the stored events right after.
             """CREATE TABLE rollups (
                 agent_id TEXT NOT NULL,
                 day TEXT NOT NULL,

@@ -6,7 +6,9 @@
 - every error type a run has ended with (the sessions list's filter choices);
 - per agent and UTC day, what ``agentshape analytics``'s review counts of the runs that ended:
   runs, completed, failed by type, first-try valid, rescued, retries and their reasons, tokens,
-  and run and model-call latency as histograms (buckets about 2 % wide, the longest kept exact).
+  and run and model-call latency as histograms (buckets about 2 % wide, the longest kept exact);
+  the keyed counts (failures, reasons, buckets) also for all days together, so a review of the
+  whole store reads a row per bucket, not one per bucket and day.
 
 A run's figures are the review's own arithmetic (:func:`~agent_executor.review.review_events`
 over that run's stored events), so :meth:`Rollups.rollup_review` (what ``GET /reports/analytics``
@@ -47,6 +49,9 @@ _RATIO = 2 ** (1 / 32)
 """One latency bucket's upper edge over its lower edge (about 2.2 %)."""
 _BATCH = 500
 """Runs whose events one backfill statement reads."""
+_ALL_DAYS = ""
+"""The ``day`` of ``rollup_counts`` rows that count every day (before any date, so ``day >= ?``
+leaves them out)."""
 _KINDS = ("failure", "reason", "run_ms", "turn_ms")
 """What ``rollup_counts`` keeps counts of: failures by type, retry reasons, latency buckets."""
 _COLUMNS = (
@@ -281,16 +286,21 @@ class Rollups(SqlBase):
                 figures.turn_max,
             ),
         )
-        for kind in _KINDS:
-            for key, count in figures.keyed(kind).items():
-                if count:
-                    self._exec(
-                        cursor,
-                        "INSERT INTO rollup_counts (agent_id, day, kind, name, total) "
-                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, day, kind, name) "
-                        "DO UPDATE SET total = rollup_counts.total + excluded.total",
-                        (agent, day.isoformat(), kind, key, count),
-                    )
+        # The keyed counts go to the day and to every day together (ALL_DAYS), which a review
+        # of the whole store reads: a row per bucket, however many days there are. Rows are
+        # written in one order in every transaction, so two runs ending at once never wait on
+        # each other's rows crosswise (PostgreSQL would end one of them as a deadlock).
+        for day_key in (day.isoformat(), _ALL_DAYS):
+            for kind in _KINDS:
+                for key, count in sorted(figures.keyed(kind).items()):
+                    if count:
+                        self._exec(
+                            cursor,
+                            "INSERT INTO rollup_counts (agent_id, day, kind, name, total) "
+                            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, day, kind, name) "
+                            "DO UPDATE SET total = rollup_counts.total + excluded.total",
+                            (agent, day_key, kind, key, count),
+                        )
 
     def _after_migration(self, cursor: Cursor, version: int) -> None:
         if version == ROLLUPS_VERSION:
@@ -354,12 +364,14 @@ class Rollups(SqlBase):
                 figures.counts.update(counts)
                 figures.run_max = _larger(figures.run_max, _float(row[13]))
                 figures.turn_max = _larger(figures.turn_max, _float(row[14]))
-            # Summed by the database: a row per agent and bucket, however many days there are.
+            # Summed by the database: a row per agent and bucket, however many days there are;
+            # without a window, the rows that count every day already are those sums.
+            days_clause = clause if since is not None else clause + " AND day = ?"
             for agent_id, kind, name, total in self._exec(
                 cursor,
                 "SELECT agent_id, kind, name, SUM(total) FROM rollup_counts "
-                f"WHERE {clause} GROUP BY agent_id, kind, name",
-                params,
+                f"WHERE {days_clause} GROUP BY agent_id, kind, name",
+                params if since is not None else [*params, _ALL_DAYS],
             ).fetchall():
                 figures = agents.setdefault(str(agent_id), _Figures())
                 figures.keyed(str(kind))[str(name)] += int(str(total))
