@@ -333,6 +333,15 @@ def test_the_sessions_page_pages_ten_thousand_sessions(dash: Service, page: Page
     expect(page.locator("tbody tr")).to_have_count(50)
 
 
+def test_past_ten_thousand_sessions_the_total_says_at_least(dash: Service, page: Page) -> None:
+    fill_sessions(dash, 10_001)
+    page.goto(f"{dash.url}/sessions")
+    expect(page.get_by_test_id("total")).to_have_text("10,000+ session(s)")
+    page.goto(f"{dash.url}/")
+    expect(page.get_by_text("10,000+ sessions, 0 failed")).to_be_visible()
+    page.goto("about:blank")  # end the page's event stream before the server stops
+
+
 def test_a_session_page_follows_its_run_and_resumes_it(
     dash: Service, page: Page, fake_llm: FakeLLM
 ) -> None:
