@@ -48,7 +48,9 @@ ROLLUPS_VERSION = 6
 _RATIO = 2 ** (1 / 32)
 """One latency bucket's upper edge over its lower edge (about 2.2 %)."""
 _BATCH = 500
-"""Runs whose events one backfill statement reads."""
+"""Runs whose events one statement reads."""
+_ROWS_PER_INSERT = 100
+"""Keyed-count rows one statement upserts (500 parameters)."""
 _ALL_DAYS = ""
 """The ``day`` of ``rollup_counts`` rows that count every day (before any date, so ``day >= ?``
 leaves them out)."""
@@ -287,20 +289,27 @@ class Rollups(SqlBase):
             ),
         )
         # The keyed counts go to the day and to every day together (ALL_DAYS), which a review
-        # of the whole store reads: a row per bucket, however many days there are. Rows are
-        # written in one order in every transaction, so two runs ending at once never wait on
-        # each other's rows crosswise (PostgreSQL would end one of them as a deadlock).
-        for day_key in (day.isoformat(), _ALL_DAYS):
-            for kind in _KINDS:
-                for key, count in sorted(figures.keyed(kind).items()):
-                    if count:
-                        self._exec(
-                            cursor,
-                            "INSERT INTO rollup_counts (agent_id, day, kind, name, total) "
-                            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, day, kind, name) "
-                            "DO UPDATE SET total = rollup_counts.total + excluded.total",
-                            (agent, day_key, kind, key, count),
-                        )
+        # of the whole store reads: a row per bucket, however many days there are. One
+        # statement (one round trip), its rows in one order in every transaction, so two runs
+        # ending at once never wait on each other's rows crosswise (PostgreSQL would end one
+        # of them as a deadlock).
+        rows = [
+            (agent, day_key, kind, key, count)
+            for day_key in (day.isoformat(), _ALL_DAYS)
+            for kind in _KINDS
+            for key, count in sorted(figures.keyed(kind).items())
+            if count
+        ]
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            self._exec(
+                cursor,
+                "INSERT INTO rollup_counts (agent_id, day, kind, name, total) VALUES "
+                + ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)
+                + " ON CONFLICT (agent_id, day, kind, name) "
+                "DO UPDATE SET total = rollup_counts.total + excluded.total",
+                [value for row in chunk for value in row],
+            )
 
     def _after_migration(self, cursor: Cursor, version: int) -> None:
         if version == ROLLUPS_VERSION:
