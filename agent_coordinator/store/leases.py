@@ -217,7 +217,7 @@ class LeaseQueries(Rollups):
                 )
             self._insert_events(cursor, run_id, events, now)
             self._note_error(cursor, error)
-            self._roll_up(cursor, run_id, now)
+            self._roll_up(cursor, run_id, ended.agent_name, now)
             if transcript:
                 self._exec(
                     cursor,
@@ -263,11 +263,11 @@ class LeaseQueries(Rollups):
         error = dumps({"type": "cancelled", "message": "the run was cancelled before it started"})
         with self._tx() as cursor:
             row = self._exec(
-                cursor, "SELECT status, session_id FROM runs WHERE id = ?", (run_id,)
+                cursor, "SELECT status, session_id, agent_name FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise NotFound("RunNotFound", f"no run {run_id!r}")
-            status, session_id = str(row[0]), str(row[1])
+            status, session_id, agent_name = str(row[0]), str(row[1]), str(row[2])
             if status in TERMINAL:
                 raise Conflict("RunNotCancellable", f"run {run_id!r} has already {status}")
             if status == "queued":
@@ -283,7 +283,7 @@ class LeaseQueries(Rollups):
                 )
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
                 self._note_error(cursor, {"type": "cancelled"})
-                self._roll_up(cursor, run_id, now)
+                self._roll_up(cursor, run_id, agent_name, now)
             else:
                 self._exec(cursor, "UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
             found = self._exec(

@@ -120,12 +120,13 @@ def _larger(one: float | None, other: float | None) -> float | None:
 
 
 def _run_figures(
-    events: list[dict[str, JsonValue]], ended: float
+    events: list[dict[str, JsonValue]], agent_name: str, ended: float
 ) -> Iterator[tuple[str, date, _Figures]]:
     """What one run's events add, per agent: ``(agent, day, figures)``.
 
     The day is the review's (the run's start, else its end); ``ended`` (epoch seconds) stands
-    in when neither event was stored.
+    in when neither event was stored. A run with no analytics event (cancelled before it
+    started: only events the review does not know) counts them under ``agent_name``.
     """
     review = review_events(events, source="")
     turns: dict[str, list[float]] = {}
@@ -157,8 +158,16 @@ def _run_figures(
         for ms in turns.get(agent.agent_id, []):
             figures.turn_ms[_bucket(ms)] += 1
             figures.turn_max = _larger(figures.turn_max, ms)
-        day = agent.days[0].day if agent.days else datetime.fromtimestamp(ended, UTC).date()
+        day = agent.days[0].day if agent.days else _day(ended)
         yield agent.agent_id, day, figures
+    if not review.agents and (review.events or review.unrecognised_events):
+        figures = _Figures()
+        figures.counts.update({"events": review.events, "unrecognised": review.unrecognised_events})
+        yield agent_name, _day(ended), figures
+
+
+def _day(when: float) -> date:
+    return datetime.fromtimestamp(when, UTC).date()
 
 
 def _percentile(histogram: Counter[str], rank: float) -> float:
@@ -262,10 +271,10 @@ class Rollups(SqlBase):
                 found[str(run_id)].append(value)
         return found
 
-    def _roll_up(self, cursor: Cursor, run_id: str, ended: float) -> None:
+    def _roll_up(self, cursor: Cursor, run_id: str, agent_name: str, ended: float) -> None:
         """Add an ended run's figures to its agent's day (inside the transaction that ends it)."""
         events = self._run_events(cursor, [run_id])[run_id]
-        for agent, day, figures in _run_figures(events, ended):
+        for agent, day, figures in _run_figures(events, agent_name, ended):
             self._add_figures(cursor, agent, day, figures)
 
     def _add_figures(self, cursor: Cursor, agent: str, day: date, figures: _Figures) -> None:
@@ -322,16 +331,16 @@ class Rollups(SqlBase):
         while True:
             rows = self._exec(
                 cursor,
-                "SELECT id, COALESCE(finished_at, created_at) FROM runs "
+                "SELECT id, agent_name, COALESCE(finished_at, created_at) FROM runs "
                 "WHERE status IN ('completed', 'failed', 'cancelled') AND id > ? "
                 "ORDER BY id LIMIT ?",
                 (after, _BATCH),
             ).fetchall()
             if not rows:
                 break
-            ended = {str(row[0]): float(str(row[1])) for row in rows}
+            ended = {str(row[0]): (str(row[1]), float(str(row[2]))) for row in rows}
             for run_id, events in self._run_events(cursor, list(ended)).items():
-                for agent, day, figures in _run_figures(events, ended[run_id]):
+                for agent, day, figures in _run_figures(events, *ended[run_id]):
                     totals.setdefault((agent, day), _Figures()).add(figures)
             after = str(rows[-1][0])
         for (agent, day), figures in totals.items():
@@ -384,16 +393,18 @@ class Rollups(SqlBase):
             ).fetchall():
                 figures = agents.setdefault(str(agent_id), _Figures())
                 figures.keyed(str(kind))[str(name)] += int(str(total))
-            open_runs = [
-                str(row[0])
+            open_runs = {
+                str(row[0]): str(row[1])
                 for row in self._exec(
-                    cursor, "SELECT id FROM runs WHERE status IN ('queued', 'running')"
+                    cursor, "SELECT id, agent_name FROM runs WHERE status IN ('queued', 'running')"
                 ).fetchall()
-            ]
+            }
             now = datetime.now(UTC).timestamp()
-            for start in range(0, len(open_runs), _BATCH):
-                for events in self._run_events(cursor, open_runs[start : start + _BATCH]).values():
-                    for agent_id, day, figures in _run_figures(events, now):
+            listed = list(open_runs)
+            for start in range(0, len(listed), _BATCH):
+                found = self._run_events(cursor, listed[start : start + _BATCH])
+                for run_id, events in found.items():
+                    for agent_id, day, figures in _run_figures(events, open_runs[run_id], now):
                         if (since is None or day >= since) and agent in (None, agent_id):
                             agents.setdefault(agent_id, _Figures()).add(figures)
                             days.setdefault((agent_id, day), Counter()).update(figures.counts)
@@ -426,8 +437,12 @@ def _review(
         agent=agent,
         events=everyone.counts["events"],
         unrecognised_events=everyone.counts["unrecognised"],
+        # An agent whose only events are ones the review does not know (a run cancelled
+        # before it started) is not listed, as the CLI lists only agents of known events.
         agents=[
-            _agent_review(name, agents[name], per_agent.get(name, {})) for name in sorted(agents)
+            _agent_review(name, agents[name], per_agent.get(name, {}))
+            for name in sorted(agents)
+            if any(count for key, count in agents[name].counts.items() if key != "unrecognised")
         ],
         overall=_agent_review(ALL_AGENTS, everyone, every_day),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -160,3 +161,33 @@ def test_runs_stay_in_the_analytics_after_their_events_are_pruned(service: Servi
     after = service.client.get("/reports/analytics").json()
     assert (after["overall"]["runs"], after["overall"]["failed"]) == (2, 1)
     assert after == before
+
+
+STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
+"""A store written by agentshape 0.2.0 (commit 1ca4834, migration 1 only): its own test harness's
+service ran a completed, a failed, a rescued and a resumed writer session, and a queued run was
+cancelled; then the WAL was checkpointed into the file."""
+
+
+def test_a_store_written_by_0_2_0_is_migrated_and_its_runs_reviewed(tmp_path: Path) -> None:
+    path = tmp_path / "coordinator.db"
+    shutil.copyfile(STORE_0_2_0, path)
+    service = Service(tmp_path, str(path))
+    try:
+        page = service.client.get("/reports/sessions").json()
+        assert (page["total"], page["total_exact"]) == (5, True)
+        assert page["error_types"] == ["cancelled", "output_schema_validation_failed"]
+        failed = service.client.get(
+            "/reports/sessions", params={"error_type": "output_schema_validation_failed"}
+        ).json()
+        assert [row["status"] for row in failed["items"]] == ["failed"]
+        api = service.client.get("/reports/analytics").json()
+        assert (api["overall"]["runs"], api["overall"]["failed"]) == (5, 1)
+        _same(api, _cli_review(tmp_path, _stored_events(service)))
+        assert service.run({"agent_name": "writer", "prompt": "hi"}).json()["status"] == (
+            "completed"
+        )
+        after = service.client.get("/reports/analytics", params={"agent": "writer"}).json()
+        assert after["overall"]["runs"] == 3
+    finally:
+        service.close()
