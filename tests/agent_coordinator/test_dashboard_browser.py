@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -297,6 +298,9 @@ def test_schemas_and_analytics_pages(dash: Service, page: Page, fake_llm: FakeLL
     page.goto(f"{dash.url}/analytics")
     expect(page.locator(".stat", has_text="rescued by the retry")).to_contain_text("1")
     expect(page.locator("svg.chart").first).to_be_visible()
+    # the default window, 7d, counts whole UTC days: the page says from which midnight
+    start = (datetime.now(UTC) - timedelta(days=7)).date().isoformat()
+    expect(page.get_by_test_id("since")).to_have_text(f"from {start} 00:00 UTC")
     shoot(page, "analytics")
 
 
