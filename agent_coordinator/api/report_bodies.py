@@ -48,7 +48,10 @@ class SessionRowPage(BaseModel):
     next_cursor: int | None = None
     """Pass as ``cursor`` for the next page; ``None`` on the last page."""
     total: int
-    """Sessions matching the filters, on every page."""
+    """Sessions matching the filters, on every page; counted up to 10,000 (see
+    :attr:`total_exact`)."""
+    total_exact: bool = True
+    """``False`` when more than :attr:`total` sessions match: the count stopped there."""
     error_types: list[str] = Field(default_factory=list)
     """Every error type a run has ended with, for a filter."""
 

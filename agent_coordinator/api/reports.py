@@ -3,8 +3,8 @@
 ``GET /reports/sessions`` pages through sessions (newest first, server-side, so 10,000 sessions
 cost one page) with the latest run's model, attempts, tokens and duration, filtered by agent,
 status, error type and creation time. ``GET /reports/sessions/events`` streams changed sessions
-as server-sent events. ``GET /reports/analytics`` is ``agentshape analytics``'s review, computed
-by the same code from the events the service stored.
+as server-sent events. ``GET /reports/analytics`` is ``agentshape analytics``'s review of the
+runs the service stored, read from the rollups the store keeps as runs end.
 """
 
 from __future__ import annotations
@@ -37,12 +37,11 @@ from agent_coordinator.store.overview import (
     changed_sessions,
     count_sessions,
     error_types,
-    events_since,
     retry_limits,
     session_rows,
 )
 from agent_coordinator.store.records import RunState
-from agent_executor.review import Review, parse_since, review_events
+from agent_executor.review import Review, parse_since
 
 __all__ = ["router"]
 
@@ -86,6 +85,9 @@ async def list_session_rows(
 ) -> SessionRowPage:
     """List sessions with their latest run, newest first, a page at a time, with the total.
 
+    The total is counted up to 10,000; beyond, ``total_exact`` is false and ``total`` is 10,000
+    (so a page costs the same in a store of any size).
+
     ``since`` and ``until`` take a date, an ISO 8601 time or a span back from now (``12h``,
     ``7d``), as ``agentshape analytics --since`` does.
     """
@@ -99,10 +101,12 @@ async def list_session_rows(
 
     def page() -> SessionRowPage:
         rows = session_rows(services.store, wanted, limit=limit, after=cursor)
+        counted = count_sessions(services.store, wanted)
         return SessionRowPage(
             items=_views(services, rows),
             next_cursor=rows[-1].seq if len(rows) == limit else None,
-            total=count_sessions(services.store, wanted),
+            total=counted.total,
+            total_exact=counted.exact,
             error_types=error_types(services.store),
         )
 
@@ -215,14 +219,14 @@ async def analytics(
 ) -> Review:
     """Return ``agentshape analytics``'s review of the runs this service stored.
 
-    The same code as the CLI computes it (success rates, failures by type, first-try validity,
-    retries, tokens, latency percentiles, a per-day trend), from the store's events.
+    Read from per-agent, per-day rollups the store updates as each run ends, so it costs the
+    same in a store of any size: the CLI's numbers over the same events (success rates,
+    failures by type, first-try validity, retries, tokens, a per-day trend), with latency
+    percentiles read from histograms (within about 2 %). ``since`` counts whole UTC days: from
+    the midnight at or before it (the review's ``since`` says which).
     """
     start = _since(since)
-
-    def compute() -> Review:
-        events = events_since(services.store, start)
-        when = datetime.fromtimestamp(start, UTC) if start is not None else None
-        return review_events(events, source=services.store.url, since=when, agent=agent or None)
-
-    return await asyncio.to_thread(compute)
+    day = datetime.fromtimestamp(start, UTC).date() if start is not None else None
+    return await asyncio.to_thread(
+        services.store.rollup_review, source=services.store.url, since=day, agent=agent or None
+    )

@@ -24,6 +24,7 @@ from agent_coordinator.store.records import (
     RunRecord,
     RunState,
 )
+from agent_coordinator.store.rollups import Rollups
 from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, dumps, loads, run_record
 from agent_coordinator.store.webhooks import WebhookQueries
 
@@ -34,8 +35,8 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
-class LeaseQueries(ClaimLog, WebhookQueries):
-    """Claims, leases, the end of a run (with its webhook's delivery), cancel, the event log."""
+class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
+    """Claims, leases, a run's end (its webhook's delivery, its day's rollup), cancel, events."""
 
     def claim(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
@@ -92,16 +93,20 @@ class LeaseQueries(ClaimLog, WebhookQueries):
         row = self._exec(
             cursor,
             "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, "
-            "lease_expires_at = NULL, progress = NULL WHERE id = ? RETURNING session_id",
+            f"lease_expires_at = NULL, progress = NULL WHERE id = ? RETURNING {RUN_COLUMNS}",
             (dumps(error), now, run_id),
         ).fetchone()
         assert row is not None
+        run = run_record(row)
         self._exec(
             cursor,
             "UPDATE sessions SET status = 'failed', updated_at = ? WHERE id = ?",
-            (now, str(row[0])),
+            (now, run.session_id),
         )
         self._insert_events(cursor, run_id, [("run_failed", {"error": error})], now)
+        self._note_error(cursor, error)
+        self._roll_up(cursor, run_id, run.agent_name, now)
+        self._enqueue_webhook(cursor, run, now)
 
     def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
         """Hand one particular waiting run to ``owner`` (a parent running its child itself).
@@ -281,6 +286,8 @@ class LeaseQueries(ClaimLog, WebhookQueries):
                     (run_id, number, dumps(attempt)),
                 )
             self._insert_events(cursor, run_id, events, now)
+            self._note_error(cursor, error)
+            self._roll_up(cursor, run_id, ended.agent_name, now)
             if transcript:
                 self._exec(
                     cursor,
@@ -326,11 +333,11 @@ class LeaseQueries(ClaimLog, WebhookQueries):
         error = dumps({"type": "cancelled", "message": "the run was cancelled before it started"})
         with self._tx() as cursor:
             row = self._exec(
-                cursor, "SELECT status, session_id FROM runs WHERE id = ?", (run_id,)
+                cursor, "SELECT status, session_id, agent_name FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise NotFound("RunNotFound", f"no run {run_id!r}")
-            status, session_id = str(row[0]), str(row[1])
+            status, session_id, agent_name = str(row[0]), str(row[1]), str(row[2])
             if status in TERMINAL:
                 raise Conflict("RunNotCancellable", f"run {run_id!r} has already {status}")
             # Each write names the state it expects: a runner may claim or end the run meanwhile.
@@ -349,6 +356,8 @@ class LeaseQueries(ClaimLog, WebhookQueries):
                     (now, session_id),
                 )
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
+                self._note_error(cursor, {"type": "cancelled"})
+                self._roll_up(cursor, run_id, agent_name, now)
             else:
                 self._exec(
                     cursor,

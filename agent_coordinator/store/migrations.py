@@ -2,7 +2,9 @@
 
 Each migration is a list of statements written once for both databases; ``{serial}`` stands for an
 auto-numbered 64-bit key column (``INTEGER PRIMARY KEY AUTOINCREMENT`` in SQLite, ``BIGSERIAL
-PRIMARY KEY`` in PostgreSQL). A new version appends a migration; an applied one is never edited.
+PRIMARY KEY`` in PostgreSQL) and ``{error_type}`` for the ``type`` in the JSON of a run's
+``error`` (the run aliased ``r``). A new version appends a migration; an applied one is never
+edited.
 """
 
 from __future__ import annotations
@@ -95,6 +97,51 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 delivered_at DOUBLE PRECISION
             )""",
             "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)",
+        ),
+    ),
+    (
+        6,
+        (
+            # The sessions list pages by seq under each of its filters, so a page is read from
+            # an index however many sessions there are (created_at: since and until).
+            "CREATE INDEX sessions_agent ON sessions (agent_name, seq)",
+            "CREATE INDEX sessions_status ON sessions (status, seq)",
+            "CREATE INDEX sessions_created ON sessions (created_at)",
+            # Every error type a run has ended with, kept as runs end: the list's filter
+            # choices, without reading every run on every view.
+            "CREATE TABLE error_types (type TEXT PRIMARY KEY)",
+            "INSERT INTO error_types (type) SELECT DISTINCT {error_type} FROM runs r "
+            "WHERE r.error IS NOT NULL AND {error_type} IS NOT NULL",
+            # Per agent and UTC day, the analytics review's figures of the runs that ended
+            # (store/rollups.py), and its keyed counts: failures by type, retry reasons and
+            # latency histogram buckets, per day and for all days together (day ''). Filled
+            # from the stored events right after.
+            """CREATE TABLE rollups (
+                agent_id TEXT NOT NULL,
+                day TEXT NOT NULL,
+                runs BIGINT NOT NULL,
+                completed BIGINT NOT NULL,
+                attempted BIGINT NOT NULL,
+                first_ok BIGINT NOT NULL,
+                rescued BIGINT NOT NULL,
+                retries BIGINT NOT NULL,
+                incomplete BIGINT NOT NULL,
+                input_tokens BIGINT NOT NULL,
+                output_tokens BIGINT NOT NULL,
+                events BIGINT NOT NULL,
+                unrecognised BIGINT NOT NULL,
+                run_ms_max DOUBLE PRECISION,
+                turn_ms_max DOUBLE PRECISION,
+                PRIMARY KEY (agent_id, day)
+            )""",
+            """CREATE TABLE rollup_counts (
+                agent_id TEXT NOT NULL,
+                day TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                name TEXT NOT NULL,
+                total BIGINT NOT NULL,
+                PRIMARY KEY (agent_id, day, kind, name)
+            )""",
         ),
     ),
 )

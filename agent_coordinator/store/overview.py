@@ -1,9 +1,12 @@
-"""Read-only queries for overviews: sessions with their latest run, filtered and paged, and events.
+"""Read-only queries for overviews: sessions with their latest run, filtered and paged.
 
 These serve the dashboard's sessions list and analytics (``/reports/...``). They read the same
 tables as :class:`~agent_coordinator.store.runs.RunQueries` and never write. A session's row
-leaves its transcript out (it can be large); its latest run is joined in one query, so a page of
-sessions is one round trip however many sessions there are.
+leaves its transcript out (it can be large); its latest run is found through the runs' index by
+session, in the same query, so a page of sessions is one round trip and a few index lookups
+however many sessions there are. Nothing here reads the whole store on a view: a total reads
+at most :data:`COUNT_CAP` sessions and is said to be "at least" beyond, and the error types are
+the ones :class:`~agent_coordinator.store.rollups.Rollups` kept as runs ended.
 """
 
 from __future__ import annotations
@@ -11,24 +14,25 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pydantic import JsonValue
-
-from agent_coordinator.event_log import STREAM_TYPES
 from agent_coordinator.store.base import SqlStore
-from agent_coordinator.store.postgres import PostgresStore
 from agent_coordinator.store.records import RunRecord
 from agent_coordinator.store.sql import RUN_COLUMNS, run_record
 
 __all__ = [
+    "COUNT_CAP",
+    "SessionCount",
     "SessionFilter",
     "SessionRow",
     "changed_sessions",
     "count_sessions",
     "error_types",
-    "events_since",
     "retry_limits",
     "session_rows",
 ]
+
+COUNT_CAP = 10_000
+"""Sessions a total reads at most; beyond, it says "at least this many" (a list's total is read
+on every view, and counting a hundred thousand rows costs ten times counting ten thousand)."""
 
 _SESSION = "s.seq, s.id, s.agent_name, s.status, s.parent_session_id, s.depth, s.created_at, " + (
     "s.updated_at"
@@ -55,6 +59,16 @@ class SessionFilter:
 
 
 @dataclass(frozen=True)
+class SessionCount:
+    """How many sessions match a filter, counted up to a cap."""
+
+    total: int
+    """The count, or the cap when more match."""
+    exact: bool
+    """``False`` when more sessions match than :attr:`total`."""
+
+
+@dataclass(frozen=True)
 class SessionRow:
     """A session without its transcript, with its latest run."""
 
@@ -69,12 +83,6 @@ class SessionRow:
     latest: RunRecord | None
 
 
-def _error_type(store: SqlStore) -> str:
-    if isinstance(store, PostgresStore):
-        return "(r.error::json ->> 'type')"
-    return "json_extract(r.error, '$.type')"
-
-
 def _where(store: SqlStore, wanted: SessionFilter, after: int | None) -> tuple[str, list[object]]:
     clauses: list[str] = []
     params: list[object] = []
@@ -82,7 +90,7 @@ def _where(store: SqlStore, wanted: SessionFilter, after: int | None) -> tuple[s
         ("s.seq < ?", after),
         ("s.status = ?", wanted.status),
         ("s.agent_name = ?", wanted.agent_name),
-        (f"{_error_type(store)} = ?", wanted.error_type),
+        (f"{store.error_type} = ?", wanted.error_type),
         ("s.created_at >= ?", wanted.since),
         ("s.created_at < ?", wanted.until),
     ):
@@ -121,22 +129,46 @@ def session_rows(
     return [_row(tuple(row)) for row in rows]
 
 
-def count_sessions(store: SqlStore, wanted: SessionFilter) -> int:
-    """Return how many sessions match ``wanted``."""
-    where, params = _where(store, wanted, None)
+def count_sessions(store: SqlStore, wanted: SessionFilter, *, cap: int = COUNT_CAP) -> SessionCount:
+    """Count the sessions that match ``wanted``, up to ``cap``.
+
+    The count reads at most ``cap + 1`` sessions (newest first) that match the filters a
+    session's own columns answer from an index; of those, a filter on the latest run's error
+    type keeps the ones it matches. Past ``cap`` sessions read, the count is a lower bound.
+
+    Args:
+        store: The store.
+        wanted: The filter.
+        cap: Read no more sessions than this; more give ``exact=False``.
+
+    Returns:
+        The count, and whether it is exact.
+    """
+    own = SessionFilter(
+        status=wanted.status, agent_name=wanted.agent_name, since=wanted.since, until=wanted.until
+    )
+    where, params = _where(store, own, None)
+    newest = f"SELECT s.id FROM sessions s{where} ORDER BY s.seq DESC LIMIT ?"
+    if wanted.error_type is None:
+        query, params = f"SELECT COUNT(*), COUNT(*) FROM ({newest}) AS newest", [*params, cap + 1]
+    else:
+        query = (
+            f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {store.error_type} = ? THEN 1 ELSE 0 END), "
+            f"0) FROM ({newest}) AS newest LEFT JOIN runs r ON r.seq = "
+            "(SELECT MAX(x.seq) FROM runs x WHERE x.session_id = newest.id)"
+        )
+        params = [wanted.error_type, *params, cap + 1]
     with store._tx(write=False) as cursor:
-        row = store._exec(cursor, f"SELECT COUNT(*) {_LATEST}{where}", params).fetchone()
-    return int(str(row[0])) if row is not None else 0
+        row = store._exec(cursor, query, params).fetchone()
+    read, matched = (int(str(row[0])), int(str(row[1]))) if row is not None else (0, 0)
+    return SessionCount(total=min(matched, cap), exact=read <= cap)
 
 
 def error_types(store: SqlStore) -> list[str]:
     """Return every error type a run has ended with, sorted."""
     with store._tx(write=False) as cursor:
-        rows = store._exec(
-            cursor,
-            f"SELECT DISTINCT {_error_type(store)} FROM runs r WHERE r.error IS NOT NULL",
-        ).fetchall()
-    return sorted(str(row[0]) for row in rows if row[0] is not None)
+        rows = store._exec(cursor, "SELECT type FROM error_types ORDER BY type").fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def changed_sessions(store: SqlStore, since: float, *, limit: int = 200) -> list[SessionRow]:
@@ -149,28 +181,6 @@ def changed_sessions(store: SqlStore, since: float, *, limit: int = 200) -> list
             (since, limit),
         ).fetchall()
     return [_row(tuple(row)) for row in rows]
-
-
-def events_since(store: SqlStore, since: float | None) -> list[dict[str, JsonValue]]:
-    """Return the data of the stored events created at or after ``since``, oldest first.
-
-    A run's stream events (:data:`~agent_coordinator.event_log.STREAM_TYPES`) are left out:
-    they say nothing the review counts.
-    """
-    skipped = sorted(STREAM_TYPES)
-    where = f" WHERE type NOT IN ({', '.join('?' for _ in skipped)})"
-    params: list[object] = list(skipped)
-    if since is not None:
-        where += " AND created_at >= ?"
-        params.append(since)
-    with store._tx(write=False) as cursor:
-        rows = store._exec(cursor, f"SELECT data FROM events{where} ORDER BY id", params).fetchall()
-    found: list[dict[str, JsonValue]] = []
-    for row in rows:
-        data = json.loads(str(row[0]))
-        if isinstance(data, dict):
-            found.append(data)
-    return found
 
 
 def retry_limits(store: SqlStore, run_ids: list[str]) -> dict[str, int]:

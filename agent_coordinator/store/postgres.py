@@ -64,6 +64,8 @@ class PostgresStore(SqlStore):
     """
 
     serial = "BIGSERIAL PRIMARY KEY"
+    error_type = "(r.error::json ->> 'type')"
+    greatest = "GREATEST"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     placeholder = "%s"
 

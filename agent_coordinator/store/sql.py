@@ -188,15 +188,18 @@ def session_record(row: Sequence[object]) -> SessionRecord:
 class SqlBase(ABC):
     """A SQL database the store talks to.
 
-    Subclasses set :attr:`url`, :attr:`serial`, :attr:`skip_locked`, :attr:`begin_write` and
-    :attr:`placeholder`, and say how a transaction gets a connection (:meth:`_checkout`) and
-    which of the driver's errors mean the database cannot be used (:meth:`_unusable`).
+    Subclasses set :attr:`url`, :attr:`serial`, :attr:`error_type`, :attr:`skip_locked`,
+    :attr:`begin_write` and :attr:`placeholder`, and say how a transaction gets a connection
+    (:meth:`_checkout`) and which of the driver's errors mean the database cannot be used
+    (:meth:`_unusable`).
     """
 
     url: str
     """Where the data is, for people (a file path or a ``postgresql://`` URL without password)."""
     serial: str
     """The column type of an auto-numbered 64-bit primary key."""
+    error_type: str
+    """The SQL expression for the ``type`` of the JSON in a run's ``error`` column (``r.error``)."""
     skip_locked: str = ""
     """What a claim's row selection ends with so concurrent runners skip each other's rows."""
     begin_write: str = "BEGIN"
@@ -336,6 +339,9 @@ class SqlBase(ABC):
             else:
                 return
 
+    def _after_migration(self, cursor: Cursor, version: int) -> None:  # noqa: B027 (a hook)
+        """Fill what a migration created from the data already stored (in its transaction)."""
+
     def migrate(self) -> int:
         """Create or upgrade the tables, applying every migration not yet recorded.
 
@@ -355,7 +361,10 @@ class SqlBase(ABC):
                 if version <= current:
                     continue
                 for statement in statements:
-                    self._exec(cursor, statement.format(serial=self.serial))
+                    self._exec(
+                        cursor, statement.format(serial=self.serial, error_type=self.error_type)
+                    )
+                self._after_migration(cursor, version)
                 self._exec(
                     cursor,
                     "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",

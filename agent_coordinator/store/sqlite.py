@@ -60,6 +60,7 @@ class SqliteStore(SqlStore):
     """
 
     serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    error_type = "json_extract(r.error, '$.type')"
     begin_write = "BEGIN IMMEDIATE"
     serialize_writes = True
     integrity_errors = (sqlite3.IntegrityError,)

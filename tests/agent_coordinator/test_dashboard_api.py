@@ -399,7 +399,7 @@ def fill_sessions(service: Service, count: int) -> None:
 def test_ten_thousand_sessions_are_paged_on_the_server(service: Service) -> None:
     fill_sessions(service, 10_000)
     first = service.client.get("/reports/sessions").json()
-    assert first["total"] == 10_000
+    assert (first["total"], first["total_exact"]) == (10_000, True)
     assert len(first["items"]) == 50
     assert first["items"][0]["session_id"] == "ses_bulk009999"
     assert first["items"][0]["tokens"] == 5
@@ -408,6 +408,33 @@ def test_ten_thousand_sessions_are_paged_on_the_server(service: Service) -> None
     last = service.client.get("/reports/sessions", params={"cursor": 51, "limit": 200}).json()
     assert [row["session_id"] for row in last["items"]][-1] == "ses_bulk000000"
     assert last["next_cursor"] is None
+
+
+def test_a_total_past_ten_thousand_says_at_least(service: Service) -> None:
+    fill_sessions(service, 10_001)
+    page = service.client.get("/reports/sessions").json()
+    assert (page["total"], page["total_exact"]) == (10_000, False)
+    assert page["items"][0]["session_id"] == "ses_bulk010000"
+    # created at 1000 + n seconds: since 10,000 s keeps n >= 9,000
+    recent = service.client.get("/reports/sessions", params={"since": "1970-01-01T02:46:40Z"})
+    assert (recent.json()["total"], recent.json()["total_exact"]) == (1_001, True)
+    none = service.client.get("/reports/sessions", params={"status": "failed"}).json()
+    assert (none["total"], none["total_exact"], none["items"]) == (0, True, [])
+
+
+def test_the_error_type_choices_are_every_type_a_run_ended_with(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service(workers=0)  # nobody claims the run: it stays queued
+    assert service.client.get("/reports/sessions").json()["error_types"] == []
+    run = service.client.post("/runs", json=REVIEW).json()
+    assert service.client.post(f"/runs/{run['run_id']}/cancel").status_code == 200
+    page = service.client.get("/reports/sessions").json()
+    assert page["error_types"] == ["cancelled"]
+    [row] = service.client.get("/reports/sessions", params={"error_type": "cancelled"}).json()[
+        "items"
+    ]
+    assert row["session_id"] == run["session_id"]
 
 
 def test_the_retry_limit_is_the_one_the_run_started_with(service: Service) -> None:

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -313,6 +314,9 @@ def test_schemas_and_analytics_pages(dash: Service, page: Page, fake_llm: FakeLL
     page.goto(f"{dash.url}/analytics")
     expect(page.locator(".stat", has_text="rescued by the retry")).to_contain_text("1")
     expect(page.locator("svg.chart").first).to_be_visible()
+    # the default window, 7d, counts whole UTC days: the page says from which midnight
+    start = (datetime.now(UTC) - timedelta(days=7)).date().isoformat()
+    expect(page.get_by_test_id("since")).to_have_text(f"from {start} 00:00 UTC")
     shoot(page, "analytics")
 
 
@@ -347,6 +351,15 @@ def test_the_sessions_page_pages_ten_thousand_sessions(dash: Service, page: Page
     page.get_by_role("link", name="Older →").click()
     expect(page.locator("tbody tr").first).to_contain_text("ses_bulk009949")
     expect(page.locator("tbody tr")).to_have_count(50)
+
+
+def test_past_ten_thousand_sessions_the_total_says_at_least(dash: Service, page: Page) -> None:
+    fill_sessions(dash, 10_001)
+    page.goto(f"{dash.url}/sessions")
+    expect(page.get_by_test_id("total")).to_have_text("10,000+ session(s)")
+    page.goto(f"{dash.url}/")
+    expect(page.get_by_text("10,000+ sessions, 0 failed")).to_be_visible()
+    page.goto("about:blank")  # end the page's event stream before the server stops
 
 
 def test_a_session_page_follows_its_run_and_resumes_it(

@@ -14,6 +14,7 @@ import pytest
 from agent_coordinator.errors import Conflict, NotFound
 from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
 from agent_coordinator.store.migrations import MIGRATIONS
+from agent_coordinator.store.overview import error_types
 
 
 @pytest.fixture
@@ -205,6 +206,8 @@ def test_a_run_whose_lease_keeps_running_out_fails_lease_exhausted(store: SqlSto
         "run_failed",
     ]
     assert [(c.runner, c.ended) for c in history["run_2"]] == [("c", None)]
+    # the failure is among the sessions list's filter choices, as every ended run's is
+    assert "lease_exhausted" in error_types(store)
 
 
 def test_each_claims_end_is_kept(store: SqlStore) -> None:

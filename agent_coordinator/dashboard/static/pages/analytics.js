@@ -85,7 +85,9 @@ export async function render(view, _params, signal) {
 
   view.append(
     el("h1", {}, "Analytics"),
-    el("div", { class: "actions" }, el("label", { for: "since" }, "Runs from"), pick),
+    // The service counts whole UTC days: say from which midnight this window starts.
+    el("div", { class: "actions" }, el("label", { for: "since" }, "Runs from"), pick,
+      review.since ? el("span", { class: "muted", "data-testid": "since" }, `from ${review.since.slice(0, 10)} 00:00 UTC`) : null),
     el("div", { class: "cards" },
       stat("runs ended", String(all.runs)),
       stat("success rate", percent(all.success_rate)),

@@ -15,13 +15,18 @@ export async function render(view, _params, signal) {
       "div",
       { class: "grid" },
       card("/agents", "Agents", `${fleet.loaded.length} agents; ${problems ? `${problems} config problem(s)` : "config valid"}`),
-      card("/sessions", "Sessions", `${sessions.total} sessions, ${failed.total} failed`),
+      card("/sessions", "Sessions", `${counted(sessions)} sessions, ${counted(failed)} failed`),
       card("/runs/new", "Start a run", "Run an agent with a prompt, parameters and a schema"),
       card("/schemas", "Schemas", "The named output schema registry"),
       card("/analytics", "Analytics", "Success rates, failures, retries, tokens, latency"),
     ),
     el("p", { class: "muted" }, "Everything here comes from the service's HTTP API; see ", link("/docs", "/docs"), "."),
   );
+}
+
+// A total counted up to the service's cap reads "10,000+" beyond it.
+function counted(page) {
+  return `${page.total.toLocaleString("en")}${page.total_exact === false ? "+" : ""}`;
 }
 
 function card(href, title, text) {

@@ -62,7 +62,9 @@ export async function render(view, _params, signal) {
   const empty = el("p", { class: "muted", hidden: page.items.length > 0 }, "No sessions match.");
 
   let count = page.total;
-  const total = el("span", { "data-testid": "total" }, `${count.toLocaleString("en")} session(s)`);
+  // Beyond the service's count cap the total is a lower bound: "10,000+ session(s)".
+  const more = page.total_exact === false ? "+" : "";
+  const total = el("span", { "data-testid": "total" }, `${count.toLocaleString("en")}${more} session(s)`);
   const pager = el("nav", { class: "pager", "aria-label": "Pages" }, total);
   if (query.get("cursor")) {
     const first = new URLSearchParams(query);
@@ -89,7 +91,7 @@ export async function render(view, _params, signal) {
       body.prepend(draw(row));
       empty.hidden = true;
       count += 1;
-      total.textContent = `${count.toLocaleString("en")} session(s)`;
+      total.textContent = `${count.toLocaleString("en")}${more} session(s)`;
     }
   }, signal);
 

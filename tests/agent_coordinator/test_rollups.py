@@ -1,0 +1,193 @@
+"""The rollups a run's end updates: ``GET /reports/analytics`` against the CLI's review."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from agent_coordinator.store import open_store
+from agent_coordinator.store.migrations import MIGRATIONS
+from bench.service_scale import build
+from tests.agent_coordinator.conftest import ServiceFactory
+from tests.agent_coordinator.harness import Service
+
+REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+LATENCY = ("run_latency", "model_latency")
+
+
+def _stored_events(service: Service) -> list[str]:
+    with service.store._tx(write=False) as cursor:
+        rows = service.store._exec(cursor, "SELECT data FROM events ORDER BY id").fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def _cli_review(tmp_path: Path, lines: list[str], *args: str) -> dict[str, object]:
+    """``agentshape analytics --json`` over the events, written as a day's JSONL log."""
+    folder = tmp_path / "events"
+    folder.mkdir(exist_ok=True)
+    day = datetime.now(UTC).date().isoformat()
+    (folder / f"events-{day}.jsonl").write_text("".join(line + "\n" for line in lines))
+    done = subprocess.run(
+        [sys.executable, "-m", "agentshape", "analytics", str(folder), "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    review: dict[str, object] = json.loads(done.stdout)
+    return review
+
+
+def _same(api: dict[str, object], cli: dict[str, object]) -> None:
+    """The API's review is the CLI's; latency percentiles within the histograms' 2 %."""
+    for key in ("events", "unrecognised_events", "agent"):
+        assert api[key] == cli[key], key
+    rows = [(api["overall"], cli["overall"])]
+    rows += list(zip(api["agents"], cli["agents"], strict=True))  # type: ignore[call-overload]
+    for mine, theirs in rows:
+        for key, value in theirs.items():
+            if key not in LATENCY:
+                assert mine[key] == value, (theirs["agent_id"], key)
+                continue
+            assert mine[key]["count"] == value["count"]
+            assert mine[key]["max_ms"] == pytest.approx(value["max_ms"])
+            for name in ("p50_ms", "p95_ms"):
+                assert mine[key][name] == pytest.approx(value[name], rel=0.025), (key, name)
+
+
+def test_the_analytics_review_is_the_clis_over_the_same_events(
+    make_service: ServiceFactory, tmp_path: Path
+) -> None:
+    service = make_service()
+    service.run({**REVIEW, "model": "test"})
+    service.run({**REVIEW, "model": "test:fail_first=invalid_arguments+invalid_arguments"})
+    service.run({**REVIEW, "model": "test:fail_first=invalid_arguments"})
+    service.run({"agent_name": "writer", "prompt": "hi"})
+    resumed = service.run({"agent_name": "writer", "prompt": "hi"}).json()
+    again = {"type": "resume_session", "session_id": resumed["session_id"], "prompt": "again"}
+    assert service.run(again).json()["status"] == "completed"
+    lines = _stored_events(service)
+    api = service.client.get("/reports/analytics").json()
+    assert api["overall"]["runs"] == 6
+    _same(api, _cli_review(tmp_path, lines))
+    writer = service.client.get("/reports/analytics", params={"agent": "writer"}).json()
+    assert writer["overall"]["runs"] == 3
+    cli_writer = _cli_review(tmp_path, lines, "--agent", "writer")
+    cli_writer["unrecognised_events"] = writer["unrecognised_events"]  # not an agent's: see below
+    _same(writer, cli_writer)
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    since = service.client.get("/reports/analytics", params={"since": yesterday}).json()
+    assert since["since"].startswith(yesterday)
+    _same(since, _cli_review(tmp_path, lines, "--since", yesterday))
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    empty = service.client.get("/reports/analytics", params={"since": tomorrow}).json()
+    assert (empty["overall"]["runs"], empty["agents"]) == (0, [])
+
+
+def test_a_big_store_is_reviewed_as_the_cli_reviews_its_events(
+    database: str, tmp_path: Path
+) -> None:
+    store = open_store(database)
+    try:
+        build(store, 400, seed=7)
+    finally:
+        store.close()
+    service = Service(tmp_path, database, workers=0)
+    try:
+        api = service.client.get("/reports/analytics").json()
+        assert api["overall"]["runs"] > 400
+        cli = _cli_review(tmp_path, _stored_events(service))
+        _same(api, cli)
+        assert len(api["overall"]["days"]) > 30
+    finally:
+        service.close()
+
+
+def test_a_store_from_before_the_rollups_is_migrated_with_its_runs_reviewed(
+    tmp_path: Path,
+) -> None:
+    """A store with migration 1 only (as 0.2.0 wrote it) is filled from its stored events."""
+    path = tmp_path / "old.db"
+    built = tmp_path / "built.db"
+    store = open_store(built)
+    try:
+        build(store, 300, seed=3)
+    finally:
+        store.close()
+    old = sqlite3.connect(path)
+    [statements] = [statements for version, statements in MIGRATIONS if version == 1]
+    for statement in statements:
+        old.execute(statement.format(serial="INTEGER PRIMARY KEY AUTOINCREMENT"))
+    old.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+    old.execute("INSERT INTO schema_migrations VALUES (1, 0)")
+    old.execute("ATTACH DATABASE ? AS built", (str(built),))
+    for table, columns in (
+        ("sessions", "*"),
+        (
+            "runs",
+            "seq, id, session_id, kind, agent_name, status, input, idempotency_key, "
+            "request_hash, result, error, lease_owner, lease_expires_at, claims, cancel_requested, "
+            "created_at, started_at, finished_at",
+        ),
+        ("attempts", "*"),
+        ("events", "*"),
+    ):
+        old.execute(f"INSERT INTO main.{table} SELECT {columns} FROM built.{table}")
+    old.commit()
+    old.close()
+    service = Service(tmp_path, str(path), workers=0)
+    try:
+        api = service.client.get("/reports/analytics").json()
+        _same(api, _cli_review(tmp_path, _stored_events(service)))
+        page = service.client.get("/reports/sessions").json()
+        assert (page["total"], page["error_types"]) == (300, ["output_schema_validation_failed"])
+    finally:
+        service.close()
+
+
+def test_runs_stay_in_the_analytics_after_their_events_are_pruned(service: Service) -> None:
+    service.run({**REVIEW, "model": "test"})
+    service.run({**REVIEW, "model": "test:fail_first=invalid_arguments+invalid_arguments"})
+    before = service.client.get("/reports/analytics").json()
+    with service.store._tx() as cursor:  # what retention does to old sessions' rows
+        service.store._exec(cursor, "DELETE FROM events")
+    after = service.client.get("/reports/analytics").json()
+    assert (after["overall"]["runs"], after["overall"]["failed"]) == (2, 1)
+    assert after == before
+
+
+STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
+"""A store written by agentshape 0.2.0 (commit 1ca4834, migration 1 only): its own test harness's
+service ran a completed, a failed, a rescued and a resumed writer session, and a queued run was
+cancelled; then the WAL was checkpointed into the file."""
+
+
+def test_a_store_written_by_0_2_0_is_migrated_and_its_runs_reviewed(tmp_path: Path) -> None:
+    path = tmp_path / "coordinator.db"
+    shutil.copyfile(STORE_0_2_0, path)
+    service = Service(tmp_path, str(path))
+    try:
+        page = service.client.get("/reports/sessions").json()
+        assert (page["total"], page["total_exact"]) == (5, True)
+        assert page["error_types"] == ["cancelled", "output_schema_validation_failed"]
+        failed = service.client.get(
+            "/reports/sessions", params={"error_type": "output_schema_validation_failed"}
+        ).json()
+        assert [row["status"] for row in failed["items"]] == ["failed"]
+        api = service.client.get("/reports/analytics").json()
+        assert (api["overall"]["runs"], api["overall"]["failed"]) == (5, 1)
+        _same(api, _cli_review(tmp_path, _stored_events(service)))
+        assert service.run({"agent_name": "writer", "prompt": "hi"}).json()["status"] == (
+            "completed"
+        )
+        after = service.client.get("/reports/analytics", params={"agent": "writer"}).json()
+        assert after["overall"]["runs"] == 3
+    finally:
+        service.close()
