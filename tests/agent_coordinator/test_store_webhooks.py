@@ -83,3 +83,22 @@ def test_a_deliverer_lost_mid_attempt_hands_the_delivery_back(store: SqlStore) -
     shown = store.run_delivery(run_id)
     assert shown is not None and shown.status == "delivered" and shown.delivered_at is not None
     assert store.claim_delivery("other", 60) is None
+
+
+def test_a_run_whose_lease_keeps_running_out_posts_its_failure(store: SqlStore) -> None:
+    store.create_run(
+        NewRun(
+            id="run_1",
+            session_id="ses_1",
+            kind="start_session",
+            agent_name="a",
+            input=RunInput(prompt="task", webhook="http://127.0.0.1:9/hook"),
+        )
+    )
+    for owner in ("a", "b"):
+        assert store.claim(owner, 0.05, 2) is not None
+        time.sleep(0.1)
+    assert store.claim("c", 30, 2) is None  # its lease ran out twice: it fails, not run again
+    delivery = store.run_delivery("run_1")
+    assert delivery is not None and delivery.event == "run.failed"
+    assert json.loads(delivery.body)["error"]["type"] == "lease_exhausted"
