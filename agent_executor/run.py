@@ -37,8 +37,9 @@ from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStarted
 from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
+from agent_core.bound_contract import BoundContract
 from agent_core.caches import SchemaCache, schema_cache
-from agent_core.contract import OutputContract, Verdict
+from agent_core.contract import Verdict
 from agent_core.prompts import (
     FORCE_REMINDER,
     TOOLS_REQUIRED_REMINDER,
@@ -132,21 +133,31 @@ class RunOutcome:
         return self._result
 
 
-_SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode], tuple[JsonValue, str]]
+_SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode, str], tuple[JsonValue, str]]
 _SYSTEM_PROMPTS = schema_cache("agent_executor.system_prompts", 256)
+# A tool's parameters carry every constraint except these: the provider neither sees a dropped
+# keyword nor a changed one as written, so the output section states them.
+_NOT_IN_TOOL = frozenset({"dropped", "changed"})
 
 
-def _system_prompt(system: str, contract: OutputContract, mode: PromptMode) -> str:
+def _system_prompt(system: str, bound: BoundContract, mode: PromptMode) -> str:
     """Return ``system`` with the contract's output section, rendered once per prompt and schema.
 
-    Rendering dumps the whole schema, about 0.1 ms a run; contracts are built once per schema,
-    so the rendering is kept and used again for the same schema object.
+    Rendering walks the whole schema; contracts are built once per schema, so the rendering is
+    kept and used again for the same schema object.
     """
-    key = (system, contract.hash, mode)
+    contract = bound.contract
+    key = (system, contract.hash, mode, bound.dialect)
     cached = _SYSTEM_PROMPTS.get(key)
     if cached is not None and cached[0] is contract.schema:
         return cached[1]
-    prompt = enriched_system_prompt(system, contract.schema, mode=mode)
+    not_in_tool: list[str] = []
+    if mode == "tool":
+        notes = contract.tool.report(bound.dialect).notes
+        not_in_tool = [
+            f"{n.path}: {n.keyword} ({n.detail})" for n in notes if n.action in _NOT_IN_TOOL
+        ]
+    prompt = enriched_system_prompt(system, contract.schema, mode=mode, not_in_tool=not_in_tool)
     _SYSTEM_PROMPTS.put(key, (contract.schema, prompt))
     return prompt
 
@@ -162,7 +173,7 @@ def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
     system = spec.system_prompt
     if contract is not None:
         prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
-        system = _system_prompt(system, contract, prompt_mode)
+        system = _system_prompt(system, contract.bind(spec.wire), prompt_mode)
     cannot_force = spec.mode == "tool" and contract is not None and not spec.wire.can_force_tool
     task = spec.task
     if cannot_force:
@@ -207,6 +218,7 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             response_format=response_format,
+            answer_schema=contract.schema if contract is not None else None,
         )
     submit = contract.tool_definition()
     forced = not inputs or spec.max_steps <= 1
