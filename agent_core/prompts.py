@@ -194,10 +194,9 @@ def enriched_system_prompt(
         )
         section = (
             "## Required Output Format\n\n"
-            f"When your work is done, call the `{tool_name}` tool exactly once with your final "
-            f"result as {target}; the tool's parameters are the required schema. Only the "
-            f"`{tool_name}` call counts: a result written as a message is not accepted. If the "
-            f"call is rejected, fix the reported errors and call `{tool_name}` again."
+            f"When your work is done, call `{tool_name}` once with your final result as "
+            f"{target}. Only that call counts; if it is rejected, fix the reported errors and "
+            "call it again."
         )
         if not_in_tool:
             lines = "\n".join(f"- {line}" for line in not_in_tool)

@@ -135,9 +135,10 @@ class RunOutcome:
 
 _SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode, str], tuple[JsonValue, str]]
 _SYSTEM_PROMPTS = schema_cache("agent_executor.system_prompts", 256)
-# A tool's parameters carry every constraint except these: the provider neither sees a dropped
-# keyword nor a changed one as written, so the output section states them.
-_NOT_IN_TOOL = frozenset({"dropped", "changed"})
+# A tool's parameters carry every constraint but the ones a strict dialect sent weaker
+# ("changed": minItems 3 as 1, oneOf as anyOf). A merged allOf and a respelled pattern mean
+# what they meant, and a "dropped" keyword had no effect on validation either.
+_SAME_MEANING = frozenset({"allOf", "pattern"})
 
 
 def _system_prompt(system: str, bound: BoundContract, mode: PromptMode) -> str:
@@ -155,7 +156,9 @@ def _system_prompt(system: str, bound: BoundContract, mode: PromptMode) -> str:
     if mode == "tool":
         notes = contract.tool.report(bound.dialect).notes
         not_in_tool = [
-            f"{n.path}: {n.keyword} ({n.detail})" for n in notes if n.action in _NOT_IN_TOOL
+            f"{note.path}: {note.keyword} ({note.detail})"
+            for note in notes
+            if note.action == "changed" and note.keyword not in _SAME_MEANING
         ]
     prompt = enriched_system_prompt(system, contract.schema, mode=mode, not_in_tool=not_in_tool)
     _SYSTEM_PROMPTS.put(key, (contract.schema, prompt))

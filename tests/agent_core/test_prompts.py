@@ -57,10 +57,9 @@ def test_tool_mode_names_the_tool_and_leaves_the_schema_to_its_parameters() -> N
     assert prompt == (
         "You review code.\n\n"
         "## Required Output Format\n\n"
-        "When your work is done, call the `submit_result` tool exactly once with your final "
-        "result as its arguments; the tool's parameters are the required schema. Only the "
-        "`submit_result` call counts: a result written as a message is not accepted. If the "
-        "call is rejected, fix the reported errors and call `submit_result` again."
+        "When your work is done, call `submit_result` once with your final result as its "
+        "arguments. Only that call counts; if it is rejected, fix the reported errors and call it "
+        "again."
     )
 
 
@@ -73,8 +72,7 @@ def test_tool_mode_states_what_the_tool_parameters_do_not_carry() -> None:
 def test_tool_mode_names_the_result_argument_for_a_wrapped_root() -> None:
     prompt = enriched_system_prompt("", {"type": "array"}, mode="tool", tool_name="finish")
     assert prompt.startswith("## Required Output Format\n\n")
-    assert "call the `finish` tool exactly once with your final result as its `result` " in prompt
-    assert prompt.endswith("call `finish` again.")
+    assert "call `finish` once with your final result as its `result` argument." in prompt
 
 
 def test_output_section_is_the_last_section() -> None:

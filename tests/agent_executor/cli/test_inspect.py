@@ -60,7 +60,7 @@ def test_show_prints_the_prompt_each_dialects_tool_and_its_report(
     assert "output contract: the agent's output_schema (hash " in out
     prompt = out[out.index("=== system prompt (tool mode) ===") :]
     assert prompt.index("You grade essays.") < prompt.index("## Required Output Format")
-    assert "call the `submit_result` tool exactly once" in prompt
+    assert "call `submit_result` once with your final result" in prompt
     for title in ("OpenAI (function tool)", "Anthropic (tool)", "neutral (Ollama"):
         assert f"=== submit_result for {title}" in out
     assert "openai: strict; the provider enforces the schema, except as noted\n" in out
