@@ -22,6 +22,7 @@ __all__ = [
     "ProfileOverride",
     "ProfileOverrides",
     "ProviderProfile",
+    "RepromptRole",
     "ToolDialect",
     "apply_profile_overrides",
 ]
@@ -35,6 +36,12 @@ NativeFormat = Literal["json_schema", "json_object_schema"]
 """How native structured output is asked for on the OpenAI wire: ``json_schema`` (OpenAI's
 ``response_format``), or ``json_object_schema`` (``{"type": "json_object", "schema": ...}``,
 the dialect of llama.cpp's servers, which constrain decoding with a grammar made from it)."""
+
+
+RepromptRole = Literal["tool", "user"]
+"""Where the errors of a rejected tool call go: ``tool``, in the call's tool result; ``user``,
+in a user message after a short tool result, for a server whose chat template drops ``tool``
+messages before the model sees them (``agentshape probe`` finds such a server)."""
 
 
 class ProviderProfile(BaseModel):
@@ -58,6 +65,8 @@ class ProviderProfile(BaseModel):
     """The provider's native structured output (a response schema) can be asked for."""
     native_format: NativeFormat = "json_schema"
     """How native structured output is spelled on the OpenAI wire (see :data:`NativeFormat`)."""
+    reprompt_as: RepromptRole = "tool"
+    """How a rejected tool call's errors reach the model (see :data:`RepromptRole`)."""
 
 
 ProfileOverrides = Mapping[str, object]
@@ -83,6 +92,8 @@ class ProfileOverride(BaseModel):
     """Override :attr:`ProviderProfile.native_output`."""
     native_format: NativeFormat | None = None
     """Override :attr:`ProviderProfile.native_format`."""
+    reprompt_as: RepromptRole | None = None
+    """Override :attr:`ProviderProfile.reprompt_as`."""
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -30,6 +30,7 @@ from agent_core.schema_outline import schema_outline
 
 __all__ = [
     "FORCE_REMINDER",
+    "REJECTED_SEE_BELOW",
     "RESULT_ACCEPTED",
     "TOOLS_REQUIRED_REMINDER",
     "UNANSWERED_TOOL_CALL",
@@ -72,6 +73,10 @@ UNANSWERED_TOOL_CALL = "not run: the conversation ended before this call was ans
 
 RESULT_ACCEPTED = "Result accepted."
 """The tool result for an accepted ``submit_result`` call."""
+
+REJECTED_SEE_BELOW = "Rejected: the errors follow in the next message."
+"""The tool result for a rejected call whose errors are sent as a user message (a server
+that drops ``tool`` messages; see the profile's ``reprompt_as``)."""
 
 
 def duplicate_result_ignored(tool_name: str = OUTPUT_TOOL_NAME) -> str:
