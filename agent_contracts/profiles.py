@@ -67,6 +67,10 @@ class ProviderProfile(BaseModel):
     """How native structured output is spelled on the OpenAI wire (see :data:`NativeFormat`)."""
     reprompt_as: RepromptRole = "tool"
     """How a rejected tool call's errors reach the model (see :data:`RepromptRole`)."""
+    stop_sequences: bool = False
+    """Stop sequences are accepted (``stop`` on the OpenAI wire, ``stop_sequences`` on
+    Anthropic's): prompted mode then asks the model to close its JSON with a marker that ends
+    the reply, so that the answer costs no tokens after the JSON."""
 
 
 ProfileOverrides = Mapping[str, object]
@@ -94,6 +98,8 @@ class ProfileOverride(BaseModel):
     """Override :attr:`ProviderProfile.native_format`."""
     reprompt_as: RepromptRole | None = None
     """Override :attr:`ProviderProfile.reprompt_as`."""
+    stop_sequences: bool | None = None
+    """Override :attr:`ProviderProfile.stop_sequences`."""
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -29,6 +29,7 @@ from agent_core.output_tool import OUTPUT_TOOL_NAME, Contract, json_schema_of
 from agent_core.schema_outline import schema_outline
 
 __all__ = [
+    "ANSWER_END",
     "FORCE_REMINDER",
     "REJECTED_SEE_BELOW",
     "RESULT_ACCEPTED",
@@ -73,6 +74,10 @@ UNANSWERED_TOOL_CALL = "not run: the conversation ended before this call was ans
 
 RESULT_ACCEPTED = "Result accepted."
 """The tool result for an accepted ``submit_result`` call."""
+
+ANSWER_END = "</json>"
+"""The marker prompted mode asks the model to write after its JSON, where the provider takes
+stop sequences: the reply stops there, so nothing after the JSON costs tokens."""
 
 REJECTED_SEE_BELOW = "Rejected: the errors follow in the next message."
 """The tool result for a rejected call whose errors are sent as a user message (a server
@@ -168,6 +173,7 @@ def enriched_system_prompt(
     mode: PromptMode,
     tool_name: str = OUTPUT_TOOL_NAME,
     not_in_tool: Sequence[str] = (),
+    end_marker: str | None = None,
 ) -> str:
     """Return the system prompt with the "Required Output Format" section appended last.
 
@@ -184,6 +190,8 @@ def enriched_system_prompt(
         tool_name: The output tool's name, in tool mode.
         not_in_tool: In tool mode, the constraints the provider was not sent in the tool's
             parameters, one line each (``$.path: keyword ...``).
+        end_marker: In prompted mode, the marker to write right after the JSON (the run's
+            stop sequence, such as :data:`ANSWER_END`), or ``None`` for none.
 
     Returns:
         The enriched system prompt.
@@ -207,12 +215,13 @@ def enriched_system_prompt(
             lines = "\n".join(f"- {line}" for line in not_in_tool)
             section += f"\n\nThe result must also meet these constraints:\n{lines}"
     elif mode == "prompted":
+        close = f"write `{end_marker}` right after it" if end_marker else "stop right after it"
         section = (
             "## Required Output Format\n\n"
             "Answer with one JSON value of this shape (`?` marks an optional key; `//` comments "
             "state constraints and are not part of the JSON):\n\n"
             f"```\n{schema_outline(document)}\n```\n\n"
-            "Output ONLY the JSON, with no other text, and stop right after it."
+            f"Output ONLY the JSON, with no other text, and {close}."
         )
     else:
         raise ConfigError(f"unknown prompt mode {mode!r}; use 'tool' or 'prompted'")

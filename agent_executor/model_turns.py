@@ -81,6 +81,7 @@ async def call_model(
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
         response_format=response_format,
+        stop=[spec.end_marker] if spec.end_marker else [],
         timeout_s=spec.options.request_timeout_s,
         answer_schema=_answer_schema(state),
     )

@@ -81,6 +81,9 @@ class ModelTurnRequest(BaseModel):
     """Sampling temperature; ``None`` uses the provider's default."""
     response_format: ResponseFormat | None = None
     """Ask for native structured output (JSON text matching a schema)."""
+    stop: list[str] = Field(default_factory=list)
+    """Stop sequences: the reply ends before the first one the model writes (sent only to a
+    provider whose profile has ``stop_sequences``)."""
     timeout_s: float | None = None
     """Per-request timeout in seconds; ``None`` uses the provider's default."""
     # Not validated again: it is the run's contract schema, checked when the contract was built.

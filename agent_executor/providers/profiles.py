@@ -23,7 +23,8 @@ OPENAI_PROFILE = ProviderProfile(
     supports_required_tool_choice=True,
     native_output=True,
 )
-"""OpenAI itself (``openai:``): strict function tools, ``json_schema`` response formats."""
+"""OpenAI itself (``openai:``): strict function tools, ``json_schema`` response formats; no
+stop sequences (its reasoning models refuse ``stop``)."""
 
 ANTHROPIC_PROFILE = ProviderProfile(
     tool_dialect="anthropic",
@@ -31,6 +32,7 @@ ANTHROPIC_PROFILE = ProviderProfile(
     can_force_tool=True,
     supports_required_tool_choice=True,
     native_output=True,
+    stop_sequences=True,
 )
 """Anthropic Messages (``anthropic:``); with extended thinking, ``can_force_tool`` is off."""
 
@@ -40,10 +42,12 @@ COMPATIBLE_PROFILE = ProviderProfile(
     can_force_tool=True,
     supports_required_tool_choice=False,
     native_output=False,
+    stop_sequences=True,
 )
 """An OpenAI-compatible server (``ollama:``, ``vllm:``, ``compatible:``): the schema as
 written, no strict mode, a tool forced by name only (several servers refuse ``required``), no
-native structured output unless overridden."""
+native structured output unless overridden; ``stop`` is taken (llama.cpp's servers, Ollama and
+vLLM all read it)."""
 
 LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
     update={
@@ -64,5 +68,6 @@ TEST_PROFILE = ProviderProfile(
     can_force_tool=True,
     supports_required_tool_choice=True,
     native_output=True,
+    stop_sequences=True,
 )
 """The offline test model and ``FunctionModel``: neutral tools; every mode is answered."""

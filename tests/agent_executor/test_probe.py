@@ -120,7 +120,7 @@ def test_the_text_report_gives_the_llm_section_and_the_flags(
     assert code == 0
     assert "  required_tool_choice        refused: 500 " in out
     assert "llm:\n  model: compatible:gemma\n  profile: {tool_dialect: neutral," in out
-    assert "native_output: true, native_format: json_object_schema, reprompt_as: tool}" in out
+    assert "native_format: json_object_schema, reprompt_as: tool, stop_sequences: true}" in out
     assert "--profile native_output=true --profile native_format=json_object_schema\n" in out
 
 
@@ -213,7 +213,7 @@ def test_a_server_that_keeps_tool_messages_is_seen_to(
     assert code == 0
     assert "  tool_conversation           accepted\n" in out
     assert "drops tool messages" not in out and "reprompt_as=" not in out
-    assert "reprompt_as: tool}" in out
+    assert "reprompt_as: tool, stop_sequences: true}" in out
 
 
 def test_no_flag_for_a_native_format_that_was_not_seen_to_work(
