@@ -65,6 +65,10 @@ class ProviderProfile(BaseModel):
     """The provider's native structured output (a response schema) can be asked for."""
     native_format: NativeFormat = "json_schema"
     """How native structured output is spelled on the OpenAI wire (see :data:`NativeFormat`)."""
+    grammar_output: bool = False
+    """Native output is enforced while decoding, by a grammar the server makes of the schema
+    (llama.cpp's servers): an agent without input tools then defaults to ``native`` mode,
+    where the model cannot produce anything but JSON of the schema's shape."""
     reprompt_as: RepromptRole = "tool"
     """How a rejected tool call's errors reach the model (see :data:`RepromptRole`)."""
     stop_sequences: bool = False
@@ -96,6 +100,8 @@ class ProfileOverride(BaseModel):
     """Override :attr:`ProviderProfile.native_output`."""
     native_format: NativeFormat | None = None
     """Override :attr:`ProviderProfile.native_format`."""
+    grammar_output: bool | None = None
+    """Override :attr:`ProviderProfile.grammar_output`."""
     reprompt_as: RepromptRole | None = None
     """Override :attr:`ProviderProfile.reprompt_as`."""
     stop_sequences: bool | None = None

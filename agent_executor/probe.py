@@ -304,5 +304,8 @@ def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
             # A user message reaches the model on every server; a tool message only where a
             # longer tool result was seen to lengthen the prompt.
             "reprompt_as": "tool" if got["tool_conversation"].honoured else "user",
+            # json_object with a schema is llama.cpp's dialect, which it turns into a grammar;
+            # a json_schema answer does not show how it was made.
+            "grammar_output": base.grammar_output or (json_object and not json_schema),
         }
     )

@@ -53,14 +53,16 @@ LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
     update={
         "native_output": True,
         "native_format": "json_object_schema",
+        "grammar_output": True,
         "reprompt_as": "user",
     }
 )
 """llama.cpp's servers (``llamacpp:``): as a compatible server (a tool forced by name, never
 ``required``), and native output as ``{"type": "json_object", "schema": ...}``, which they
 turn into a grammar (see :func:`agent_core.grammar_limits.grammar_notes` for what it leaves
-out). Re-prompts go as user messages: llama-cpp-python's fallback chat formats (Llama 2's, for
-a model file without a chat template) keep only user and assistant turns."""
+out): an agent without input tools runs in native mode unless it asks for another. Re-prompts
+go as user messages: llama-cpp-python's fallback chat formats (Llama 2's, for a model file
+without a chat template) keep only user and assistant turns."""
 
 TEST_PROFILE = ProviderProfile(
     tool_dialect="neutral",

@@ -120,8 +120,11 @@ def test_the_text_report_gives_the_llm_section_and_the_flags(
     assert code == 0
     assert "  required_tool_choice        refused: 500 " in out
     assert "llm:\n  model: compatible:gemma\n  profile: {tool_dialect: neutral," in out
-    assert "native_format: json_object_schema, reprompt_as: tool, stop_sequences: true}" in out
-    assert "--profile native_output=true --profile native_format=json_object_schema\n" in out
+    assert "native_format: json_object_schema, grammar_output: true, reprompt_as: tool," in out
+    assert (
+        "--profile native_output=true --profile native_format=json_object_schema "
+        "--profile grammar_output=true\n"
+    ) in out
 
 
 def test_a_server_that_takes_everything(

@@ -41,7 +41,7 @@ async def run_rejected_then_valid(fake_llm: FakeLLM) -> list[str]:
         call("openai", "submit_result", VALID, "call_b"),
     )
     env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
-    agent = agent_for("llamacpp:gemma", env=env)
+    agent = agent_for("llamacpp:gemma", env=env, options={"output_mode": "tool"})
     result = await agent.run("Grade the essay.")
     assert result.ok and result.retries == 1
     return prompts
@@ -73,7 +73,10 @@ async def test_reprompt_as_is_a_profile_field_an_agent_can_set(
         call("openai", "submit_result", VALID, "call_b"),
     )
     env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
-    agent = agent_for("llamacpp:gemma", env=env, llm={"profile": {"reprompt_as": role}})
+    profile = {"reprompt_as": role}
+    agent = agent_for(
+        "llamacpp:gemma", env=env, llm={"profile": profile}, options={"output_mode": "tool"}
+    )
     assert (await agent.run("Grade the essay.")).ok
 
     messages = bodies(fake_llm)[1]["messages"]
