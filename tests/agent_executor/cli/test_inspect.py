@@ -337,3 +337,14 @@ def test_show_with_parameters_and_no_task_shows_the_labelled_parameters_block(
     user = [m["content"] for m in with_task["first_request"]["messages"] if m["role"] == "user"]
     assert user == ['Grade.\n\nParameters:\n{\n  "count": 3\n}']
     assert show_json(capsys, "grader")["first_request"]["messages"][-1]["content"] == "(the task)"
+
+
+def test_show_follows_the_mode_the_model_profile_chooses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["show", "summariser", "--model", "llamacpp:m"]) == 0
+    out = capsys.readouterr().out
+    # llama.cpp's grammar backs native output: an agent without input tools runs in native mode.
+    assert "=== system prompt (prompted mode) ===" in out
+    first = out[out.index("=== first request to llamacpp:m") :]
+    assert '"response_format"' in first and '"tools"' not in first
