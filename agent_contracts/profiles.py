@@ -22,6 +22,7 @@ __all__ = [
     "ProfileOverride",
     "ProfileOverrides",
     "ProviderProfile",
+    "RepromptRole",
     "ToolDialect",
     "apply_profile_overrides",
 ]
@@ -35,6 +36,12 @@ NativeFormat = Literal["json_schema", "json_object_schema"]
 """How native structured output is asked for on the OpenAI wire: ``json_schema`` (OpenAI's
 ``response_format``), or ``json_object_schema`` (``{"type": "json_object", "schema": ...}``,
 the dialect of llama.cpp's servers, which constrain decoding with a grammar made from it)."""
+
+
+RepromptRole = Literal["tool", "user"]
+"""Where the errors of a rejected tool call go: ``tool``, in the call's tool result; ``user``,
+in a user message after a short tool result, for a server whose chat template drops ``tool``
+messages before the model sees them (``agentshape probe`` finds such a server)."""
 
 
 class ProviderProfile(BaseModel):
@@ -58,6 +65,16 @@ class ProviderProfile(BaseModel):
     """The provider's native structured output (a response schema) can be asked for."""
     native_format: NativeFormat = "json_schema"
     """How native structured output is spelled on the OpenAI wire (see :data:`NativeFormat`)."""
+    grammar_output: bool = False
+    """Native output is enforced while decoding, by a grammar the server makes of the schema
+    (llama.cpp's servers): an agent without input tools then defaults to ``native`` mode,
+    where the model cannot produce anything but JSON of the schema's shape."""
+    reprompt_as: RepromptRole = "tool"
+    """How a rejected tool call's errors reach the model (see :data:`RepromptRole`)."""
+    stop_sequences: bool = False
+    """Stop sequences are accepted (``stop`` on the OpenAI wire, ``stop_sequences`` on
+    Anthropic's): prompted mode then asks the model to close its JSON with a marker that ends
+    the reply, so that the answer costs no tokens after the JSON."""
 
 
 ProfileOverrides = Mapping[str, object]
@@ -83,6 +100,12 @@ class ProfileOverride(BaseModel):
     """Override :attr:`ProviderProfile.native_output`."""
     native_format: NativeFormat | None = None
     """Override :attr:`ProviderProfile.native_format`."""
+    grammar_output: bool | None = None
+    """Override :attr:`ProviderProfile.grammar_output`."""
+    reprompt_as: RepromptRole | None = None
+    """Override :attr:`ProviderProfile.reprompt_as`."""
+    stop_sequences: bool | None = None
+    """Override :attr:`ProviderProfile.stop_sequences`."""
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -1,8 +1,9 @@
 """The words agentshape adds to a conversation: the output section and the re-prompts.
 
 * :func:`enriched_system_prompt` appends the "Required Output Format" section as the LAST section
-  of the agent's own system prompt: the schema rendered as JSON, and what to do with it (call
-  ``submit_result`` in tool mode; answer with the JSON only in prompted mode).
+  of the agent's own system prompt: in tool mode it names ``submit_result`` (whose parameters
+  carry the schema) and adds only what they cannot; in prompted mode it gives the schema as a
+  compact outline and asks for the JSON alone.
 * :func:`tool_retry_prompt` is the ``<output-validation-error>`` re-prompt after a
   ``submit_result`` call that failed validation.
 * :func:`text_retry_prompt` is the text-mode re-prompt, which quotes the previous response.
@@ -25,9 +26,12 @@ from agent_contracts.errors import ConfigError
 from agent_contracts.validation import ValidationIssue
 from agent_core.dialects import WRAPPER_PROPERTY, needs_wrapping
 from agent_core.output_tool import OUTPUT_TOOL_NAME, Contract, json_schema_of
+from agent_core.schema_outline import schema_outline
 
 __all__ = [
+    "ANSWER_END",
     "FORCE_REMINDER",
+    "REJECTED_SEE_BELOW",
     "RESULT_ACCEPTED",
     "TOOLS_REQUIRED_REMINDER",
     "UNANSWERED_TOOL_CALL",
@@ -70,6 +74,14 @@ UNANSWERED_TOOL_CALL = "not run: the conversation ended before this call was ans
 
 RESULT_ACCEPTED = "Result accepted."
 """The tool result for an accepted ``submit_result`` call."""
+
+ANSWER_END = "</json>"
+"""The marker prompted mode asks the model to write after its JSON, where the provider takes
+stop sequences: the reply stops there, so nothing after the JSON costs tokens."""
+
+REJECTED_SEE_BELOW = "Rejected: the errors follow in the next message."
+"""The tool result for a rejected call whose errors are sent as a user message (a server
+that drops ``tool`` messages; see the profile's ``reprompt_as``)."""
 
 
 def duplicate_result_ignored(tool_name: str = OUTPUT_TOOL_NAME) -> str:
@@ -160,8 +172,15 @@ def enriched_system_prompt(
     *,
     mode: PromptMode,
     tool_name: str = OUTPUT_TOOL_NAME,
+    not_in_tool: Sequence[str] = (),
+    end_marker: str | None = None,
 ) -> str:
     """Return the system prompt with the "Required Output Format" section appended last.
+
+    In tool mode the tool's parameters already carry the schema, so the section names the tool
+    and adds only what its parameters cannot carry (``not_in_tool``). In prompted mode the
+    schema is given as a compact outline (:func:`~agent_core.schema_outline.schema_outline`)
+    with an instruction to stop after the JSON, so that a small output budget is enough.
 
     Args:
         system_prompt: The agent's own system prompt (may be empty).
@@ -169,6 +188,10 @@ def enriched_system_prompt(
         mode: ``tool`` (the model calls ``tool_name``) or ``prompted`` (the model answers with
             JSON only; also for providers' native structured output).
         tool_name: The output tool's name, in tool mode.
+        not_in_tool: In tool mode, the constraints the provider was not sent in the tool's
+            parameters, one line each (``$.path: keyword ...``).
+        end_marker: In prompted mode, the marker to write right after the JSON (the run's
+            stop sequence, such as :data:`ANSWER_END`), or ``None`` for none.
 
     Returns:
         The enriched system prompt.
@@ -178,26 +201,27 @@ def enriched_system_prompt(
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
     """
     document = json_schema_of(schema)
-    rendered = _render(document)
     if mode == "tool":
         target = (
-            f"Its `{WRAPPER_PROPERTY}` argument" if needs_wrapping(document) else "Its arguments"
+            f"its `{WRAPPER_PROPERTY}` argument" if needs_wrapping(document) else "its arguments"
         )
         section = (
             "## Required Output Format\n\n"
-            f"You MUST return your final result by calling the `{tool_name}` tool exactly once, "
-            f"when your work is done. {target} MUST be JSON conforming to this schema:\n\n"
-            f"```json\n{rendered}\n```\n\n"
-            f"Only the `{tool_name}` call counts: a result written as a message is not accepted. "
-            f"If the call is rejected, fix the reported errors and call `{tool_name}` again."
+            f"When your work is done, call `{tool_name}` once with your final result as "
+            f"{target}. Only that call counts; if it is rejected, fix the reported errors and "
+            "call it again."
         )
+        if not_in_tool:
+            lines = "\n".join(f"- {line}" for line in not_in_tool)
+            section += f"\n\nThe result must also meet these constraints:\n{lines}"
     elif mode == "prompted":
+        close = f"write `{end_marker}` right after it" if end_marker else "stop right after it"
         section = (
             "## Required Output Format\n\n"
-            "You MUST provide structured output as JSON conforming to this schema:\n\n"
-            f"```json\n{rendered}\n```\n\n"
-            "Your response MUST be valid JSON that matches this schema exactly. "
-            "Output ONLY the JSON, no additional text."
+            "Answer with one JSON value of this shape (`?` marks an optional key; `//` comments "
+            "state constraints and are not part of the JSON):\n\n"
+            f"```\n{schema_outline(document)}\n```\n\n"
+            f"Output ONLY the JSON, with no other text, and {close}."
         )
     else:
         raise ConfigError(f"unknown prompt mode {mode!r}; use 'tool' or 'prompted'")

@@ -10,6 +10,8 @@ sent, or its reply in but its tool results not yet recorded with it) is sent aga
 
 from __future__ import annotations
 
+from pydantic import JsonValue
+
 from agent_contracts.events import ModelTurnEvent
 from agent_contracts.runs import Attempt, RunProgress
 from agent_executor.providers.base import (
@@ -79,7 +81,9 @@ async def call_model(
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
         response_format=response_format,
+        stop=[spec.end_marker] if spec.end_marker else [],
         timeout_s=spec.options.request_timeout_s,
+        answer_schema=_answer_schema(state),
     )
     relay = state.relay
     if relay is None and BLOCKING_CALLS.get() and can_block(spec.provider):
@@ -116,3 +120,11 @@ async def call_model(
             last_output=turn.text or raw_of_calls(turn.tool_calls) or state.last_output,
         )
     return turn
+
+
+def _answer_schema(state: RunState) -> JsonValue:
+    """Return the schema a text answer is judged against, or ``None`` in tool mode."""
+    contract = state.spec.contract
+    if contract is None or state.spec.mode == "tool":
+        return None
+    return contract.schema

@@ -127,14 +127,23 @@ def request_of(request: RunRequest | str, fields: Mapping[str, object]) -> RunRe
 
 
 def choose_mode(
-    requested: OutputMode | None, contract: OutputContract | None, profile: ProviderProfile
+    requested: OutputMode | None,
+    contract: OutputContract | None,
+    profile: ProviderProfile,
+    *,
+    has_tools: bool = False,
 ) -> OutputMode:
     """Return the output mode a run uses on ``provider``.
+
+    Without a requested mode the profile decides: ``native`` where a grammar enforces native
+    output while decoding and the agent has no input tools (native mode offers none), else
+    ``tool`` where the provider calls tools, else ``prompted``.
 
     Args:
         requested: The mode the options ask for, or ``None`` to let the provider decide.
         contract: The run's contract (``None``: free text).
         profile: The profile of this tier's provider.
+        has_tools: The agent has input tools.
 
     Raises:
         ConfigError: ``text`` was asked for a run with a contract, or ``tool`` for a provider
@@ -145,6 +154,8 @@ def choose_mode(
     if requested == "text":
         raise ConfigError("output_mode 'text' needs a run without an output contract")
     if requested is None:
+        if profile.grammar_output and profile.native_output and not has_tools:
+            return "native"
         return "tool" if profile.supports_tools else "prompted"
     if requested == "tool" and not profile.supports_tools:
         raise ConfigError(

@@ -9,9 +9,10 @@ of different lengths: a server that drops ``tool`` messages before the model see
 template that keeps only user and assistant turns) reports the same prompt length for both.
 Each answer is recorded (accepted, refused with the server's words, or accepted without doing
 what was asked), and the profile that follows is what a run on that server should use: a
-capability is on only when its probe saw it work. Whether a server that accepts a strict tool
-also enforces it cannot be seen from its answers, so ``strict_tools`` is left as the model
-string's profile has it.
+capability is on only when its probe saw it work, and re-prompts go as user messages unless a
+tool message was seen to reach the model (``reprompt_as``). Whether a server that accepts a
+strict tool also enforces it cannot be seen from its answers, so ``strict_tools`` is left as
+the model string's profile has it.
 """
 
 from __future__ import annotations
@@ -300,5 +301,11 @@ def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
             "native_format": "json_schema"
             if json_schema or not json_object
             else "json_object_schema",
+            # A user message reaches the model on every server; a tool message only where a
+            # longer tool result was seen to lengthen the prompt.
+            "reprompt_as": "tool" if got["tool_conversation"].honoured else "user",
+            # json_object with a schema is llama.cpp's dialect, which it turns into a grammar;
+            # a json_schema answer does not show how it was made.
+            "grammar_output": base.grammar_output or (json_object and not json_schema),
         }
     )

@@ -37,8 +37,9 @@ from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStarted
 from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
+from agent_core.bound_contract import BoundContract
 from agent_core.caches import SchemaCache, schema_cache
-from agent_core.contract import OutputContract, Verdict
+from agent_core.contract import Verdict
 from agent_core.prompts import (
     FORCE_REMINDER,
     TOOLS_REQUIRED_REMINDER,
@@ -132,21 +133,38 @@ class RunOutcome:
         return self._result
 
 
-_SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode], tuple[JsonValue, str]]
+_SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode, str, str | None], tuple[JsonValue, str]]
 _SYSTEM_PROMPTS = schema_cache("agent_executor.system_prompts", 256)
+# A tool's parameters carry every constraint but the ones a strict dialect sent weaker
+# ("changed": minItems 3 as 1, oneOf as anyOf). A merged allOf and a respelled pattern mean
+# what they meant, and a "dropped" keyword had no effect on validation either.
+_SAME_MEANING = frozenset({"allOf", "pattern"})
 
 
-def _system_prompt(system: str, contract: OutputContract, mode: PromptMode) -> str:
+def _system_prompt(
+    system: str, bound: BoundContract, mode: PromptMode, end_marker: str | None
+) -> str:
     """Return ``system`` with the contract's output section, rendered once per prompt and schema.
 
-    Rendering dumps the whole schema, about 0.1 ms a run; contracts are built once per schema,
-    so the rendering is kept and used again for the same schema object.
+    Rendering walks the whole schema; contracts are built once per schema, so the rendering is
+    kept and used again for the same schema object.
     """
-    key = (system, contract.hash, mode)
+    contract = bound.contract
+    key = (system, contract.hash, mode, bound.dialect, end_marker)
     cached = _SYSTEM_PROMPTS.get(key)
     if cached is not None and cached[0] is contract.schema:
         return cached[1]
-    prompt = enriched_system_prompt(system, contract.schema, mode=mode)
+    not_in_tool: list[str] = []
+    if mode == "tool":
+        notes = contract.tool.report(bound.dialect).notes
+        not_in_tool = [
+            f"{note.path}: {note.keyword} ({note.detail})"
+            for note in notes
+            if note.action == "changed" and note.keyword not in _SAME_MEANING
+        ]
+    prompt = enriched_system_prompt(
+        system, contract.schema, mode=mode, not_in_tool=not_in_tool, end_marker=end_marker
+    )
     _SYSTEM_PROMPTS.put(key, (contract.schema, prompt))
     return prompt
 
@@ -162,7 +180,7 @@ def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
     system = spec.system_prompt
     if contract is not None:
         prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
-        system = _system_prompt(system, contract, prompt_mode)
+        system = _system_prompt(system, contract.bind(spec.wire), prompt_mode, spec.end_marker)
     cannot_force = spec.mode == "tool" and contract is not None and not spec.wire.can_force_tool
     task = spec.task
     if cannot_force:
@@ -207,6 +225,8 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             response_format=response_format,
+            stop=[spec.end_marker] if spec.end_marker else [],
+            answer_schema=contract.schema if contract is not None else None,
         )
     submit = contract.tool_definition()
     forced = not inputs or spec.max_steps <= 1

@@ -18,6 +18,7 @@ from agent_core.contract import Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_core.prompts import (
     FORCE_REMINDER,
+    REJECTED_SEE_BELOW,
     RESULT_ACCEPTED,
     bad_tool_arguments,
     duplicate_result_ignored,
@@ -295,7 +296,18 @@ async def _answer_calls(
             results.append(
                 ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
             )
-    state.messages.append(Message(role="tool", tool_results=results))
+    rejected = [result.content for result in results if result.is_error]
+    if accepted is None and verdicts and spec.wire.reprompt_as == "user":
+        # The server's chat template drops tool messages: every call is still answered (the
+        # APIs require it), and the errors travel in a user message, which every template keeps.
+        results = [
+            result.model_copy(update={"content": REJECTED_SEE_BELOW}) if result.is_error else result
+            for result in results
+        ]
+        state.messages.append(Message(role="tool", tool_results=results))
+        state.messages.append(Message.user("\n\n".join(rejected)))
+    else:
+        state.messages.append(Message(role="tool", tool_results=results))
     if accepted is not None:
         return accepted
     return Verdict.merge(verdicts) if verdicts else None

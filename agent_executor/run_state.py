@@ -21,6 +21,7 @@ from agent_contracts.runs import OutputMode, RunError, RunErrorType, RunOptions,
 from agent_contracts.validation import ValidationIssue
 from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
+from agent_core.prompts import ANSWER_END
 from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
 from agent_executor.providers.base import Provider, profile_of
 from agent_executor.providers.blocking import BLOCKING_CALLS, can_block
@@ -102,6 +103,17 @@ class RunSpec:
     def wire(self) -> ProviderProfile:
         """The provider profile this run follows: ``profile``, else the provider's own."""
         return self.profile if self.profile is not None else profile_of(self.provider)
+
+    @property
+    def end_marker(self) -> str | None:
+        """The marker a prompted answer closes with, also the model calls' stop sequence.
+
+        Only in prompted mode with a contract, and only where the provider takes stop
+        sequences; else ``None``.
+        """
+        if self.contract is None or self.mode != "prompted" or not self.wire.stop_sequences:
+            return None
+        return ANSWER_END
 
 
 class RunFailure(Exception):

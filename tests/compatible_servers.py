@@ -11,6 +11,10 @@ does (read from each server's source) and returns the refusal that server sends,
   arguments", 400) and needs ``content`` to be a string unless the message has tool calls.
 - vLLM follows OpenAI's schema: ``content`` is a string, a list of parts or ``null``;
   ``arguments`` is a string; a tool message has a ``tool_call_id``.
+
+:func:`llama2_prompt` is the prompt llama-cpp-python's server formats for a model file without
+a chat template (it falls back to the ``llama-2`` chat format, whose role map keeps only
+``user`` and ``assistant`` messages), so a test can see what reached such a model.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from tests.fake_llm import ScriptedResponse
 
-__all__ = ["SERVERS", "llamacpp_python", "ollama", "vllm"]
+__all__ = ["SERVERS", "llama2_prompt", "llamacpp_python", "ollama", "vllm"]
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> ScriptedResponse:
@@ -81,6 +85,36 @@ def vllm(body: Any) -> ScriptedResponse | None:
             if not isinstance(call.get("function", {}).get("arguments"), str):
                 return _error(422, f"messages.{index}: arguments: Input should be a valid string")
     return None
+
+
+def llama2_prompt(body: Any) -> str:
+    """The prompt llama-cpp-python's ``llama-2`` chat format makes of a request's messages.
+
+    As ``format_llama2`` in its ``llama_chat_format.py``: the first system message goes in a
+    ``<<SYS>>`` block; the other messages are mapped by role (``user`` to ``<s>[INST]``,
+    ``assistant`` to ``[/INST]``) and every other role, ``tool`` among them, is left out; a
+    message whose content is not a string keeps only its role marker.
+    """
+    messages = body.get("messages", [])
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    if system:
+        system = f"<s>[INST] <<SYS>>\n{system}\n<</SYS>>"
+    markers = {"user": "<s>[INST]", "assistant": "[/INST]"}
+    kept = [
+        (markers[m["role"]], m.get("content") if isinstance(m.get("content"), str) else None)
+        for m in messages
+        if m.get("role") in markers
+    ]
+    separators = [" ", "</s>"]
+    prompt = system + " "
+    for index, (marker, content) in enumerate(kept):
+        if system and index == 0:
+            prompt += (content or "") + separators[index % 2]
+        elif content:
+            prompt += marker + content + " " + separators[index % 2]
+        else:
+            prompt += marker + " "
+    return prompt + "[/INST]"
 
 
 SERVERS = {"llamacpp": llamacpp_python, "ollama": ollama, "vllm": vllm}

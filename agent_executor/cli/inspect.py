@@ -170,7 +170,10 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tools = build_input_tools(own, workspace=args.workspace or Path.cwd())
     if len(own) < len(config.tools):
         tools.append(start_session_tool(args))
-    first = _first_request(args, config, mode)
+    first, chosen = _first_request(args, config, mode)
+    if not args.mode and configured is None:
+        # No mode asked for: the model's profile chose one (native under a grammar...).
+        mode = "prompted" if chosen in ("prompted", "native") else "tool"
     wire = ToolNameMap([*(tool.name for tool in tools), "submit_result"])
     system = config.system_prompt
     if contract is not None:
@@ -246,8 +249,10 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _first_request(args: argparse.Namespace, config: AgentConfig, mode: PromptMode) -> JsonValue:
-    """Return the first request a run would send, built by the run loop's own code.
+def _first_request(
+    args: argparse.Namespace, config: AgentConfig, mode: PromptMode
+) -> tuple[JsonValue, str]:
+    """Return the first request a run would send (built by the run loop) and the mode it chose.
 
     Raises:
         ConfigError: The model cannot be resolved, or the options do not fit it.
@@ -273,9 +278,10 @@ def _first_request(args: argparse.Namespace, config: AgentConfig, mode: PromptMo
         schema_name=schema.name if schema.inline is None else None,
     )
     plan = agent.plan(request, args.model)
-    turn = first_request(run_spec(agent.config, agent.tools, plan, plan.ladder[0]))
+    rung = plan.ladder[0]
+    turn = first_request(run_spec(agent.config, agent.tools, plan, rung))
     dumped: JsonValue = turn.model_dump(mode="json", exclude_defaults=True)
-    return dumped
+    return dumped, rung[2]
 
 
 def _dumps(value: JsonValue) -> str:

@@ -130,7 +130,8 @@ def _text(report: ProbeReport, given: ProviderProfile) -> str:
     if report.drops_tool_messages:
         lines += [
             "",
-            "this server drops tool messages: a re-prompt in tool mode does not reach the model",
+            "this server drops tool messages: re-prompts go as user messages "
+            "(reprompt_as: user), which reach the model",
         ]
     if not report.profile.supports_tools and not report.profile.native_output:
         lines += ["", "this server takes neither tools nor native output: use --mode prompted"]

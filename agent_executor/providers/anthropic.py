@@ -267,6 +267,8 @@ class AnthropicProvider:
             params["thinking"] = cast("ThinkingConfigParam", thinking)
         if output_config:
             params["output_config"] = cast("OutputConfigParam", output_config)
+        if turn.stop:
+            params["stop_sequences"] = list(turn.stop)
         return _Prepared(names, params, extra or None, timeout, downgraded)
 
     async def _call(self, turn: ModelTurnRequest, on_delta: DeltaSink | None) -> ModelTurn:

@@ -14,7 +14,7 @@ import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation, model_validator
 
 from agent_contracts.json_data import PARSED_JSON, JsonObjectData
 from agent_contracts.messages import Message, ToolCall, Usage
@@ -81,8 +81,17 @@ class ModelTurnRequest(BaseModel):
     """Sampling temperature; ``None`` uses the provider's default."""
     response_format: ResponseFormat | None = None
     """Ask for native structured output (JSON text matching a schema)."""
+    stop: list[str] = Field(default_factory=list)
+    """Stop sequences: the reply ends before the first one the model writes (sent only to a
+    provider whose profile has ``stop_sequences``)."""
     timeout_s: float | None = None
     """Per-request timeout in seconds; ``None`` uses the provider's default."""
+    # Not validated again: it is the run's contract schema, checked when the contract was built.
+    answer_schema: SkipValidation[dict[str, JsonValue] | bool | None] = Field(
+        default=None, exclude=True
+    )
+    """The schema a text answer is judged against (prompted and native modes). No provider
+    sends it (the prompt gives the model an outline of it): test doubles answer to it."""
 
     @model_validator(mode="after")
     def _choice_fits_tools(self) -> ModelTurnRequest:

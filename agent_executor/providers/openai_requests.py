@@ -66,6 +66,8 @@ def chat_body(
         body[max_tokens_param] = turn.max_tokens
     if turn.temperature is not None:
         body["temperature"] = turn.temperature
+    if turn.stop:
+        body["stop"] = list(turn.stop)
     if turn.response_format is not None:
         fmt = turn.response_format
         if profile.native_format == "json_object_schema":

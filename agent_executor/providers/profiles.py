@@ -23,7 +23,8 @@ OPENAI_PROFILE = ProviderProfile(
     supports_required_tool_choice=True,
     native_output=True,
 )
-"""OpenAI itself (``openai:``): strict function tools, ``json_schema`` response formats."""
+"""OpenAI itself (``openai:``): strict function tools, ``json_schema`` response formats; no
+stop sequences (its reasoning models refuse ``stop``)."""
 
 ANTHROPIC_PROFILE = ProviderProfile(
     tool_dialect="anthropic",
@@ -31,6 +32,7 @@ ANTHROPIC_PROFILE = ProviderProfile(
     can_force_tool=True,
     supports_required_tool_choice=True,
     native_output=True,
+    stop_sequences=True,
 )
 """Anthropic Messages (``anthropic:``); with extended thinking, ``can_force_tool`` is off."""
 
@@ -40,18 +42,27 @@ COMPATIBLE_PROFILE = ProviderProfile(
     can_force_tool=True,
     supports_required_tool_choice=False,
     native_output=False,
+    stop_sequences=True,
 )
 """An OpenAI-compatible server (``ollama:``, ``vllm:``, ``compatible:``): the schema as
 written, no strict mode, a tool forced by name only (several servers refuse ``required``), no
-native structured output unless overridden."""
+native structured output unless overridden; ``stop`` is taken (llama.cpp's servers, Ollama and
+vLLM all read it)."""
 
 LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
-    update={"native_output": True, "native_format": "json_object_schema"}
+    update={
+        "native_output": True,
+        "native_format": "json_object_schema",
+        "grammar_output": True,
+        "reprompt_as": "user",
+    }
 )
 """llama.cpp's servers (``llamacpp:``): as a compatible server (a tool forced by name, never
 ``required``), and native output as ``{"type": "json_object", "schema": ...}``, which they
 turn into a grammar (see :func:`agent_core.grammar_limits.grammar_notes` for what it leaves
-out)."""
+out): an agent without input tools runs in native mode unless it asks for another. Re-prompts
+go as user messages: llama-cpp-python's fallback chat formats (Llama 2's, for a model file
+without a chat template) keep only user and assistant turns."""
 
 TEST_PROFILE = ProviderProfile(
     tool_dialect="neutral",
@@ -59,5 +70,6 @@ TEST_PROFILE = ProviderProfile(
     can_force_tool=True,
     supports_required_tool_choice=True,
     native_output=True,
+    stop_sequences=True,
 )
 """The offline test model and ``FunctionModel``: neutral tools; every mode is answered."""

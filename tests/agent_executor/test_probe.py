@@ -95,7 +95,10 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
         "json_object_schema_format": (True, True),
         "tool_conversation": (True, True),
     }
-    assert report["profile"] == LLAMACPP_PROFILE.model_dump()
+    # This server keeps tool messages (its model has a chat template that renders them), so
+    # re-prompts may go as tool results; the llamacpp: profile assumes a fallback template.
+    kept = LLAMACPP_PROFILE.model_copy(update={"reprompt_as": "tool"})
+    assert report["profile"] == kept.model_dump()
     refused = next(p for p in report["probes"] if p["name"] == "json_schema_format")
     assert "Input should be 'text' or 'json_object'" in refused["detail"]
     sent = [request.body for request in fake_llm.requests]
@@ -117,8 +120,11 @@ def test_the_text_report_gives_the_llm_section_and_the_flags(
     assert code == 0
     assert "  required_tool_choice        refused: 500 " in out
     assert "llm:\n  model: compatible:gemma\n  profile: {tool_dialect: neutral," in out
-    assert "native_output: true, native_format: json_object_schema}" in out
-    assert "--profile native_output=true --profile native_format=json_object_schema" in out
+    assert "native_format: json_object_schema, grammar_output: true, reprompt_as: tool," in out
+    assert (
+        "--profile native_output=true --profile native_format=json_object_schema "
+        "--profile grammar_output=true\n"
+    ) in out
 
 
 def test_a_server_that_takes_everything(
@@ -192,9 +198,12 @@ def test_a_server_that_drops_tool_messages_is_seen_to(
     assert [m["role"] for m in sent[0]["messages"]] == ["system", "user", "assistant", "tool"]
     assert len(sent[1]["messages"][3]["content"]) > len(sent[0]["messages"][3]["content"])
 
+    assert report["profile"]["reprompt_as"] == "user"
+
     code, out = probe(fake_llm, monkeypatch, capsys, "ollama:qwen3")
     assert "  tool_conversation           accepted, but the tool message did not reach" in out
-    assert "this server drops tool messages" in out
+    assert "this server drops tool messages: re-prompts go as user messages" in out
+    assert "--profile reprompt_as=user" in out
 
 
 def test_a_server_that_keeps_tool_messages_is_seen_to(
@@ -206,7 +215,8 @@ def test_a_server_that_keeps_tool_messages_is_seen_to(
 
     assert code == 0
     assert "  tool_conversation           accepted\n" in out
-    assert "drops tool messages" not in out
+    assert "drops tool messages" not in out and "reprompt_as=" not in out
+    assert "reprompt_as: tool, stop_sequences: true}" in out
 
 
 def test_no_flag_for_a_native_format_that_was_not_seen_to_work(

@@ -211,8 +211,32 @@ async def test_valid_first_time_forces_submit_result(fake_llm: FakeLLM, api: str
     system = system_text(api, body)
     assert system.startswith("You grade things.")
     assert "## Required Output Format" in system
-    assert system.rstrip().endswith("call `submit_result` again.")  # the section comes last
+    assert system.rstrip().endswith("call it again.")  # the section comes last
+    assert '"properties"' not in system  # the tool's parameters carry the schema, once
     assert user_texts(api, body) == ["Grade the essay."]
+
+
+async def test_tool_mode_states_in_the_prompt_what_a_strict_tool_could_not_carry(
+    fake_llm: FakeLLM,
+) -> None:
+    schema = {
+        "type": "object",
+        "required": ["tags"],
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}, "minItems": 3}},
+        "additionalProperties": False,
+    }
+    fake_llm.respond(call("anthropic", "submit_result", {"tags": ["a", "b", "c"]}))
+    agent = agent_for(provider_for("anthropic", fake_llm), output_schema=schema)
+    assert (await agent.run("Tag it.")).ok
+
+    (body,) = bodies(fake_llm)
+    (tool,) = body["tools"]
+    assert tool["input_schema"]["properties"]["tags"]["minItems"] == 1
+    system = system_text("anthropic", body)
+    assert system.endswith(
+        "The result must also meet these constraints:\n- $.properties.tags: minItems (sent as "
+        "minItems 1; Anthropic strict mode allows only 0 or 1)"
+    )
 
 
 @pytest.mark.parametrize("api", APIS)

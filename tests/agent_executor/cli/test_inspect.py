@@ -60,7 +60,7 @@ def test_show_prints_the_prompt_each_dialects_tool_and_its_report(
     assert "output contract: the agent's output_schema (hash " in out
     prompt = out[out.index("=== system prompt (tool mode) ===") :]
     assert prompt.index("You grade essays.") < prompt.index("## Required Output Format")
-    assert "calling the `submit_result` tool exactly once" in prompt
+    assert "call `submit_result` once with your final result" in prompt
     for title in ("OpenAI (function tool)", "Anthropic (tool)", "neutral (Ollama"):
         assert f"=== submit_result for {title}" in out
     assert "openai: strict; the provider enforces the schema, except as noted\n" in out
@@ -151,7 +151,7 @@ def test_show_prompted_mode(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "grader", "--mode", "prompted"]) == 0
     out = capsys.readouterr().out
     assert "=== system prompt (prompted mode) ===" in out
-    assert "Output ONLY the JSON, no additional text." in out
+    assert "Output ONLY the JSON, with no other text, and stop right after it." in out
 
 
 def test_show_a_free_text_agent(capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,7 +169,7 @@ def test_show_with_a_schema_file_for_an_agent_with_a_default(
     assert show_json(capsys, "summariser")["schema_source"] == "default"
     shown = show_json(capsys, "summariser", "--schema-file", "s.json")
     assert shown["schema_source"] == "inline"
-    assert '"n"' in shown["system_prompt"] and '"summary"' not in shown["system_prompt"]
+    assert '"n"' in json.dumps(shown["output_tool"]) and "summary" not in json.dumps(shown)
 
 
 def test_show_unknown_agent_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -337,3 +337,14 @@ def test_show_with_parameters_and_no_task_shows_the_labelled_parameters_block(
     user = [m["content"] for m in with_task["first_request"]["messages"] if m["role"] == "user"]
     assert user == ['Grade.\n\nParameters:\n{\n  "count": 3\n}']
     assert show_json(capsys, "grader")["first_request"]["messages"][-1]["content"] == "(the task)"
+
+
+def test_show_follows_the_mode_the_model_profile_chooses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["show", "summariser", "--model", "llamacpp:m"]) == 0
+    out = capsys.readouterr().out
+    # llama.cpp's grammar backs native output: an agent without input tools runs in native mode.
+    assert "=== system prompt (prompted mode) ===" in out
+    first = out[out.index("=== first request to llamacpp:m") :]
+    assert '"response_format"' in first and '"tools"' not in first

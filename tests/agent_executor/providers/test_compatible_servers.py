@@ -35,6 +35,7 @@ SCHEMA = {
     "additionalProperties": False,
 }
 VALID = {"summary": "Adds a retry.", "score": 3}
+TOOL_MODE = RunOptions(output_mode="tool")  # llamacpp: would default to native
 
 
 def _agent(prefix: str, fake_llm: FakeLLM) -> Agent:
@@ -66,7 +67,7 @@ async def test_a_retry_after_a_bad_first_answer_is_accepted(
         openai_tool_call("submit_result", VALID),
     )
 
-    result = await _agent(server, fake_llm).run("Review PR 7")
+    result = await _agent(server, fake_llm).run("Review PR 7", options=TOOL_MODE)
 
     assert result.ok, result.error
     assert result.result_data == VALID
@@ -157,17 +158,59 @@ async def test_llamacpp_native_output_is_its_json_object_schema_dialect(fake_llm
     )
 
     assert result.ok, result.error
+    assert [attempt.mode for attempt in result.attempts] == ["native"]
     assert fake_llm.requests[0].body["response_format"] == {
         "type": "json_object",
         "schema": SCHEMA,
     }
 
 
+@pytest.mark.parametrize("server", sorted(SERVERS))
+async def test_the_default_mode_follows_the_profile(server: str, fake_llm: FakeLLM) -> None:
+    """llama.cpp's grammar-backed native output is the default there; tool mode elsewhere."""
+    fake_llm.refuse_when(SERVERS[server])
+    fake_llm.respond(openai_text(json.dumps(VALID)), openai_tool_call("submit_result", VALID))
+
+    result = await _agent(server, fake_llm).run("Review PR 7")
+
+    assert result.ok, result.error
+    body = fake_llm.requests[0].body
+    if server == "llamacpp":
+        assert [attempt.mode for attempt in result.attempts] == ["native"]
+        assert body["response_format"] == {"type": "json_object", "schema": SCHEMA}
+        assert "tools" not in body
+    else:
+        assert [attempt.mode for attempt in result.attempts] == ["tool"]
+        assert "response_format" not in body
+
+
+async def test_llamacpp_with_input_tools_defaults_to_tool_mode(
+    fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    fake_llm.refuse_when(SERVERS["llamacpp"])
+    fake_llm.respond(openai_tool_call("submit_result", VALID))
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    agent = Agent(
+        output_schema=SCHEMA,
+        system_prompt="Review the change.",
+        model="llamacpp:m",
+        tools=["fs:read"],
+        env=env,
+        workspace=tmp_path,
+    )
+
+    result = await agent.run("Review PR 7")
+
+    assert result.ok, result.error
+    assert [attempt.mode for attempt in result.attempts] == ["tool"]
+    assert "response_format" not in fake_llm.requests[0].body
+
+
 async def test_llamacpp_tool_mode_forces_the_tool_by_name(fake_llm: FakeLLM) -> None:
     fake_llm.refuse_when(SERVERS["llamacpp"])
     fake_llm.respond(openai_tool_call("submit_result", VALID))
 
-    result = await _agent("llamacpp", fake_llm).run("Review PR 7")
+    result = await _agent("llamacpp", fake_llm).run("Review PR 7", options=TOOL_MODE)
 
     assert result.ok, result.error
     assert fake_llm.requests[0].body["tool_choice"] == {

@@ -344,7 +344,7 @@ async def test_forcing_another_tool_calls_that_tool() -> None:
     assert is_valid(turn.tool_calls[0].arguments, read.parameters)
 
 
-async def test_prompted_mode_answers_with_json_matching_the_schema_in_the_system_prompt() -> None:
+async def test_prompted_mode_answers_with_json_matching_the_run_contract() -> None:
     from agent_core.prompts import enriched_system_prompt
 
     schema: JsonValue = {
@@ -354,11 +354,19 @@ async def test_prompted_mode_answers_with_json_matching_the_schema_in_the_system
         "additionalProperties": False,
     }
     system = enriched_system_prompt("You judge.", schema, mode="prompted")
+    messages = [Message.system(system), Message.user("Is it?")]
+    turn = await TestModel().request(ModelTurnRequest(messages=messages, answer_schema=schema))
+    assert turn.tool_calls == []
+    jsonschema.validate(json.loads(turn.text), schema)
+
+
+async def test_a_json_schema_written_in_a_hand_made_system_prompt_is_answered() -> None:
+    schema: JsonValue = {"type": "object", "required": ["n"], "properties": {"n": {"const": 3}}}
+    system = f"## Required Output Format\n\n```json\n{json.dumps(schema)}\n```"
     turn = await TestModel().request(
         ModelTurnRequest(messages=[Message.system(system), Message.user("Is it?")])
     )
-    assert turn.tool_calls == []
-    jsonschema.validate(json.loads(turn.text), schema)
+    assert json.loads(turn.text) == {"n": 3}
 
 
 async def test_without_any_schema_it_answers_its_fixed_text() -> None:

@@ -1,0 +1,81 @@
+"""Prompted mode that can finish: a compact outline, and an end marker the reply stops at.
+
+Where the provider's profile takes stop sequences (OpenAI-compatible servers, Anthropic), the
+output section asks the model to write ``</json>`` right after its JSON and every model call
+sends it as a stop sequence, so a small model's answer ends with the JSON instead of running on
+to its token limit. OpenAI's own API gets neither (its reasoning models refuse ``stop``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.agent_executor.test_run import VALID, agent_for, bodies, provider_for, system_text
+from tests.compatible_servers import llamacpp_python
+from tests.fake_llm import FakeLLM, anthropic_text, openai_text
+
+PROMPTED = {"output_mode": "prompted"}
+CLOSE = "Output ONLY the JSON, with no other text, and write `</json>` right after it."
+
+
+def llamacpp_agent(fake_llm: FakeLLM) -> Any:
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    return agent_for("llamacpp:gemma", env=env, options=PROMPTED)
+
+
+async def test_a_compatible_server_is_sent_the_end_marker_as_a_stop_sequence(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.refuse_when(llamacpp_python)
+    # The server cuts the reply where the stop sequence began.
+    fake_llm.respond(openai_text(json.dumps(VALID) + "\n"))
+    result = await llamacpp_agent(fake_llm).run("Grade the essay.")
+
+    assert result.ok and result.result_data == VALID
+    (body,) = bodies(fake_llm)
+    assert body["stop"] == ["</json>"]
+    system = system_text("openai", body)
+    assert system.endswith(CLOSE)
+    assert "  title: string\n  score: integer  // 0 <= x\n" in system
+
+
+async def test_a_reply_that_runs_past_an_ignored_stop_sequence_is_still_read(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.respond(openai_text(json.dumps(VALID) + "\n</json>\nI hope this helps!"))
+    result = await llamacpp_agent(fake_llm).run("Grade the essay.")
+
+    assert result.ok and result.result_data == VALID
+
+
+async def test_anthropic_is_sent_stop_sequences(fake_llm: FakeLLM) -> None:
+    fake_llm.respond(anthropic_text(json.dumps(VALID)))
+    agent = agent_for(provider_for("anthropic", fake_llm), options=PROMPTED)
+    assert (await agent.run("Grade the essay.")).ok
+
+    (body,) = bodies(fake_llm)
+    assert body["stop_sequences"] == ["</json>"]
+    assert system_text("anthropic", body).endswith(CLOSE)
+
+
+async def test_openai_is_sent_no_stop_sequence(fake_llm: FakeLLM) -> None:
+    fake_llm.respond(openai_text(json.dumps(VALID)))
+    agent = agent_for(provider_for("openai", fake_llm), options=PROMPTED)
+    assert (await agent.run("Grade the essay.")).ok
+
+    (body,) = bodies(fake_llm)
+    assert "stop" not in body
+    assert system_text("openai", body).endswith(
+        "Output ONLY the JSON, with no other text, and stop right after it."
+    )
+
+
+async def test_native_mode_sends_no_stop_sequence(fake_llm: FakeLLM) -> None:
+    fake_llm.respond(openai_text(json.dumps(VALID)))
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    agent = agent_for("llamacpp:gemma", env=env, options={"output_mode": "native"})
+    assert (await agent.run("Grade the essay.")).ok
+
+    (body,) = bodies(fake_llm)
+    assert "stop" not in body and "</json>" not in system_text("openai", body)
