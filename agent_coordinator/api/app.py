@@ -99,10 +99,11 @@ async def _render(request: Request, error: Exception) -> JSONResponse:
 async def serving(
     services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
 ) -> AsyncIterator[None]:
-    """Run what an app needs while it serves: store threads, MCP sessions, the runner.
+    """Run what an app needs while it serves: store threads, MCP sessions, the runner, the sweeper.
 
     Args:
-        services: The services; their runner (if any) starts, and stops at the end.
+        services: The services; their runner and retention sweeper (if any) start, and stop at
+            the end.
         managers: MCP session managers to run alongside.
     """
     asyncio.get_running_loop().set_default_executor(
@@ -113,9 +114,13 @@ async def serving(
             await stack.enter_async_context(manager.run())
         if services.runner is not None:
             services.runner.start()
+        if services.sweeper is not None:
+            services.sweeper.start()
         try:
             yield
         finally:
+            if services.sweeper is not None:
+                await services.sweeper.stop()
             if services.runner is not None:
                 await services.runner.stop()
 

@@ -65,6 +65,7 @@ class PostgresStore(SqlStore):
 
     serial = "BIGSERIAL PRIMARY KEY"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    lock_rows = " FOR UPDATE"
     placeholder = "%s"
 
     def __init__(self, url: str, *, max_connections: int = 32, wait_s: float = 3.0) -> None:

@@ -176,6 +176,9 @@ class SqlBase(ABC):
     """The column type of an auto-numbered 64-bit primary key."""
     skip_locked: str = ""
     """What a claim's row selection ends with so concurrent runners skip each other's rows."""
+    lock_rows: str = ""
+    """What a selection ends with to lock its rows until the transaction ends (SQLite's write
+    transactions already hold the only write lock)."""
     begin_write: str = "BEGIN"
     """The statement that starts a write transaction."""
     placeholder: str = "?"
