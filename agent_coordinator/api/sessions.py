@@ -94,7 +94,7 @@ async def delete_session(session_id: str, services: ServicesDep) -> Response:
 
     404 ``SessionNotFound`` when there is no such session; 409 ``SessionBusy`` while a run of
     the session or of one of its children is queued or running (cancel it, or wait for it to
-    end). Analytics rollups keep counting the deleted runs.
+    end).
     """
     await services.store.call(services.store.delete_session, session_id)
     return Response(status_code=204)
