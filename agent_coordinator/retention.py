@@ -122,7 +122,9 @@ class Sweeper:
         runs = 0
         after: int | None = 0
         while after is not None:
-            done = await self.store.call(
+            # A worker thread, not store.call: on SQLite that runs in place on the event loop,
+            # and a batch is a hundred transactions, too long to hold the loop.
+            done = await asyncio.to_thread(
                 self.store.prune_batch, before=before, limit=self.batch, after=after
             )
             sessions.extend(done.sessions)

@@ -8,6 +8,7 @@ another session stays.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import sqlite3
 import time
@@ -18,7 +19,7 @@ import httpx
 import pytest
 
 from agent_coordinator.errors import Conflict
-from agent_coordinator.retention import prune
+from agent_coordinator.retention import Sweeper, prune
 from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
 from agentshape.cli import main
 from tests.agent_coordinator.conftest import ServiceFactory
@@ -255,6 +256,24 @@ def test_prune_in_small_batches_reaches_every_session(store: SqlStore, database:
         assert store.get_session(kept) is not None, kept
 
 
+def test_the_sweeper_deletes_in_batches_what_a_prune_would(store: SqlStore, database: str) -> None:
+    _landscape(store, database)
+    swept = asyncio.run(Sweeper(store, 30, batch=2).sweep())
+    assert sorted(swept.sessions) == sorted(OLD) and swept.runs == 8
+    for kept in KEPT:
+        assert store.get_session(kept) is not None, kept
+    assert asyncio.run(Sweeper(store, 30, batch=2).sweep()).sessions == ()
+
+
+@pytest.mark.parametrize("days", ["0", "-3", "soon"])
+def test_retain_days_must_be_a_positive_number(
+    days: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("serve", "runner"):
+        assert main([command, "--retain-days", days]) == 2
+        assert f"{days!r} is not a positive number of days" in capsys.readouterr().err
+
+
 def test_prune_dry_run_says_what_it_would_delete_and_deletes_nothing(
     store: SqlStore, database: str
 ) -> None:
@@ -322,6 +341,11 @@ def test_serve_with_retain_days_sweeps_older_ended_sessions(tmp_path: Path, data
         for kept in KEPT:
             assert httpx.get(f"{url}/sessions/{kept}").status_code == 200, kept
         assert httpx.get(f"{url}/runs/run_old_running").json()["status"] == "running"
+        busy = httpx.delete(f"{url}/sessions/old_with_active_child")
+        assert busy.status_code == 409 and busy.json()["error"] == "SessionBusy"
+        assert httpx.delete(f"{url}/sessions/young").status_code == 204
+        assert httpx.get(f"{url}/sessions/young").status_code == 404
+        assert httpx.delete(f"{url}/sessions/young").status_code == 404
     finally:
         assert process.stop() == 0
     assert "retention: deleted 8 sessions (8 runs) ended more than 30 days ago" in process.rest
