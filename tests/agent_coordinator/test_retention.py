@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_coordinator.errors import Conflict
+from agent_coordinator.errors import Conflict, NotFound
 from agent_coordinator.retention import Sweeper, prune
 from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
 from agentshape.cli import main
 from tests.agent_coordinator.conftest import ServiceFactory
-from tests.agent_coordinator.harness import Service, write_fleet
+from tests.agent_coordinator.harness import Postgres, Service, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
@@ -378,3 +379,56 @@ def test_runner_with_retain_days_sweeps_older_ended_sessions(tmp_path: Path, dat
         assert store.get_session("young") is not None
     finally:
         store.close()
+
+
+def test_a_resume_racing_a_delete_on_postgresql_is_404_and_stores_no_run(
+    postgres: Postgres,
+) -> None:
+    database = postgres.new_database()
+    store = open_store(database)
+    try:
+        _race(store, database)
+    finally:
+        store.close()
+
+
+def _race(store: SqlStore, database: str) -> None:
+    import psycopg
+
+    _ended(store, "raced")
+    resume = NewRun(
+        id="run_resumed",
+        session_id="raced",
+        kind="resume_session",
+        agent_name="a",
+        input=RunInput(prompt="again"),
+    )
+    with psycopg.connect(database, autocommit=True) as deleter:
+        # The delete holds the session's row, as DELETE /sessions/{id} does, while the resume
+        # has read the session and waits to mark it queued.
+        deleter.execute("BEGIN")
+        deleter.execute("SELECT id FROM sessions WHERE id = 'raced' FOR UPDATE")
+        outcome: list[object] = []
+
+        def resume_it() -> None:
+            try:
+                outcome.append(store.create_run(resume))
+            except Exception as error:
+                outcome.append(error)
+
+        thread = threading.Thread(target=resume_it)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not deleter.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE 'UPDATE sessions%'"
+        ).fetchone():
+            assert time.monotonic() < deadline and thread.is_alive(), outcome
+            time.sleep(0.05)
+        deleter.execute("DELETE FROM runs WHERE session_id = 'raced'")
+        deleter.execute("DELETE FROM sessions WHERE id = 'raced'")
+        deleter.execute("COMMIT")
+        thread.join(60)
+    (error,) = outcome
+    assert isinstance(error, NotFound) and error.code == "SessionNotFound"
+    assert store.get_run("run_resumed") is None
