@@ -229,12 +229,14 @@ class SqliteStore(SqlStore):
 
     def _connect(self, *, wait: bool = True) -> sqlite3.Connection:
         timeout = self.timeout if wait else 0.0
+        new = not self.path.exists() or self.path.stat().st_size == 0
         connection = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
-        # Takes effect only in a new file (before its first table); an existing file keeps
-        # its mode until a VACUUM (see the README).
-        connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        if new:
+            # Only a new file takes it (before its first table); an existing one keeps its mode
+            # until a VACUUM (see the README), and asking there writes (failing on a full disk).
+            connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
