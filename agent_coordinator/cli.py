@@ -235,8 +235,6 @@ def _services(args: argparse.Namespace) -> Services:
             lease_s=args.lease,
             on_finished=services.notifier.notify,
         )
-    if args.retain_days is not None:
-        services.sweeper = Sweeper(store, args.retain_days)
     return services
 
 
@@ -318,6 +316,8 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from agent_coordinator.api import create_app
 
     services = _services(args)
+    if args.retain_days is not None:
+        services.sweeper = Sweeper(services.store, args.retain_days)
     mcp = _has_mcp()
     app = create_app(services, mcp_host=args.host if mcp else None)
     _settle(services.execution)
