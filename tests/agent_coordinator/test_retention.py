@@ -38,7 +38,9 @@ def store(database: str) -> Iterator[SqlStore]:
     opened.close()
 
 
-def _start(store: SqlStore, session_id: str, *, parent: str | None = None) -> str:
+def _start(
+    store: SqlStore, session_id: str, *, parent: str | None = None, prompt: str = "task"
+) -> str:
     """Store a session's first run (queued) and return the run's id."""
     run_id = f"run_{session_id}"
     store.create_run(
@@ -47,7 +49,7 @@ def _start(store: SqlStore, session_id: str, *, parent: str | None = None) -> st
             session_id=session_id,
             kind="start_session",
             agent_name="a",
-            input=RunInput(prompt="task"),
+            input=RunInput(prompt=prompt),
             parent_session_id=parent,
             depth=0 if parent is None else 1,
         )
@@ -55,9 +57,11 @@ def _start(store: SqlStore, session_id: str, *, parent: str | None = None) -> st
     return run_id
 
 
-def _ended(store: SqlStore, session_id: str, *, parent: str | None = None) -> str:
+def _ended(
+    store: SqlStore, session_id: str, *, parent: str | None = None, prompt: str = "task"
+) -> str:
     """Store a session whose run completed with an attempt and an event; return the run's id."""
-    run_id = _start(store, session_id, parent=parent)
+    run_id = _start(store, session_id, parent=parent, prompt=prompt)
     claim = store.claim_run(run_id, "tester", 30)
     assert claim is not None
     done = store.finish(
@@ -302,7 +306,7 @@ def test_a_new_sqlite_file_is_incrementally_vacuumed_and_shrinks_after_a_prune(
     store = open_store(database)
     try:
         for n in range(60):
-            _ended(store, f"s{n}")
+            _ended(store, f"s{n}", prompt="x" * 5000)
         with sqlite3.connect(database) as connection:
             assert connection.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental
             before = connection.execute("PRAGMA page_count").fetchone()[0]
@@ -313,6 +317,41 @@ def test_a_new_sqlite_file_is_incrementally_vacuumed_and_shrinks_after_a_prune(
             after = connection.execute("PRAGMA page_count").fetchone()[0]
             free = connection.execute("PRAGMA freelist_count").fetchone()[0]
         assert after < before and free == 0
+    finally:
+        store.close()
+
+
+def test_an_older_sqlite_file_is_pruned_and_shrinks_once_converted_as_the_readme_says(
+    tmp_path: Path,
+) -> None:
+    database = str(tmp_path / "c.db")
+    with sqlite3.connect(database) as connection:  # a file from before: no auto_vacuum
+        connection.execute("PRAGMA auto_vacuum = NONE")
+        connection.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER)")
+        connection.execute("DROP TABLE schema_migrations")
+    store = open_store(database)
+    try:
+        names = [f"s{n}" for n in range(60)]
+        for name in names:
+            _ended(store, name, prompt="x" * 5000)
+        _age(database, names[:30], 40)
+        assert main(["db", "prune", "--older-than", "30d", "--database", database]) == 0
+        with sqlite3.connect(database) as connection:
+            assert connection.execute("PRAGMA auto_vacuum").fetchone() == (0,)
+            assert connection.execute("PRAGMA freelist_count").fetchone()[0] > 0  # kept, reused
+        store.close()
+        # The README's conversion, with the service stopped.
+        with sqlite3.connect(database, isolation_level=None) as connection:
+            connection.executescript("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+            before = connection.execute("PRAGMA page_count").fetchone()[0]
+        store = open_store(database)
+        _age(database, names[30:], 40)
+        assert main(["db", "prune", "--older-than", "30d", "--database", database]) == 0
+        with sqlite3.connect(database) as connection:
+            assert connection.execute("PRAGMA auto_vacuum").fetchone() == (2,)
+            assert connection.execute("PRAGMA page_count").fetchone()[0] < before
+            assert connection.execute("PRAGMA freelist_count").fetchone()[0] == 0
+        assert all(store.get_session(name) is None for name in names)
     finally:
         store.close()
 
