@@ -1,6 +1,6 @@
 """``agentshape serve``, ``runner``, ``mcp`` and ``db prune``: the service from the shell.
 
-:func:`register` adds both commands to an argparse sub-parsers action (the ``agentshape`` command
+:func:`register` adds the commands to an argparse sub-parsers action (the ``agentshape`` command
 and ``python -m agent_coordinator`` both use it); each handler is ``fn(args, out, err) -> int``.
 """
 
@@ -58,6 +58,9 @@ DEFAULT_MCP_PORT = 8601
 """The port ``mcp --http`` listens on unless told otherwise."""
 TOKEN_ENV = "AGENTSHAPE_TOKEN"
 """The environment variable holding the bearer token when ``--token`` is not given."""
+
+_LISTED = 50
+"""Session ids ``db prune`` prints at most."""
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -445,9 +448,20 @@ def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Delete ended sessions older than ``--older-than`` and print what was (or would be) deleted.
 
     Raises:
-        ConfigError: ``--older-than`` is not an age, or the database cannot be opened.
+        ConfigError: ``--older-than`` is not an age, ``--database`` names a SQLite file that
+            is not there, or the database cannot be opened.
     """
     age = parse_age(args.older_than)
+    where = str(args.database or DEFAULT_DATABASE)
+    if not where.startswith(("postgresql://", "postgres://")):
+        path = Path(where.removeprefix("sqlite:///").removeprefix("sqlite://"))
+        # Opening a missing file would make a new, empty store: a --database naming one is a
+        # mistake; the default one missing means nothing was stored here yet.
+        if not path.is_file() and args.database is not None:
+            raise ConfigError(f"--database {where}: no such file; nothing to prune")
+        if not path.is_file():
+            out.write(f"agentshape db prune: no store at {where} yet; nothing to prune\n")
+            return 0
     try:
         store = open_store(args.database)
     except StoreUnavailable as error:
@@ -461,10 +475,12 @@ def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     verb = "would delete" if args.dry_run else "deleted"
     out.write(
         f"agentshape db prune: {verb} {len(pruned.sessions)} sessions ({pruned.runs} runs) "
-        f"ended before {when} ({age / DAY_S:g} days ago) from {store.url}\n"
+        f"last updated before {when} ({age / DAY_S:g} days ago) from {store.url}\n"
     )
-    for session_id in pruned.sessions:
+    for session_id in pruned.sessions[:_LISTED]:
         out.write(f"  {session_id}\n")
+    if len(pruned.sessions) > _LISTED:
+        out.write(f"  ... and {len(pruned.sessions) - _LISTED} more\n")
     return 0
 
 

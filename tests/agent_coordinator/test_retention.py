@@ -242,7 +242,7 @@ def test_prune_deletes_every_older_ended_session_and_nothing_else(
     out = io.StringIO()
     assert main(["db", "prune", "--older-than", "30d", "--database", database], out=out) == 0
     text = out.getvalue()
-    assert text.startswith("agentshape db prune: deleted 8 sessions (8 runs) ended before ")
+    assert text.startswith("agentshape db prune: deleted 8 sessions (8 runs) last updated before ")
     assert "(30 days ago)" in text
     assert sorted(line.strip() for line in text.splitlines()[1:]) == sorted(OLD)
     for gone in OLD:
@@ -289,6 +289,45 @@ def test_prune_dry_run_says_what_it_would_delete_and_deletes_nothing(
     assert out.getvalue().startswith("agentshape db prune: would delete 8 sessions (8 runs) ")
     for session_id in OLD + KEPT:
         assert store.get_session(session_id) is not None
+
+
+def test_prune_lists_fifty_sessions_and_counts_the_rest(tmp_path: Path) -> None:
+    database = str(tmp_path / "c.db")
+    store = open_store(database)
+    try:
+        names = [f"s{n:03}" for n in range(60)]
+        for name in names:
+            _ended(store, name)
+        _age(database, names, 40)
+        out = io.StringIO()
+        assert main(["db", "prune", "--older-than", "30d", "--database", database], out=out) == 0
+        lines = out.getvalue().splitlines()
+        assert lines[0].startswith("agentshape db prune: deleted 60 sessions (60 runs) ")
+        assert [line.strip() for line in lines[1:51]] == names[:50]
+        assert lines[51:] == ["  ... and 10 more"]
+    finally:
+        store.close()
+
+
+def test_prune_refuses_a_sqlite_file_that_is_not_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo.db"
+    assert main(["db", "prune", "--older-than", "30d", "--database", str(missing)]) == 2
+    assert f"--database {missing}: no such file; nothing to prune" in capsys.readouterr().err
+    assert not missing.exists()
+
+
+def test_prune_without_a_store_here_yet_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["db", "prune", "--older-than", "30d"], out=out) == 0
+    assert out.getvalue() == (
+        "agentshape db prune: no store at .agentshape/coordinator.db yet; nothing to prune\n"
+    )
+    assert not (tmp_path / ".agentshape").exists()
 
 
 def test_prune_refuses_an_age_it_cannot_read(
