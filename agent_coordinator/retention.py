@@ -109,6 +109,7 @@ class Sweeper:
         self.retain_days = retain_days
         self.every_s = every_s
         self.batch = batch
+        self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def sweep(self) -> Pruned:
@@ -149,14 +150,18 @@ class Sweeper:
         while not stop.is_set():
             try:
                 await self.sweep()
-            except Exception:
-                logger.exception("retention: a sweep failed; the next one is in %g s", self.every_s)
+            except Exception as error:
+                logger.warning(
+                    "retention: a sweep failed (%s); the next one is in %g s",
+                    getattr(error, "message", None) or repr(error),
+                    self.every_s,
+                )
             with suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.every_s)
 
     def start(self) -> None:
         """Start sweeping in the background (in the running event loop)."""
-        self._stop = asyncio.Event()
+        self._stop.clear()
         self._task = asyncio.create_task(self.run_until(self._stop))
 
     async def stop(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import sqlite3
 import threading
 import time
@@ -510,3 +511,31 @@ def _race(store: SqlStore, database: str) -> None:
     (error,) = outcome
     assert isinstance(error, NotFound) and error.code == "SessionNotFound"
     assert store.get_run("run_resumed") is None
+
+
+def test_a_sweep_that_fails_is_logged_and_the_sweeper_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = tmp_path / "c.db"
+    store = open_store(database)
+    try:
+        _ended(store, "s")
+        database.unlink()  # the store notices the file gone and refuses every transaction
+
+        async def sweep_until_logged() -> None:
+            stop = asyncio.Event()
+            task = asyncio.create_task(Sweeper(store, 30, every_s=0.01).run_until(stop))
+            deadline = time.monotonic() + 60
+            while sum("a sweep failed" in r.getMessage() for r in caplog.records) < 2:
+                assert time.monotonic() < deadline and not task.done()
+                await asyncio.sleep(0.01)
+            stop.set()
+            await asyncio.wait_for(task, 60)
+
+        with caplog.at_level(logging.WARNING, logger="agent_coordinator.retention"):
+            asyncio.run(sweep_until_logged())
+        failed = [r for r in caplog.records if "a sweep failed" in r.getMessage()]
+        assert "was removed while the service ran" in failed[0].getMessage()
+        assert failed[0].exc_info is None  # one line, no traceback
+    finally:
+        store.close()
