@@ -497,13 +497,17 @@ def _race(store: SqlStore, database: str) -> None:
 
         thread = threading.Thread(target=resume_it)
         thread.start()
-        deadline = time.monotonic() + 60
-        while not deleter.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE 'UPDATE sessions%'"
-        ).fetchone():
-            assert time.monotonic() < deadline and thread.is_alive(), outcome
-            time.sleep(0.05)
+        # Watched from a connection of its own: inside the deleter's transaction
+        # pg_stat_activity would be read once and kept.
+        with psycopg.connect(database, autocommit=True) as watcher:
+            deadline = time.monotonic() + 60
+            while not watcher.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' "
+                "AND query LIKE 'UPDATE sessions%'"
+            ).fetchone():
+                assert time.monotonic() < deadline and thread.is_alive(), outcome
+                time.sleep(0.05)
         deleter.execute("DELETE FROM runs WHERE session_id = 'raced'")
         deleter.execute("DELETE FROM sessions WHERE id = 'raced'")
         deleter.execute("COMMIT")
