@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from agent_coordinator.errors import Conflict, NotFound
 from agent_coordinator.store.sql import Cursor, SqlBase
 
-__all__ = ["PruneBatch", "RetentionQueries"]
+__all__ = ["RUN_TABLES", "PruneBatch", "RetentionQueries"]
 
 RUN_TABLES: tuple[str, ...] = ("attempts", "events")
 """The tables whose rows belong to a run (a ``run_id`` column), deleted with the run; a table
