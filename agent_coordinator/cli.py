@@ -1,6 +1,6 @@
-"""``agentshape serve`` and ``agentshape runner``: the service and extra runners, from the shell.
+"""``agentshape serve``, ``runner``, ``mcp`` and ``db prune``: the service from the shell.
 
-:func:`register` adds both commands to an argparse sub-parsers action (the ``agentshape`` command
+:func:`register` adds the commands to an argparse sub-parsers action (the ``agentshape`` command
 and ``python -m agent_coordinator`` both use it); each handler is ``fn(args, out, err) -> int``.
 """
 
@@ -15,12 +15,15 @@ import os
 import signal
 import socket
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from agent_contracts.errors import ConfigError
 from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
+from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
 from agent_coordinator.runner import Runner
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
@@ -42,6 +45,7 @@ __all__ = [
     "DEFAULT_MCP_PORT",
     "DEFAULT_PORT",
     "TOKEN_ENV",
+    "db_prune_command",
     "mcp_command",
     "register",
     "runner_command",
@@ -56,6 +60,9 @@ DEFAULT_MCP_PORT = 8601
 """The port ``mcp --http`` listens on unless told otherwise."""
 TOKEN_ENV = "AGENTSHAPE_TOKEN"
 """The environment variable holding the bearer token when ``--token`` is not given."""
+
+_LISTED = 50
+"""Session ids ``db prune`` prints at most."""
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -130,8 +137,29 @@ def _http(parser: argparse.ArgumentParser, *, port: int, when: str = "") -> None
     )
 
 
+def _retain_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not days > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of days")
+    return days
+
+
+def _retention(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retain-days",
+        type=_retain_days,
+        default=None,
+        metavar="N",
+        help="delete ended sessions last updated more than N days ago, now and every hour "
+        "(default: keep everything)",
+    )
+
+
 def register(commands: Subcommands) -> None:
-    """Add ``serve`` and ``runner`` to the command line."""
+    """Add ``serve``, ``runner``, ``mcp`` and ``db prune`` to the command line."""
     serve = commands.add_parser(
         "serve",
         help="serve the HTTP API with in-process runners (exit 0 on shutdown, 2 on bad config)",
@@ -152,6 +180,7 @@ def register(commands: Subcommands) -> None:
         metavar="HOST",
         help="a host webhooks may be delivered to (repeatable); without it, any host",
     )
+    _retention(serve)
     serve.set_defaults(handler=serve_command)
     runner = commands.add_parser(
         "runner",
@@ -159,6 +188,7 @@ def register(commands: Subcommands) -> None:
     )
     _common(runner)
     runner.add_argument("--workers", type=int, default=4, help="runs executed at once")
+    _retention(runner)
     runner.set_defaults(handler=runner_command)
     mcp = commands.add_parser(
         "mcp",
@@ -171,6 +201,25 @@ def register(commands: Subcommands) -> None:
     _http(mcp, port=DEFAULT_MCP_PORT, when="with --http: ")
     mcp.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
     mcp.set_defaults(handler=mcp_command)
+    db = commands.add_parser("db", help="look after the service's database")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    db_prune = db_commands.add_parser(
+        "prune",
+        help="delete ended sessions (with their runs, attempts, events and child sessions) "
+        "last updated longer ago than an age",
+    )
+    db_prune.add_argument(
+        "--older-than", required=True, metavar="AGE", help="such as 30d, 12h or 90m"
+    )
+    db_prune.add_argument(
+        "--database",
+        default=None,
+        help=f"a SQLite file (default {DEFAULT_DATABASE}) or a postgresql://user:pass@host/db URL",
+    )
+    db_prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
+    )
+    db_prune.set_defaults(handler=db_prune_command)
 
 
 def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
@@ -305,6 +354,8 @@ def _log_to(err: TextIO) -> None:
     logging.basicConfig(
         level=logging.WARNING, stream=err, format="agentshape: %(levelname)s %(name)s: %(message)s"
     )
+    # What retention deleted is worth a line each sweep: the operator asked for deletions.
+    logging.getLogger("agent_coordinator.retention").setLevel(logging.INFO)
 
 
 def _settle(execution: Execution) -> None:
@@ -334,6 +385,8 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     services = _services(args)
     services.webhooks, webhooks = _webhooks(args)
+    if args.retain_days is not None:
+        services.sweeper = Sweeper(services.store, args.retain_days)
     mcp = _has_mcp()
     hosts = AllowedHosts.for_address(args.host, args.allowed_host)
     app = create_app(services, mcp_host=args.host if mcp else None, hosts=hosts)
@@ -346,6 +399,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
         + f"  webhooks: {webhooks}\n"
         + f"  hosts:    {hosts.describe()}\n"
+        + _describe_retention(args)
         + (
             f"  mcp:      {url}/mcp (streamable HTTP)\n"
             if mcp
@@ -356,6 +410,12 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _serve(app, sock, services)
     out.write("agentshape serve: stopped\n")
     return 0
+
+
+def _describe_retention(args: argparse.Namespace) -> str:
+    if args.retain_days is None:
+        return "  retain:   everything\n"
+    return f"  retain:   {args.retain_days:g} days (ended sessions older are deleted hourly)\n"
 
 
 def _need_server(command: str, extra: str = "server") -> None:
@@ -431,9 +491,11 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runner = Runner(
         store, execution, workers=args.workers, lease_s=args.lease, max_claims=args.max_claims
     )
+    sweeper = None if args.retain_days is None else Sweeper(store, args.retain_days)
     out.write(
         f"agentshape runner {runner.id}: {args.workers} workers\n"
         + _describe(store, execution, args)
+        + _describe_retention(args)
     )
     out.flush()
     _settle(execution)
@@ -443,13 +505,56 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await runner.run_until(stop)
+        if sweeper is None:
+            await runner.run_until(stop)
+        else:
+            await asyncio.gather(runner.run_until(stop), sweeper.run_until(stop))
 
     try:
         asyncio.run(main())
     finally:
         store.close()
     out.write(f"agentshape runner {runner.id}: stopped\n")
+    return 0
+
+
+def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Delete ended sessions older than ``--older-than`` and print what was (or would be) deleted.
+
+    Raises:
+        ConfigError: ``--older-than`` is not an age, ``--database`` names a SQLite file that
+            is not there, or the database cannot be opened.
+    """
+    age = parse_age(args.older_than)
+    where = str(args.database or DEFAULT_DATABASE)
+    if not where.startswith(("postgresql://", "postgres://")):
+        path = Path(where.removeprefix("sqlite:///").removeprefix("sqlite://"))
+        # Opening a missing file would make a new, empty store: a --database naming one is a
+        # mistake; the default one missing means nothing was stored here yet.
+        if not path.is_file() and args.database is not None:
+            raise ConfigError(f"--database {where}: no such file; nothing to prune")
+        if not path.is_file():
+            out.write(f"agentshape db prune: no store at {where} yet; nothing to prune\n")
+            return 0
+    try:
+        store = open_store(args.database)
+    except StoreUnavailable as error:
+        raise ConfigError(error.message) from error
+    before = time.time() - age
+    try:
+        pruned = prune(store, before=before, dry_run=args.dry_run)
+    finally:
+        store.close()
+    when = datetime.fromtimestamp(before, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    verb = "would delete" if args.dry_run else "deleted"
+    out.write(
+        f"agentshape db prune: {verb} {len(pruned.sessions)} sessions ({pruned.runs} runs) "
+        f"last updated before {when} ({age / DAY_S:g} days ago) from {store.url}\n"
+    )
+    for session_id in pruned.sessions[:_LISTED]:
+        out.write(f"  {session_id}\n")
+    if len(pruned.sessions) > _LISTED:
+        out.write(f"  ... and {len(pruned.sessions) - _LISTED} more\n")
     return 0
 
 

@@ -120,11 +120,11 @@ async def _render(request: Request, error: Exception) -> JSONResponse:
 async def serving(
     services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
 ) -> AsyncIterator[None]:
-    """Run what an app needs while it serves: store threads, MCP sessions, runner, deliverer.
+    """Run what an app needs while it serves: store threads, MCP sessions and background tasks.
 
     Args:
-        services: The services; their runner (if any) starts, and stops at the end, and so
-            does a webhook deliverer when they have webhook settings.
+        services: The services; their runner and retention sweeper (if any) start, and stop at
+            the end, and so does a webhook deliverer when they have webhook settings.
         managers: MCP session managers to run alongside.
     """
     asyncio.get_running_loop().set_default_executor(
@@ -139,9 +139,13 @@ async def serving(
         if services.webhooks is not None:
             deliverer = Deliverer(services.store, services.webhooks)
             deliverer.start()
+        if services.sweeper is not None:
+            services.sweeper.start()
         try:
             yield
         finally:
+            if services.sweeper is not None:
+                await services.sweeper.stop()
             if deliverer is not None:
                 await deliverer.stop()
             if services.runner is not None:

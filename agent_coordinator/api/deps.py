@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 
 from agent_coordinator.errors import Unauthorized
 from agent_coordinator.execution import Execution
+from agent_coordinator.retention import Sweeper
 from agent_coordinator.runner import Runner
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.records import RunRecord
@@ -72,6 +73,7 @@ class Services:
     token: str | None = None
     limits: Limits = field(default_factory=Limits)
     runner: Runner | None = None
+    sweeper: Sweeper | None = None
     notifier: Notifier = field(default_factory=Notifier)
     webhooks: WebhookSettings | None = None
     """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""

@@ -1,11 +1,11 @@
-"""``/sessions``: list, read (runs, attempts, parent and children), and the validated result."""
+"""``/sessions``: list, read (runs, attempts, parent and children), the validated result, delete."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from agent_coordinator.api.bodies import SessionPage, SessionResult, SessionView
 from agent_coordinator.api.deps import Services, ServicesDep
@@ -88,3 +88,15 @@ async def get_result(session_id: str, services: ServicesDep) -> SessionResult:
     await _get(services, session_id)
     runs = await services.store.call(services.store.session_runs, session_id)
     return session_result(runs[-1])
+
+
+@router.delete("/sessions/{session_id}", status_code=204, response_class=Response)
+async def delete_session(session_id: str, services: ServicesDep) -> Response:
+    """Delete a session with its runs, attempts and events, and its child sessions with theirs.
+
+    404 ``SessionNotFound`` when there is no such session; 409 ``SessionBusy`` while a run of
+    the session or of one of its children is queued or running (cancel it, or wait for it to
+    end).
+    """
+    await services.store.call(services.store.delete_session, session_id)
+    return Response(status_code=204)

@@ -67,6 +67,7 @@ class PostgresStore(SqlStore):
     error_type = "(r.error::json ->> 'type')"
     greatest = "GREATEST"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    lock_rows = " FOR UPDATE"
     placeholder = "%s"
 
     def __init__(self, url: str, *, max_connections: int = 32, wait_s: float = 3.0) -> None:

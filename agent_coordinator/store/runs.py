@@ -97,11 +97,13 @@ class RunQueries(SqlBase):
                 )
             else:
                 self._check_resumable(cursor, new.session_id)
-                self._exec(
+                updated = self._exec(
                     cursor,
                     "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
                     (now, new.session_id),
-                )
+                ).rowcount
+                if updated == 0:  # deleted (PostgreSQL) since it was read above
+                    raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
             self._exec(
                 cursor,
                 f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "

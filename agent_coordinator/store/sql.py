@@ -202,6 +202,9 @@ class SqlBase(ABC):
     """The SQL expression for the ``type`` of the JSON in a run's ``error`` column (``r.error``)."""
     skip_locked: str = ""
     """What a claim's row selection ends with so concurrent runners skip each other's rows."""
+    lock_rows: str = ""
+    """What a selection ends with to lock its rows until the transaction ends (SQLite's write
+    transactions already hold the only write lock)."""
     begin_write: str = "BEGIN"
     """The statement that starts a write transaction."""
     placeholder: str = "?"

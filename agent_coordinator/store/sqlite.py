@@ -15,6 +15,9 @@ A file removed or replaced under the running service (its device and inode no lo
 opened) would take every later write with it: each write transaction (and ``GET /ready``) looks
 first, and from then on every transaction answers 503 ``StoreUnavailable`` and the error is
 logged once. A full disk answers 507 ``StoreFull``.
+
+A new file is made with ``auto_vacuum = INCREMENTAL``, so the pages a prune frees can be handed
+back to the file system (:meth:`SqliteStore.reclaim_space`).
 """
 
 from __future__ import annotations
@@ -227,15 +230,31 @@ class SqliteStore(SqlStore):
 
     def _connect(self, *, wait: bool = True) -> sqlite3.Connection:
         timeout = self.timeout if wait else 0.0
+        new = not self.path.exists() or self.path.stat().st_size == 0
         connection = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
+        if new:
+            # Only a new file takes it (before its first table); an existing one keeps its mode
+            # until a VACUUM (see the README), and asking there writes (failing on a full disk).
+            connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         if not wait:
             connection.execute("PRAGMA wal_autocheckpoint = 0")
         return connection
+
+    def reclaim_space(self) -> None:
+        """Return the pages deleted rows left free to the file system (``incremental_vacuum``).
+
+        The file shrinks only where it was made with ``auto_vacuum = INCREMENTAL`` (every file
+        this store creates); an older file keeps its free pages for new rows.
+        """
+        with self._checkout(write=True) as connection, self._holding_writes():
+            assert isinstance(connection, sqlite3.Connection)
+            # executescript steps the pragma to its end; a cursor's execute frees one page.
+            connection.executescript("PRAGMA incremental_vacuum")
 
     def _lock_migrations(self, cursor: Cursor) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the only write lock."""

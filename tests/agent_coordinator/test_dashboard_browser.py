@@ -23,7 +23,7 @@ from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install 'agentshape[dev]')"
 )
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -502,3 +502,36 @@ def test_new_agent_writes_its_file_shows_every_problem_and_escapes_them(
     assert "name: pr-reviewer\n" in written and "summary" in written
     assert dash.client.get("/agents/pr-reviewer").json()["output_schema"] == schema
     shoot(page, "agents-new-created")
+
+
+def test_a_session_page_deletes_the_session_once_its_run_has_ended(
+    dash: Service, page: Page, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(
+        delayed(openai_tool_call("submit_result", VALID), 1.5),
+        openai_tool_call("submit_result", VALID),
+    )
+    started = dash.client.post("/runs", json=REVIEW).json()
+    kept = dash.run(REVIEW).json()
+    page.goto(f"{dash.url}/sessions/{started['session_id']}")
+    delete = page.get_by_role("button", name="Delete")
+    expect(page.get_by_text("A run is going on: delete the session after it ends.")).to_be_visible()
+    expect(delete).to_be_disabled()
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=15000)
+    expect(delete).to_be_enabled()
+    shoot(page, "session-delete")
+    asked: list[str] = []
+
+    def accept(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    delete.click()
+    expect(page).to_have_url(f"{dash.url}/sessions")
+    expect(page.get_by_test_id("total")).to_have_text("1 session(s)")
+    expect(page.locator("tbody tr")).to_have_count(1)
+    expect(page.locator("tbody tr").first).to_contain_text(kept["session_id"])
+    assert asked == [f"Delete the session {started['session_id']}?"]
+    assert dash.client.get(f"/sessions/{started['session_id']}").status_code == 404
+    assert dash.client.get(f"/runs/{started['run_id']}").status_code == 404

@@ -1,5 +1,6 @@
 // "/sessions/{id}": status, the output-schema verdict with its errors, the retries, every attempt
-// (raw output, errors, the re-prompt that followed), the result, parent and children, resume.
+// (raw output, errors, the re-prompt that followed), the result, parent and children, resume,
+// delete.
 // While a run goes on, its output so far, from the run's server-sent events.
 import { ApiError, api, badge, el, errorBox, follow, link, ms, pathPart, pretty, setTitle, when } from "../app.js";
 
@@ -189,5 +190,31 @@ function build(session, row, result, redraw, live) {
     }
   });
   out.push(form);
+  out.push(deleteForm(session, busy));
   return out;
+}
+
+// Delete the session with its runs (and its child sessions); refused while a run goes on.
+function deleteForm(session, busy) {
+  const status = el("div", { "aria-live": "polite" });
+  const children = session.children.length;
+  const also = children ? ` and its ${children} child session${children === 1 ? "" : "s"}` : "";
+  const button = el("button", { type: "submit", class: "danger", disabled: busy }, "Delete");
+  const form = el("form", { class: "card", "aria-labelledby": "delete-title" },
+    el("h2", { id: "delete-title" }, "Delete this session"),
+    el("p", { class: "muted" }, `Its runs, attempts and events${also} are deleted for good.`,
+      busy ? " A run is going on: delete the session after it ends." : ""),
+    el("div", { class: "actions" }, button),
+    status);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!confirm(`Delete the session ${session.session_id}${also}?`)) return;
+    try {
+      await api(`/sessions/${pathPart(session.session_id)}`, { method: "DELETE" });
+      location.assign("/sessions");
+    } catch (error) {
+      status.replaceChildren(errorBox(error));
+    }
+  });
+  return form;
 }
