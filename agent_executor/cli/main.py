@@ -28,6 +28,7 @@ from agent_core.json_text import dump_json, unencodable
 from agent_executor.analytics_writer import flush_pending
 from agent_executor.cli import analytics as cli_analytics
 from agent_executor.cli import batch as cli_batch
+from agent_executor.cli import evals as cli_evals
 from agent_executor.cli import fleet as cli_fleet
 from agent_executor.cli import init as cli_init
 from agent_executor.cli import inspect as cli_inspect
@@ -131,6 +132,7 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
     )
     _add_run(commands)
     cli_batch.register(commands)
+    cli_evals.register(commands)
     cli_fleet.register(commands)
     cli_inspect.register(commands)
     cli_schemas.register(commands)
