@@ -145,6 +145,8 @@ def eval_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     schema = caller_schema(args, config)
     items = read_tasks(args.tasks)
     expected = None if args.expected is None else read_expected(args.expected, items)
+    for path in files.values():
+        read_runs(path, items)  # a foreign line in any results file stops the eval before it runs
     agent = build_agent(args, config)
     # Every model is resolved before any runs, so a typo in the last one costs nothing.
     providers = {model: resolve_provider(agent, model, err) for model in models}

@@ -1,9 +1,9 @@
 """The ``agentshape`` command line: the only place that prints and picks exit codes.
 
-Commands: ``run``, ``run-many``, ``list``, ``show``, ``validate``, ``codegen``, ``schemas`` and
-``analytics``. This module builds the parser, runs ``run`` itself and dispatches the others to
-their modules in this package (``batch``, ``fleet``, ``inspect``, ``schemas``, ``analytics``,
-``init``).
+Commands: ``run``, ``run-many``, ``eval``, ``list``, ``show``, ``validate``, ``codegen``,
+``schemas`` and ``analytics``. This module builds the parser, runs ``run`` itself and dispatches
+the others to their modules in this package (``batch``, ``evals``, ``fleet``, ``inspect``,
+``schemas``, ``analytics``, ``init``).
 
 Exit codes: 0 done (the run completed, the output is valid), 1 a run failed (or an output is
 invalid, a config has problems), 2 bad usage or config. A mistake on the command line is one

@@ -275,9 +275,10 @@ def test_a_foreign_line_in_a_results_file_is_named_by_file_and_line(
 ) -> None:
     Path("evals").mkdir()
     Path("evals/test.jsonl").write_text('{"id": "x", "status": "completed"}\n')
-    assert run_eval(models="test") == 2
+    assert run_eval(models=f"{FAILS_ONCE},test") == 2
     err = capsys.readouterr().err
-    assert "\nagentshape: evals/test.jsonl has 1 bad line" in err
+    assert err.startswith("agentshape: evals/test.jsonl has 1 bad line")
+    assert list(Path("evals").iterdir()) == [Path("evals/test.jsonl")]  # nothing ran
     assert "evals/test.jsonl:1: not a results line of agentshape (usage: Field required)" in err
 
 
