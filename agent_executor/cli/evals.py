@@ -26,7 +26,7 @@ from agent_contracts.errors import ConfigFileError
 from agent_contracts.runs import RunRequest
 from agent_contracts.suggest import did_you_mean
 from agent_core.json_text import dump_json, parse_json
-from agent_core.user_files import MAX_DATA_BYTES, read_user_file
+from agent_core.user_files import MAX_DATA_BYTES, read_user_file, writable_output
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.batch import run_tasks
 from agent_executor.cli.inputs import (
@@ -139,6 +139,9 @@ def eval_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _check_names(files)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory for the results files")
+    inputs = [path for path in (args.tasks, args.expected) if path is not None]
+    for path in files.values():
+        _check_results_file(path, inputs)
     shared = dict(parse_param(p) for p in args.param)
     options = run_options(args)
     _, config = load_agent(args.agent, args.agents_dir)
@@ -445,6 +448,22 @@ def _prices(values: Sequence[str], models: Sequence[str]) -> dict[str, Price]:
             raise UsageError(f"--price gives {model!r} a price twice")
         prices[model] = Price(float(match.group(1)), float(match.group(2)))
     return prices
+
+
+def _check_results_file(path: Path, inputs: Sequence[Path]) -> None:
+    """Refuse a results file that is an input file or cannot be appended to as one.
+
+    Raises:
+        UsageError: ``path`` is one of ``inputs``, or not a regular file of its own.
+    """
+    for given in inputs:
+        if path.resolve() == given.resolve():
+            raise UsageError(
+                f"the results file {path} is the input file {given}; use another --out"
+            )
+    problem = writable_output(path)
+    if problem:
+        raise UsageError(f"the results file {path} {problem}; move it aside or use another --out")
 
 
 def _check_names(files: dict[str, Path]) -> None:

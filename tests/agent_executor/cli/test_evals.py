@@ -286,3 +286,22 @@ def test_out_must_be_a_directory(capsys: pytest.CaptureFixture[str]) -> None:
     Path("evals").write_text("a file")
     assert run_eval(models="test") == 2
     assert "--out evals is a file; give a directory" in capsys.readouterr().err
+
+
+def test_a_results_file_that_is_an_input_or_not_a_plain_file_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    Path("evals").mkdir()
+    Path("evals/test.jsonl").write_text(Path("tasks.jsonl").read_text())
+    assert (
+        main(
+            ["eval", "grader", "--tasks", "evals/test.jsonl", "--models", "test", "--out", "evals"]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "the results file evals/test.jsonl is the input file evals/test.jsonl" in err
+    Path("evals/test.jsonl").unlink()
+    Path("evals/test.jsonl").mkdir()
+    assert run_eval(models="test") == 2
+    assert "the results file evals/test.jsonl is a directory" in capsys.readouterr().err
