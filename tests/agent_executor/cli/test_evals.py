@@ -305,3 +305,17 @@ def test_a_results_file_that_is_an_input_or_not_a_plain_file_is_refused(
     Path("evals/test.jsonl").mkdir()
     assert run_eval(models="test") == 2
     assert "the results file evals/test.jsonl is a directory" in capsys.readouterr().err
+
+
+def test_the_table_shows_agreement_with_expected_outputs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_eval(models="test") == 0
+    rows = [json.loads(line) for line in Path("evals/test.jsonl").read_text().splitlines()]
+    answer = next(row["result_data"] for row in rows if row["id"] == "x")
+    wrong_score = {"title": answer["title"], "score": answer["score"] + 1}
+    Path("expected.jsonl").write_text(json.dumps({"id": "x", "expected": wrong_score}) + "\n")
+    capsys.readouterr()
+    assert run_eval("--expected", "expected.jsonl", models="test") == 0  # nothing runs again
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert row[0] == "test" and row[-2:] == ["1/2", "(50%)"]
