@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -289,7 +290,8 @@ class _ResultLine(BaseModel):
 def read_runs(path: Path, items: Sequence[TaskItem]) -> list[EvalRun]:
     """Read the runs of the eval's tasks from a results file (the last line of a task wins).
 
-    Lines of tasks not in ``items`` are skipped.
+    Lines of tasks not in ``items`` are skipped, and so is a torn last line (no newline, not
+    JSON: a run was stopped mid-write), which the next run drops and runs again.
 
     Args:
         path: The results file.
@@ -308,8 +310,9 @@ def read_runs(path: Path, items: Sequence[TaskItem]) -> list[EvalRun]:
     tasks = {item.key for item in items}
     found: dict[str, EvalRun] = {}
     problems: list[str] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or (number == len(lines) and _torn(line)):
             continue
         try:
             record = _ResultLine.model_validate_json(line)
@@ -324,6 +327,15 @@ def read_runs(path: Path, items: Sequence[TaskItem]) -> list[EvalRun]:
             found[key] = _run_of(key, record)
     _raise_problems(path, problems)
     return [found[item.key] for item in items if item.key in found]
+
+
+def _torn(line: str) -> bool:
+    """Whether a last line without a newline is cut short (not JSON at all)."""
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return True
+    return False
 
 
 def _run_of(key: str, record: _ResultLine) -> EvalRun:

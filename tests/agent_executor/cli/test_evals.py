@@ -319,3 +319,16 @@ def test_the_table_shows_agreement_with_expected_outputs(
     assert run_eval("--expected", "expected.jsonl", models="test") == 0  # nothing runs again
     row = capsys.readouterr().out.splitlines()[2].split()
     assert row[0] == "test" and row[-2:] == ["1/2", "(50%)"]
+
+
+def test_an_eval_stopped_mid_write_resumes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_eval(models="test") == 0
+    rows = Path("evals/test.jsonl").read_text().splitlines()
+    torn = "\n".join(rows[:2]) + "\n" + rows[2][: len(rows[2]) // 2]
+    Path("evals/test.jsonl").write_text(torn)
+    capsys.readouterr()
+    assert run_eval("--json", models="test") == 0
+    out, err = capsys.readouterr()
+    assert "test: 1 task(s) to run, 2 completed earlier in evals/test.jsonl" in err
+    assert figures(out)["test"]["completed"] == 3
+    assert len(Path("evals/test.jsonl").read_text().splitlines()) == 3
