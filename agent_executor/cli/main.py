@@ -1,9 +1,9 @@
 """The ``agentshape`` command line: the only place that prints and picks exit codes.
 
-Commands: ``run``, ``run-many``, ``list``, ``show``, ``validate``, ``codegen``, ``schemas`` and
-``analytics``. This module builds the parser, runs ``run`` itself and dispatches the others to
-their modules in this package (``batch``, ``fleet``, ``inspect``, ``schemas``, ``analytics``,
-``init``).
+Commands: ``run``, ``run-many``, ``eval``, ``list``, ``show``, ``validate``, ``codegen``,
+``schemas`` and ``analytics``. This module builds the parser, runs ``run`` itself and dispatches
+the others to their modules in this package (``batch``, ``evals``, ``fleet``, ``inspect``,
+``schemas``, ``analytics``, ``init``).
 
 Exit codes: 0 done (the run completed, the output is valid), 1 a run failed (or an output is
 invalid, a config has problems), 2 bad usage or config. A mistake on the command line is one
@@ -28,6 +28,7 @@ from agent_core.json_text import dump_json, unencodable
 from agent_executor.analytics_writer import flush_pending
 from agent_executor.cli import analytics as cli_analytics
 from agent_executor.cli import batch as cli_batch
+from agent_executor.cli import evals as cli_evals
 from agent_executor.cli import fleet as cli_fleet
 from agent_executor.cli import init as cli_init
 from agent_executor.cli import inspect as cli_inspect
@@ -131,6 +132,7 @@ def build_parser(extra_commands: Sequence[Registrar] = ()) -> argparse.ArgumentP
     )
     _add_run(commands)
     cli_batch.register(commands)
+    cli_evals.register(commands)
     cli_fleet.register(commands)
     cli_inspect.register(commands)
     cli_schemas.register(commands)

@@ -66,7 +66,17 @@ def test_an_empty_directory_points_at_init(
 
 
 def test_every_command_says_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("run", "run-many", "list", "show", "validate", "schemas", "analytics", "init"):
+    for command in (
+        "run",
+        "run-many",
+        "eval",
+        "list",
+        "show",
+        "validate",
+        "schemas",
+        "analytics",
+        "init",
+    ):
         assert main([command, "--help"]) == 0
         assert "exit codes:" in capsys.readouterr().out
 
