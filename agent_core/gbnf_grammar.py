@@ -111,6 +111,15 @@ _NEVER = (
     "unevaluatedProperties",
     "pattern",
 )
+# A keyword whose meaning depends on others in the same schema object.
+_READS = {
+    "additionalProperties": ("properties", "patternProperties"),
+    "additionalItems": ("items",),
+    "items": ("prefixItems",),
+    "then": ("if",),
+    "else": ("if",),
+}
+_MAX_INLINED = 16  # put-together schemas inside each other, so a cycle of $refs ends
 _RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _OBJECT_KEYS = frozenset(("properties", "required", "additionalProperties", "patternProperties"))
 _ARRAY_KEYS = frozenset(("items", "prefixItems", "additionalItems", "minItems", "maxItems"))
@@ -253,7 +262,7 @@ class _Compiler:
     names: dict[str, str] = field(default_factory=dict)  # rule body -> rule name
     refs: dict[str, str] = field(default_factory=dict)  # JSON pointer -> rule name
     notes: list[str] = field(default_factory=list)
-    used_base: set[str] = field(default_factory=set)
+    depth: int = 0
 
     def compile(self) -> GbnfGrammar:
         body = self.value(self.root, "$")
@@ -310,6 +319,16 @@ class _Compiler:
         if "$ref" in node:
             self._beside(node, path, "$ref", checked - {"$ref"})
             return self.ref(node["$ref"], path)
+        all_of = node.get("allOf")
+        if isinstance(all_of, list) and all_of:
+            rest = {key: item for key, item in node.items() if key != "allOf"}
+            merged = self.merged([rest, *all_of])
+            if merged is not None:
+                return self.inlined(merged, path)
+            self.note(path, "allOf is not in the grammar")
+            if not checked - {"allOf"} - set(_NEVER):
+                return self.value(all_of[0], child_path(child_path(path, "allOf"), 0))
+            node = rest
         for choice in ("anyOf", "oneOf"):
             branches = node.get(choice)
             if isinstance(branches, list) and branches:
@@ -319,23 +338,79 @@ class _Compiler:
                         "oneOf is read as anyOf (that only one branch matches "
                         "is not in the grammar)",
                     )
-                self._beside(node, path, choice, checked - {"anyOf", "oneOf", "allOf"})
-                alternatives = [
-                    self.value(branch, child_path(child_path(path, choice), index))
-                    for index, branch in enumerate(branches)
+                siblings = {
+                    key: item for key, item in node.items() if key in _VALIDATION and key != choice
+                }
+                paths = [
+                    child_path(child_path(path, choice), index) for index in range(len(branches))
                 ]
+                # Each branch with the keywords beside it, where they can be put together.
+                parts = [
+                    self.merged([siblings, branch]) if siblings else branch for branch in branches
+                ]
+                if all(part is not None for part in parts):
+                    alternatives = [
+                        self.inlined(part, at) if siblings else self.value(part, at)
+                        for part, at in zip(parts, paths, strict=True)
+                    ]
+                else:
+                    self._beside(node, path, choice, checked - {"anyOf", "oneOf"})
+                    alternatives = [
+                        self.value(branch, at) for branch, at in zip(branches, paths, strict=True)
+                    ]
                 return "(" + " | ".join(dict.fromkeys(alternatives)) + ")"
-        all_of = node.get("allOf")
-        if isinstance(all_of, list) and all_of:
-            rest = checked - {"allOf"} - set(_NEVER)
-            if len(all_of) == 1 and not rest:
-                return self.value(all_of[0], child_path(child_path(path, "allOf"), 0))
-            self.note(path, "allOf is not in the grammar")
-            if not rest:
-                return self.value(all_of[0], child_path(child_path(path, "allOf"), 0))
         if "const" in node or "enum" in node:
             return self.choices(node, path, checked)
         return self.typed(node, path)
+
+    def inlined(self, node: JsonValue, path: str) -> str:
+        """Return :meth:`value` of a schema put together from others, to a bounded depth."""
+        self.depth += 1
+        try:
+            return self.value(node, path) if self.depth <= _MAX_INLINED else "value"
+        finally:
+            self.depth -= 1
+
+    def merged(self, parts: list[JsonValue]) -> dict[str, JsonValue] | None:
+        """Return one schema that means all of ``parts``, or ``None`` where that is unsafe.
+
+        Keywords apply each on its own, so schemas with different keywords are put together
+        by taking them all; a same-document ``$ref`` part is replaced by its target. Parts
+        that give one keyword different values, or split a keyword from the one it reads
+        (``additionalProperties`` from ``properties``...), are not put together.
+        """
+        if self.depth >= _MAX_INLINED:
+            return None
+        merged: dict[str, JsonValue] = {}
+        origin: dict[str, int] = {}
+        for index, part in enumerate(parts):
+            if part is True:
+                continue
+            if not isinstance(part, dict):
+                return None
+            if "$ref" in part:
+                ref = part["$ref"]
+                found = resolve_local_ref(self.root, ref) if isinstance(ref, str) else None
+                if found is None or set(part) & _VALIDATION != {"$ref"}:
+                    return None
+                part = found[0]
+                if not isinstance(part, dict) or "$ref" in part:
+                    return None
+            if "allOf" in part and index:
+                return None
+            for key, item in part.items():
+                if key not in _VALIDATION:
+                    continue
+                if key in merged and merged[key] != item:
+                    return None
+                merged[key] = item
+                origin.setdefault(key, index)
+        for key, neighbours in _READS.items():
+            if key in merged and any(
+                other in merged and origin[other] != origin[key] for other in neighbours
+            ):
+                return None
+        return merged
 
     def _beside(self, node: dict[str, JsonValue], path: str, first: str, keys: set[str]) -> None:
         beside = sorted(keys - set(_NEVER))
