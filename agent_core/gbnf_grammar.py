@@ -177,8 +177,10 @@ def _literal(text: str) -> str:
 
 def _class_char(char: str) -> str:
     """Return ``char`` as it is written inside a GBNF character class."""
-    if char in "]\\-^[":
+    if char in "]\\[":
         return "\\" + char
+    if char in "-^":  # llama.cpp's parser knows no escape for these: spelled by code
+        return f"\\x{ord(char):02X}"
     if ord(char) < 0x20 or ord(char) == 0x7F:
         return f"\\x{ord(char):02X}"
     return char

@@ -26,7 +26,9 @@ class Grammar:
     rules: dict[str, Node]
 
 
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]": "]", "-": "-"}
+# The escapes llama.cpp's ``parse_char`` knows (with ``x``, ``u`` and ``U``); any other is an
+# error there, so it is one here.
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]": "]"}
 
 
 class _Parser:
@@ -58,7 +60,7 @@ class _Parser:
             self.pos += 2 + width
             return chr(int(code, 16))
         self.pos += 2
-        if kind not in _ESCAPES and kind not in "^":
+        if kind not in _ESCAPES:
             raise ValueError(f"unknown escape \\{kind} at {self.pos}")
         return _ESCAPES.get(kind, kind)
 

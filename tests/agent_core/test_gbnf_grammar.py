@@ -242,3 +242,16 @@ def test_property_names_that_need_escaping_are_literal_keys() -> None:
     grammar = schema_to_gbnf(schema)
     assert accepts(grammar.text, '{"a\\"b\\\\c":5,"é\\n":1}')
     assert not accepts(grammar.text, '{"a\\"b\\\\c":6}')
+
+
+def test_other_keys_exclude_declared_names_spelled_with_class_characters() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a-b": {"type": "null"}, "^]": {"type": "null"}},
+        "additionalProperties": {"type": "boolean"},
+    }
+    grammar = schema_to_gbnf(schema)
+    assert "\\-" not in grammar.text and "\\^" not in grammar.text  # llama.cpp has no such escape
+    assert accepts(grammar.text, '{"a-b":null,"^]":null,"a-c":true,"^":false}')
+    assert not accepts(grammar.text, '{"a-b":null,"a-b":true}')
+    assert not accepts(grammar.text, '{"^]":true}')
