@@ -4,12 +4,14 @@ llama.cpp's servers (``llama-server`` and llama-cpp-python's) constrain decoding
 grammar sent as the request's ``grammar`` field. Their own converter leaves integer ranges out
 (see :mod:`agent_core.grammar_limits`); this compiler carries them too, and also ``enum``/
 ``const`` of any type, ``minItems``/``maxItems``, tuple items, string lengths, ``required``,
-``additionalProperties`` (``false`` or a schema), the ``date``, ``time``, ``date-time`` and
+``additionalProperties`` (``false`` or a schema), ``pattern`` in a safe subset
+(:mod:`agent_core.gbnf_patterns`), the ``date``, ``time``, ``date-time`` and
 ``uuid`` formats and same-document ``$ref`` (recursive ones included).
 
 The grammar accepts every instance the schema accepts, written as the grammar spells JSON
 (properties in the schema's order, ``enum`` values compact), and rejects what breaks a keyword
-it carries. A keyword it cannot carry (``uniqueItems``, ``pattern``, ``multipleOf``, number
+it carries. A keyword it cannot carry (``uniqueItems``, ``pattern`` beyond the subset,
+``multipleOf``, number
 ranges, most formats...) is left out, so the grammar stays wider than the schema there; the
 result's notes name each one with its path, and agentshape's validation still enforces it.
 The same schema always gives the same text.
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
+from agent_core.gbnf_patterns import pattern_to_gbnf
 from agent_core.grammar_limits import GRAMMAR_FORMATS
 from agent_core.schema_walk import child_path, fragment_keys, resolve_local_ref
 
@@ -109,7 +112,6 @@ _NEVER = (
     "else",
     "unevaluatedItems",
     "unevaluatedProperties",
-    "pattern",
 )
 # A keyword whose meaning depends on others in the same schema object.
 _READS = {
@@ -532,6 +534,20 @@ class _Compiler:
     def string(self, node: dict[str, JsonValue], path: str) -> str:
         fmt = node.get("format")
         lengths = [key for key in ("minLength", "maxLength") if key in node]
+        pattern = node.get("pattern")
+        if pattern is not None:
+            expr = pattern_to_gbnf(pattern) if isinstance(pattern, str) else None
+            if expr is None:
+                self.note(path, "pattern is not in the grammar")
+            else:
+                beside = [*lengths, *(["format"] if fmt is not None else [])]
+                if beside:
+                    self.note(
+                        path,
+                        f"{' and '.join(beside)} beside pattern "
+                        f"{'are' if len(beside) > 1 else 'is'} not in the grammar",
+                    )
+                return self.rule("pattern-string", f'"\\"" {expr} "\\""')
         if isinstance(fmt, str) and fmt in GRAMMAR_FORMATS:
             if lengths:
                 self.note(

@@ -165,6 +165,18 @@ CASES: list[tuple[str, Any, list[str], list[str]]] = [
         ["{}", '{"name":1}', '"name"'],
     ),
     (
+        "anchored pattern",
+        {"type": "string", "pattern": "^[A-Z]{2,3}-\\d+(\\.[a-z_]+)?$"},
+        ['"AB-1"', '"XYZ-042.v_2"'.replace("2", ""), '"AB-12.x"'],
+        ['"A-1"', '"ab-1"', '"AB-"', '"AB-1."', '"ABCD-1"', '"AB-1x"'],
+    ),
+    (
+        "unanchored pattern, quotes and alternation",
+        {"type": "string", "pattern": '(cat|dog)s?"|[^a-c]z'},
+        ['"cat\\""', '"my dogs\\" here"', '"dz"', '"--dz!"', r'"\"z"', r'"\\z"'],
+        ['"cat"', '"az"', '"ca"', '""'],
+    ),
+    (
         "type and properties beside anyOf",
         {
             "type": "object",
@@ -205,7 +217,7 @@ def test_what_the_grammar_cannot_carry_is_noted_and_left_to_validation() -> None
         "type": "object",
         "properties": {
             "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "code": {"type": "string", "pattern": "^(?=A)[A-Z]{3}$"},
             "even": {"type": "integer", "multipleOf": 2},
             "ratio": {"type": "number", "minimum": 0, "maximum": 1},
             "mail": {"type": "string", "format": "email"},
