@@ -75,6 +75,11 @@ class ProviderProfile(BaseModel):
     """Stop sequences are accepted (``stop`` on the OpenAI wire, ``stop_sequences`` on
     Anthropic's): prompted mode then asks the model to close its JSON with a marker that ends
     the reply, so that the answer costs no tokens after the JSON."""
+    takes_grammar: bool = False
+    """The server takes a GBNF grammar as the request's ``grammar`` field (llama.cpp's
+    ``llama-server`` and llama-cpp-python's server): native output then sends agentshape's
+    own grammar of the schema (:func:`agent_core.gbnf_grammar.schema_to_gbnf`, which carries
+    integer ranges and more than the server's converter) instead of the schema."""
 
 
 ProfileOverrides = Mapping[str, object]
@@ -106,6 +111,8 @@ class ProfileOverride(BaseModel):
     """Override :attr:`ProviderProfile.reprompt_as`."""
     stop_sequences: bool | None = None
     """Override :attr:`ProviderProfile.stop_sequences`."""
+    takes_grammar: bool | None = None
+    """Override :attr:`ProviderProfile.takes_grammar`."""
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -52,7 +52,7 @@ from agent_executor.planning import (
     request_of,
     run_spec,
 )
-from agent_executor.providers.base import Provider, profile_of
+from agent_executor.providers.base import Provider, profile_of, with_profile
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.run import RunOutcome, TurnRecorder
@@ -399,7 +399,7 @@ class Agent(Generic[OutputT]):
             )
             if mode == "native" and contract is not None:
                 contract.bind(profile).response_format()  # refused here, not mid-run
-            ladder.append((tier, provider, mode, profile))
+            ladder.append((tier, with_profile(provider, profile), mode, profile))
         issues = self._params.issues(dict(request.parameters)) if self._params else []
         precheck = parameter_failure(self.config.id, issues, request.parameters)
         return RunPlan(request, options, contract, ladder, precheck)

@@ -6,7 +6,9 @@ does (read from each server's source) and returns the refusal that server sends,
 - llama-cpp-python's server validates messages with TypedDicts: an assistant ``content`` must
   be a string when present (``null`` is refused), ``response_format.type`` must be ``text`` or
   ``json_object``, and ``tool_choice: "required"`` fails; every such failure is a 500 whose
-  body is the validation's complaint.
+  body is the validation's complaint. A ``grammar`` must parse as GBNF (``LlamaGrammar.
+  from_string`` raises, a 500), and, as llama.cpp's ``llama-server`` rules, may not come with a
+  schema ("Either json_schema or grammar can be specified, but not both", a 400).
 - Ollama decodes each echoed tool call's ``arguments`` into an object ("invalid tool call
   arguments", 400) and needs ``content`` to be a string unless the message has tool calls.
 - vLLM follows OpenAI's schema: ``content`` is a string, a list of parts or ``null``;
@@ -23,6 +25,7 @@ import json
 from typing import Any
 
 from tests.fake_llm import ScriptedResponse
+from tests.gbnf_recognizer import parse_grammar
 
 __all__ = ["SERVERS", "llama2_prompt", "llamacpp_python", "ollama", "vllm"]
 
@@ -53,6 +56,14 @@ def llamacpp_python(body: Any) -> ScriptedResponse | None:
         )
     if problems:
         return _error(500, "[" + ", ".join(problems) + "]", "internal_server_error")
+    grammar = body.get("grammar")
+    if grammar is not None:
+        if isinstance(fmt, dict) and "schema" in fmt:
+            return _error(400, 'Either "json_schema" or "grammar" can be specified, but not both')
+        try:
+            parse_grammar(grammar)
+        except (ValueError, IndexError) as exc:
+            return _error(500, f"failed to parse grammar: {exc}", "internal_server_error")
     if body.get("tool_choice") == "required":
         return ScriptedResponse(status=500, body="Internal Server Error")
     return None

@@ -30,7 +30,7 @@ from agent_contracts.validation import ValidationIssue
 from agent_core.contract import OutputContract
 from agent_core.contract_resolution import resolve_contract
 from agent_core.dialects import Dialect
-from agent_core.grammar_limits import grammar_notes
+from agent_core.gbnf_grammar import schema_to_gbnf
 from agent_core.json_text import dump_json
 from agent_core.prompts import PromptMode, enriched_system_prompt
 from agent_core.registry import SchemaRegistry
@@ -196,7 +196,7 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "neutral": contract.tool.neutral_tool(),
         }
         reports = {d: contract.tool.report(d).model_dump(mode="json") for d in _DIALECT_TITLES}
-        reports["llamacpp_grammar"] = list(grammar_notes(contract.tool.parameters))
+        reports["llamacpp_grammar"] = list(schema_to_gbnf(contract.tool.parameters).notes)
     if args.json:
         document: dict[str, JsonValue] = {
             "agent": config.id,
@@ -233,12 +233,13 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             definition = output_tool[dialect]
             lines += ["", f"=== submit_result for {title} ===", _dumps(definition)]
             lines.append(contract.tool.report(dialect).format())
-        notes = grammar_notes(contract.tool.parameters)
-        lines += ["", "=== native output for llama.cpp (json_object with a schema, a grammar) ==="]
+        notes = schema_to_gbnf(contract.tool.parameters).notes
+        lines += ["", "=== native output for llama.cpp (agentshape's GBNF grammar) ==="]
         lines.append(
-            "llamacpp: the grammar enforces the schema, except as noted"
+            "llamacpp: the grammar enforces the schema while decoding, except as noted "
+            "(validation and the re-ask enforce those)"
             if notes
-            else "llamacpp: the grammar enforces the whole schema"
+            else "llamacpp: the grammar enforces the whole schema while decoding"
         )
         lines += [f"  - {note}" for note in notes]
     for tool, definition in zip(tools, input_tools, strict=True):

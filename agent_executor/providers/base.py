@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation, model_validator
@@ -47,6 +47,7 @@ __all__ = [
     "profile_of",
     "read_json",
     "tool_names_for",
+    "with_profile",
 ]
 
 
@@ -224,6 +225,26 @@ def profile_of(provider: Provider) -> ProviderProfile:
         if tools or not profile.supports_tools
         else profile.model_copy(update={"supports_tools": False})
     )
+
+
+def with_profile(provider: Provider, profile: ProviderProfile) -> Provider:
+    """Return ``provider``, or a copy of it that spells its requests by ``profile``.
+
+    A provider spells the wire by its own profile (how native output is asked for, whether a
+    grammar is sent); overrides (``llm.profile``, ``--profile``) reach the wire through a copy
+    made by the provider's ``variant(profile=...)``, where it has one.
+
+    Args:
+        provider: The provider.
+        profile: The profile after overrides.
+
+    Returns:
+        ``provider`` when its profile is ``profile`` or it cannot be copied; else the copy.
+    """
+    variant = getattr(provider, "variant", None)
+    if profile == profile_of(provider) or not callable(variant):
+        return provider
+    return cast("Provider", variant(profile=profile))
 
 
 def error_kind_for_status(status: int) -> str:

@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from agent_contracts.messages import Message, ToolCall
 from agent_contracts.profiles import ProviderProfile
+from agent_core.gbnf_grammar import schema_to_gbnf
 from agent_core.json_text import json_body
 from agent_executor.providers.base import (
     JsonObject,
@@ -70,7 +71,11 @@ def chat_body(
         body["stop"] = list(turn.stop)
     if turn.response_format is not None:
         fmt = turn.response_format
-        if profile.native_format == "json_object_schema":
+        if profile.takes_grammar:
+            # llama.cpp refuses a body with both a schema and a grammar, and llama-cpp-python
+            # lets a json_object response format replace the grammar: the grammar goes alone.
+            body["grammar"] = schema_to_gbnf(fmt.json_schema).text
+        elif profile.native_format == "json_object_schema":
             body["response_format"] = {"type": "json_object", "schema": fmt.json_schema}
         else:
             body["response_format"] = {

@@ -54,15 +54,17 @@ LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
         "native_output": True,
         "native_format": "json_object_schema",
         "grammar_output": True,
+        "takes_grammar": True,
         "reprompt_as": "user",
     }
 )
 """llama.cpp's servers (``llamacpp:``): as a compatible server (a tool forced by name, never
-``required``), and native output as ``{"type": "json_object", "schema": ...}``, which they
-turn into a grammar (see :func:`agent_core.grammar_limits.grammar_notes` for what it leaves
-out): an agent without input tools runs in native mode unless it asks for another. Re-prompts
-go as user messages: llama-cpp-python's fallback chat formats (Llama 2's, for a model file
-without a chat template) keep only user and assistant turns."""
+``required``), and native output as a GBNF ``grammar`` agentshape compiles from the schema
+(:func:`agent_core.gbnf_grammar.schema_to_gbnf`; its notes say what stays with validation;
+with ``takes_grammar`` off, ``{"type": "json_object", "schema": ...}``, which the server
+turns into a grammar itself): an agent without input tools runs in native mode unless it
+asks for another. Re-prompts go as user messages: llama-cpp-python's fallback chat formats
+(Llama 2's, for a model file without a chat template) keep only user and assistant turns."""
 
 TEST_PROFILE = ProviderProfile(
     tool_dialect="neutral",

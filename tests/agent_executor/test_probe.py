@@ -97,7 +97,8 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
     }
     # This server keeps tool messages (its model has a chat template that renders them), so
     # re-prompts may go as tool results; the llamacpp: profile assumes a fallback template.
-    kept = LLAMACPP_PROFILE.model_copy(update={"reprompt_as": "tool"})
+    # No probe sends a GBNF grammar, so takes_grammar stays as compatible: has it (off).
+    kept = LLAMACPP_PROFILE.model_copy(update={"reprompt_as": "tool", "takes_grammar": False})
     assert report["profile"] == kept.model_dump()
     refused = next(p for p in report["probes"] if p["name"] == "json_schema_format")
     assert "Input should be 'text' or 'json_object'" in refused["detail"]
@@ -216,7 +217,7 @@ def test_a_server_that_keeps_tool_messages_is_seen_to(
     assert code == 0
     assert "  tool_conversation           accepted\n" in out
     assert "drops tool messages" not in out and "reprompt_as=" not in out
-    assert "reprompt_as: tool, stop_sequences: true}" in out
+    assert "reprompt_as: tool, stop_sequences: true, takes_grammar: false}" in out
 
 
 def test_no_flag_for_a_native_format_that_was_not_seen_to_work(

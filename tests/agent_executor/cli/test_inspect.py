@@ -137,14 +137,40 @@ def test_show_and_run_say_input_tools_are_not_offered_in_prompted_mode(
     assert "not offered" not in capsys.readouterr().err
 
 
-def test_show_llamacpp_grammar_notes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_says_the_llamacpp_grammar_carries_a_whole_schema(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # minLength and an integer minimum: llama.cpp's own converter leaves the minimum out.
     assert main(["show", "short"]) == 0
     out = capsys.readouterr().out
-    assert "=== native output for llama.cpp (json_object with a schema, a grammar) ===" in out
-    assert "llamacpp: the grammar enforces the schema, except as noted" in out
-    assert "  - $.properties.score: minimum is not in the grammar" in out
-    notes = show_json(capsys, "short")["reports"]["llamacpp_grammar"]
-    assert notes == ["$.properties.score: minimum is not in the grammar"]
+    assert "=== native output for llama.cpp (agentshape's GBNF grammar) ===" in out
+    assert "llamacpp: the grammar enforces the whole schema while decoding\n" in out
+    assert show_json(capsys, "short")["reports"]["llamacpp_grammar"] == []
+
+
+def test_show_lists_what_the_llamacpp_grammar_leaves_to_validation(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listy = AGENT_YML.replace("id: grader", "id: listy").replace(
+        "score: { type: integer, minimum: 0 }",
+        "score: { type: number, minimum: 0 }\n"
+        "      tags: { type: array, items: { type: string }, uniqueItems: true }",
+    )
+    (fleet / "listy").mkdir()
+    (fleet / "listy" / "agent.yml").write_text(listy)
+
+    assert main(["show", "listy"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "llamacpp: the grammar enforces the schema while decoding, except as noted "
+        "(validation and the re-ask enforce those)\n"
+        "  - $.properties.score: minimum on a number is not in the grammar\n"
+        "  - $.properties.tags: uniqueItems is not in the grammar\n"
+    ) in out
+    assert show_json(capsys, "listy")["reports"]["llamacpp_grammar"] == [
+        "$.properties.score: minimum on a number is not in the grammar",
+        "$.properties.tags: uniqueItems is not in the grammar",
+    ]
 
 
 def test_show_prompted_mode(capsys: pytest.CaptureFixture[str]) -> None:

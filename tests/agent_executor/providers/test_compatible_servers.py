@@ -27,6 +27,7 @@ from tests.fake_llm import (
     openai_tool_call,
     status_error,
 )
+from tests.gbnf_recognizer import accepts
 
 SCHEMA = {
     "type": "object",
@@ -149,20 +150,62 @@ def test_error_texts(
     assert check(status, text) is expected
 
 
-async def test_llamacpp_native_output_is_its_json_object_schema_dialect(fake_llm: FakeLLM) -> None:
+async def test_llamacpp_native_output_is_agentshapes_grammar(fake_llm: FakeLLM) -> None:
+    ranged = {
+        "type": "object",
+        "properties": {
+            "verdict": {"enum": ["approve", "reject"]},
+            "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        },
+        "required": ["verdict", "score"],
+        "additionalProperties": False,
+    }
     fake_llm.refuse_when(SERVERS["llamacpp"])
-    fake_llm.respond(openai_text(json.dumps(VALID)))
+    fake_llm.respond(openai_text('{"verdict": "approve", "score": 10}'))
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    agent = Agent(output_schema=ranged, system_prompt="Judge.", model="llamacpp:m", env=env)
 
-    result = await _agent("llamacpp", fake_llm).run(
-        "Review PR 7", options=RunOptions(output_mode="native")
-    )
+    result = await agent.run("Review PR 7")
 
     assert result.ok, result.error
     assert [attempt.mode for attempt in result.attempts] == ["native"]
-    assert fake_llm.requests[0].body["response_format"] == {
-        "type": "json_object",
-        "schema": SCHEMA,
-    }
+    body = fake_llm.requests[0].body
+    assert "response_format" not in body  # llama-server refuses a schema beside a grammar
+    # The server decodes under this grammar: the range and the enum are enforced there.
+    assert accepts(body["grammar"], '{"verdict": "approve", "score": 10}')
+    assert not accepts(body["grammar"], '{"verdict": "approve", "score": 11}')
+    assert not accepts(body["grammar"], '{"verdict": "maybe", "score": 1}')
+    assert not accepts(body["grammar"], '{"verdict": "reject"}')
+
+
+async def test_llamacpp_without_takes_grammar_sends_its_json_object_schema(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.refuse_when(SERVERS["llamacpp"])
+    fake_llm.respond(openai_text(json.dumps(VALID)))
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    agent = Agent(
+        output_schema=SCHEMA,
+        system_prompt="Review the change.",
+        model="llamacpp:m",
+        env=env,
+        profile={"takes_grammar": False},  # reaches the wire, not only the run loop
+    )
+
+    result = await agent.run("Review PR 7")
+
+    assert result.ok, result.error
+    body = fake_llm.requests[0].body
+    assert body["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert "grammar" not in body
+
+
+def test_the_llamacpp_fake_refuses_a_grammar_beside_a_schema_or_one_that_does_not_parse() -> None:
+    both = {"grammar": 'root ::= "x"', "response_format": {"type": "json_object", "schema": {}}}
+    refused = SERVERS["llamacpp"](both)
+    assert refused is not None and refused.status == 400
+    broken = SERVERS["llamacpp"]({"grammar": "root ::= ("})
+    assert broken is not None and broken.status == 500
 
 
 @pytest.mark.parametrize("server", sorted(SERVERS))
@@ -177,8 +220,8 @@ async def test_the_default_mode_follows_the_profile(server: str, fake_llm: FakeL
     body = fake_llm.requests[0].body
     if server == "llamacpp":
         assert [attempt.mode for attempt in result.attempts] == ["native"]
-        assert body["response_format"] == {"type": "json_object", "schema": SCHEMA}
-        assert "tools" not in body
+        assert accepts(body["grammar"], json.dumps(VALID))
+        assert "tools" not in body and "response_format" not in body
     else:
         assert [attempt.mode for attempt in result.attempts] == ["tool"]
         assert "response_format" not in body

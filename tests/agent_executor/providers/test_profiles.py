@@ -87,7 +87,13 @@ def test_llamacpp_is_compatible_with_its_own_native_output() -> None:
         for key, value in LLAMACPP_PROFILE.model_dump().items()
         if value != getattr(COMPATIBLE_PROFILE, key)
     }
-    assert changed == {"native_output", "native_format", "grammar_output", "reprompt_as"}
+    assert changed == {
+        "native_output",
+        "native_format",
+        "grammar_output",
+        "reprompt_as",
+        "takes_grammar",
+    }
     assert LLAMACPP_PROFILE.reprompt_as == "user"
     assert not LLAMACPP_PROFILE.supports_required_tool_choice
 
