@@ -12,7 +12,7 @@ call is made again after the pause.
 from __future__ import annotations
 
 import asyncio
-import collections
+import dataclasses
 import secrets
 import time
 from typing import Protocol
@@ -80,25 +80,29 @@ class CallLimiter(Protocol):
 
 
 class LocalCallLimiter:
-    """A :class:`CallLimiter` counting the calls of this process only."""
+    """A :class:`CallLimiter` counting the calls of this process only.
+
+    A call counts for the requests and tokens of a minute from when it ended (from when it
+    started while in flight): the provider counted it at some moment in between.
+    """
 
     def __init__(self) -> None:
-        self._in_flight: collections.Counter[str] = collections.Counter()
-        self._started: dict[str, collections.deque[list[float]]] = {}
+        self._slots: dict[str, dict[str, _Slot]] = {}
         self._paused_until: dict[str, float] = {}
-        self._slots: dict[str, list[float]] = {}
 
     def _free(self, key: str, limits: CallLimits, now: float) -> bool:
         if self._paused_until.get(key, 0.0) > now:
             return False
-        started = self._started.setdefault(key, collections.deque())
-        while started and started[0][0] <= now - 60.0:
-            started.popleft()
-        if limits.concurrency is not None and self._in_flight[key] >= limits.concurrency:
+        slots = self._slots.setdefault(key, {})
+        for slot, entry in list(slots.items()):
+            if not entry.in_flight and entry.counted_at <= now - 60.0:
+                del slots[slot]
+        in_flight = sum(entry.in_flight for entry in slots.values())
+        if limits.concurrency is not None and in_flight >= limits.concurrency:
             return False
-        if limits.requests_per_minute is not None and len(started) >= limits.requests_per_minute:
+        if limits.requests_per_minute is not None and len(slots) >= limits.requests_per_minute:
             return False
-        used = sum(entry[1] for entry in started)
+        used = sum(entry.tokens for entry in slots.values())
         return limits.tokens_per_minute is None or used < limits.tokens_per_minute
 
     async def acquire(self, key: str, limits: CallLimits) -> str:
@@ -106,23 +110,28 @@ class LocalCallLimiter:
         while not self._free(key, limits, now := time.time()):
             await asyncio.sleep(_WAIT_S)
         slot = secrets.token_hex(8)
-        entry = [now, 0.0]
-        self._started[key].append(entry)
-        self._slots[slot] = entry
-        self._in_flight[key] += 1
+        self._slots[key][slot] = _Slot(counted_at=now)
         return slot
 
     async def release(self, key: str, slot: str, tokens: int) -> None:
         """Hand a slot back (see :meth:`CallLimiter.release`)."""
-        entry = self._slots.pop(slot, None)
+        entry = self._slots.get(key, {}).get(slot)
         if entry is not None:
-            entry[1] = float(tokens)
-            self._in_flight[key] -= 1
+            entry.in_flight, entry.tokens, entry.counted_at = False, tokens, time.time()
 
     async def pause(self, key: str, seconds: float) -> None:
         """Pause the key's calls (see :meth:`CallLimiter.pause`)."""
         until = time.time() + seconds
         self._paused_until[key] = max(self._paused_until.get(key, 0.0), until)
+
+
+@dataclasses.dataclass
+class _Slot:
+    """One call of :class:`LocalCallLimiter`: when it counts from, its tokens, whether open."""
+
+    counted_at: float
+    tokens: int = 0
+    in_flight: bool = True
 
 
 class LimitedProvider:

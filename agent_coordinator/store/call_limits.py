@@ -2,7 +2,8 @@
 
 A slot is taken in one write transaction that first locks the limit key's row (PostgreSQL
 ``FOR UPDATE``; SQLite's write transactions hold its one write lock), so the calls in flight,
-the requests and the tokens of the last 60 seconds are counted and a slot added with no other
+the requests and the tokens of the last 60 seconds (a call counts from its end, or from its
+start while in flight) are counted and a slot added with no other
 worker in between: the limits hold across processes and hosts, not per process.
 """
 
@@ -52,17 +53,17 @@ class CallLimitQueries(SqlBase):
                 return None
             self._exec(
                 cursor,
-                "DELETE FROM call_slots WHERE limit_key = ? AND started_at <= ? "
+                "DELETE FROM call_slots WHERE limit_key = ? AND counted_at <= ? "
                 "AND (expires_at IS NULL OR expires_at < ?)",
                 (key, now - _WINDOW_S, now),
             )
             counted = self._exec(
                 cursor,
                 "SELECT COALESCE(SUM(CASE WHEN expires_at >= ? THEN 1 ELSE 0 END), 0), "
-                "COALESCE(SUM(CASE WHEN started_at > ? THEN 1 ELSE 0 END), 0), "
-                "COALESCE(SUM(CASE WHEN started_at > ? THEN tokens ELSE 0 END), 0) "
+                "COALESCE(SUM(CASE WHEN counted_at > ? OR expires_at >= ? THEN 1 ELSE 0 END), 0), "
+                "COALESCE(SUM(CASE WHEN counted_at > ? THEN tokens ELSE 0 END), 0) "
                 "FROM call_slots WHERE limit_key = ?",
-                (now, now - _WINDOW_S, now - _WINDOW_S, key),
+                (now, now - _WINDOW_S, now, now - _WINDOW_S, key),
             ).fetchone()
             in_flight, requests, tokens = (int(str(value)) for value in counted or (0, 0, 0))
             if (
@@ -77,14 +78,14 @@ class CallLimitQueries(SqlBase):
             slot = f"slot_{secrets.token_hex(12)}"
             self._exec(
                 cursor,
-                "INSERT INTO call_slots (id, limit_key, started_at, expires_at, tokens) "
+                "INSERT INTO call_slots (id, limit_key, counted_at, expires_at, tokens) "
                 "VALUES (?, ?, ?, ?, 0)",
                 (slot, key, now, now + hold_s),
             )
         return slot
 
     def release_call_slot(self, slot: str, tokens: int) -> None:
-        """End a slot's call: it no longer counts as in flight; its tokens count for the minute.
+        """End a slot's call: no longer in flight, it counts for the 60 seconds from now.
 
         Args:
             slot: The slot's id.
@@ -93,8 +94,8 @@ class CallLimitQueries(SqlBase):
         with self._tx() as cursor:
             self._exec(
                 cursor,
-                "UPDATE call_slots SET expires_at = NULL, tokens = ? WHERE id = ?",
-                (tokens, slot),
+                "UPDATE call_slots SET expires_at = NULL, tokens = ?, counted_at = ? WHERE id = ?",
+                (tokens, time.time(), slot),
             )
 
     def pause_calls(self, key: str, until: float) -> None:

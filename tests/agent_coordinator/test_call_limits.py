@@ -1,4 +1,8 @@
-"""Limits on model calls shared by every runner on one database, against a server that 429s."""
+"""Limits on model calls shared by every runner on one database, against a server that 429s.
+
+The runs are stored before the runner processes start, so their workers all claim at once and
+call the model together: without shared limits the server's own limit is overrun.
+"""
 
 from __future__ import annotations
 
@@ -15,46 +19,58 @@ from tests.limited_llm import LimitedLLM
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
 VALID = {"summary": "ok", "approval": "approve"}
-RUNS = 12
 
 
-def _wait_all_ended(url: str, run_ids: list[str], timeout: float = 240) -> list[dict[str, object]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        views = [httpx.get(f"{url}/runs/{run_id}").json() for run_id in run_ids]
-        if all(view["status"] in ("completed", "failed", "cancelled") for view in views):
-            return views
-        assert time.monotonic() < deadline, [view["status"] for view in views]
-        time.sleep(0.2)
+def _run_all(
+    tmp_path: Path,
+    database: str,
+    llm: LimitedLLM,
+    *,
+    runs: int,
+    runners: list[list[str]],
+    flags: list[str] = (),  # type: ignore[assignment]
+) -> list[str]:
+    """Store ``runs`` runs, start one runner process per ``runners`` entry (its extra flags),
+    and return the runs' statuses once every one has ended."""
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
+    common = ["--database", database, "--model", "openai:gpt-test", *flags]
+    server, url = serve(tmp_path, database, env, "--workers", "0", *common[2:])
+    started: list[Process] = []
+    try:
+        run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(runs)]
+        for extra in runners:
+            started.append(Process(["runner", *extra, *common], cwd=tmp_path, env=env))
+        deadline = time.monotonic() + 240
+        while True:
+            views = [httpx.get(f"{url}/runs/{run_id}").json() for run_id in run_ids]
+            if all(view["status"] in ("completed", "failed", "cancelled") for view in views):
+                return [str(view["status"]) for view in views]
+            assert time.monotonic() < deadline, [view["status"] for view in views]
+            time.sleep(0.2)
+    finally:
+        for process in started:
+            process.stop()
+        server.stop()
 
 
 def test_two_runner_processes_keep_one_concurrency_limit_and_the_server_never_429s(
     tmp_path: Path, database: str
 ) -> None:
     write_fleet(tmp_path / "agents")
-    with LimitedLLM(
-        openai_tool_call("submit_result", VALID), concurrency=2, requests_per_minute=600
-    ) as llm:
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
-        limits = ["--concurrency", "2", "--rpm", "600"]
-        common = ["--database", database, "--model", "openai:gpt-test", *limits]
-        server, url = serve(tmp_path, database, env, "--workers", "0", *common[2:])
-        runners = [
-            Process(["runner", "--workers", "4", *common], cwd=tmp_path, env=env) for _ in range(2)
-        ]
-        try:
-            for runner in runners:
-                runner.read_until("workers")
-            run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(RUNS)]
-            views = _wait_all_ended(url, run_ids)
-        finally:
-            for runner in runners:
-                runner.stop()
-            server.stop()
-        assert [view["status"] for view in views] == ["completed"] * RUNS
-        assert llm.refused == 0
-        assert llm.max_in_flight <= 2
-        assert llm.accepted == RUNS
+    reply = openai_tool_call("submit_result", VALID)
+    with LimitedLLM(reply, concurrency=2, requests_per_minute=600, sdk_retries=False) as llm:
+        statuses = _run_all(
+            tmp_path,
+            database,
+            llm,
+            runs=12,
+            runners=[["--workers", "4"], ["--workers", "4"]],
+            flags=["--concurrency", "2", "--rpm", "600"],
+        )
+    assert statuses == ["completed"] * 12
+    assert llm.refused == 0
+    assert llm.max_in_flight <= 2
+    assert llm.accepted == 12
 
 
 def test_an_agent_files_llm_limits_hold_across_runners(tmp_path: Path, database: str) -> None:
@@ -63,51 +79,60 @@ def test_an_agent_files_llm_limits_hold_across_runners(tmp_path: Path, database:
     config = json.loads(config_file.read_text())
     config["llm"] = {**config.get("llm", {}), "limits": {"concurrency": 1}}
     config_file.write_text(json.dumps(config))
+    reply = openai_tool_call("submit_result", VALID)
+    with LimitedLLM(reply, concurrency=1, requests_per_minute=600, sdk_retries=False) as llm:
+        statuses = _run_all(
+            tmp_path, database, llm, runs=6, runners=[["--workers", "3"], ["--workers", "3"]]
+        )
+    assert statuses == ["completed"] * 6
+    assert llm.refused == 0
+    assert llm.max_in_flight == 1
+
+
+def test_requests_per_minute_hold_across_runners(tmp_path: Path, database: str) -> None:
+    write_fleet(tmp_path / "agents")
+    reply = openai_tool_call("submit_result", VALID)
     with LimitedLLM(
-        openai_tool_call("submit_result", VALID), concurrency=1, requests_per_minute=600
+        reply, concurrency=10, requests_per_minute=3, delay_s=0.05, sdk_retries=False
     ) as llm:
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
-        common = ["--database", database, "--model", "openai:gpt-test"]
-        server, url = serve(tmp_path, database, env, "--workers", "3", *common[2:])
-        runner = Process(["runner", "--workers", "3", *common], cwd=tmp_path, env=env)
-        try:
-            runner.read_until("workers")
-            run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(6)]
-            views = _wait_all_ended(url, run_ids)
-        finally:
-            runner.stop()
-            server.stop()
-        assert [view["status"] for view in views] == ["completed"] * 6
-        assert llm.refused == 0
-        assert llm.max_in_flight == 1
+        statuses = _run_all(
+            tmp_path,
+            database,
+            llm,
+            runs=5,
+            runners=[["--workers", "3"], ["--workers", "3"]],
+            flags=["--rpm", "3"],
+        )
+        # 3 calls in the first minute; the other 2 wait for it to pass, then complete
+    assert statuses == ["completed"] * 5
+    assert llm.refused == 0
 
 
-def test_a_429_pauses_the_model_for_every_worker_and_the_call_is_made_again(
+def test_a_429_pauses_the_model_for_every_runner_and_the_call_is_made_again(
     tmp_path: Path, database: str
 ) -> None:
-    # the server allows 1 call in flight and the runners are told 2: a second call in flight is
-    # answered 429 (the SDK told not to retry it), which pauses the model for every worker
-    # sharing the store; after the pause the call is made again and the run completes
+    # The server allows 1 call in flight, each taking 3 s; the runners are told 2. The second
+    # call is answered 429 with retry-after 4 (the SDK told not to retry it): the model is
+    # paused for both runner processes, and the call made again after the pause, when the
+    # first has ended, completes.
     write_fleet(tmp_path / "agents")
+    reply = openai_tool_call("submit_result", VALID)
     with LimitedLLM(
-        openai_tool_call("submit_result", VALID),
+        reply,
         concurrency=1,
         requests_per_minute=600,
-        delay_s=1.0,
-        retry_after_s=0.5,
+        delay_s=3.0,
+        retry_after_s=4.0,
         sdk_retries=False,
     ) as llm:
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
-        common = ["--database", database, "--model", "openai:gpt-test", "--concurrency", "2"]
-        server, url = serve(tmp_path, database, env, "--workers", "2", *common[2:])
-        runner = Process(["runner", "--workers", "2", *common], cwd=tmp_path, env=env)
-        try:
-            runner.read_until("workers")
-            run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(4)]
-            views = _wait_all_ended(url, run_ids)
-        finally:
-            runner.stop()
-            server.stop()
-        assert [view["status"] for view in views] == ["completed"] * 4
-        assert llm.refused >= 1
-        assert llm.accepted == 4
+        statuses = _run_all(
+            tmp_path,
+            database,
+            llm,
+            runs=2,
+            runners=[["--workers", "1"], ["--workers", "1"]],
+            flags=["--concurrency", "2"],
+        )
+    assert statuses == ["completed"] * 2
+    assert llm.refused == 1
+    assert llm.accepted == 2
