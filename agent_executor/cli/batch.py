@@ -26,12 +26,14 @@ from typing import TextIO
 
 from pydantic import BaseModel, JsonValue
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.runs import RunOptions, RunRequest
 from agent_core.json_text import dump_json
 from agent_core.user_files import writable_output
 from agent_executor.agent import Agent
 from agent_executor.batch import run_many
 from agent_executor.batching import Batcher, BatchProgress
+from agent_executor.call_limits import LimitedProvider, LocalCallLimiter
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
@@ -80,6 +82,20 @@ def register(commands: Subcommands) -> None:
     )
     many.add_argument(
         "--concurrency", type=int, default=4, metavar="N", help="runs at once (default 4)"
+    )
+    many.add_argument(
+        "--rpm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most model calls a minute (beside the agent's llm.limits; not with --batch)",
+    )
+    many.add_argument(
+        "--tpm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most tokens the model calls use a minute (beside llm.limits; not with --batch)",
     )
     many.add_argument(
         "--batch",
@@ -168,6 +184,9 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+    for flag, value in (("--rpm", args.rpm), ("--tpm", args.tpm)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
     if args.batch_poll < 0:
         raise UsageError(f"--batch-poll must be 0 or more seconds, got {args.batch_poll}")
     if args.out.resolve() == args.tasks.resolve() or _same_file(args.out, args.tasks):
@@ -182,6 +201,15 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     items = read_tasks(args.tasks)
     agent = build_agent(args, config)
     provider = resolve_provider(agent, args.model, err)
+    limits = agent.call_limits.tightest(
+        CallLimits(
+            concurrency=args.concurrency,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
+        )
+    )
+    if not args.batch:  # a batch is one call whatever its size: the limits are for live calls
+        provider = LimitedProvider(provider, LocalCallLimiter(), limits)
     with results_lock(args.out):
         return _run_batch(args, out, err, items, agent, provider, shared, options, schema)
 
