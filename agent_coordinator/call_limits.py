@@ -3,19 +3,28 @@
 :class:`StoreCallLimiter` is the library's :class:`~agent_executor.call_limits.CallLimiter`
 over :class:`~agent_coordinator.store.SqlStore`'s ``call_slots``, so a limit set on a model
 holds across every process using one database, and a 429 one of them is answered pauses that
-model for all of them.
+model for all of them. :func:`register_run_many_limits` gives ``run-many`` a ``--database``
+whose store it shares the limits through.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import time
+from collections.abc import Callable
+from typing import TextIO, TypeAlias
 
 from agent_contracts.call_limits import CallLimits
-from agent_coordinator.store import SqlStore
+from agent_contracts.errors import ConfigError
+from agent_coordinator.errors import StoreUnavailable
+from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 
-__all__ = ["SLOT_HOLD_S", "StoreCallLimiter"]
+__all__ = ["SLOT_HOLD_S", "StoreCallLimiter", "register_run_many_limits"]
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Handler: TypeAlias = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
 SLOT_HOLD_S = 900.0
 """Seconds a slot counts as in flight unless released: a worker lost mid-call frees it then."""
@@ -70,3 +79,35 @@ class StoreCallLimiter:
             seconds: How long (a longer pause already set is kept).
         """
         await self.store.call(self.store.pause_calls, key, time.time() + seconds)
+
+
+def register_run_many_limits(commands: Subcommands) -> None:
+    """Add ``--database`` to the ``run-many`` command in ``commands``.
+
+    With it, ``run-many``'s call limits (``--concurrency``, ``--rpm``, ``--tpm``, the agent's
+    ``llm.limits``) are kept in that store, shared with the service's runners and every other
+    ``run-many`` using it; without it they hold in this process.
+    """
+    many = commands.choices["run-many"]
+    many.add_argument(
+        "--database",
+        default=None,
+        help="keep the call limits in this store (a SQLite file such as "
+        f"{DEFAULT_DATABASE}, or a postgresql:// URL), shared with runners and other run-many",
+    )
+    plain: Handler = many.get_default("handler")
+
+    def handler(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        if args.database is None:
+            return plain(args, out, err)
+        try:
+            store = open_store(args.database)
+        except StoreUnavailable as error:
+            raise ConfigError(error.message) from error
+        try:
+            args.call_limiter = StoreCallLimiter(store)
+            return plain(args, out, err)
+        finally:
+            store.close()
+
+    many.set_defaults(handler=handler)

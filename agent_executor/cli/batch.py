@@ -33,7 +33,7 @@ from agent_core.user_files import writable_output
 from agent_executor.agent import Agent
 from agent_executor.batch import run_many
 from agent_executor.batching import Batcher, BatchProgress
-from agent_executor.call_limits import LimitedProvider, LocalCallLimiter
+from agent_executor.call_limits import CallLimiter, LimitedProvider, LocalCallLimiter
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
@@ -113,7 +113,8 @@ def register(commands: Subcommands) -> None:
     add_run_arguments(many)
     add_option_arguments(many)
     add_schema_arguments(many)
-    many.set_defaults(handler=run_many_command)
+    # the layer above sets a limiter shared through its store (``--database``)
+    many.set_defaults(handler=run_many_command, call_limiter=None)
 
 
 async def run_tasks(
@@ -209,7 +210,8 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     )
     if not args.batch:  # a batch is one call whatever its size: the limits are for live calls
-        provider = LimitedProvider(provider, LocalCallLimiter(), limits)
+        limiter: CallLimiter = args.call_limiter or LocalCallLimiter()
+        provider = LimitedProvider(provider, limiter, limits)
     with results_lock(args.out):
         return _run_batch(args, out, err, items, agent, provider, shared, options, schema)
 

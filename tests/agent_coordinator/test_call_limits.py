@@ -7,6 +7,9 @@ call the model together: without shared limits the server's own limit is overrun
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -53,24 +56,48 @@ def _run_all(
         server.stop()
 
 
-def test_two_runner_processes_keep_one_concurrency_limit_and_the_server_never_429s(
+def test_two_runners_and_a_run_many_keep_one_concurrency_limit_and_the_server_never_429s(
     tmp_path: Path, database: str
 ) -> None:
     write_fleet(tmp_path / "agents")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": f"Review PR {n}"}) + "\n" for n in range(8)))
     reply = openai_tool_call("submit_result", VALID)
     with LimitedLLM(reply, concurrency=2, requests_per_minute=600, sdk_retries=False) as llm:
-        statuses = _run_all(
-            tmp_path,
-            database,
-            llm,
-            runs=12,
-            runners=[["--workers", "4"], ["--workers", "4"]],
-            flags=["--concurrency", "2", "--rpm", "600"],
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
+        many = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "agentshape", "run-many", "reviewer"),
+                *("--tasks", str(tasks), "--out", str(tmp_path / "results.jsonl")),
+                *("--param", "pr_url=u", "--model", "openai:gpt-test", "--database", database),
+                *("--concurrency", "2", "--rpm", "600"),
+            ],
+            cwd=tmp_path,
+            env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parents[2])},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        try:
+            statuses = _run_all(
+                tmp_path,
+                database,
+                llm,
+                runs=12,
+                runners=[["--workers", "4"], ["--workers", "4"]],
+                flags=["--concurrency", "2", "--rpm", "600"],
+            )
+            out, err = many.communicate(timeout=240)
+        finally:
+            if many.poll() is None:
+                many.kill()
+                many.communicate()
     assert statuses == ["completed"] * 12
+    assert many.returncode == 0, err
+    assert "8 task(s): 8 completed, 0 failed" in out
     assert llm.refused == 0
     assert llm.max_in_flight <= 2
-    assert llm.accepted == 12
+    assert llm.accepted == 12 + 8
 
 
 def test_an_agent_files_llm_limits_hold_across_runners(tmp_path: Path, database: str) -> None:
