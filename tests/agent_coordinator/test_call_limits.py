@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -32,9 +33,10 @@ def _run_all(
     runs: int,
     runners: list[list[str]],
     flags: list[str] = (),  # type: ignore[assignment]
+    during: Callable[[], object] = lambda: None,
 ) -> list[str]:
     """Store ``runs`` runs, start one runner process per ``runners`` entry (its extra flags),
-    and return the runs' statuses once every one has ended."""
+    call ``during``, and return the runs' statuses once every one has ended."""
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
     common = ["--database", database, "--model", "openai:gpt-test", *flags]
     server, url = serve(tmp_path, database, env, "--workers", "0", *common[2:])
@@ -43,6 +45,7 @@ def _run_all(
         run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(runs)]
         for extra in runners:
             started.append(Process(["runner", *extra, *common], cwd=tmp_path, env=env))
+        during()
         deadline = time.monotonic() + 240
         while True:
             views = [httpx.get(f"{url}/runs/{run_id}").json() for run_id in run_ids]
@@ -59,45 +62,58 @@ def _run_all(
 def test_two_runners_and_a_run_many_keep_one_concurrency_limit_and_the_server_never_429s(
     tmp_path: Path, database: str
 ) -> None:
+    # 16 runs of 1 s each at 2 at once keep the runners busy 8 s at least: the run-many started
+    # once they are going calls the model while they do
     write_fleet(tmp_path / "agents")
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"task": f"Review PR {n}"}) + "\n" for n in range(8)))
     reply = openai_tool_call("submit_result", VALID)
-    with LimitedLLM(reply, concurrency=2, requests_per_minute=600, sdk_retries=False) as llm:
+    started: list[subprocess.Popen[str]] = []
+
+    def run_many() -> None:
         env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
-        many = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "agentshape", "run-many", "reviewer"),
-                *("--tasks", str(tasks), "--out", str(tmp_path / "results.jsonl")),
-                *("--param", "pr_url=u", "--model", "openai:gpt-test", "--database", database),
-                *("--concurrency", "2", "--rpm", "600"),
-            ],
-            cwd=tmp_path,
-            env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parents[2])},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        command = [
+            *(sys.executable, "-m", "agentshape", "run-many", "reviewer"),
+            *("--tasks", str(tasks), "--out", str(tmp_path / "results.jsonl")),
+            *("--param", "pr_url=u", "--model", "openai:gpt-test", "--database", database),
+            *("--concurrency", "2", "--rpm", "600"),
+        ]
+        started.append(
+            subprocess.Popen(
+                command,
+                cwd=tmp_path,
+                env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parents[2])},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         )
+
+    with LimitedLLM(
+        reply, concurrency=2, requests_per_minute=600, delay_s=1.0, sdk_retries=False
+    ) as llm:
         try:
             statuses = _run_all(
                 tmp_path,
                 database,
                 llm,
-                runs=12,
+                runs=16,
                 runners=[["--workers", "4"], ["--workers", "4"]],
                 flags=["--concurrency", "2", "--rpm", "600"],
+                during=run_many,
             )
-            out, err = many.communicate(timeout=240)
+            out, err = started[0].communicate(timeout=240)
         finally:
-            if many.poll() is None:
-                many.kill()
-                many.communicate()
-    assert statuses == ["completed"] * 12
-    assert many.returncode == 0, err
+            for process in started:
+                if process.poll() is None:
+                    process.kill()
+                    process.communicate()
+    assert statuses == ["completed"] * 16
+    assert started[0].returncode == 0, err
     assert "8 task(s): 8 completed, 0 failed" in out
     assert llm.refused == 0
     assert llm.max_in_flight <= 2
-    assert llm.accepted == 12 + 8
+    assert llm.accepted == 16 + 8
 
 
 def test_an_agent_files_llm_limits_hold_across_runners(tmp_path: Path, database: str) -> None:
