@@ -285,7 +285,24 @@ def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -
         f"  registry: {execution.registry.path}\n"
         f"  model:    {model}\n"
         f"  analytics: {analytics}\n"
+        f"  limits:   {_describe_limits(execution.call_limits)}\n"
     )
+
+
+def _describe_limits(limits: CallLimits | None) -> str:
+    """Return the startup line's account of the command line's call limits."""
+    if limits is None or not limits.any():
+        return "each agent's llm.limits (none given here), shared through the database"
+    parts = [
+        f"{value} {name}"
+        for name, value in (
+            ("in flight", limits.concurrency),
+            ("requests/min", limits.requests_per_minute),
+            ("tokens/min", limits.tokens_per_minute),
+        )
+        if value is not None
+    ]
+    return ", ".join(parts) + " per model, shared through the database"
 
 
 def _model_problems(execution: Execution) -> str:

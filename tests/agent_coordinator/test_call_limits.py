@@ -34,12 +34,17 @@ def _run_all(
     runners: list[list[str]],
     flags: list[str] = (),  # type: ignore[assignment]
     during: Callable[[], object] = lambda: None,
+    banner: list[str] | None = None,
 ) -> list[str]:
     """Store ``runs`` runs, start one runner process per ``runners`` entry (its extra flags),
-    call ``during``, and return the runs' statuses once every one has ended."""
+    call ``during``, and return the runs' statuses once every one has ended (``banner`` gets
+    what ``serve`` printed on starting)."""
+    banner = [] if banner is None else banner
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
     common = ["--database", database, "--model", "openai:gpt-test", *flags]
     server, url = serve(tmp_path, database, env, "--workers", "0", *common[2:])
+    server.read_until("auth:")
+    banner.append("".join(server.lines))
     started: list[Process] = []
     try:
         run_ids = [httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"] for _ in range(runs)]
@@ -69,6 +74,7 @@ def test_two_runners_and_a_run_many_keep_one_concurrency_limit_and_the_server_ne
     tasks.write_text("".join(json.dumps({"task": f"Review PR {n}"}) + "\n" for n in range(8)))
     reply = openai_tool_call("submit_result", VALID)
     started: list[subprocess.Popen[str]] = []
+    banner: list[str] = []
 
     def run_many() -> None:
         env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": llm.openai_base_url}
@@ -101,6 +107,7 @@ def test_two_runners_and_a_run_many_keep_one_concurrency_limit_and_the_server_ne
                 runners=[["--workers", "4"], ["--workers", "4"]],
                 flags=["--concurrency", "2", "--rpm", "600"],
                 during=run_many,
+                banner=banner,
             )
             out, err = started[0].communicate(timeout=240)
         finally:
@@ -109,6 +116,10 @@ def test_two_runners_and_a_run_many_keep_one_concurrency_limit_and_the_server_ne
                     process.kill()
                     process.communicate()
     assert statuses == ["completed"] * 16
+    assert (
+        "limits:   2 in flight, 600 requests/min per model, shared through the database"
+        in (banner[0])
+    )
     assert started[0].returncode == 0, err
     assert "8 task(s): 8 completed, 0 failed" in out
     assert llm.refused == 0
