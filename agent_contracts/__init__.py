@@ -5,6 +5,7 @@ Pure Pydantic models and the error tree; no I/O and no imports from the other la
 
 from __future__ import annotations
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.config import (
     CONFIG_SCHEMA_ID,
     AgentConfig,
@@ -104,6 +105,7 @@ __all__ = [
     "Attempt",
     "AttemptEvent",
     "BaseAgentOutput",
+    "CallLimits",
     "CodeQualityOutput",
     "ConfigError",
     "ConfigFileError",

@@ -12,6 +12,7 @@ and the ``kb.agent/1`` file form (nested sections, camelCase keys)::
     schema: kb.agent/1
     id: researcher
     llm: {model: openai:gpt-4o-mini, tiers: [openai:gpt-4o], temperature: 0, maxTokens: 2048}
+    # llm.limits: {concurrency: 4, requests_per_minute: 500, tokens_per_minute: 200000}
     context: {static: {system: You research code.}}
     tools: [fs:read, fs:search]
     limits: {maxSteps: 12, tokenBudget: 50000, timeoutSeconds: 120}
@@ -48,6 +49,7 @@ from pydantic import (
     model_validator,
 )
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.config_forms import (
     CONFIG_SCHEMA_ID,
     _Loc,
@@ -119,6 +121,9 @@ class AgentConfig(BaseModel):
     profile: ProfileOverride = Field(default_factory=ProfileOverride)
     """Provider-profile fields to override (``llm.profile``), such as ``strict_tools: false``
     for a server that rejects strict tools; unset fields keep the provider's own."""
+    call_limits: CallLimits | None = None
+    """Limits on the calls to the agent's model (``llm.limits``: ``concurrency``,
+    ``requests_per_minute``, ``tokens_per_minute``), shared by every worker using one store."""
 
     @model_validator(mode="wrap")
     @classmethod

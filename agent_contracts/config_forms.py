@@ -50,6 +50,7 @@ _SPELLINGS: dict[str, tuple[_Loc, ...]] = {
     "output_schema": (("output_schema",), ("output", "schema")),
     "default_output_schema": (("default_output_schema",),),
     "webhook": (("webhook",),),
+    "call_limits": (("call_limits",), ("llm", "limits")),
 }
 
 # Sections holding a whole ``RunOptions`` mapping.

@@ -332,6 +332,8 @@ class ProviderError(AgentshapeError):
         kind: The run error type this maps to, such as ``provider_rate_limited``.
         status: The HTTP status, when there was a response.
         body: The response body, when there was one (never request headers or keys).
+        retry_after_s: The seconds the provider asked to wait before calling again
+            (``retry-after``, ``x-ratelimit-reset-*``), when it said.
     """
 
     def __init__(
@@ -342,12 +344,14 @@ class ProviderError(AgentshapeError):
         kind: str = "provider_error",
         status: int | None = None,
         body: JsonValue = None,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.provider = provider
         self.kind = kind
         self.status = status
         self.body = body
+        self.retry_after_s = retry_after_s
 
     def format_message(self) -> str:
         """Return ``provider [status]: message``."""

@@ -20,7 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.errors import ConfigError
+from agent_coordinator.call_limits import StoreCallLimiter
 from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
@@ -102,6 +104,24 @@ def _common(parser: argparse.ArgumentParser) -> None:
         f"${ENV_ANALYTICS_DIR}, else {DEFAULT_ANALYTICS_DIR})",
     )
     parser.add_argument("--no-analytics", action="store_true", help="write no JSONL analytics log")
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=None,
+        help="most calls to one model in flight at once, across every process on the database",
+    )
+    parser.add_argument(
+        "--rpm",
+        type=_positive,
+        default=None,
+        help="most calls to one model a minute, across every process on the database",
+    )
+    parser.add_argument(
+        "--tpm",
+        type=_positive,
+        default=None,
+        help="most tokens one model's calls use a minute, across every process on the database",
+    )
     parser.add_argument(
         "--max-claims",
         type=_positive,
@@ -228,6 +248,10 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         known_tools=Execution.known_tools(KNOWN_TOOLS),
         known_model_prefixes=KNOWN_PREFIXES,
     )
+    try:
+        store = open_store(args.database)
+    except StoreUnavailable as error:  # at start, a --database to check, not a fault to ride out
+        raise ConfigError(error.message) from error
     execution = Execution(
         fleet,
         SchemaRegistry(args.registry),
@@ -235,11 +259,13 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         env=os.environ,
         workspace=args.workspace,
         analytics=None if args.no_analytics else JsonlAnalytics(_analytics_dir(args)),
+        limiter=StoreCallLimiter(store),
+        call_limits=CallLimits(
+            concurrency=args.concurrency,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
+        ),
     )
-    try:
-        store = open_store(args.database)
-    except StoreUnavailable as error:  # at start, a --database to check, not a fault to ride out
-        raise ConfigError(error.message) from error
     return store, execution
 
 
@@ -259,7 +285,24 @@ def _describe(store: SqlStore, execution: Execution, args: argparse.Namespace) -
         f"  registry: {execution.registry.path}\n"
         f"  model:    {model}\n"
         f"  analytics: {analytics}\n"
+        f"  limits:   {_describe_limits(execution.call_limits)}\n"
     )
+
+
+def _describe_limits(limits: CallLimits | None) -> str:
+    """Return the startup line's account of the command line's call limits."""
+    if limits is None or not limits.any():
+        return "each agent's llm.limits (none given here), shared through the database"
+    parts = [
+        f"{value} {name}"
+        for name, value in (
+            ("in flight", limits.concurrency),
+            ("requests/min", limits.requests_per_minute),
+            ("tokens/min", limits.tokens_per_minute),
+        )
+        if value is not None
+    ]
+    return ", ".join(parts) + " per model, shared through the database"
 
 
 def _model_problems(execution: Execution) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, SchemaNotFoundError
 from agent_contracts.messages import Message
@@ -52,6 +53,7 @@ from agent_core.registry import SchemaRegistry
 from agent_core.validation import compile_schema, issues_from_pydantic
 from agent_executor.agent import Agent
 from agent_executor.analytics import AnalyticsSink
+from agent_executor.call_limits import CallLimiter
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import format_child_result
 from agent_executor.stream_relay import STREAM_TO
@@ -107,6 +109,10 @@ class Execution:
         workspace: The directory the agents' input tools may read.
         analytics: Where every run's analytics events are written as well (the command line's
             JSONL log), or ``None``.
+        limiter: Where runs' model calls take their slots under the limits (the store's, shared
+            by every runner), or ``None`` to keep no limits.
+        call_limits: Limits for every model, beside each agent's ``llm.limits`` (the
+            stricter of each wins).
     """
 
     def __init__(
@@ -118,8 +124,12 @@ class Execution:
         env: Mapping[str, str],
         workspace: Path,
         analytics: AnalyticsSink | None = None,
+        limiter: CallLimiter | None = None,
+        call_limits: CallLimits | None = None,
     ) -> None:
         self.fleet = fleet
+        self.limiter = limiter
+        self.call_limits = call_limits
         self.registry = registry
         self.default_model = default_model
         self.env = env
@@ -346,6 +356,8 @@ class Execution:
             env=self.env,
             workspace=self.workspace,
             registry=self.registry,
+            limiter=self.limiter,
+            call_limits=self.call_limits,
         )
         if tools:
             agent.tools.extend(tools)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Generic, cast
 from pydantic import JsonValue
 from typing_extensions import Unpack
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.config import AgentConfig
 from agent_contracts.errors import ConfigError
 from agent_contracts.messages import Message
@@ -40,6 +41,7 @@ from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.assembly import ENV_ANALYTICS_DIR, config_of, sink_for
+from agent_executor.call_limits import CallLimiter, LimitedProvider
 from agent_executor.escalation import escalates, fold_escalation
 from agent_executor.mcp_tools import execute_with_mcp, require_mcp_sdk
 from agent_executor.planning import (
@@ -100,6 +102,10 @@ class Agent(Generic[OutputT]):
             ``llm.profile`` (such as ``{"strict_tools": False}``).
         tracer_provider: An OpenTelemetry tracer provider for this agent's spans; ``None``
             uses the configured global one, and without one no spans are made.
+        limiter: Where the calls of runs on a model string (the agent's own or a run's) take
+            their slots under the limits: the config's ``llm.limits`` and ``call_limits``
+            together (the stricter of each). ``None``: no limits are kept.
+        call_limits: Limits for every model this agent calls, beside the config's.
 
     Raises:
         ConfigError: The config names an unknown tool, gives both an ``output_schema`` and an
@@ -126,6 +132,8 @@ class Agent(Generic[OutputT]):
         registry: SchemaRegistry | None = None,
         profile: Mapping[str, object] | None = None,
         tracer_provider: TracerProvider | None = None,
+        limiter: CallLimiter | None = None,
+        call_limits: CallLimits | None = None,
     ) -> None:
         config = config_of(config, output_schema, system_prompt, name, tools)
         if output_type is not None and config.output_schema is not None:
@@ -144,6 +152,11 @@ class Agent(Generic[OutputT]):
         """Provider-profile fields overridden for every run: the config's, then ``profile=``."""
         apply_profile_overrides(ProviderProfile(), self.profile_overrides, source="profile=")
         self._model = model
+        self.limiter = limiter
+        self.call_limits = (config.call_limits or CallLimits()).tightest(
+            call_limits or CallLimits()
+        )
+        """The limits a run's calls are held to when a ``limiter`` keeps them."""
         self.model_tiers: list[Provider | str] = list(
             config.model_tiers if model_tiers is None else model_tiers
         )
@@ -233,6 +246,21 @@ class Agent(Generic[OutputT]):
         if chosen is None or isinstance(chosen, str):
             return resolve_model(chosen, env=self.env)
         return chosen
+
+    def _limited(self, model: Provider | str | None = None) -> Provider:
+        """Return :meth:`provider`, its calls held to the limits when a limiter keeps them.
+
+        A provider object the caller made (a batch's, a test double) is used as it is.
+        """
+        provider = self.provider(model)
+        chosen = model if model is not None else self._model
+        if (
+            self.limiter is None
+            or not self.call_limits.any()
+            or not (chosen is None or isinstance(chosen, str))
+        ):
+            return provider
+        return LimitedProvider(provider, self.limiter, self.call_limits)
 
     def _resolve(
         self,
@@ -385,7 +413,7 @@ class Agent(Generic[OutputT]):
         contract = self._resolve(request.output_schema, named, lenient=options.lenient_formats)
         ladder: list[Rung] = []
         tiers = model_ladder(
-            self.config.id, self.model_tiers, self.provider, model, model_tier, escalate=escalate
+            self.config.id, self.model_tiers, self._limited, model, model_tier, escalate=escalate
         )
         for tier, provider in tiers:
             profile = apply_profile_overrides(

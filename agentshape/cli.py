@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from agent_coordinator.call_limits import register_run_many_limits
 from agent_coordinator.cli import register as register_service
 from agent_coordinator.resume import register_resume
 from agent_executor.cli import main as executor_main
@@ -26,4 +27,6 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     Returns:
         The exit code: 0 done, 1 a run failed or a check found problems, 2 bad usage or config.
     """
-    return executor_main(argv, out=out, extra_commands=[register_service, register_resume])
+    return executor_main(
+        argv, out=out, extra_commands=[register_service, register_resume, register_run_many_limits]
+    )

@@ -144,5 +144,30 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        7,
+        (
+            # The model calls of every worker using the store, per limit key (provider:model),
+            # for the limits they share (store/call_limits.py): a slot is in flight while
+            # ``expires_at`` is set and not past (a worker lost mid-call frees it then), and
+            # counts for the requests and tokens of the 60 seconds after ``counted_at``: when
+            # it was taken, then when its call ended (the provider counted the request at some
+            # moment in between, so counting from the end never lets one more in too early).
+            """CREATE TABLE call_slots (
+                id TEXT PRIMARY KEY,
+                limit_key TEXT NOT NULL,
+                counted_at DOUBLE PRECISION NOT NULL,
+                expires_at DOUBLE PRECISION,
+                tokens BIGINT NOT NULL
+            )""",
+            "CREATE INDEX call_slots_key ON call_slots (limit_key, counted_at)",
+            # One row per limit key: the row a slot is taken under (locked on PostgreSQL, so
+            # two workers never both take the last slot), and until when a 429 paused the key.
+            """CREATE TABLE call_limit_keys (
+                limit_key TEXT PRIMARY KEY,
+                paused_until DOUBLE PRECISION NOT NULL
+            )""",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

@@ -26,12 +26,14 @@ from typing import TextIO
 
 from pydantic import BaseModel, JsonValue
 
+from agent_contracts.call_limits import CallLimits
 from agent_contracts.runs import RunOptions, RunRequest
 from agent_core.json_text import dump_json
 from agent_core.user_files import writable_output
 from agent_executor.agent import Agent
 from agent_executor.batch import run_many
 from agent_executor.batching import Batcher, BatchProgress
+from agent_executor.call_limits import CallLimiter, LimitedProvider, LocalCallLimiter
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.inputs import (
     EXIT_OK,
@@ -82,6 +84,20 @@ def register(commands: Subcommands) -> None:
         "--concurrency", type=int, default=4, metavar="N", help="runs at once (default 4)"
     )
     many.add_argument(
+        "--rpm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most model calls a minute (beside the agent's llm.limits; not with --batch)",
+    )
+    many.add_argument(
+        "--tpm",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most tokens the model calls use a minute (beside llm.limits; not with --batch)",
+    )
+    many.add_argument(
         "--batch",
         action="store_true",
         help="send the model calls through the provider's batch API (half price, within 24 h); "
@@ -97,7 +113,8 @@ def register(commands: Subcommands) -> None:
     add_run_arguments(many)
     add_option_arguments(many)
     add_schema_arguments(many)
-    many.set_defaults(handler=run_many_command)
+    # the layer above sets a limiter shared through its store (``--database``)
+    many.set_defaults(handler=run_many_command, call_limiter=None)
 
 
 async def run_tasks(
@@ -168,6 +185,9 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+    for flag, value in (("--rpm", args.rpm), ("--tpm", args.tpm)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
     if args.batch_poll < 0:
         raise UsageError(f"--batch-poll must be 0 or more seconds, got {args.batch_poll}")
     if args.out.resolve() == args.tasks.resolve() or _same_file(args.out, args.tasks):
@@ -182,6 +202,16 @@ def run_many_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     items = read_tasks(args.tasks)
     agent = build_agent(args, config)
     provider = resolve_provider(agent, args.model, err)
+    limits = agent.call_limits.tightest(
+        CallLimits(
+            concurrency=args.concurrency,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
+        )
+    )
+    if not args.batch:  # a batch is one call whatever its size: the limits are for live calls
+        limiter: CallLimiter = args.call_limiter or LocalCallLimiter()
+        provider = LimitedProvider(provider, limiter, limits)
     with results_lock(args.out):
         return _run_batch(args, out, err, items, agent, provider, shared, options, schema)
 

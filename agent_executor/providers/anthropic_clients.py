@@ -21,6 +21,7 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
     error_text,
+    retry_after_s,
 )
 from agent_executor.providers.blocking import SyncClients, deadline_hooks
 from agent_executor.providers.clients import LoopClients, ssl_context
@@ -100,6 +101,7 @@ def translate_errors(provider: str) -> Iterator[None]:
             kind=refine_error_kind(error_kind_for_status(status), status, text),
             status=status,
             body=error_body(exc.body),
+            retry_after_s=retry_after_s(exc.response.headers),
         ) from exc
     except anthropic.CredentialsError as exc:
         raise ProviderError(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import re
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import pydantic_core
@@ -46,6 +48,7 @@ __all__ = [
     "parsed_turn",
     "profile_of",
     "read_json",
+    "retry_after_s",
     "tool_names_for",
     "with_profile",
 ]
@@ -245,6 +248,36 @@ def with_profile(provider: Provider, profile: ProviderProfile) -> Provider:
     if profile == profile_of(provider) or not callable(variant):
         return provider
     return cast("Provider", variant(profile=profile))
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Return the seconds a rate-limited reply asks the caller to wait, when it says.
+
+    Read from ``retry-after-ms``, ``retry-after`` (seconds), else the longest of OpenAI's
+    ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens`` (durations such as ``1s``,
+    ``6m0s``, ``20ms``).
+
+    Args:
+        headers: The reply's headers (case-insensitive, as httpx gives them).
+
+    Returns:
+        The seconds (0 or more), or ``None`` when no header says.
+    """
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(headers.get(name, "")) * scale)
+        except ValueError:
+            continue
+    resets = [
+        sum(float(amount) * _DURATION_S[unit] for amount, unit in _DURATION.findall(value))
+        for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+        if (value := headers.get(name))
+    ]
+    return max(resets) if resets else None
 
 
 def error_kind_for_status(status: int) -> str:

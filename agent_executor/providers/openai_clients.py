@@ -22,6 +22,7 @@ from agent_executor.providers.base import (
     error_body,
     error_kind_for_status,
     error_text,
+    retry_after_s,
 )
 from agent_executor.providers.blocking import SyncClients, deadline_hooks
 from agent_executor.providers.clients import LoopClients, ssl_context
@@ -138,6 +139,7 @@ def _provider_error(
             kind=kind,
             status=status,
             body=error_body(exc.body),
+            retry_after_s=retry_after_s(exc.response.headers),
         )
     if type(exc) is openai.APIError:  # an error object sent inside a stream
         return stream_error(provider, {"error": error_body(exc.body)}, exc.message)
