@@ -20,6 +20,7 @@ import re
 from pydantic import JsonValue
 
 from agent_core.schema_checks import JSON_TYPES
+from agent_core.schema_documents import DRAFT_NAMES, custom_meta_schema, schema_draft
 from agent_core.schema_merge import ANNOTATIONS, CONTAINERS, flatten, merge_schemas
 from agent_core.schema_walk import (
     resolve_local_ref,
@@ -44,7 +45,6 @@ from agent_core.strict_values import (
     _normalize_draft4,
     _pointer_path,
 )
-from agent_core.validation import DRAFT_NAMES, custom_meta_schema, schema_draft
 
 __all__ = [
     "ArrayPlan",

@@ -14,9 +14,9 @@ from agent_coordinator.api.bodies import (
     ValidateSchemaRequest,
 )
 from agent_coordinator.api.deps import ServicesDep
+from agent_core.compiled_schema import compile_schema
 from agent_core.schema_checks import check_output_schema
 from agent_core.schema_model import model_from_schema
-from agent_core.validation import compile_schema
 
 __all__ = ["agent_detail", "agent_summary", "router"]
 
