@@ -44,7 +44,6 @@ from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_contracts.version import __version__
 from agent_coordinator.api.agents import agent_detail, agent_summary
-from agent_coordinator.api.app import serving
 from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
 from agent_coordinator.api.deps import Services, bearer_matches
 from agent_coordinator.api.hosts import AllowedHosts, HostGuard
@@ -58,6 +57,7 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+from agent_coordinator.service.lifespan import serving
 from agent_coordinator.store.records import TERMINAL, RunRecord
 
 __all__ = ["AgentList", "SchemaList", "TokenGuard", "build_mcp_server", "mcp_app", "mcp_route"]
