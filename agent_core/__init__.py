@@ -71,10 +71,7 @@ from agent_core.schema_model import (
     clear_caches,
     model_from_schema,
 )
-from agent_core.strict_mode import (
-    CompileNote,
-    NoteAction,
-)
+from agent_core.strict_plans import CompileNote, NoteAction
 
 __all__ = [
     "AGENT_FILE",
