@@ -75,6 +75,8 @@ _KNOWN = (
     | frozenset({"type", "anyOf", "allOf", "if", *_BLOCKING})
     | frozenset().union(*_FAMILIES.values())
 )
+# Lookaround, atomic groups and backreferences: what a strict mode without complex_patterns
+# refuses in `pattern`.
 _COMPLEX_PATTERN = re.compile(r"\(\?<?[=!]|\(\?>|\\[1-9]|\\k<")
 
 _Described = list[tuple[str, JsonValue]]
