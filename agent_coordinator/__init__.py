@@ -4,8 +4,8 @@
 runners over an embedded SQLite file; ``agentshape runner`` adds runners in other processes
 against the same database (SQLite or PostgreSQL). In Python: :func:`open_store`, an
 :class:`Execution` over a fleet and a :class:`Runner` that executes stored runs;
-``agent_coordinator.api.create_app`` gives the ASGI app (it needs the ``server`` extra, which this
-package does not import until it is used).
+``agent_coordinator.api.app.create_app`` gives the ASGI app (it needs the ``server`` extra,
+which this package does not import until it is used).
 """
 
 from __future__ import annotations

@@ -424,7 +424,8 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve the API until interrupted; print where it listens, the fleet and the database."""
     _need_server("serve")
     _log_to(err)
-    from agent_coordinator.api import AllowedHosts, create_app
+    from agent_coordinator.api import AllowedHosts
+    from agent_coordinator.api.app import create_app
 
     services = _services(args)
     services.webhooks, webhooks = _webhooks(args)

@@ -47,10 +47,11 @@ from agent_coordinator.errors import (
 )
 from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.store.records import RunInput
+from agent_core.compiled_schema import compile_schema
 from agent_core.contract_resolution import resolve_contract
 from agent_core.fleet import Fleet
+from agent_core.output_validation import issues_from_pydantic
 from agent_core.registry import SchemaRegistry
-from agent_core.validation import compile_schema, issues_from_pydantic
 from agent_executor.agent import Agent
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.call_limits import CallLimiter

@@ -43,13 +43,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_contracts.version import __version__
-from agent_coordinator.api.agents import agent_detail, agent_summary
-from agent_coordinator.api.app import serving
 from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
 from agent_coordinator.api.deps import Services, bearer_matches
 from agent_coordinator.api.hosts import AllowedHosts, HostGuard
-from agent_coordinator.api.runs import submit_run, wait_for_end
-from agent_coordinator.api.views import result_event, session_result
+from agent_coordinator.api.views import agent_detail, agent_summary, result_event, session_result
 from agent_coordinator.errors import (
     ErrorDetail,
     NotFound,
@@ -58,6 +55,8 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+from agent_coordinator.service.lifespan import serving
+from agent_coordinator.service.runs import submit_run, wait_for_end
 from agent_coordinator.store.records import TERMINAL, RunRecord
 
 __all__ = ["AgentList", "SchemaList", "TokenGuard", "build_mcp_server", "mcp_app", "mcp_route"]

@@ -5,6 +5,7 @@ Pure logic over ``agent_contracts``; no network.
 
 from __future__ import annotations
 
+from agent_core.compiled_schema import CompiledSchema, compile_schema
 from agent_core.dialects import (
     DIALECTS,
     WRAPPER_PROPERTY,
@@ -22,6 +23,7 @@ from agent_core.extract import (
     find_json_candidates,
 )
 from agent_core.fleet import AGENT_FILE, Fleet, load_fleet
+from agent_core.json_paths import format_path
 from agent_core.loading import (
     load_agent_config,
     parse_agent_config,
@@ -35,6 +37,7 @@ from agent_core.output_tool import (
     json_schema_of,
     provider_tool_name,
 )
+from agent_core.output_validation import issues_from_pydantic, validate_output
 from agent_core.partial_output import PartialJson, partial_model, partial_value
 from agent_core.prompts import (
     PromptMode,
@@ -61,24 +64,14 @@ from agent_core.schema_checks import (
     check_output_schema,
     ensure_output_schema,
 )
+from agent_core.schema_documents import schema_hash
 from agent_core.schema_model import (
     SchemaModel,
     SchemaRootModel,
     clear_caches,
     model_from_schema,
 )
-from agent_core.strict_mode import (
-    CompileNote,
-    NoteAction,
-)
-from agent_core.validation import (
-    CompiledSchema,
-    compile_schema,
-    format_path,
-    issues_from_pydantic,
-    schema_hash,
-    validate_output,
-)
+from agent_core.strict_plans import CompileNote, NoteAction
 
 __all__ = [
     "AGENT_FILE",

@@ -21,10 +21,9 @@ from agent_contracts.validation import ValidationIssue
 from agent_core.caches import SchemaCache, schema_cache
 from agent_core.contract import OutputContract
 from agent_core.output_tool import build_output_tool
-from agent_core.output_validation import json_form
+from agent_core.output_validation import json_form, validate_output
 from agent_core.schema_checks import ensure_output_schema
 from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
-from agent_core.validation import validate_output
 
 logger = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from pydantic import JsonValue
 from agent_core.dialect_limits import (
     JsonDict,
 )
+from agent_core.schema_documents import schema_draft
 from agent_core.schema_walk import (
     subschemas,
     without_own_id,
 )
-from agent_core.validation import schema_draft
 
 __all__ = ["WRAPPER_PROPERTY"]
 

@@ -44,16 +44,15 @@ from agent_core.schema_walk import (
     offline_validator,
     resolve_local_ref,
 )
-from agent_core.strict_mode import (
+from agent_core.strict_mode import StrictCompiler, inferred_types
+from agent_core.strict_plans import (
     ArrayPlan,
     CompileNote,
     ObjectPlan,
     Plan,
     RefPlan,
-    StrictCompiler,
     StrictRules,
     UnionPlan,
-    inferred_types,
 )
 
 __all__ = [

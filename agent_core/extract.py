@@ -23,7 +23,7 @@ Where candidates come from, in rank order:
 Among candidates of the same rank the **last** wins (a model states its final answer last). A
 candidate that lies inside another one (a tag inside a JSON string) is dropped.
 
-Selection. With a ``schema`` (validated by :func:`agent_core.validation.compile_schema`: its
+Selection. With a ``schema`` (validated by :func:`agent_core.compiled_schema.compile_schema`: its
 draft from ``$schema``, formats asserted, ``$ref`` to registered documents only) or an
 ``is_valid`` callable, the best-ranked candidate that is valid wins, and an object that echoes the
 schema back (equal to it, or a ``properties`` map of subschemas naming the schema's own properties
@@ -71,6 +71,7 @@ from typing import Final
 from pydantic import JsonValue
 
 from agent_contracts.errors import NoJSONFoundError
+from agent_core.compiled_schema import compile_schema
 from agent_core.extract_sites import (
     ExtractionResult,
     ExtractionStrategy,
@@ -84,7 +85,6 @@ from agent_core.lenient_json import (
     decode_inner,
     depth_ok,
 )
-from agent_core.validation import compile_schema
 
 __all__ = [
     "DECODED_REPAIR",
@@ -146,7 +146,7 @@ def _is_schema_echo(value: JsonValue, schema: Mapping[str, JsonValue]) -> bool:
 def _schema_check(schema: Mapping[str, JsonValue] | bool) -> Callable[[JsonValue], str | None]:
     """Compile ``schema`` into a function returning ``None`` for a valid value, else why not.
 
-    The schema is compiled by :func:`agent_core.validation.compile_schema`, so it is read and
+    The schema is compiled by :func:`agent_core.compiled_schema.compile_schema`, so it is read and
     checked exactly as everywhere else in agentshape; "why not" is the first of its issues.
 
     Raises:

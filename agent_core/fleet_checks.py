@@ -21,11 +21,11 @@ from agent_contracts.errors import (
     InvalidSchemaError,
     SchemaReferenceError,
 )
+from agent_core.compiled_schema import compile_schema
 from agent_core.loading import AgentDocument, dotted_field, line_of
 from agent_core.schema_checks import check_output_schema
 from agent_core.schema_model import model_from_schema
 from agent_core.schema_walk import subschemas
-from agent_core.validation import compile_schema
 
 _Loc = tuple[str | int, ...]
 _FILE_FORM_KEYS = ("schema", "llm", "context", "limits", "output")

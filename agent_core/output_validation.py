@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_contracts.validation import ValidationIssue
+from agent_core.compiled_schema import CompiledSchema, compile_schema
 from agent_core.error_messages import (
     format_path,
 )
 from agent_core.surrogates import escape_surrogates, mask_surrogates
-
-if TYPE_CHECKING:
-    from agent_core.validation import CompiledSchema
 
 __all__ = ["issues_from_pydantic", "json_form", "validate_as_json", "validate_output"]
 
@@ -57,8 +55,6 @@ def validate_output(
         except PydanticValidationError as error:
             return issues_from_pydantic(error)
         return []
-    from agent_core.validation import compile_schema  # it imports this module
-
     return compile_schema(contract, lenient=lenient).issues(value)
 
 

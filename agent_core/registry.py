@@ -35,6 +35,7 @@ from pydantic import JsonValue
 from agent_contracts.config import suggest_key
 from agent_contracts.errors import ConfigError, SchemaNotFoundError, SchemaRegistryError
 from agent_contracts.runs import JsonSchema
+from agent_core.compiled_schema import compile_schema
 from agent_core.registry_entries import (
     SCHEMA_NAME_PATTERN,
     NamedSchema,
@@ -44,7 +45,7 @@ from agent_core.registry_entries import (
     check_schema_name,
 )
 from agent_core.schema_checks import ensure_output_schema
-from agent_core.validation import canonical_json, compile_schema, schema_hash
+from agent_core.schema_documents import canonical_json, schema_hash
 
 __all__ = [
     "DEFAULT_REGISTRY_PATH",

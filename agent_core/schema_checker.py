@@ -7,6 +7,7 @@ from pydantic import JsonValue
 
 from agent_contracts.config import suggest_key
 from agent_core.error_messages import ErrorContext, meta_schema_fault
+from agent_core.json_paths import format_path
 from agent_core.json_values import (
     _is_number,
     _is_regex,
@@ -17,6 +18,7 @@ from agent_core.json_values import (
     _types_text,
 )
 from agent_core.meta_schema import meta_documents, meta_validator
+from agent_core.schema_documents import schema_draft
 from agent_core.schema_findings import SchemaFinding, Severity
 from agent_core.schema_keywords import (
     _BOUND_PAIRS,
@@ -31,7 +33,6 @@ from agent_core.schema_keywords import (
 )
 from agent_core.schema_lookup import _definition_names, _did_you_mean
 from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref
-from agent_core.validation import format_path, schema_draft
 
 __all__ = ["SchemaFinding", "Severity"]
 

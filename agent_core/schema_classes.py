@@ -29,12 +29,9 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_contracts.errors import SchemaError
+from agent_core.compiled_schema import CompiledSchema, compile_schema
 from agent_core.odd_keys import NOT_READ, build_with_odd_keys, dumped, surrogate_json
 from agent_core.surrogates import escape_surrogates
-from agent_core.validation import (
-    CompiledSchema,
-    compile_schema,
-)
 
 __all__ = ["SchemaModel", "SchemaRootModel", "build_accepted"]
 

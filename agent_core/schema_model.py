@@ -1,7 +1,7 @@
 """JSON Schema to an exact, dynamic Pydantic model.
 
 ``model_from_schema(schema)`` returns a Pydantic model class that accepts exactly the values the
-schema accepts (Draft-7 by default; see :mod:`agent_core.validation` for drafts): no coercion
+schema accepts (Draft-7 by default; see :mod:`agent_core.compiled_schema` for drafts): no coercion
 (``"1"`` is not an integer, ``1.0`` is, ``True`` is not), with every keyword enforced, including
 those Pydantic has no type for (``patternProperties``, ``if``/``then``/``else``, ``oneOf``,
 formats...). Validation is one call into the compiled Rust engine; the model is then built
@@ -65,6 +65,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from agent_core.caches import SchemaCache, clear_caches, schema_cache
+from agent_core.compiled_schema import CompiledSchema, compile_canonical, compile_schema
 from agent_core.field_names import (
     _escape,
     _field_names,
@@ -78,11 +79,8 @@ from agent_core.schema_classes import (
     _CheckedRootModel,
     _Json,
 )
-from agent_core.validation import (
-    CompiledSchema,
+from agent_core.schema_documents import (
     canonical_json,
-    compile_canonical,
-    compile_schema,
     resolve_pointer,
     schema_hash,
     validation_vocabulary,

@@ -13,7 +13,8 @@ from urllib.parse import unquote
 import jsonschema_rs
 from pydantic import JsonValue
 
-from agent_core.validation import DRAFT_VALIDATORS, format_path, node_at, schema_draft
+from agent_core.json_paths import format_path
+from agent_core.schema_documents import DRAFT_VALIDATORS, node_at, schema_draft
 
 __all__ = [
     "child_path",
@@ -42,7 +43,7 @@ _SCHEMA_LISTS = frozenset(_words("allOf anyOf oneOf prefixItems items"))
 def child_path(path: str, key: str | int) -> str:
     """Return the JSON path of ``key`` under ``path``: ``$.a.b``, ``$.a[0]`` or ``$.a["x-y"]``.
 
-    Paths are spelled as :func:`agent_core.validation.format_path` spells them.
+    Paths are spelled as :func:`agent_core.json_paths.format_path` spells them.
 
     Args:
         path: The parent's JSON path.

@@ -41,8 +41,8 @@ from pydantic import JsonValue, ValidationError
 
 from agent_contracts.errors import AgentshapeError, InvalidSchemaError
 from agent_core.refs import register_schema, registered_schemas, unregister_schema
+from agent_core.schema_documents import DRAFT_URIS, schema_draft
 from agent_core.schema_model import SchemaModel, SchemaRootModel, compile_schema, model_from_schema
-from agent_core.validation import DRAFT_URIS, schema_draft
 
 __all__ = [
     "REMOTES_BASE_URI",

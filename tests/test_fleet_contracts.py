@@ -33,8 +33,8 @@ from agent_contracts.outputs import (
 from agent_contracts.runs import merge_options
 from agent_core.fleet import load_fleet
 from agent_core.loading import load_agent_config
+from agent_core.output_validation import validate_output
 from agent_core.schema_model import model_from_schema
-from agent_core.validation import validate_output
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = REPO / "agents"

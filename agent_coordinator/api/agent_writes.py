@@ -32,7 +32,6 @@ from agent_coordinator.agent_files import (
     patch_agent_file,
     restore_agent_file,
 )
-from agent_coordinator.api.agents import agent_detail
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.editor_bodies import (
     AgentCreate,
@@ -40,6 +39,7 @@ from agent_coordinator.api.editor_bodies import (
     AgentWritten,
     ConfigProblemView,
 )
+from agent_coordinator.api.views import agent_detail
 from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail, NotFound, Unprocessable
 from agent_coordinator.execution import Execution
 from agent_core.fleet import AGENT_FILE, Fleet, load_fleet

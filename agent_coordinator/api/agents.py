@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agent_contracts.config import AgentConfig
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
 from agent_coordinator.api.bodies import (
     AgentDetail,
@@ -14,32 +13,14 @@ from agent_coordinator.api.bodies import (
     ValidateSchemaRequest,
 )
 from agent_coordinator.api.deps import ServicesDep
+from agent_coordinator.api.views import agent_detail, agent_summary
+from agent_core.compiled_schema import compile_schema
 from agent_core.schema_checks import check_output_schema
 from agent_core.schema_model import model_from_schema
-from agent_core.validation import compile_schema
 
-__all__ = ["agent_detail", "agent_summary", "router"]
+__all__ = ["router"]
 
 router = APIRouter(tags=["agents"])
-
-
-def agent_summary(config: AgentConfig) -> AgentSummary:
-    """Return an agent as ``GET /agents`` lists it."""
-    contract = (
-        "agent"
-        if config.output_schema is not None
-        else "default"
-        if config.default_output_schema is not None
-        else None
-    )
-    return AgentSummary(
-        name=config.id,
-        description=config.description,
-        model=config.model,
-        tools=list(config.tools),
-        contract=contract,
-        has_parameters=config.parameters_schema is not None,
-    )
 
 
 @router.get("/agents")
@@ -52,21 +33,6 @@ def list_agents(services: ServicesDep) -> list[AgentSummary]:
 def get_agent(name: str, services: ServicesDep) -> AgentDetail:
     """Return an agent's blueprint with its contracts (404 ``AgentNotFound``)."""
     return agent_detail(services.execution.config(name))
-
-
-def agent_detail(config: AgentConfig) -> AgentDetail:
-    """Return an agent's blueprint as ``GET /agents/{name}`` gives it."""
-    return AgentDetail(
-        **agent_summary(config).model_dump(),
-        type=config.type,
-        model_tiers=list(config.model_tiers),
-        system_prompt=config.system_prompt,
-        parameters_schema=config.parameters_schema,
-        output_schema=config.output_schema,
-        default_output_schema=config.default_output_schema,
-        options=config.options.model_dump(mode="json", exclude_unset=True),
-        max_steps=config.max_steps,
-    )
 
 
 @router.post("/agents/validate-schema")

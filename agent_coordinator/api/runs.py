@@ -3,222 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import secrets
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
-from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
-from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.api.model_text import ModelTextResponse
 from agent_coordinator.api.views import delivery_view, result_event, run_view, session_result
-from agent_coordinator.errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
-from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord, RunState
-from agent_coordinator.webhooks import check_webhook_url
+from agent_coordinator.service.runs import new_id, stored_run, submit_run, until_end, wait_for_end
+from agent_coordinator.store.records import TERMINAL, RunState
 
-__all__ = ["router", "submit_run", "wait_for_end"]
+__all__ = ["router"]
 
 router = APIRouter(tags=["runs"], default_response_class=ModelTextResponse)
 
 _EVENT_POLL_S = 0.2
-_END_POLL_S = 0.5
-"""How often a wait reads a run ended by another process's runner (this process's wake it)."""
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(8)}"
-
-
-async def _get(services: Services, run_id: str) -> RunRecord:
-    run = await services.store.call(services.store.get_run, run_id)
-    if run is None:
-        raise NotFound("RunNotFound", f"no run {run_id!r}")
-    return run
-
-
-async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> RunRecord:
-    """Wait up to ``timeout_s`` for a run to end; return it as it is then.
-
-    Runs ended by this process's runners are handed over at once, without reading the store;
-    runs ended by other runners are seen by reading the store twice a second.
-    """
-    ended = services.notifier.subscribe(run_id)
-    try:
-        return await _until_end(services, await _get(services, run_id), ended, timeout_s)
-    finally:
-        services.notifier.unsubscribe(run_id, ended)
-
-
-async def _until_end(
-    services: Services, run: RunRecord, ended: asyncio.Future[RunRecord], timeout_s: float
-) -> RunRecord:
-    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while run.status not in TERMINAL:
-        left = deadline - loop.time()
-        if left <= 0:
-            break
-        await asyncio.wait((ended,), timeout=min(left, _END_POLL_S))
-        run = ended.result() if ended.done() else await _get(services, run.id)
-    return run
-
-
-async def _inherit(
-    services: Services, body: RunCreate, session_id: str
-) -> tuple[RunCreate, JsonSchema | None]:
-    """A resume keeps what it leaves out from the run that started the session.
-
-    Without ``parameters`` it keeps the session's parameters; without ``output_schema`` and
-    ``output_schema_name`` it keeps the session's contract (and its options), so a session
-    started with an inline or named schema stays held to it: a named one as the content the
-    session started with (returned beside the body), whatever the registry holds under that
-    name now.
-    """
-    given = body.model_fields_set
-    keeps_contract = not given & {"output_schema", "output_schema_name"}
-    if "parameters" in given and not keeps_contract:
-        return body, None
-    earlier = await services.store.call(services.store.session_runs, session_id)
-    if not earlier:
-        return body, None
-    first = earlier[0].input
-    update: dict[str, object] = {}
-    if "parameters" not in given:
-        update["parameters"] = first.parameters
-    if keeps_contract:
-        update["output_schema"] = first.output_schema
-        update["output_schema_name"] = first.output_schema_name
-        if "output_schema_options" not in given and first.options:
-            update["output_schema_options"] = RunOptions.model_validate(first.options)
-    held = first.named_schema if keeps_contract else None
-    return body.model_copy(update=update), held
-
-
-def _webhook(services: Services, given: str | None, agent_name: str) -> str | None:
-    """Return the webhook a run's end goes to (the request's, else its agent file's), checked.
-
-    Raises:
-        InvalidWebhook: It is not an http(s) URL of an allowed host (400).
-        WebhooksNotConfigured: The service has no webhook secret to sign with (400).
-    """
-    from_agent = given is None
-    webhook = services.execution.config(agent_name).webhook if from_agent else given
-    if webhook is None:
-        return None
-    source = f"the webhook of agent {agent_name!r}" if from_agent else "webhook"
-    if services.webhooks is None:
-        raise BadRequest(
-            "WebhooksNotConfigured",
-            f"{source} {webhook!r} needs a webhook secret to sign deliveries with, and this "
-            "service has none; start it with --webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
-        )
-    check_webhook_url(webhook, services.webhooks.allow, source=source)
-    return webhook
-
-
-async def submit_run(
-    services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
-) -> RunRecord:
-    """Check a run request, store it (once per idempotency ``key``) and wake the runners.
-
-    The HTTP API and the MCP server both start and resume sessions through here.
-
-    Args:
-        services: The store, execution and runners.
-        body: The request.
-        key: Its ``Idempotency-Key``, if any.
-        run_id: The id to store a new run under (default: a new one); a caller that waits
-            for the end subscribes to it before the run is stored.
-
-    Raises:
-        InvalidRequest: The request's fields do not fit together (422).
-        SessionNotFound: ``resume_session`` of an unknown session (404).
-        SchemaTooLarge: The inline schema is over the size limit (413).
-        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
-        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
-        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
-    """
-    parameters = body.parameters
-    held: JsonSchema | None = None  # a resumed session's named schema, as it started with it
-    if body.type == "start_session":
-        if body.agent_name is None:
-            raise Unprocessable("InvalidRequest", "start_session needs agent_name")
-        if body.session_id is not None:
-            raise Unprocessable(
-                "InvalidRequest", "start_session starts a new session; leave out session_id"
-            )
-        if body.prompt is None and not body.parameters:
-            raise Unprocessable(
-                "InvalidRequest",
-                "start_session needs a prompt, or the agent's parameters (they are then the task)",
-            )
-        agent_name, session_id = body.agent_name, _new_id("ses")
-    else:
-        if body.session_id is None:
-            raise Unprocessable("InvalidRequest", "resume_session needs session_id")
-        if body.prompt is None:
-            raise Unprocessable("InvalidRequest", "resume_session needs a prompt")
-        session = await services.store.call(services.store.get_session, body.session_id)
-        if session is None:
-            raise NotFound("SessionNotFound", f"no session {body.session_id!r}")
-        if body.agent_name is not None and body.agent_name != session.agent_name:
-            raise Unprocessable(
-                "InvalidRequest",
-                f"session {session.id} belongs to agent {session.agent_name!r}, "
-                f"not {body.agent_name!r}",
-            )
-        agent_name, session_id = session.agent_name, session.id
-        body, held = await _inherit(services, body, session_id)
-        parameters = body.parameters
-    if body.output_schema is not None:
-        limit = services.limits.max_schema_bytes
-        size = len(body.model_dump_json(include={"output_schema"}))
-        if size > limit:
-            raise PayloadTooLarge(
-                "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
-            )
-    webhook = _webhook(services, body.webhook, agent_name)
-    options = body.output_schema_options
-    wanted = RunInput(
-        prompt=body.prompt or "",
-        parameters=parameters,
-        output_schema=body.output_schema,
-        output_schema_name=body.output_schema_name,
-        named_schema=held if body.output_schema_name is not None else None,
-        options=options.model_dump(mode="json", exclude_unset=True) if options else {},
-        model=body.model,
-        stream=body.stream,
-        webhook=webhook,
-    )
-    if wanted.output_schema_name is None and wanted.output_schema is None:
-        # the agent's own contract, compiled and cached at load: cheap, so in place
-        checked = services.execution.check(agent_name, wanted)
-    else:
-        checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
-    digest = (
-        hashlib.sha256(body.model_dump_json(exclude_unset=True).encode()).hexdigest()
-        if key is not None
-        else None
-    )
-    new = NewRun(
-        id=run_id or _new_id("run"),
-        session_id=session_id,
-        kind=body.type,
-        agent_name=agent_name,
-        input=checked,
-        idempotency_key=key,
-        request_hash=digest,
-    )
-    run, created = await services.store.call(services.store.create_run, new)
-    if created and services.runner is not None:
-        services.runner.wake()
-    return run
 
 
 @router.post(
@@ -247,7 +50,7 @@ async def create_run(
         run = await submit_run(services, body, idempotency_key)
     else:
         # Subscribe before the run is stored, so its end cannot slip by unseen.
-        run_id = _new_id("run")
+        run_id = new_id("run")
         ended = services.notifier.subscribe(run_id)
         try:
             run = await submit_run(services, body, idempotency_key, run_id=run_id)
@@ -255,7 +58,7 @@ async def create_run(
             if run.id != run_id:  # the idempotency key's earlier run
                 run = await wait_for_end(services, run.id, timeout_s)
             else:
-                run = await _until_end(services, run, ended, timeout_s)
+                run = await until_end(services, run, ended, timeout_s)
         finally:
             services.notifier.unsubscribe(run_id, ended)
     if run.status not in TERMINAL:
@@ -293,7 +96,7 @@ async def get_run(run_id: str, services: ServicesDep) -> RunView:
 
     One that named a webhook shows its delivery once it has ended.
     """
-    run = await _get(services, run_id)
+    run = await stored_run(services, run_id)
     claims = await services.store.call(services.store.claim_history, [run])
     view = run_view(run, claims[run_id])
     if run.input.webhook is not None and run.status in TERMINAL:
@@ -387,7 +190,7 @@ async def run_events(
       one of the last two set (``result_text`` without a contract);
     - ``end`` (``status``), last, once the run has ended.
     """
-    await _get(services, run_id)
+    await stored_run(services, run_id)
     start = min(int(last_event_id), 2**62) if last_event_id and last_event_id.isdigit() else after
 
     async def stream() -> AsyncIterator[str]:
@@ -399,7 +202,7 @@ async def run_events(
                 yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
             if events:
                 continue
-            run = await _get(services, run_id)
+            run = await stored_run(services, run_id)
             if run.status in TERMINAL:
                 rest = await services.store.call(services.store.events_after, run_id, cursor)
                 for event in rest:

@@ -1,4 +1,4 @@
-"""Stored records turned into the API's response bodies (the one place that shapes them)."""
+"""Stored records and agents as the API's response bodies (the one place that shapes them)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ from datetime import UTC, datetime
 
 from pydantic import JsonValue
 
+from agent_contracts.config import AgentConfig
 from agent_contracts.validation import ValidationIssue
 from agent_coordinator.api.bodies import (
+    AgentDetail,
+    AgentSummary,
     AttemptView,
     ClaimView,
     RunFailure,
@@ -23,6 +26,8 @@ from agent_coordinator.errors import Conflict
 from agent_coordinator.store.records import ClaimRecord, DeliveryRecord, RunRecord, SessionRecord
 
 __all__ = [
+    "agent_detail",
+    "agent_summary",
     "claim_view",
     "delivery_view",
     "failure",
@@ -210,3 +215,37 @@ def result_event(run: RunRecord) -> dict[str, JsonValue] | None:
         "result_text": text if isinstance(text, str) else None,
         "result_data": None if isinstance(text, str) else result.get("result_data"),
     }
+
+
+def agent_summary(config: AgentConfig) -> AgentSummary:
+    """Return an agent as ``GET /agents`` lists it."""
+    contract = (
+        "agent"
+        if config.output_schema is not None
+        else "default"
+        if config.default_output_schema is not None
+        else None
+    )
+    return AgentSummary(
+        name=config.id,
+        description=config.description,
+        model=config.model,
+        tools=list(config.tools),
+        contract=contract,
+        has_parameters=config.parameters_schema is not None,
+    )
+
+
+def agent_detail(config: AgentConfig) -> AgentDetail:
+    """Return an agent's blueprint as ``GET /agents/{name}`` gives it."""
+    return AgentDetail(
+        **agent_summary(config).model_dump(),
+        type=config.type,
+        model_tiers=list(config.model_tiers),
+        system_prompt=config.system_prompt,
+        parameters_schema=config.parameters_schema,
+        output_schema=config.output_schema,
+        default_output_schema=config.default_output_schema,
+        options=config.options.model_dump(mode="json", exclude_unset=True),
+        max_steps=config.max_steps,
+    )

@@ -20,6 +20,7 @@ from pydantic import JsonValue
 from agent_contracts.config import AgentConfig, suggest_key
 from agent_contracts.errors import AgentshapeError, ConfigFileError
 from agent_contracts.runs import JsonSchema
+from agent_core.compiled_schema import compile_schema
 from agent_core.json_text import parse_json, unencodable
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
@@ -27,7 +28,6 @@ from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_core.schema_checker import META_SCHEMA_FAULT
 from agent_core.schema_checks import check_output_schema
 from agent_core.user_files import read_user_file
-from agent_core.validation import compile_schema
 
 __all__ = [
     "EXIT_OK",

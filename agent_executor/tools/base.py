@@ -10,8 +10,8 @@ from contextvars import ContextVar
 from pydantic import JsonValue
 
 from agent_contracts.errors import ToolExecutionError
+from agent_core.compiled_schema import compile_schema
 from agent_core.json_text import encodable
-from agent_core.validation import compile_schema
 from agent_executor.providers.base import JsonObject, ToolDefinition
 
 RUN_DEADLINE: ContextVar[float | None] = ContextVar("agentshape_run_deadline", default=None)

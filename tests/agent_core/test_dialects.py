@@ -19,9 +19,10 @@ from agent_core.dialects import (
     compile_for_provider,
     needs_wrapping,
 )
+from agent_core.schema_documents import schema_draft
 from agent_core.schema_walk import offline_validator, resolve_local_ref, subschemas
-from agent_core.strict_mode import CompileNote, inferred_types
-from agent_core.validation import schema_draft
+from agent_core.strict_mode import inferred_types
+from agent_core.strict_plans import CompileNote
 
 REPO = Path(__file__).parents[2]
 CONFORMANCE = Path(

@@ -8,8 +8,8 @@ from typing import ClassVar
 import pytest
 
 from agent_contracts.errors import ConfigError, InvalidSchemaError, SchemaReferenceError
+from agent_core.compiled_schema import compile_schema
 from agent_core.refs import register_schema, registered_schemas, unregister_schema
-from agent_core.validation import compile_schema
 
 BASE = "https://schemas.agentshape.test/refs"
 

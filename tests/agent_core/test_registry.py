@@ -26,7 +26,7 @@ from agent_core.registry import (
     SchemaRegistry,
     check_schema_name,
 )
-from agent_core.validation import schema_hash
+from agent_core.schema_documents import schema_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
+from agent_core.compiled_schema import compile_schema
 from agent_core.refs import register_schema, unregister_schema
 from agent_core.schema_model import (
     SchemaModel,
@@ -15,7 +16,6 @@ from agent_core.schema_model import (
     clear_caches,
     model_from_schema,
 )
-from agent_core.validation import compile_schema
 
 PR_REVIEW = {
     "type": "object",

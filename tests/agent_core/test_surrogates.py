@@ -6,14 +6,15 @@ from typing import Any
 import pytest
 from pydantic import JsonValue, ValidationError
 
+from agent_core.compiled_schema import compile_schema
 from agent_core.json_paths import format_path
+from agent_core.output_validation import validate_output
 from agent_core.schema_model import model_from_schema
 from agent_core.surrogates import (
     escape_surrogates,
     has_surrogates,
     mask_surrogates,
 )
-from agent_core.validation import compile_schema, validate_output
 
 HALF = json.loads('"\\ud83d"')
 LOW = json.loads('"\\udc00"')

@@ -19,8 +19,8 @@ from agent_contracts.errors import (
 )
 from agent_contracts.messages import Message
 from agent_contracts.runs import RunError, RunOptions, RunRequest, RunResult
+from agent_core.output_validation import validate_output
 from agent_core.registry import SchemaRegistry
-from agent_core.validation import validate_output
 from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics, read_events
 from agent_executor.batch import run_many

@@ -11,16 +11,10 @@ from agent_contracts.errors import (
     OutputValidationError,
     SchemaReferenceError,
 )
+from agent_core.compiled_schema import compile_schema
+from agent_core.output_validation import issues_from_pydantic, validate_output
+from agent_core.schema_documents import node_at, resolve_pointer, schema_draft, schema_hash
 from agent_core.schema_model import model_from_schema
-from agent_core.validation import (
-    compile_schema,
-    issues_from_pydantic,
-    node_at,
-    resolve_pointer,
-    schema_draft,
-    schema_hash,
-    validate_output,
-)
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 DRAFT6 = "http://json-schema.org/draft-06/schema#"
