@@ -6,10 +6,12 @@ Screenshots of every page at 1280 and 420 px wide go to ``artifacts/dashboard/``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +20,7 @@ import pytest
 
 from tests.agent_coordinator.harness import Service
 from tests.agent_coordinator.test_dashboard_api import fill_sessions
-from tests.fake_llm import FakeLLM, delayed, openai_tool_call
+from tests.fake_llm import FakeLLM, openai_tool_call
 
 pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install 'agentshape[dev]')"
@@ -362,17 +364,41 @@ def test_past_ten_thousand_sessions_the_total_says_at_least(dash: Service, page:
     page.goto("about:blank")  # end the page's event stream before the server stops
 
 
+@contextlib.contextmanager
+def _held_model_call(fake_llm: FakeLLM, number: int) -> Iterator[threading.Event]:
+    """Hold the ``number``-th model call from now until the event is set (at the latest on exit).
+
+    A page is looked at while its run is going on: the run waits for the test, not for a delay
+    that a loaded machine could outlast.
+    """
+    release = threading.Event()
+    calls: list[object] = []
+
+    def hold(_: object) -> None:
+        calls.append(_)
+        if len(calls) == number:
+            release.wait(120)
+
+    fake_llm.refuse_when(hold)
+    try:
+        yield release
+    finally:
+        release.set()
+
+
 def test_a_session_page_follows_its_run_and_resumes_it(
     dash: Service, page: Page, fake_llm: FakeLLM
 ) -> None:
     fake_llm.respond(
-        delayed(openai_tool_call("submit_result", VALID), 1.5),
+        openai_tool_call("submit_result", VALID),
         openai_tool_call("submit_result", {**VALID, "approval": "approve"}),
     )
-    started = dash.client.post("/runs", json=REVIEW).json()
-    page.goto(f"{dash.url}/sessions/{started['session_id']}")
-    expect(page.get_by_text("this page updates when it ends")).to_be_visible()
-    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=15000)
+    with _held_model_call(fake_llm, 1) as release:
+        started = dash.client.post("/runs", json=REVIEW).json()
+        page.goto(f"{dash.url}/sessions/{started['session_id']}")
+        expect(page.get_by_text("this page updates when it ends")).to_be_visible()
+        release.set()
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=60000)
     page.get_by_role("textbox", name=re.compile("^Prompt")).fill("Approve it now")
     page.get_by_role("button", name="Resume").click()
     expect(page.get_by_role("heading", name=re.compile("Run 2: resume_session"))).to_be_visible(
@@ -386,19 +412,21 @@ def test_a_session_page_shows_the_output_so_far_while_its_run_goes_on(
 ) -> None:
     fake_llm.respond(
         openai_tool_call("submit_result", {"summary": "A first <b>draft</b>"}),  # no approval
-        delayed(openai_tool_call("submit_result", VALID), 4),
+        openai_tool_call("submit_result", VALID),
     )
-    started = dash.client.post("/runs", json={**REVIEW, "stream": True}).json()
-    page.goto(f"{dash.url}/sessions/{started['session_id']}")
-    expect(page.get_by_test_id("partial-output")).to_contain_text(
-        '"summary": "A first <b>draft</b>"'
-    )
-    expect(page.get_by_test_id("partial-note")).to_have_text(
-        "Attempt 1 failed (output_schema_validation_failed); the model is asked again"
-    )
-    assert page.locator("main b").count() == 0  # shown as text, never as markup
-    shoot(page, "session-running")
-    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=15000)
+    with _held_model_call(fake_llm, 2) as release:
+        started = dash.client.post("/runs", json={**REVIEW, "stream": True}).json()
+        page.goto(f"{dash.url}/sessions/{started['session_id']}")
+        expect(page.get_by_test_id("partial-output")).to_contain_text(
+            '"summary": "A first <b>draft</b>"'
+        )
+        expect(page.get_by_test_id("partial-note")).to_have_text(
+            "Attempt 1 failed (output_schema_validation_failed); the model is asked again"
+        )
+        assert page.locator("main b").count() == 0  # shown as text, never as markup
+        shoot(page, "session-running")
+        release.set()
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=60000)
     expect(page.get_by_test_id("result")).to_contain_text("Subtracts instead of adding.")
     expect(page.get_by_test_id("partial-output")).to_have_count(0)
 
@@ -507,17 +535,26 @@ def test_new_agent_writes_its_file_shows_every_problem_and_escapes_them(
 def test_a_session_page_deletes_the_session_once_its_run_has_ended(
     dash: Service, page: Page, fake_llm: FakeLLM
 ) -> None:
-    fake_llm.respond(
-        delayed(openai_tool_call("submit_result", VALID), 1.5),
-        openai_tool_call("submit_result", VALID),
-    )
-    started = dash.client.post("/runs", json=REVIEW).json()
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
     kept = dash.run(REVIEW).json()
-    page.goto(f"{dash.url}/sessions/{started['session_id']}")
-    delete = page.get_by_role("button", name="Delete")
-    expect(page.get_by_text("A run is going on: delete the session after it ends.")).to_be_visible()
-    expect(delete).to_be_disabled()
-    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=15000)
+    assert kept["status"] == "completed"
+    going_on = threading.Event()
+
+    def hold(_: object) -> None:
+        """Hold the next model call until the page has shown its run going on."""
+        going_on.wait(120)
+
+    fake_llm.refuse_when(hold)
+    try:
+        started = dash.client.post("/runs", json=REVIEW).json()
+        page.goto(f"{dash.url}/sessions/{started['session_id']}")
+        delete = page.get_by_role("button", name="Delete")
+        notice = page.get_by_text("A run is going on: delete the session after it ends.")
+        expect(notice).to_be_visible()
+        expect(delete).to_be_disabled()
+    finally:
+        going_on.set()
+    expect(page.get_by_test_id("schema-verdict")).to_have_text("Valid", timeout=60000)
     expect(delete).to_be_enabled()
     shoot(page, "session-delete")
     asked: list[str] = []
