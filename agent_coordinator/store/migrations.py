@@ -144,5 +144,12 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        8,
+        # A run's result keeps the number of its attempts (rows of ``attempts``) and the length
+        # of its transcript (the session's first messages) instead of copies of them; the
+        # existing results are converted right after (``SqlBase._store_once``).
+        (),
+    ),
 )
 """``(version, statements)``, oldest first."""

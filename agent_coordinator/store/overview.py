@@ -126,7 +126,11 @@ def session_rows(
             f"SELECT {_SESSION}, {_RUN} {_LATEST}{where} ORDER BY s.seq DESC LIMIT ?",
             (*params, limit),
         ).fetchall()
-    return [_row(tuple(row)) for row in rows]
+        found = [_row(tuple(row)) for row in rows]
+        store._complete(
+            cursor, [row.latest for row in found if row.latest is not None], transcripts=False
+        )
+    return found
 
 
 def count_sessions(store: SqlStore, wanted: SessionFilter, *, cap: int = COUNT_CAP) -> SessionCount:
