@@ -298,6 +298,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                     (run_id, number, dumps(stored_attempt(attempt))),
                 )
             self._insert_events(cursor, run_id, events, now)
+            self._lean_attempt_events(cursor, run_id, attempts)
             self._note_error(cursor, error)
             self._roll_up(cursor, run_id, ended.agent_name, now)
             if transcript:
@@ -475,13 +476,15 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 "WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
                 (run_id, after, limit),
             ).fetchall()
+            data = [loads(row[3]) for row in rows]
+            self._read_events(cursor, run_id, data)
         return [
             EventRecord(
                 id=int(str(row[0])),
                 run_id=str(row[1]),
                 type=str(row[2]),
-                data=cast("dict[str, JsonValue]", loads(row[3])),
+                data=cast("dict[str, JsonValue]", value),
                 created_at=float(str(row[4])),
             )
-            for row in rows
+            for row, value in zip(rows, data, strict=True)
         ]

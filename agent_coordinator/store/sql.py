@@ -472,6 +472,7 @@ class SqlBase(ABC):
 
         Each ended run's result drops its copies of its attempts and transcript
         (:func:`stored_result`), each attempt its ``parsed`` (:func:`stored_attempt`), each
+        ``attempt`` event its raw output (:meth:`_lean_attempt_events`), each
         session's tool calls their ``arguments`` (:func:`stored_transcript`). Rows are read a
         batch at a time in ``seq`` order; a copy that differs from what the attempts table or
         the session holds is kept where it is.
@@ -511,7 +512,9 @@ class SqlBase(ABC):
                         )
                 transcript = result.get("transcript")
                 prefix = messages[: len(transcript)] if isinstance(transcript, list) else messages
-                kept = stored_result(result, [attempt for _, attempt in attempts], prefix)
+                whole = [attempt for _, attempt in attempts]
+                self._lean_attempt_events(cursor, str(run_id), whole)
+                kept = stored_result(result, whole, prefix)
                 if kept != result:
                     self._exec(
                         cursor, "UPDATE runs SET result = ? WHERE id = ?", (dumps(kept), run_id)
@@ -534,6 +537,57 @@ class SqlBase(ABC):
                         "UPDATE sessions SET transcript = ? WHERE id = ?",
                         (rewritten, session_id),
                     )
+
+    def _lean_attempt_events(
+        self, cursor: Cursor, run_id: str, attempts: Sequence[dict[str, JsonValue]]
+    ) -> None:
+        """Leave out of a run's stored ``attempt`` events the raw output its attempt rows hold.
+
+        An event whose ``raw_output`` is exactly its attempt's (the analytics sink cuts a long
+        one, which is then kept) drops it; :meth:`_read_events` puts it back.
+
+        Args:
+            cursor: The ending transaction's cursor, after the attempts were written.
+            run_id: The run.
+            attempts: Its attempts, whole, in order.
+        """
+        raws = {number: attempt.get("raw_output") for number, attempt in enumerate(attempts, 1)}
+        rows = self._exec(
+            cursor,
+            "SELECT id, data FROM events WHERE run_id = ? AND type = 'attempt'",
+            (run_id,),
+        ).fetchall()
+        for event_id, data in rows:
+            event = loads(data)
+            if not isinstance(event, dict):
+                continue
+            raw = raws.get(cast("int", event.get("number")))
+            if isinstance(raw, str) and raw and event.get("raw_output") == raw:
+                del event["raw_output"]
+                self._exec(
+                    cursor, "UPDATE events SET data = ? WHERE id = ?", (dumps(event), event_id)
+                )
+
+    def _read_events(self, cursor: Cursor, run_id: str, events: list[JsonValue]) -> None:
+        """Put back into a run's ``attempt`` events (in place) the raw output they left out."""
+        lean = [
+            event
+            for event in events
+            if isinstance(event, dict)
+            and event.get("event") == "attempt"
+            and "raw_output" not in event
+        ]
+        if not lean:
+            return
+        raws = {
+            int(str(number)): read_attempt(loads(data)).get("raw_output")
+            for number, data in self._exec(
+                cursor, "SELECT number, data FROM attempts WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        }
+        for event in lean:
+            assert isinstance(event, dict)
+            event["raw_output"] = raws.get(cast("int", event.get("number")), "")
 
     def _complete(self, cursor: Cursor, runs: Sequence[RunRecord], *, transcripts: bool) -> None:
         """Put back into ended runs' results what :func:`stored_result` left out.

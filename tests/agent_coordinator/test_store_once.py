@@ -1,8 +1,9 @@
 """Each thing stored once: the answer, the attempts and the transcript, read back whole.
 
 On SQLite and PostgreSQL: a run's result keeps no copy of its attempts (the ``attempts`` rows) or
-its transcript (the session's), an attempt no copy of what its raw output parses to, a tool call
-in the transcript no copy of its arguments; every read gives the library's JSON back exactly. A
+its transcript (the session's), an attempt no copy of what its raw output parses to, an
+``attempt`` event no copy of its raw output, a tool call in the transcript no copy of its
+arguments; every read gives the library's JSON back exactly. A
 store written by 0.2.0 is rewritten that way by migration 8, every answer read back the same.
 """
 
@@ -107,6 +108,12 @@ def _run(
         mode="json"
     )
     attempts = cast("list[dict[str, JsonValue]]", data["attempts"])
+    events: list[tuple[str, dict[str, JsonValue]]] = []
+    for n, attempt in enumerate(attempts, start=1):
+        event: dict[str, JsonValue] = {"event": "attempt", "run_id": run_id, "number": n}
+        event |= {"mode": "tool", "raw_output": attempt["raw_output"], "errors": attempt["errors"]}
+        events.append(("attempt", event))
+    store.add_events(run_id, events[:1])  # a runner's flush while the run goes on
     ended = store.finish(
         run_id,
         "runner-1",
@@ -114,6 +121,7 @@ def _run(
         result=data,
         error=None,
         attempts=attempts,
+        events=events[1:],
         transcript=cast("list[JsonValue]", data["transcript"]),
     )
     assert ended is not None
@@ -138,6 +146,10 @@ def test_a_run_stores_its_answer_once_per_place_and_reads_back_whole(store: SqlS
     data = _run(store, "run_1", "ses_1", bad_first=True)
     # The two attempts' raw outputs, and the transcript's two tool calls' raw text: each once.
     assert _copies(store, "MARKER-7f3a") == 4
+    attempted = [event.data for event in store.events_after("run_1") if event.type == "attempt"]
+    assert [event["raw_output"] for event in attempted] == [
+        attempt["raw_output"] for attempt in cast("list[dict[str, JsonValue]]", data["attempts"])
+    ]
     run = store.get_run("run_1")
     assert run is not None and run.result == data
     assert store.attempts("run_1") == data["attempts"]
@@ -190,8 +202,12 @@ STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
 """A store written by agentshape 0.2.0 (migration 1 only; see test_rollups.py)."""
 
 
-def _raw(path: Path) -> tuple[dict[str, JsonValue], dict[str, object], dict[str, JsonValue], int]:
-    """Read a SQLite store's results, attempts and transcripts as stored, and their bytes."""
+def _raw(
+    path: Path,
+) -> tuple[
+    dict[str, JsonValue], dict[str, object], dict[str, JsonValue], dict[str, list[JsonValue]], int
+]:
+    """Read a SQLite store's results, attempts, transcripts and events as stored, and bytes."""
     connection = sqlite3.connect(path)
     try:
         results = {
@@ -207,14 +223,18 @@ def _raw(path: Path) -> tuple[dict[str, JsonValue], dict[str, object], dict[str,
             str(row[0]): loads(row[1])
             for row in connection.execute("SELECT id, transcript FROM sessions")
         }
+        events: dict[str, list[JsonValue]] = {}
+        for run_id, data in connection.execute("SELECT run_id, data FROM events ORDER BY id"):
+            events.setdefault(str(run_id), []).append(loads(data))
         size = connection.execute(
             "SELECT (SELECT SUM(LENGTH(result)) FROM runs) + "
             "(SELECT SUM(LENGTH(data)) FROM attempts) + "
+            "(SELECT SUM(LENGTH(data)) FROM events) + "
             "(SELECT SUM(LENGTH(transcript)) FROM sessions)"
         ).fetchone()[0]
     finally:
         connection.close()
-    return results, attempts, sessions, int(size)
+    return results, attempts, sessions, events, int(size)
 
 
 def test_migration_8_rewrites_a_0_2_0_store_and_every_answer_reads_back_the_same(
@@ -222,7 +242,7 @@ def test_migration_8_rewrites_a_0_2_0_store_and_every_answer_reads_back_the_same
 ) -> None:
     path = tmp_path / "coordinator.db"
     shutil.copyfile(STORE_0_2_0, path)
-    results, attempts, sessions, before = _raw(path)
+    results, attempts, sessions, events, before = _raw(path)
     assert results and attempts
     store = open_store(path)
     try:
@@ -233,6 +253,8 @@ def test_migration_8_rewrites_a_0_2_0_store_and_every_answer_reads_back_the_same
         for session_id, transcript in sessions.items():
             session = store.get_session(session_id)
             assert session is not None and session.transcript == transcript, session_id
+        for run_id, stored in events.items():
+            assert [event.data for event in store.events_after(run_id)] == stored, run_id
     finally:
         store.close()
-    assert _raw(path)[3] < before * 0.6
+    assert _raw(path)[4] < before * 0.7
