@@ -251,7 +251,10 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
         """
         now = time.time()
         kept = transcript if transcript else ()
+        # The stored result leaves out an error the error column holds, unless the run ends
+        # cancelled (decided by the statement below): then the column holds the cancel's.
         stored = None if result is None else dumps(stored_result(result, attempts, kept))
+        lean = None if result is None else dumps(stored_result(result, attempts, kept, error))
         cancelled = dumps(
             {
                 "type": "cancelled",
@@ -264,7 +267,8 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
-                "ELSE ? END, result = ?, error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "ELSE ? END, result = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
                 "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
@@ -272,6 +276,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 (
                     status,
                     stored,
+                    lean,
                     cancelled,
                     None if error is None else dumps(error),
                     now,

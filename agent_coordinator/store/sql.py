@@ -254,6 +254,7 @@ def stored_result(
     result: dict[str, JsonValue],
     attempts: Sequence[dict[str, JsonValue]],
     transcript: Sequence[JsonValue],
+    error: JsonValue = None,
 ) -> dict[str, JsonValue]:
     """Return a run's result as the ``runs`` table keeps it: without what is stored elsewhere.
 
@@ -261,12 +262,14 @@ def stored_result(
     written once: where the result's ``attempts`` equal the attempt rows, the result keeps their
     number instead, and leaves out ``result_data`` where it is the last attempt's ``parsed``;
     where its ``transcript`` equals the one the session is given, the result keeps its length
-    (the session's first that many messages). :meth:`SqlBase._complete` puts them back.
+    (the session's first that many messages); it leaves out its ``error`` where that is the
+    run's ``error`` column. :meth:`SqlBase._complete` puts them back.
 
     Args:
         result: The library's ``RunResult`` as JSON.
         attempts: The attempts written beside it (whole, as the library gives them).
         transcript: The transcript the session holds after this run.
+        error: What the run's ``error`` column holds.
     """
     kept = dict(result)
     if attempts and kept.get("attempts") == list(attempts):
@@ -276,6 +279,8 @@ def stored_result(
             del kept["result_data"]
     if kept.get("transcript") == list(transcript):
         kept["transcript"] = len(transcript)
+    if error is not None and kept.get("error") == error:
+        del kept["error"]
     return kept
 
 
@@ -481,7 +486,7 @@ class SqlBase(ABC):
         while True:
             rows = self._exec(
                 cursor,
-                "SELECT r.seq, r.id, r.result, s.transcript FROM runs r "
+                "SELECT r.seq, r.id, r.result, s.transcript, r.error FROM runs r "
                 "JOIN sessions s ON s.id = r.session_id "
                 "WHERE r.seq > ? AND r.result IS NOT NULL ORDER BY r.seq LIMIT ?",
                 (after, _CONVERT_BATCH),
@@ -489,7 +494,7 @@ class SqlBase(ABC):
             if not rows:
                 break
             after = int(str(rows[-1][0]))
-            for _, run_id, raw, session_transcript in rows:
+            for _, run_id, raw, session_transcript, run_error in rows:
                 result = loads(raw)
                 messages = read_transcript(session_transcript)
                 if not isinstance(result, dict):
@@ -514,7 +519,7 @@ class SqlBase(ABC):
                 prefix = messages[: len(transcript)] if isinstance(transcript, list) else messages
                 whole = [attempt for _, attempt in attempts]
                 self._lean_attempt_events(cursor, str(run_id), whole)
-                kept = stored_result(result, whole, prefix)
+                kept = stored_result(result, whole, prefix, loads(run_error))
                 if kept != result:
                     self._exec(
                         cursor, "UPDATE runs SET result = ? WHERE id = ?", (dumps(kept), run_id)
@@ -617,6 +622,8 @@ class SqlBase(ABC):
             result = run.result
             if result is None:
                 continue
+            if "error" not in result:
+                result["error"] = cast("JsonValue", run.error)
             if run.id in attempts:
                 whole = attempts[run.id]
                 result["attempts"] = cast("list[JsonValue]", whole)

@@ -198,6 +198,51 @@ def test_a_transcript_that_does_not_continue_the_session_keeps_earlier_runs_whol
         assert run is not None and run.result == data
 
 
+def _fail(store: SqlStore, run_id: str, *, cancel: bool) -> dict[str, JsonValue]:
+    """Store a run that fails validation (asked to cancel while it ran, when ``cancel``)."""
+    store.create_run(_new(run_id, f"ses_{run_id}"))
+    assert store.claim_run(run_id, "runner-1", 30) is not None
+    if cancel:
+        store.request_cancel(run_id)
+    data = _result(run_id, [], bad_first=False).model_dump(mode="json")
+    error: dict[str, JsonValue] = {
+        "type": "output_schema_validation_failed",
+        "message": "ERRMARK-91c2: the output did not match the schema after 1 retry",
+        "validation_errors": ["$.comments[0].severity: 'critical' is not one of the enum"],
+        "issues": [],
+        "last_output": None,
+    }
+    data |= {"status": "failed", "result_data": None, "error": error}
+    store.finish(
+        run_id,
+        "runner-1",
+        status="failed",
+        result=data,
+        error=error,
+        attempts=cast("list[dict[str, JsonValue]]", data["attempts"]),
+        transcript=cast("list[JsonValue]", data["transcript"]),
+    )
+    return data
+
+
+def test_a_failed_run_stores_its_error_once(store: SqlStore) -> None:
+    data = _fail(store, "run_1", cancel=False)
+    assert _copies(store, "ERRMARK-91c2") == 1
+    run = store.get_run("run_1")
+    assert run is not None and run.status == "failed"
+    assert run.result == data and run.error == data["error"]
+
+
+def test_a_run_cancelled_while_it_failed_keeps_the_library_error_in_its_result(
+    store: SqlStore,
+) -> None:
+    data = _fail(store, "run_1", cancel=True)
+    run = store.get_run("run_1")
+    assert run is not None and run.status == "cancelled"
+    assert run.result == data
+    assert run.error is not None and run.error["type"] == "cancelled"
+
+
 STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
 """A store written by agentshape 0.2.0 (migration 1 only; see test_rollups.py)."""
 
