@@ -36,12 +36,14 @@ from agent_core.odd_keys import NOT_READ, surrogate_json
 __all__ = [
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
+    "STORE_ONCE_VERSION",
     "Cursor",
     "SqlBase",
     "dumps",
     "filters",
     "loads",
     "read_attempt",
+    "read_transcript",
     "run_record",
     "session_record",
     "stored_attempt",
@@ -56,6 +58,9 @@ _T = TypeVar("_T")
 
 STORE_ONCE_VERSION = 8
 """The migration after which a run's result no longer repeats its attempts and transcript."""
+_ELSEWHERE = "stored_elsewhere"
+"""The key of a stored result naming what it leaves out (the library's ``RunResult`` forbids
+keys of its own, so it never has this one)."""
 _CONVERT_BATCH = 500
 """Runs one statement of the store-once conversion or of :meth:`SqlBase._complete` names."""
 
@@ -260,7 +265,8 @@ def stored_result(
 
     The attempts live in the ``attempts`` table and the transcript with the session, so each is
     written once: where the result's ``attempts`` equal the attempt rows, the result keeps their
-    number instead, and leaves out ``result_data`` where it is the last attempt's ``parsed``;
+    number instead, and leaves out ``result_data`` where it is the last attempt's ``parsed``
+    (named under a key the library's result never has, as what follows is);
     where its ``transcript`` equals the one the session is given, the result keeps its length
     (the session's first that many messages); it leaves out its ``error`` where that is the
     run's ``error`` column. :meth:`SqlBase._complete` puts them back.
@@ -272,15 +278,20 @@ def stored_result(
         error: What the run's ``error`` column holds.
     """
     kept = dict(result)
+    elsewhere: list[JsonValue] = []
     if attempts and kept.get("attempts") == list(attempts):
         kept["attempts"] = len(attempts)
         data = kept.get("result_data")
         if data is not None and _same_json(attempts[-1].get("parsed"), data):
             del kept["result_data"]
+            elsewhere.append("result_data")
     if kept.get("transcript") == list(transcript):
         kept["transcript"] = len(transcript)
     if error is not None and kept.get("error") == error:
         del kept["error"]
+        elsewhere.append("error")
+    if elsewhere:
+        kept[_ELSEWHERE] = elsewhere
     return kept
 
 
@@ -622,12 +633,13 @@ class SqlBase(ABC):
             result = run.result
             if result is None:
                 continue
-            if "error" not in result:
+            elsewhere = result.pop(_ELSEWHERE, [])
+            if isinstance(elsewhere, list) and "error" in elsewhere:
                 result["error"] = cast("JsonValue", run.error)
             if run.id in attempts:
                 whole = attempts[run.id]
                 result["attempts"] = cast("list[JsonValue]", whole)
-                if "result_data" not in result:
+                if isinstance(elsewhere, list) and "result_data" in elsewhere:
                     result["result_data"] = whole[-1].get("parsed") if whole else None
             length = result.get("transcript")
             if not isinstance(length, int):
