@@ -13,7 +13,12 @@ pr-reviewer result after 50 ms, so the model drops out. Two parts:
    least 0.5). The two sides take turns, three rounds each, so a machine shared with other
    work loads both alike;
 2. a burst: ``--burst`` runs submitted at once without waiting, then read back until every one
-   has ended; ``burst: N submitted, N completed, 0 lost`` when none is lost or run twice.
+   has ended; ``burst: N submitted, N completed, 0 lost`` when none is lost or run twice;
+3. storage: ``--sessions`` pr-reviewer sessions (one run each, the four-comment answer, analytics
+   on) through a service of their own, on a SQLite file of their own; ``bytes_per_session: N``
+   is the pages the store uses (after a checkpoint and ``VACUUM``: tables and indexes, page-level)
+   less those of an empty store, over the sessions (target at most 8192).
+   ``--bytes-only`` measures just this.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -66,7 +72,7 @@ def start_provider() -> tuple[subprocess.Popen[str], int]:
 
 
 def start_service(
-    env: dict[str, str], database: Path, workers: int
+    env: dict[str, str], database: Path, workers: int, *, analytics: bool = False
 ) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [
@@ -87,7 +93,7 @@ def start_service(
             "--agents-dir",
             str(ROOT / "agents"),
             # the library side runs with NullAnalytics: the same work on both sides
-            "--no-analytics",
+            *(() if analytics else ("--no-analytics",)),
         ],
         cwd=database.parent,
         env={**os.environ, **env},
@@ -251,11 +257,53 @@ async def burst(url: str, count: int) -> tuple[int, int, int]:
     return len(ids), completed, len(ids) - len(ended) + twice
 
 
+def used_bytes(database: Path) -> int:
+    """Return the bytes a SQLite store's pages hold (checkpointed and vacuumed first)."""
+    connection = sqlite3.connect(database)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        connection.execute("VACUUM")
+        pages = connection.execute("PRAGMA page_count").fetchone()[0]
+        free = connection.execute("PRAGMA freelist_count").fetchone()[0]
+        size = connection.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        connection.close()
+    return int((pages - free) * size)
+
+
+async def _sessions(url: str, count: int) -> None:
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        for _ in range(count):
+            answer = await client.post("/runs?wait=60", json=BODY)
+            assert answer.json()["status"] == "completed", answer.text
+
+
+def bytes_per_session(env: dict[str, str], sessions: int) -> float:
+    """Return the store's bytes per pr-reviewer session (one run, four comments, analytics on)."""
+    from agent_coordinator.store import open_store
+
+    with tempfile.TemporaryDirectory(prefix="agentshape-bytes-") as tmp:
+        empty = Path(tmp) / "empty.db"
+        open_store(empty).close()
+        database = Path(tmp) / "coordinator.db"
+        service, url = start_service(env, database, 4, analytics=True)
+        try:
+            asyncio.run(_sessions(url, sessions))
+        finally:
+            service.terminate()
+            service.wait(30)
+            if service.stdout is not None:
+                service.stdout.close()
+        return (used_bytes(database) - used_bytes(empty)) / sessions
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=900)
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=CONCURRENCY)
+    parser.add_argument("--sessions", type=int, default=200, help="sessions the storage part makes")
+    parser.add_argument("--bytes-only", action="store_true", help="measure only bytes_per_session")
     args = parser.parse_args()
     provider, port = start_provider()
     env = {
@@ -263,6 +311,9 @@ def main() -> int:
         "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/valid/{LATENCY_MS}/v1",
     }
     try:
+        if args.bytes_only:
+            print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
+            return 0
         with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as tmp:
             service, url = start_service(env, Path(tmp) / "coordinator.db", args.workers)
             try:
@@ -283,6 +334,7 @@ def main() -> int:
                 if service.stdout is not None:
                     service.stdout.close()
         print(f"service_vs_library: {served.rate / library.rate:.2f}")
+        print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
     finally:
         if provider.stdin is not None:
             provider.stdin.close()

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's packages, and bench.service, run as a script
 
 from agent_coordinator.store import SqlStore, open_store  # noqa: E402
-from agent_coordinator.store.sql import dumps  # noqa: E402
+from agent_coordinator.store.sql import dumps, stored_attempt, stored_result  # noqa: E402
 from bench.service import cpu_seconds, start_service  # noqa: E402
 
 DAY_S = 86_400.0
@@ -223,7 +223,7 @@ def _run(
         {"role": "user", "content": TASK},
         {"role": "assistant", "content": None, "tool_calls": [{"name": "submit_result"}]},
     ]
-    result = {
+    result: dict[str, Any] = {
         "status": "failed" if failed else "completed",
         "result_text": None if failed else good,
         "result_data": None if failed else answer,
@@ -253,7 +253,8 @@ def _run(
         dumps({"prompt": TASK, "options": {"max_retries": 1}}),
         None,
         None,
-        dumps(result),
+        # as the store's finish writes it: the attempts in their rows, not again in the result
+        dumps(stored_result(result, attempts, ())),
         None if error is None else dumps(error),
         None,
         None,
@@ -265,7 +266,7 @@ def _run(
     )
     return _Run(
         row=row,
-        attempts=[(run_id, a["number"], dumps(a)) for a in attempts],
+        attempts=[(run_id, a["number"], dumps(stored_attempt(a))) for a in attempts],
         events=[(run_id, kind_, dumps({**data, "ts": _ts(at)}), at) for kind_, data, at in events],
         transcript=transcript,
         error=error,

@@ -25,7 +25,17 @@ from agent_coordinator.store.records import (
     RunState,
 )
 from agent_coordinator.store.rollups import Rollups
-from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, dumps, loads, run_record
+from agent_coordinator.store.sql import (
+    RUN_COLUMNS,
+    Cursor,
+    dumps,
+    loads,
+    read_transcript,
+    run_record,
+    stored_attempt,
+    stored_result,
+    stored_transcript,
+)
 from agent_coordinator.store.webhooks import WebhookQueries
 
 __all__ = ["LeaseQueries"]
@@ -149,14 +159,14 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
         found = self._exec(
             cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
         ).fetchone()
-        transcript = loads(found[0]) if found is not None else []
+        transcript = read_transcript(found[0]) if found is not None else []
         recorded = self._exec(
             cursor, "SELECT progress FROM runs WHERE id = ?", (run.id,)
         ).fetchone()
         progress = loads(recorded[0]) if recorded is not None else None
         return Claim(
             run=run,
-            transcript=transcript if isinstance(transcript, list) else [],
+            transcript=transcript,
             progress=progress if isinstance(progress, dict) else None,
         )
 
@@ -240,6 +250,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             which case nothing is written.
         """
         now = time.time()
+        kept = transcript if transcript else ()
+        # The stored result leaves out an error the error column holds, unless the run ends
+        # cancelled (decided by the statement below): then the column holds the cancel's.
+        stored = None if result is None else dumps(stored_result(result, attempts, kept))
+        lean = None if result is None else dumps(stored_result(result, attempts, kept, error))
         cancelled = dumps(
             {
                 "type": "cancelled",
@@ -252,14 +267,16 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
-                "ELSE ? END, result = ?, error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "ELSE ? END, result = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
                 "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
                 f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
                 (
                     status,
-                    None if result is None else dumps(result),
+                    stored,
+                    lean,
                     cancelled,
                     None if error is None else dumps(error),
                     now,
@@ -283,16 +300,18 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 self._exec(
                     cursor,
                     "INSERT INTO attempts (run_id, number, data) VALUES (?, ?, ?)",
-                    (run_id, number, dumps(attempt)),
+                    (run_id, number, dumps(stored_attempt(attempt))),
                 )
             self._insert_events(cursor, run_id, events, now)
+            self._lean_attempt_events(cursor, run_id, attempts)
             self._note_error(cursor, error)
             self._roll_up(cursor, run_id, ended.agent_name, now)
             if transcript:
+                self._keep_earlier_transcripts(cursor, session_id, run_id, transcript)
                 self._exec(
                     cursor,
                     "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? WHERE id = ?",
-                    (status, dumps(list(transcript)), now, session_id),
+                    (status, stored_transcript(transcript), now, session_id),
                 )
             else:
                 self._exec(
@@ -301,6 +320,38 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                     (status, now, session_id),
                 )
         return ended
+
+    def _keep_earlier_transcripts(
+        self, cursor: Cursor, session_id: str, run_id: str, transcript: Sequence[JsonValue]
+    ) -> None:
+        """Give the session's earlier runs their transcripts back where the new one differs.
+
+        An earlier run's result keeps only how many of the session's messages are its
+        transcript; a transcript that does not begin with the session's would change them, so
+        those runs get their own copy first.
+        """
+        row = self._exec(
+            cursor, "SELECT transcript FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        old = read_transcript(row[0]) if row is not None else []
+        if list(transcript[: len(old)]) == old:
+            return
+        rows = self._exec(
+            cursor,
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? AND id <> ? "
+            "AND result IS NOT NULL",
+            (session_id, run_id),
+        ).fetchall()
+        for found in rows:
+            run = run_record(found)
+            length = (run.result or {}).get("transcript")
+            if isinstance(length, int) and run.result is not None:
+                run.result["transcript"] = old[:length]
+                self._exec(
+                    cursor,
+                    "UPDATE runs SET result = ? WHERE id = ?",
+                    (dumps(run.result), run.id),
+                )
 
     def release(self, run_id: str, owner: str) -> bool:
         """Put a run ``owner`` holds back in the queue (a runner shutting down)."""
@@ -369,6 +420,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             ).fetchone()
             assert found is not None
             run = run_record(found)
+            self._complete(cursor, [run], transcripts=True)
             if status == "queued" and run.status == "cancelled":  # cancelled here, not by a runner
                 self._enqueue_webhook(cursor, run, now)
         if run.status in TERMINAL and run.status != "cancelled":  # it ended in the meantime
@@ -429,13 +481,15 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 "WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
                 (run_id, after, limit),
             ).fetchall()
+            data = [loads(row[3]) for row in rows]
+            self._read_events(cursor, run_id, data)
         return [
             EventRecord(
                 id=int(str(row[0])),
                 run_id=str(row[1]),
                 type=str(row[2]),
-                data=cast("dict[str, JsonValue]", loads(row[3])),
+                data=cast("dict[str, JsonValue]", value),
                 created_at=float(str(row[4])),
             )
-            for row in rows
+            for row, value in zip(rows, data, strict=True)
         ]

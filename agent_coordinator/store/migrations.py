@@ -169,5 +169,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        8,
+        # Each thing stored once (``sql.stored_result``, ``stored_attempt``,
+        # ``stored_transcript``): a run's result keeps the number of its attempts and the
+        # length of its transcript instead of copies, and no copy of its answer or error; an
+        # attempt and its event no copy of the raw output's JSON; a tool call no parsed
+        # arguments. The stored rows are rewritten right after (``SqlBase._store_once``).
+        (),
+    ),
 )
 """``(version, statements)``, oldest first."""

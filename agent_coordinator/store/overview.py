@@ -12,11 +12,12 @@ the ones :class:`~agent_coordinator.store.rollups.Rollups` kept as runs ended.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.records import RunRecord
-from agent_coordinator.store.sql import RUN_COLUMNS, run_record
+from agent_coordinator.store.sql import RUN_COLUMNS, Cursor, run_record
 
 __all__ = [
     "COUNT_CAP",
@@ -115,6 +116,14 @@ def _row(row: tuple[object, ...] | list[object]) -> SessionRow:
     )
 
 
+def _rows(store: SqlStore, cursor: Cursor, rows: Sequence[Sequence[object]]) -> list[SessionRow]:
+    """Return rows read as sessions with their latest runs (results without the transcript)."""
+    found = [_row(tuple(row)) for row in rows]
+    latest = [row.latest for row in found if row.latest is not None]
+    store._complete(cursor, latest, transcripts=False)
+    return found
+
+
 def session_rows(
     store: SqlStore, wanted: SessionFilter, *, limit: int, after: int | None = None
 ) -> list[SessionRow]:
@@ -126,7 +135,7 @@ def session_rows(
             f"SELECT {_SESSION}, {_RUN} {_LATEST}{where} ORDER BY s.seq DESC LIMIT ?",
             (*params, limit),
         ).fetchall()
-    return [_row(tuple(row)) for row in rows]
+        return _rows(store, cursor, rows)
 
 
 def count_sessions(store: SqlStore, wanted: SessionFilter, *, cap: int = COUNT_CAP) -> SessionCount:
@@ -180,7 +189,7 @@ def changed_sessions(store: SqlStore, since: float, *, limit: int = 200) -> list
             "ORDER BY s.updated_at LIMIT ?",
             (since, limit),
         ).fetchall()
-    return [_row(tuple(row)) for row in rows]
+        return _rows(store, cursor, rows)
 
 
 def retry_limits(store: SqlStore, run_ids: list[str]) -> dict[str, int]:

@@ -321,6 +321,7 @@ class Rollups(SqlBase):
             )
 
     def _after_migration(self, cursor: Cursor, version: int) -> None:
+        super()._after_migration(cursor, version)
         if version == ROLLUPS_VERSION:
             self._backfill(cursor)
 

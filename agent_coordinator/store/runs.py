@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import cast
+from collections.abc import Sequence
 
 from pydantic import JsonValue
 
@@ -16,6 +16,7 @@ from agent_coordinator.store.sql import (
     SqlBase,
     filters,
     loads,
+    read_attempt,
     run_record,
     session_record,
 )
@@ -56,7 +57,7 @@ class RunQueries(SqlBase):
             row = self._exec(
                 cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?", (key,)
             ).fetchone()
-        return None if row is None else run_record(row)
+            return None if row is None else self._read(cursor, row)
 
     @staticmethod
     def _same_request(existing: RunRecord, new: NewRun) -> RunRecord:
@@ -78,7 +79,7 @@ class RunQueries(SqlBase):
                     (new.idempotency_key,),
                 ).fetchone()
                 if row is not None:
-                    return self._same_request(run_record(row), new), False
+                    return self._same_request(self._read(cursor, row), new), False
             if new.kind == "start_session":
                 self._exec(
                     cursor,
@@ -126,6 +127,12 @@ class RunQueries(SqlBase):
         assert row is not None
         return run_record(row), True
 
+    def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
+        """Return one run read from the ``runs`` table, its result whole (transcript too)."""
+        run = run_record(row)
+        self._complete(cursor, [run], transcripts=True)
+        return run
+
     def _check_resumable(self, cursor: Cursor, session_id: str) -> None:
         row = self._exec(
             cursor, "SELECT status FROM sessions WHERE id = ?", (session_id,)
@@ -150,7 +157,7 @@ class RunQueries(SqlBase):
             row = self._exec(
                 cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
-        return None if row is None else run_record(row)
+            return None if row is None else self._read(cursor, row)
 
     def list_runs(
         self,
@@ -161,7 +168,10 @@ class RunQueries(SqlBase):
         agent_name: str | None = None,
         session_id: str | None = None,
     ) -> list[RunRecord]:
-        """Return runs, newest first, filtered, at most ``limit``, older than seq ``after``."""
+        """Return runs, newest first, filtered, at most ``limit``, older than seq ``after``.
+
+        Their results go without the transcript (:meth:`get_run` gives it).
+        """
         where, params = filters(
             after=after, status=status, agent_name=agent_name, session_id=session_id
         )
@@ -171,7 +181,9 @@ class RunQueries(SqlBase):
                 f"SELECT {RUN_COLUMNS} FROM runs{where} ORDER BY seq DESC LIMIT ?",
                 (*params, limit),
             ).fetchall()
-        return [run_record(row) for row in rows]
+            runs = [run_record(row) for row in rows]
+            self._complete(cursor, runs, transcripts=False)
+        return runs
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """Return the session with this id, or ``None``."""
@@ -206,14 +218,16 @@ class RunQueries(SqlBase):
         return [session_record(row) for row in rows]
 
     def session_runs(self, session_id: str) -> list[RunRecord]:
-        """Return a session's runs, oldest first."""
+        """Return a session's runs, oldest first (results without the transcript)."""
         with self._tx(write=False) as cursor:
             rows = self._exec(
                 cursor,
                 f"SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
-        return [run_record(row) for row in rows]
+            runs = [run_record(row) for row in rows]
+            self._complete(cursor, runs, transcripts=False)
+        return runs
 
     def attempts(self, run_id: str) -> list[dict[str, JsonValue]]:
         """Return a run's attempts (the library's ``Attempt`` as JSON), in order."""
@@ -221,7 +235,7 @@ class RunQueries(SqlBase):
             rows = self._exec(
                 cursor, "SELECT data FROM attempts WHERE run_id = ? ORDER BY number", (run_id,)
             ).fetchall()
-        return [cast("dict[str, JsonValue]", loads(row[0])) for row in rows]
+        return [read_attempt(loads(row[0])) for row in rows]
 
     def count_runs(self, status: str | None = None) -> int:
         """Return how many runs there are (in ``status``, when given)."""

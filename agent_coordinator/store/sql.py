@@ -36,19 +36,33 @@ from agent_core.odd_keys import NOT_READ, surrogate_json
 __all__ = [
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
+    "STORE_ONCE_VERSION",
     "Cursor",
     "SqlBase",
     "dumps",
     "filters",
     "loads",
+    "read_attempt",
+    "read_transcript",
     "run_record",
     "session_record",
+    "stored_attempt",
+    "stored_result",
+    "stored_transcript",
 ]
 
 logger = logging.getLogger(__name__)
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+STORE_ONCE_VERSION = 8
+"""The migration after which a run's result no longer repeats its attempts and transcript."""
+_ELSEWHERE = "stored_elsewhere"
+"""The key of a stored result naming what it leaves out (the library's ``RunResult`` forbids
+keys of its own, so it never has this one)."""
+_CONVERT_BATCH = 500
+"""Runs one statement of the store-once conversion or of :meth:`SqlBase._complete` names."""
 
 _FIRST_PAUSE_S = 0.05
 """The first pause before a transaction that failed on a lost connection is tried again."""
@@ -159,6 +173,128 @@ def run_record(row: Sequence[object]) -> RunRecord:
     )
 
 
+def _same_json(a: JsonValue, b: JsonValue) -> bool:
+    return dumps(a) == dumps(b)
+
+
+def _parsed(raw: JsonValue) -> JsonValue | None:
+    """Return what an attempt's ``raw_output`` parses to as JSON, or ``None`` if it does not."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return loads(raw)
+    except ValueError:
+        return None
+
+
+def stored_attempt(attempt: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """Return an attempt as the ``attempts`` table keeps it: its raw output, not what it parsed to.
+
+    ``parsed`` is left out where it is exactly what ``raw_output`` reads as JSON (it is kept
+    where the JSON was dug out of prose, or nothing parsed); :func:`read_attempt` puts it back.
+    """
+    parsed = attempt.get("parsed")
+    if parsed is None or not _same_json(_parsed(attempt.get("raw_output")), parsed):
+        return attempt
+    return {key: value for key, value in attempt.items() if key != "parsed"}
+
+
+def read_attempt(data: JsonValue) -> dict[str, JsonValue]:
+    """Return an ``attempts`` row's data as the library's ``Attempt`` JSON.
+
+    Args:
+        data: The row's data, as :func:`stored_attempt` left it (``parsed`` may be missing).
+    """
+    attempt = cast("dict[str, JsonValue]", data)
+    if "parsed" not in attempt:
+        attempt["parsed"] = _parsed(attempt.get("raw_output"))
+    return attempt
+
+
+def _calls(message: JsonValue) -> list[dict[str, JsonValue]]:
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+
+
+def stored_transcript(transcript: Sequence[JsonValue]) -> str:
+    """Return a session's transcript as the ``sessions`` table keeps it (JSON text).
+
+    A tool call keeps the text the model sent (``raw_arguments``) and leaves out ``arguments``
+    where that is exactly what the text reads as JSON; :func:`read_transcript` puts it back.
+    """
+    kept: list[JsonValue] = []
+    for message in transcript:
+        calls = _calls(message)
+        if isinstance(message, dict) and calls:
+            lean: list[JsonValue] = []
+            for call in calls:
+                arguments = call.get("arguments")
+                if arguments is not None and _same_json(
+                    _parsed(call.get("raw_arguments")), arguments
+                ):
+                    call = {key: value for key, value in call.items() if key != "arguments"}
+                lean.append(call)
+            message = {**message, "tool_calls": lean}
+        kept.append(message)
+    return dumps(kept)
+
+
+def read_transcript(value: object) -> list[JsonValue]:
+    """Return a ``sessions.transcript`` column as the library's messages (JSON).
+
+    Args:
+        value: The column, as :func:`stored_transcript` wrote it (``arguments`` may be missing).
+    """
+    transcript = loads(value)
+    if not isinstance(transcript, list):
+        return []
+    for message in transcript:
+        for call in _calls(message):
+            if "arguments" not in call:
+                call["arguments"] = _parsed(call.get("raw_arguments"))
+    return transcript
+
+
+def stored_result(
+    result: dict[str, JsonValue],
+    attempts: Sequence[dict[str, JsonValue]],
+    transcript: Sequence[JsonValue],
+    error: JsonValue = None,
+) -> dict[str, JsonValue]:
+    """Return a run's result as the ``runs`` table keeps it: without what is stored elsewhere.
+
+    The attempts live in the ``attempts`` table and the transcript with the session, so each is
+    written once: where the result's ``attempts`` equal the attempt rows, the result keeps their
+    number instead, and leaves out ``result_data`` where it is the last attempt's ``parsed``
+    (named under a key the library's result never has, as what follows is);
+    where its ``transcript`` equals the one the session is given, the result keeps its length
+    (the session's first that many messages); it leaves out its ``error`` where that is the
+    run's ``error`` column. :meth:`SqlBase._complete` puts them back.
+
+    Args:
+        result: The library's ``RunResult`` as JSON.
+        attempts: The attempts written beside it (whole, as the library gives them).
+        transcript: The transcript the session holds after this run.
+        error: What the run's ``error`` column holds.
+    """
+    kept = dict(result)
+    elsewhere: list[JsonValue] = []
+    if attempts and kept.get("attempts") == list(attempts):
+        kept["attempts"] = len(attempts)
+        data = kept.get("result_data")
+        if data is not None and _same_json(attempts[-1].get("parsed"), data):
+            del kept["result_data"]
+            elsewhere.append("result_data")
+    if kept.get("transcript") == list(transcript):
+        kept["transcript"] = len(transcript)
+    if error is not None and kept.get("error") == error:
+        del kept["error"]
+        elsewhere.append("error")
+    if elsewhere:
+        kept[_ELSEWHERE] = elsewhere
+    return kept
+
+
 def session_record(row: Sequence[object]) -> SessionRecord:
     """Return a row of :data:`SESSION_COLUMNS` as a session (built as :func:`run_record` is)."""
     (
@@ -177,7 +313,7 @@ def session_record(row: Sequence[object]) -> SessionRecord:
         seq=cast("int", seq),
         agent_name=cast("str", agent_name),
         status=cast("RunState", status),
-        transcript=cast("list[JsonValue]", loads(transcript)),
+        transcript=read_transcript(transcript),
         parent_session_id=cast("str | None", parent_session_id),
         depth=cast("int", depth),
         created_at=cast("float", created_at),
@@ -342,8 +478,181 @@ class SqlBase(ABC):
             else:
                 return
 
-    def _after_migration(self, cursor: Cursor, version: int) -> None:  # noqa: B027 (a hook)
+    def _after_migration(self, cursor: Cursor, version: int) -> None:
         """Fill what a migration created from the data already stored (in its transaction)."""
+        if version == STORE_ONCE_VERSION:
+            self._store_once(cursor)
+
+    def _store_once(self, cursor: Cursor) -> None:
+        """Keep each thing once: the stored rows rewritten as the store now writes them.
+
+        Each ended run's result drops its copies of its attempts and transcript
+        (:func:`stored_result`), each attempt its ``parsed`` (:func:`stored_attempt`), each
+        ``attempt`` event its raw output (:meth:`_lean_attempt_events`), each
+        session's tool calls their ``arguments`` (:func:`stored_transcript`). Rows are read a
+        batch at a time in ``seq`` order; a copy that differs from what the attempts table or
+        the session holds is kept where it is.
+        """
+        after = 0
+        while True:
+            rows = self._exec(
+                cursor,
+                "SELECT r.seq, r.id, r.result, s.transcript, r.error FROM runs r "
+                "JOIN sessions s ON s.id = r.session_id "
+                "WHERE r.seq > ? AND r.result IS NOT NULL ORDER BY r.seq LIMIT ?",
+                (after, _CONVERT_BATCH),
+            ).fetchall()
+            if not rows:
+                break
+            after = int(str(rows[-1][0]))
+            for _, run_id, raw, session_transcript, run_error in rows:
+                result = loads(raw)
+                messages = read_transcript(session_transcript)
+                if not isinstance(result, dict):
+                    continue
+                attempts = [
+                    (int(str(row[0])), read_attempt(loads(row[1])))
+                    for row in self._exec(
+                        cursor,
+                        "SELECT number, data FROM attempts WHERE run_id = ? ORDER BY number",
+                        (run_id,),
+                    ).fetchall()
+                ]
+                for number, attempt in attempts:
+                    lean = stored_attempt(attempt)
+                    if lean is not attempt:
+                        self._exec(
+                            cursor,
+                            "UPDATE attempts SET data = ? WHERE run_id = ? AND number = ?",
+                            (dumps(lean), run_id, number),
+                        )
+                transcript = result.get("transcript")
+                prefix = messages[: len(transcript)] if isinstance(transcript, list) else messages
+                whole = [attempt for _, attempt in attempts]
+                self._lean_attempt_events(cursor, str(run_id), whole)
+                kept = stored_result(result, whole, prefix, loads(run_error))
+                if kept != result:
+                    self._exec(
+                        cursor, "UPDATE runs SET result = ? WHERE id = ?", (dumps(kept), run_id)
+                    )
+        after = 0
+        while True:
+            rows = self._exec(
+                cursor,
+                "SELECT seq, id, transcript FROM sessions WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, _CONVERT_BATCH),
+            ).fetchall()
+            if not rows:
+                return
+            after = int(str(rows[-1][0]))
+            for _, session_id, text in rows:
+                rewritten = stored_transcript(read_transcript(text))
+                if rewritten != text:
+                    self._exec(
+                        cursor,
+                        "UPDATE sessions SET transcript = ? WHERE id = ?",
+                        (rewritten, session_id),
+                    )
+
+    def _lean_attempt_events(
+        self, cursor: Cursor, run_id: str, attempts: Sequence[dict[str, JsonValue]]
+    ) -> None:
+        """Leave out of a run's stored ``attempt`` events the raw output its attempt rows hold.
+
+        An event whose ``raw_output`` is exactly its attempt's (the analytics sink cuts a long
+        one, which is then kept) drops it; :meth:`_read_events` puts it back.
+
+        Args:
+            cursor: The ending transaction's cursor, after the attempts were written.
+            run_id: The run.
+            attempts: Its attempts, whole, in order.
+        """
+        raws = {number: attempt.get("raw_output") for number, attempt in enumerate(attempts, 1)}
+        rows = self._exec(
+            cursor,
+            "SELECT id, data FROM events WHERE run_id = ? AND type = 'attempt'",
+            (run_id,),
+        ).fetchall()
+        for event_id, data in rows:
+            event = loads(data)
+            if not isinstance(event, dict):
+                continue
+            raw = raws.get(cast("int", event.get("number")))
+            if isinstance(raw, str) and raw and event.get("raw_output") == raw:
+                del event["raw_output"]
+                self._exec(
+                    cursor, "UPDATE events SET data = ? WHERE id = ?", (dumps(event), event_id)
+                )
+
+    def _read_events(self, cursor: Cursor, run_id: str, events: list[JsonValue]) -> None:
+        """Put back into a run's ``attempt`` events (in place) the raw output they left out."""
+        lean = [
+            event
+            for event in events
+            if isinstance(event, dict)
+            and event.get("event") == "attempt"
+            and "raw_output" not in event
+        ]
+        if not lean:
+            return
+        raws = {
+            int(str(number)): read_attempt(loads(data)).get("raw_output")
+            for number, data in self._exec(
+                cursor, "SELECT number, data FROM attempts WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        }
+        for event in lean:
+            assert isinstance(event, dict)
+            event["raw_output"] = raws.get(cast("int", event.get("number")), "")
+
+    def _complete(self, cursor: Cursor, runs: Sequence[RunRecord], *, transcripts: bool) -> None:
+        """Put back into ended runs' results what :func:`stored_result` left out.
+
+        A result is then the library's ``RunResult`` JSON as the runner stored it, key order
+        aside.
+
+        Args:
+            cursor: The reading transaction's cursor.
+            runs: Runs as read from the ``runs`` table; their results are completed in place.
+            transcripts: Also put back each result's transcript (from its session); otherwise
+                a result whose transcript is kept with the session goes without one.
+        """
+        counted = [run for run in runs if isinstance((run.result or {}).get("attempts"), int)]
+        attempts: dict[str, list[dict[str, JsonValue]]] = {run.id: [] for run in counted}
+        for start in range(0, len(counted), _CONVERT_BATCH):
+            chunk = [run.id for run in counted[start : start + _CONVERT_BATCH]]
+            for run_id, data in self._exec(
+                cursor,
+                f"SELECT run_id, data FROM attempts WHERE run_id IN ({', '.join('?' * len(chunk))})"
+                " ORDER BY run_id, number",
+                chunk,
+            ).fetchall():
+                attempts[str(run_id)].append(read_attempt(loads(data)))
+        sessions: dict[str, list[JsonValue]] = {}
+        for run in runs:
+            result = run.result
+            if result is None:
+                continue
+            elsewhere = result.pop(_ELSEWHERE, [])
+            if isinstance(elsewhere, list) and "error" in elsewhere:
+                result["error"] = cast("JsonValue", run.error)
+            if run.id in attempts:
+                whole = attempts[run.id]
+                result["attempts"] = cast("list[JsonValue]", whole)
+                if isinstance(elsewhere, list) and "result_data" in elsewhere:
+                    result["result_data"] = whole[-1].get("parsed") if whole else None
+            length = result.get("transcript")
+            if not isinstance(length, int):
+                continue
+            if not transcripts:
+                del result["transcript"]
+                continue
+            if run.session_id not in sessions:
+                row = self._exec(
+                    cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
+                ).fetchone()
+                sessions[run.session_id] = read_transcript(row[0]) if row is not None else []
+            result["transcript"] = sessions[run.session_id][:length]
 
     def migrate(self) -> int:
         """Create or upgrade the tables, applying every migration not yet recorded.
