@@ -1,0 +1,81 @@
+"""The docs site: every relative link of the README and the docs resolves, the README stays
+short, and ``mkdocs build --strict`` builds the site with a reference of every public name."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+import agentshape
+from tests.doc_blocks import DOCUMENTS, ROOT, name
+
+LINK = re.compile(r"(?<!\!)\[[^\]\n]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```$", re.MULTILINE | re.DOTALL)
+
+
+def _anchors(document: Path) -> set[str]:
+    """The heading ids mkdocs (and GitHub) give ``document``'s headings."""
+    text = FENCE.sub("", document.read_text(encoding="utf-8"))
+    anchors = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).strip().replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+def _links(document: Path) -> list[str]:
+    text = FENCE.sub("", document.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)  # code spans: `[a](b)` is not a link
+    return [target for target in LINK.findall(text) if "://" not in target]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=name)
+def test_every_relative_link_resolves(document: Path) -> None:
+    broken = []
+    for target in _links(document):
+        path, _, anchor = target.partition("#")
+        resolved = (document.parent / unquote(path)).resolve() if path else document
+        if not resolved.exists():
+            broken.append(f"{target}: no {resolved}")
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(f"{target}: no heading #{anchor} in {name(resolved)}")
+    assert not broken, f"{name(document)}: " + "; ".join(broken)
+
+
+def test_the_links_checked_include_the_docs_pages() -> None:
+    readme = _links(ROOT / "README.md")
+    pages = {page.name for page in (ROOT / "docs").glob("*.md")}
+    assert {Path(target.partition("#")[0]).name for target in readme} >= pages - {"index.md"}
+
+
+def test_a_broken_link_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n[ok](#title) [gone](missing.md) [no anchor](page.md#nope)\n")
+    assert _links(page) == ["#title", "missing.md", "page.md#nope"]
+    assert "title" in _anchors(page) and "nope" not in _anchors(page)
+
+
+def test_the_readme_is_at_most_300_lines() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300
+
+
+@pytest.mark.slow  # builds the whole site
+def test_the_site_builds_strict_with_every_public_name(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    reference = (tmp_path / "reference" / "index.html").read_text(encoding="utf-8")
+    shown = set(re.findall(r'id="agentshape\.(\w+)"', reference))
+    assert shown == set(agentshape.__all__) - {"__version__"}
