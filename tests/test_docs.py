@@ -3,6 +3,7 @@ short, and ``mkdocs build --strict`` builds the site with a reference of every p
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -10,9 +11,11 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+import yaml
 
 import agentshape
-from tests.doc_blocks import DOCUMENTS, ROOT, name
+from agentshape import load_agent_config
+from tests.doc_blocks import DOCUMENTS, ROOT, blocks, name
 
 LINK = re.compile(r"(?<!\!)\[[^\]\n]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```$", re.MULTILINE | re.DOTALL)
@@ -58,6 +61,27 @@ def test_a_broken_link_is_found(tmp_path: Path) -> None:
     page.write_text("# Title\n\n[ok](#title) [gone](missing.md) [no anchor](page.md#nope)\n")
     assert _links(page) == ["#title", "missing.md", "page.md#nope"]
     assert "title" in _anchors(page) and "nope" not in _anchors(page)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=name)
+def test_yaml_blocks_parse_and_agent_files_load(document: Path, tmp_path: Path) -> None:
+    for line, code in blocks(document, "yaml"):
+        data = yaml.safe_load(code)
+        assert isinstance(data, dict), f"{name(document)}:{line}"
+        if data.get("schema") == "kb.agent/1":  # a whole agent file: it loads as one
+            path = tmp_path / "agents" / str(data["id"]) / "agent.yml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(code, encoding="utf-8")
+            assert load_agent_config(path).id == data["id"], f"{name(document)}:{line}"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=name)
+def test_json_blocks_parse(document: Path) -> None:
+    for line, code in blocks(document, "json"):
+        try:
+            json.loads(code)
+        except ValueError as error:
+            raise AssertionError(f"{name(document)}:{line}: {error}") from error
 
 
 def test_the_readme_is_at_most_300_lines() -> None:
