@@ -69,6 +69,7 @@ def test_fleet_run_many_runs_every_task_then_skips_them(tmp_path: Path) -> None:
     assert [row.split()[0] for row in rows] == ["standup", "incident", "3"]
 
 
+@pytest.mark.slow  # an `agentshape mcp` process
 def test_mcp_client_over_stdio(tmp_path: Path) -> None:
     out = _run([sys.executable, str(EXAMPLES / "mcp_client.py")], _fleet(tmp_path))
     assert "'name': 'summarizer'" in out
