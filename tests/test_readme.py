@@ -28,4 +28,6 @@ def test_python_examples_run(
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
     for line, code in blocks(document, "python"):
-        exec(compile(code, f"{name(document)}:{line}", "exec"), namespace)
+        # dont_inherit: run as a user's script runs, without this module's __future__ imports
+        # (string annotations would hide a class a Pydantic model refers to).
+        exec(compile(code, f"{name(document)}:{line}", "exec", dont_inherit=True), namespace)
