@@ -84,6 +84,17 @@ def test_json_blocks_parse(document: Path) -> None:
             raise AssertionError(f"{name(document)}:{line}: {error}") from error
 
 
+def test_blocks_of_a_pending_branch_wait_for_its_merge(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```sh\necho runs\n```\n\n"
+        "<!-- pending: some-branch: its examples need that branch -->\n\n"
+        "```sh\nagentshape not-yet\n```\n\n<!-- /pending -->\n\n"
+        "```sh\necho runs too\n```\n"
+    )
+    assert blocks(page, "sh") == [(1, "echo runs\n"), (13, "echo runs too\n")]
+
+
 def test_the_readme_is_at_most_300_lines() -> None:
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 300
