@@ -2,7 +2,8 @@
 """Set-up and checks for agentshape, with nothing but Python installed.
 
     python3 dev.py demo    create .venv, install agentshape, run an agent end to end
-    python3 dev.py test    create .venv, install agentshape[dev], run ruff, mypy --strict, pytest
+    python3 dev.py test    create .venv, install agentshape[dev], run ruff, mypy --strict,
+                           mkdocs build --strict (the docs site), pytest
                            (in two processes); --fast skips the slow tests (PostgreSQL, the
                            browser, service processes, the archives); other arguments go to pytest
     python3 dev.py integration
@@ -26,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PACKAGES = ["agent_contracts", "agent_core", "agent_executor", "agent_coordinator", "agentshape"]
+SITE = ROOT / "site"
+"""Where ``dev.py test`` builds the docs site (``mkdocs build --strict``); ignored by git."""
 
 
 def _bin(name: str) -> str:
@@ -107,12 +110,16 @@ def test_outcome(failed_checks: list[str], tests: int) -> int:
 
 
 def test(args: list[str]) -> int:
-    """Run every check CI runs: lint, format, types, tests (exit code: :func:`test_outcome`)."""
+    """Run every check CI runs: lint, format, types, the docs site, tests.
+
+    The exit code is :func:`test_outcome`'s.
+    """
     ensure_env("dev")
     checks = [
         [_bin("ruff"), "check", "."],
         [_bin("ruff"), "format", "--check", "."],
         [_bin("mypy"), "--strict", *PACKAGES],
+        [_bin("mkdocs"), "build", "--strict", "--quiet", "--site-dir", str(SITE)],
     ]
     failed = [" ".join(step[:2]) for step in checks if _run(*step) != 0]
     tests = _run(_bin("python"), "-m", "pytest", *pytest_arguments(args))

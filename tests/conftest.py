@@ -87,8 +87,8 @@ _SLOW_MODULES = frozenset(
     {
         "test_dashboard_browser",  # chromium
         "test_processes",  # `agentshape serve` and runners as processes
-        "test_readme_shell",  # the README's shell blocks, each in a process
-        "test_readme_types",  # mypy --strict over the README's examples
+        "test_readme_shell",  # the README's and the docs' shell blocks, each in a process
+        "test_readme_types",  # mypy --strict over the README's and the docs' examples
     }
 )
 """Modules whose every test is slow (``python3 dev.py test --fast`` skips them)."""

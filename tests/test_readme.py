@@ -1,26 +1,33 @@
-"""Every ```python example in the README runs as written, in order, sharing one namespace
-(a later example may use names an earlier one in the same section defined)."""
+"""Every ```python example in the README and in each docs page runs as written, in order,
+sharing one namespace per document (a later example may use names an earlier one defined)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+from tests.doc_blocks import DOCUMENTS, ROOT, blocks, name
+
+README = ROOT / "README.md"
 
 
 def _examples() -> list[tuple[int, str]]:
-    text = README.read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
+    return blocks(README, "python")
 
 
-def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    examples = _examples()
-    assert len(examples) >= 3
+def test_readme_and_docs_have_python_examples() -> None:
+    assert len(_examples()) >= 1
+    assert sum(len(blocks(document, "python")) for document in DOCUMENTS) >= 12
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=name)
+def test_python_examples_run(
+    document: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
-    for line, code in examples:
-        exec(compile(code, f"README.md:{line}", "exec"), namespace)
+    for line, code in blocks(document, "python"):
+        # dont_inherit: run as a user's script runs, without this module's __future__ imports
+        # (string annotations would hide a class a Pydantic model refers to).
+        exec(compile(code, f"{name(document)}:{line}", "exec", dont_inherit=True), namespace)

@@ -1,18 +1,19 @@
-"""Every ```sh example in the README after the set-up commands runs as written, offline.
+"""Every ```sh example in the README (after the set-up commands) and in each docs page runs as
+written, offline.
 
-The examples run in order, each in bash, in a scratch project directory holding a copy of the
-fleet (and, beside it, a link to ``../shared`` when the conformance data is there), with the
-installed ``agentshape`` and ``python`` first on ``PATH``, no API keys, and
-``AGENTSHAPE_MODEL=test`` exported as the README's command-line section tells the reader to (so
-the offline test model answers). ``bash`` blocks (installing, activating a virtual environment)
-change the machine and are not run here. A block fails the test when bash exits non-zero; a
+The examples of one document run in order, each in bash, in a scratch project directory of that
+document holding a copy of the fleet (and, beside it, a link to ``../shared`` when the
+conformance data is there), with the installed ``agentshape`` and ``python`` first on ``PATH``,
+no API keys, and ``AGENTSHAPE_MODEL=test`` exported as the command-line docs tell the reader to
+(so the offline test model answers). ``bash`` blocks (installing, activating a virtual
+environment, commands for a real model or a desktop client) change the machine or need what the
+tests do not have, and are not run here. A block fails the test when bash exits non-zero; a
 block that reads ``../shared`` is skipped when the data is absent.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,20 +21,27 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"^```sh\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+from tests.doc_blocks import DOCUMENTS, ROOT, blocks, name
 
 
-def _shell_examples() -> list[tuple[int, str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
-    return blocks[1:]  # the first block is the set-up commands (dev.py) themselves
+def _shell_examples(document: Path) -> list[tuple[int, str]]:
+    found = blocks(document, "sh")
+    if document == ROOT / "README.md":
+        return found[1:]  # the first block is the set-up commands (dev.py) themselves
+    return found
+
+
+def test_readme_and_docs_have_shell_examples() -> None:
+    assert len(_shell_examples(ROOT / "README.md")) >= 2
+    assert sum(len(_shell_examples(document)) for document in DOCUMENTS) >= 15
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_readme_shell_examples_run(tmp_path: Path) -> None:
-    examples = _shell_examples()
-    assert len(examples) >= 5
+@pytest.mark.parametrize("document", DOCUMENTS, ids=name)
+def test_shell_examples_run(document: Path, tmp_path: Path) -> None:
+    examples = _shell_examples(document)
+    if not examples:
+        return
     project = tmp_path / "project"
     shutil.copytree(ROOT / "agents", project / "agents")
     shutil.copytree(ROOT / "bench", project / "bench")  # `python bench/conformance.py ...`
@@ -61,4 +69,4 @@ def test_readme_shell_examples_run(tmp_path: Path) -> None:
             timeout=300,
             check=False,
         )
-        assert done.returncode == 0, f"README.md:{line}\n{done.stdout}\n{done.stderr}"
+        assert done.returncode == 0, f"{name(document)}:{line}\n{done.stdout}\n{done.stderr}"

@@ -82,3 +82,6 @@ def test_the_wheel_and_the_sdist_carry_the_licence(tmp_path: Path) -> None:
         members = archive.getnames()
     top = f"agentshape-{__version__}"
     assert {f"{top}/LICENSE", f"{top}/CHANGELOG.md", f"{top}/pyproject.toml"} <= set(members)
+    # The tests the sdist carries run the docs' and the examples' code.
+    docs = {f"{top}/mkdocs.yml", f"{top}/docs/index.md", f"{top}/examples/extract_pydantic.py"}
+    assert docs <= set(members)
