@@ -28,6 +28,7 @@ from pydantic import JsonValue
 
 from agent_core.gbnf_patterns import pattern_to_gbnf
 from agent_core.grammar_limits import GRAMMAR_FORMATS
+from agent_core.json_values import json_type
 from agent_core.schema_walk import child_path, fragment_keys, resolve_local_ref
 
 __all__ = ["GbnfGrammar", "schema_to_gbnf"]
@@ -452,7 +453,7 @@ class _Compiler:
             values = [
                 v
                 for v in values
-                if _type_of(v) in allowed or (_type_of(v) == "integer" and "number" in allowed)
+                if json_type(v) in allowed or (json_type(v) == "integer" and "number" in allowed)
             ]
         self._beside(
             node, path, "enum" if "enum" in node else "const", checked - {"enum", "const", "type"}
@@ -723,17 +724,3 @@ class _Trie:
 
 def _strings(value: JsonValue) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
-def _type_of(value: JsonValue) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"

@@ -14,7 +14,8 @@ def _is_number(value: JsonValue) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _json_type(value: JsonValue) -> str:
+def json_type(value: JsonValue) -> str:
+    """Return the JSON Schema type of ``value`` (a float with no fraction is an ``integer``)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -31,7 +32,7 @@ def _json_type(value: JsonValue) -> str:
 
 
 def _matches_types(value: JsonValue, types: list[str]) -> bool:
-    kind = _json_type(value)
+    kind = json_type(value)
     return kind in types or (kind == "integer" and "number" in types)
 
 

@@ -39,13 +39,11 @@ from agent_coordinator.api.editor_bodies import (
     AgentWritten,
     ConfigProblemView,
 )
+from agent_coordinator.api.fleet_checks import load_checked, problem_view
 from agent_coordinator.api.views import agent_detail
 from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail, NotFound, Unprocessable
-from agent_coordinator.execution import Execution
-from agent_core.fleet import AGENT_FILE, Fleet, load_fleet
+from agent_core.fleet import AGENT_FILE, Fleet
 from agent_core.loading import load_agent_config
-from agent_executor.providers.resolve import KNOWN_PREFIXES
-from agent_executor.tools import KNOWN_TOOLS
 
 __all__ = ["router"]
 
@@ -55,27 +53,6 @@ _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _ACTIVE = ("queued", "running")
 
 IfMatch = Annotated[str | None, Header(alias="If-Match", max_length=200)]
-
-
-def _load(directory: Path) -> Fleet:
-    return load_fleet(
-        directory,
-        known_tools=Execution.known_tools(KNOWN_TOOLS),
-        known_model_prefixes=KNOWN_PREFIXES,
-    )
-
-
-def _problem(error: ConfigFileError, severity: str) -> ConfigProblemView:
-    return ConfigProblemView.model_validate(
-        {
-            "file": error.source,
-            "line": error.line,
-            "field": error.field,
-            "severity": severity,
-            "message": error.message,
-            "text": error.format_message(),
-        }
-    )
 
 
 def _wanted_version(if_match: str | None) -> str | None:
@@ -111,7 +88,7 @@ def _reload(services: Services, path: Path, before: bytes | None, agent_id: str)
         Unprocessable: ``InvalidRequest`` when the file loads under another id (restored too).
     """
     try:
-        fleet = _load(services.execution.fleet.directory)
+        fleet = load_checked(services.execution.fleet.directory)
     except FleetProblems as error:
         mine = [p for p in error.problems if Path(p.source) == path]
         if mine:
@@ -148,7 +125,7 @@ def _written(services: Services, path: Path, text: str, reloaded: bool) -> Agent
     warnings: list[ConfigProblemView] = []
     if reloaded:
         fleet = services.execution.fleet
-        warnings = [_problem(w, "warning") for w in fleet.warnings if Path(w.source) == path]
+        warnings = [problem_view(w, "warning") for w in fleet.warnings if Path(w.source) == path]
     return AgentWritten(
         **agent_detail(config).model_dump(),
         file=os.fspath(path),
@@ -245,7 +222,7 @@ def _delete(services: Services, name: str, version: str | None) -> None:
         raise BadRequest("ConfigError", f"{path}: the agent was not deleted: {error}") from error
     fleet = services.execution.fleet
     try:
-        services.execution.fleet = _load(fleet.directory)
+        services.execution.fleet = load_checked(fleet.directory)
     except ConfigFileError:
         # another file stops the reload: the running fleet just loses this agent
         services.execution.fleet = Fleet(

@@ -35,7 +35,6 @@ from agent_coordinator.api.bodies import ValidateSchemaRequest
 from agent_coordinator.api.deps import Services, ServicesDep
 from agent_coordinator.api.editor_bodies import (
     AgentSource,
-    ConfigProblemView,
     ContractField,
     FleetState,
     SchemaSave,
@@ -43,39 +42,15 @@ from agent_coordinator.api.editor_bodies import (
     SchemaTextCheck,
     TextFindingView,
 )
+from agent_coordinator.api.fleet_checks import load_checked, problem_view
 from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail, PayloadTooLarge
-from agent_coordinator.execution import Execution
 from agent_coordinator.schema_text import TextOverBudget, line_of_path, parse_schema_text
 from agent_core.dialects import DIALECTS
-from agent_core.fleet import Fleet, load_fleet
 from agent_core.output_tool import build_output_tool
-from agent_executor.providers.resolve import KNOWN_PREFIXES
-from agent_executor.tools import KNOWN_TOOLS
 
 __all__ = ["check_text", "router"]
 
 router = APIRouter(tags=["agents"])
-
-
-def _load(directory: Path) -> Fleet:
-    return load_fleet(
-        directory,
-        known_tools=Execution.known_tools(KNOWN_TOOLS),
-        known_model_prefixes=KNOWN_PREFIXES,
-    )
-
-
-def _problem(error: ConfigFileError, severity: str) -> ConfigProblemView:
-    return ConfigProblemView.model_validate(
-        {
-            "file": error.source,
-            "line": error.line,
-            "field": error.field,
-            "severity": severity,
-            "message": error.message,
-            "text": error.format_message(),
-        }
-    )
 
 
 def _contract_fields(config: AgentConfig) -> list[ContractField]:
@@ -102,25 +77,25 @@ def _fleet_state(services: Services) -> FleetState:
     directory = running.directory
     loaded = list(running.ids)
     try:
-        fleet = _load(directory)
+        fleet = load_checked(directory)
     except FleetProblems as error:
         return FleetState(
             directory=os.fspath(directory),
             valid=False,
             files={name: os.fspath(running.source(name)) for name in running.ids},
-            problems=[_problem(p, "error") for p in error.problems],
+            problems=[problem_view(p, "error") for p in error.problems],
             loaded=loaded,
             contract_fields={c.id: _contract_fields(c) for c in running.configs},
         )
     except ConfigFileError as error:
         return FleetState(
-            directory=os.fspath(directory), valid=False, problems=[_problem(error, "error")]
+            directory=os.fspath(directory), valid=False, problems=[problem_view(error, "error")]
         )
     return FleetState(
         directory=os.fspath(directory),
         valid=True,
         files={name: os.fspath(fleet.source(name)) for name in fleet.ids},
-        problems=[_problem(w, "warning") for w in fleet.warnings],
+        problems=[problem_view(w, "warning") for w in fleet.warnings],
         loaded=loaded,
         contract_fields={config.id: _contract_fields(config) for config in fleet.configs},
     )
@@ -294,7 +269,7 @@ def _save(services: Services, name: str, field: SchemaField, body: SchemaSave) -
     except (OSError, ValueError) as error:
         raise BadRequest("ConfigError", f"{path}: the schema was not saved: {error}") from error
     try:
-        services.execution.fleet = _load(services.execution.fleet.directory)
+        services.execution.fleet = load_checked(services.execution.fleet.directory)
     except FleetProblems as error:
         mine = [p for p in error.problems if Path(p.source) == path]
         if mine:
