@@ -24,14 +24,7 @@ from agent_contracts.errors import ToolExecutionError
 from agent_coordinator.errors import ServiceError
 from agent_coordinator.execution import child_result_text
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord
-from agent_executor.child_sessions import (
-    DESCRIPTION,
-    MAX_CHILDREN,
-    MAX_DEPTH,
-    START_SESSION_PARAMETERS,
-    TOOL_NAME,
-)
-from agent_executor.tools import InputTool
+from agent_executor.child_sessions import MAX_CHILDREN, MAX_DEPTH, TOOL_NAME, StartSessionTool
 
 if TYPE_CHECKING:
     from agent_coordinator.runner import Runner
@@ -39,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_CHILDREN", "MAX_DEPTH", "TOOL_NAME", "StartSession"]
 
 
-class StartSession(InputTool):
+class StartSession(StartSessionTool):
     """The ``agents:start_session`` tool of one parent run.
 
     Args:
@@ -49,34 +42,9 @@ class StartSession(InputTool):
     """
 
     def __init__(self, runner: Runner, parent: RunRecord, depth: int) -> None:
-        super().__init__(
-            name=TOOL_NAME, description=DESCRIPTION, parameters=START_SESSION_PARAMETERS
-        )
+        super().__init__(depth)
         self.runner = runner
         self.parent = parent
-        self.depth = depth
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def call(self, arguments: JsonValue) -> str:
-        """Start the child, run it, and return its result as the parent receives it.
-
-        Raises:
-            ToolExecutionError: The arguments are invalid, a bound is reached, the request is
-                refused (unknown agent, bad parameters or schema), or the child failed.
-        """
-        checked = self.validate_arguments(arguments)
-        self._loop = asyncio.get_running_loop()
-        return await self._start(checked)
-
-    def execute(self, arguments: dict[str, JsonValue]) -> str:
-        """Run :meth:`call` from a worker thread on the parent's event loop.
-
-        Raises:
-            ToolExecutionError: As :meth:`call`; also when no parent loop is known yet.
-        """
-        if self._loop is None:
-            raise ToolExecutionError("the tool has no event loop to run on", tool=self.name)
-        return asyncio.run_coroutine_threadsafe(self._start(arguments), self._loop).result()
 
     async def _start(self, arguments: dict[str, JsonValue]) -> str:
         store = self.runner.store

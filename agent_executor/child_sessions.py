@@ -33,6 +33,7 @@ __all__ = [
     "TOOL_NAME",
     "ChildRunner",
     "LocalStartSession",
+    "StartSessionTool",
     "child_failure_text",
 ]
 
@@ -93,36 +94,28 @@ def child_failure_text(agent_name: str, result: Mapping[str, JsonValue], status:
     return "\n".join(lines)
 
 
-class LocalStartSession(InputTool):
-    """The ``agents:start_session`` tool of one session, running its children in this process.
+class StartSessionTool(InputTool):
+    """The ``agents:start_session`` tool: its name, schema and bounds, its calls on the loop.
+
+    Subclasses say how a child is run (:meth:`_start`): in this process, or by the service.
 
     Args:
-        configs: The fleet's agents by id (looked up when a child starts).
-        run_child: Runs a child agent's request at a depth and returns its result.
         depth: The depth of the session that holds the tool (0 for the one the user started).
     """
 
-    def __init__(
-        self,
-        configs: Callable[[], Mapping[str, AgentConfig]],
-        run_child: ChildRunner,
-        depth: int = 0,
-    ) -> None:
+    def __init__(self, depth: int = 0) -> None:
         super().__init__(
             name=TOOL_NAME, description=DESCRIPTION, parameters=START_SESSION_PARAMETERS
         )
-        self._configs = configs
-        self._run_child = run_child
         self.depth = depth
-        self.started = 0
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def call(self, arguments: JsonValue) -> str:
         """Run the child and return its result as the parent receives it.
 
         Raises:
-            ToolExecutionError: The arguments are invalid, a bound is reached, the agent is
-                unknown, or the child did not complete (with its error type and problems).
+            ToolExecutionError: The arguments are invalid, a bound is reached, the child is
+                refused (unknown agent, bad parameters or schema), or it did not complete.
         """
         checked = self.validate_arguments(arguments)
         self._loop = asyncio.get_running_loop()
@@ -137,6 +130,30 @@ class LocalStartSession(InputTool):
         if self._loop is None:
             raise ToolExecutionError("the tool has no event loop to run on", tool=self.name)
         return asyncio.run_coroutine_threadsafe(self._start(arguments), self._loop).result()
+
+    async def _start(self, arguments: dict[str, JsonValue]) -> str:
+        raise NotImplementedError
+
+
+class LocalStartSession(StartSessionTool):
+    """The ``agents:start_session`` tool of one session, running its children in this process.
+
+    Args:
+        configs: The fleet's agents by id (looked up when a child starts).
+        run_child: Runs a child agent's request at a depth and returns its result.
+        depth: The depth of the session that holds the tool (0 for the one the user started).
+    """
+
+    def __init__(
+        self,
+        configs: Callable[[], Mapping[str, AgentConfig]],
+        run_child: ChildRunner,
+        depth: int = 0,
+    ) -> None:
+        super().__init__(depth)
+        self._configs = configs
+        self._run_child = run_child
+        self.started = 0
 
     async def _start(self, arguments: dict[str, JsonValue]) -> str:
         if self.depth + 1 > MAX_DEPTH:
