@@ -649,19 +649,19 @@ print(asyncio.run(review_async(AsyncClient("http://127.0.0.1:8600"))))
 """
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SERVICE_PAGE = Path(__file__).resolve().parents[1] / "docs" / "service.md"
 
 
 def _readme_client_program() -> str:
-    """The Python program of the README's client example (a ``python - <<'EOF'`` block)."""
-    text = README.read_text(encoding="utf-8")
+    """The Python program of the service page's client example (a ``python - <<'EOF'`` block)."""
+    text = SERVICE_PAGE.read_text(encoding="utf-8")
     [program] = re.findall(r"^python - <<'EOF'\n(.*?)^EOF$", text, re.MULTILINE | re.DOTALL)
     return str(program)
 
 
-def test_a_user_program_and_the_readmes_pass_mypy_strict(tmp_path: Path) -> None:
+def test_a_user_program_and_the_docs_client_example_pass_mypy_strict(tmp_path: Path) -> None:
     (tmp_path / "user_program.py").write_text(USER_PROGRAM, encoding="utf-8")
-    (tmp_path / "readme_client.py").write_text(_readme_client_program(), encoding="utf-8")
+    (tmp_path / "docs_client.py").write_text(_readme_client_program(), encoding="utf-8")
     wrong = USER_PROGRAM.replace("-> Review:", "-> int:")
     (tmp_path / "wrong_program.py").write_text(wrong, encoding="utf-8")
     done = subprocess.run(
