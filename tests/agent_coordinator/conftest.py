@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.agent_coordinator.harness import Postgres, Service, postgres_bin
+from tests.agent_coordinator.harness import Postgres, Service, throwaway_cluster
 
 pytest.importorskip("fastapi", reason="the service needs the server extra")
 
@@ -18,16 +16,7 @@ BACKENDS = ["sqlite", "postgres"]
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed here (apt-get install postgresql); .ci/run does")
-    root = Path(tempfile.mkdtemp(prefix="agentshape-pg-"))
-    try:
-        cluster = Postgres(root)
-    except Exception as error:  # pragma: no cover - depends on the machine
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"PostgreSQL could not be started: {error}")
-    yield cluster
-    cluster.stop()
+    yield from throwaway_cluster("agentshape-pg-")
 
 
 @pytest.fixture(params=BACKENDS)

@@ -6,6 +6,7 @@ temporary directory, run as the ``postgres`` user when the tests run as root).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -13,12 +14,14 @@ import pwd
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import httpx
+import pytest
 import uvicorn
 
 from agent_coordinator.api.app import create_app
@@ -240,3 +243,24 @@ class Postgres:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def throwaway_cluster(prefix: str) -> Iterator[Postgres]:
+    """Yield a PostgreSQL cluster in a new temporary directory, then stop it and remove it.
+
+    Skips the test, saying why, where PostgreSQL is not installed or does not start.
+    """
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed here (apt-get install postgresql); .ci/run does")
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        cluster = Postgres(root)
+    except Exception as error:  # pragma: no cover - depends on the machine
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not be started: {error}")
+    try:
+        yield cluster
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)

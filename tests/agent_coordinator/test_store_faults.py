@@ -6,10 +6,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agent_coordinator.harness import Postgres, free_port, postgres_bin, write_fleet
+from tests.agent_coordinator.harness import Postgres, free_port, throwaway_cluster, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
@@ -64,18 +62,7 @@ def _error(response: httpx.Response) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def own_postgres() -> Iterator[Postgres]:
     """A cluster of this module's own, since its tests stop and start it (a database each)."""
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed here (apt-get install postgresql); .ci/run does")
-    root = Path(tempfile.mkdtemp(prefix="agentshape-pg-restart-"))
-    try:
-        cluster = Postgres(root)
-    except Exception as error:  # pragma: no cover - depends on the machine
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"PostgreSQL could not be started: {error}")
-    yield cluster
-    with contextlib.suppress(subprocess.CalledProcessError):
-        cluster.stop()
-    shutil.rmtree(root, ignore_errors=True)
+    yield from throwaway_cluster("agentshape-pg-restart-")
 
 
 def test_a_postgres_restart_is_survived_without_restarting_the_service(
