@@ -6,7 +6,10 @@ under :class:`~agent_contracts.CallLimits`: at most ``concurrency`` in flight, a
 the model is paused. :class:`LocalCallLimiter` keeps the count in this process; the service's
 store keeps one every runner and ``run-many --database`` share. A 429 pauses the model for
 every worker that shares the limiter for as long as the provider's ``retry-after`` says, and the
-call is made again after the pause.
+call is made again after the pause. The SDK does not retry it as well: a provider that can be
+copied with other SDK retries (``variant(max_retries=0)``) is called through a copy without
+them, and its other transient failures are retried here as its SDK would have, so a 429 costs
+``1 + RATE_LIMIT_RETRIES`` requests, not that many times the SDK's.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import dataclasses
 import secrets
 import time
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from agent_contracts.call_limits import CallLimits
 from agent_contracts.errors import ProviderError
@@ -37,6 +40,10 @@ RATE_LIMIT_RETRIES = 2
 """Times a call answered 429 is made again, each after the shared pause."""
 _WAIT_S = 0.05
 """The pause between two looks for a free slot (a bound on how late a freed slot is taken)."""
+_TRANSIENT_KINDS = frozenset({"provider_timeout", "provider_connection_error"})
+"""Failures without a status that the SDKs retry (beside 408, 409 and 5xx answers)."""
+_BACKOFF_S, _BACKOFF_MAX_S, _RETRY_AFTER_MAX_S = 0.5, 8.0, 60.0
+"""The SDKs' backoff: 0.5 s doubled per retry up to 8 s, or a ``retry-after`` up to 60 s."""
 
 
 def limit_key(provider: Provider) -> str:
@@ -134,6 +141,16 @@ class _Slot:
     in_flight: bool = True
 
 
+@runtime_checkable
+class _SdkRetrying(Protocol):
+    """A provider whose SDK retries its calls, and that can be copied with other retries."""
+
+    @property
+    def max_retries(self) -> int: ...
+
+    def variant(self, *, max_retries: int | None = None) -> Provider: ...
+
+
 class LimitedProvider:
     """A provider whose every call takes a slot of a shared :class:`CallLimiter` first.
 
@@ -145,6 +162,9 @@ class LimitedProvider:
 
     def __init__(self, inner: Provider, limiter: CallLimiter, limits: CallLimits) -> None:
         self.inner = inner
+        # the SDK's own retries would repeat every 429 that this class already repeats
+        self._caller = inner.variant(max_retries=0) if isinstance(inner, _SdkRetrying) else inner
+        self._transient_retries = inner.max_retries if isinstance(inner, _SdkRetrying) else 0
         self.limiter = limiter
         self.limits = limits
         self.name: str = inner.name
@@ -165,19 +185,36 @@ class LimitedProvider:
             ProviderError: What the inner provider raised; a 429 only once its retries are spent.
         """
         key = limit_key(self.inner)
-        attempt = 0
+        limited = transient = 0
         while True:
             slot = await self.limiter.acquire(key, self.limits)
             tokens = 0
             try:
-                reply = await self.inner.request(turn)
+                reply = await self._caller.request(turn)
                 tokens = reply.usage.input_tokens + reply.usage.output_tokens
                 return reply
             except ProviderError as error:
-                if error.status != 429 or attempt >= RATE_LIMIT_RETRIES:
+                if error.status == 429:
+                    if limited >= RATE_LIMIT_RETRIES:
+                        raise
+                    limited += 1
+                    wait = error.retry_after_s
+                    await self.limiter.pause(key, DEFAULT_PAUSE_S if wait is None else wait)
+                    continue
+                if not _transient(error) or transient >= self._transient_retries:
                     raise
-                wait = error.retry_after_s if error.retry_after_s is not None else DEFAULT_PAUSE_S
-                await self.limiter.pause(key, wait)
+                wait = error.retry_after_s
+                if wait is None or wait > _RETRY_AFTER_MAX_S:
+                    wait = min(_BACKOFF_S * 2**transient, _BACKOFF_MAX_S)
+                transient += 1
             finally:
                 await self.limiter.release(key, slot, tokens)
-            attempt += 1
+            await asyncio.sleep(wait)  # out of the slot: a wait for this call alone
+
+
+def _transient(error: ProviderError) -> bool:
+    """Return whether the provider's SDK would have retried ``error`` (not a 429)."""
+    status = error.status
+    if status is None:
+        return error.kind in _TRANSIENT_KINDS
+    return status in (408, 409) or status >= 500

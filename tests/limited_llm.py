@@ -67,6 +67,12 @@ class LimitedLLM:
         self._thread.start()
 
     @property
+    def anthropic_base_url(self) -> str:
+        """The base URL to give the Anthropic SDK (it posts to ``/v1/messages``)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
     def openai_base_url(self) -> str:
         """The base URL to give the OpenAI SDK (``.../v1``)."""
         host, port = self._server.server_address[:2]

@@ -151,6 +151,41 @@ class AnthropicProvider:
         self._client_key = (self._api_key or "", self._auth_token or "", self.base_url, max_retries)
         self._credentials = client.credentials
 
+    @property
+    def max_retries(self) -> int:
+        """The SDK's bounded retries of each call (429, 5xx, 529, timeouts, connection errors)."""
+        return self._max_retries
+
+    def variant(
+        self, *, profile: ProviderProfile | None = None, max_retries: int | None = None
+    ) -> AnthropicProvider:
+        """Return a provider for the same API, model and credentials with other settings.
+
+        Args:
+            profile: The profile the copy sends by (``None``: this one's).
+            max_retries: The copy's SDK retries (``None``: this one's); calls held to shared
+                limits make their own retries with none (see
+                :class:`~agent_executor.call_limits.LimitedProvider`).
+
+        Returns:
+            The new provider (no request is made).
+
+        Raises:
+            ConfigError: The credentials are no longer usable.
+        """
+        # without a key, the copy's SDK client finds the token or credentials this one found
+        return AnthropicProvider(
+            self.model,
+            api_key=self._api_key,
+            base_url=self.base_url,
+            name=self.name,
+            max_retries=self._max_retries if max_retries is None else max_retries,
+            timeout_s=self.timeout_s,
+            thinking_budget=self.thinking_budget,
+            default_max_tokens=self.default_max_tokens,
+            profile=self.profile if profile is None else profile,
+        )
+
     def _new_client(self) -> anthropic.AsyncAnthropic:
         """Return a new SDK client (the TLS context, the costly part, is shared)."""
         return async_client(**self._settings())

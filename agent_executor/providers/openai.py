@@ -130,6 +130,11 @@ class OpenAIProvider:
         self._max_tokens_param = max_tokens_param
         self._stream_usage = True  # ask streams for usage; off once the server refused it
 
+    @property
+    def max_retries(self) -> int:
+        """The SDK's bounded retries of each call (429, 5xx, timeouts, connection errors)."""
+        return self._max_retries
+
     def variant(
         self, *, profile: ProviderProfile | None = None, max_retries: int | None = None
     ) -> OpenAIProvider:
