@@ -72,6 +72,7 @@ class Built:
     failed: int = 0
     retried: int = 0
     resumed: int = 0
+    batched: int = 0
     events: int = 0
     agents: set[str] = field(default_factory=set)
 
@@ -141,6 +142,7 @@ def _run(
     started: float,
     failed: bool,
     retried: bool,
+    batch_id: str | None = None,
 ) -> _Run:
     run_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     answer = _answer(rng)
@@ -183,7 +185,8 @@ def _run(
                     "latency_ms": turns[n - 1],
                     "stop_reason": "tool_calls",
                     "tool_calls": ["submit_result"],
-                },
+                }
+                | ({} if batch_id is None else {"batch_id": batch_id}),
                 clock,
             )
         )
@@ -282,7 +285,14 @@ def _executemany(
         cursor.executemany(store._q(query), rows)
 
 
-def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = None) -> Built:
+def build(
+    store: SqlStore,
+    sessions: int,
+    *,
+    seed: int = 1,
+    now: float | None = None,
+    batched_share: float = 0.0,
+) -> Built:
     """Write ``sessions`` sessions (with their runs, attempts and events) into an empty store.
 
     Args:
@@ -290,6 +300,9 @@ def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = 
         sessions: How many sessions to write.
         seed: The random seed (the same seed builds the same shapes).
         now: The newest session's time (default: the clock).
+        batched_share: The share of runs whose model calls went through a provider batch
+            (their ``model_turn`` events carry a ``batch_id``); with 0 the same seed builds the
+            same store as before there were batches.
 
     Returns:
         What was written.
@@ -323,6 +336,7 @@ def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = 
             for kind in ("start_session", "resume_session") if resumed else ("start_session",):
                 failed = rng.random() < FAILED_SHARE
                 retried = not failed and rng.random() < RETRIED_SHARE
+                batched = batched_share > 0 and rng.random() < batched_share
                 run = _run(
                     rng,
                     session_id=session_id,
@@ -331,8 +345,10 @@ def build(store: SqlStore, sessions: int, *, seed: int = 1, now: float | None = 
                     started=clock,
                     failed=failed,
                     retried=retried,
+                    batch_id=f"batch_{start // BATCH}" if batched else None,
                 )
                 run_rows.append(run.row)
+                built.batched += batched
                 attempt_rows.extend(run.attempts)
                 event_rows.extend(run.events)
                 if run.error is not None:

@@ -6,7 +6,8 @@
 - every error type a run has ended with (the sessions list's filter choices);
 - per agent and UTC day, what ``agentshape analytics``'s review counts of the runs that ended:
   runs, completed, failed by type, first-try valid, rescued, retries and their reasons, tokens,
-  and run and model-call latency as histograms (buckets about 2 % wide, the longest kept exact);
+  runs whose model calls went through a provider batch, and run and model-call latency as
+  histograms (buckets about 2 % wide, the longest kept exact);
   the keyed counts (failures, reasons, buckets) also for all days together, so a review of the
   whole store reads a row per bucket, not one per bucket and day.
 
@@ -54,8 +55,10 @@ _ROWS_PER_INSERT = 100
 _ALL_DAYS = ""
 """The ``day`` of ``rollup_counts`` rows that count every day (before any date, so ``day >= ?``
 leaves them out)."""
-_KINDS = ("failure", "reason", "run_ms", "turn_ms")
-"""What ``rollup_counts`` keeps counts of: failures by type, retry reasons, latency buckets."""
+_KINDS = ("failure", "reason", "run_ms", "turn_ms", "sent")
+"""What ``rollup_counts`` keeps counts of: failures by type, retry reasons, latency buckets,
+and runs by how their model calls were sent (``batch``: through a provider batch; the live
+runs are the others)."""
 _COLUMNS = (
     "runs",
     "completed",
@@ -90,6 +93,7 @@ class _Figures:
     reasons: Counter[str] = field(default_factory=Counter)
     run_ms: Counter[str] = field(default_factory=Counter)
     turn_ms: Counter[str] = field(default_factory=Counter)
+    sent: Counter[str] = field(default_factory=Counter)
     run_max: float | None = None
     turn_max: float | None = None
 
@@ -100,6 +104,7 @@ class _Figures:
             "reason": self.reasons,
             "run_ms": self.run_ms,
             "turn_ms": self.turn_ms,
+            "sent": self.sent,
         }[kind]
 
     def add(self, other: _Figures) -> None:
@@ -109,6 +114,7 @@ class _Figures:
             (self.reasons, other.reasons),
             (self.run_ms, other.run_ms),
             (self.turn_ms, other.turn_ms),
+            (self.sent, other.sent),
         ):
             mine.update(theirs)
         self.run_max = _larger(self.run_max, other.run_max)
@@ -152,6 +158,7 @@ def _run_figures(
         )
         figures.failures.update(agent.failures_by_type)
         figures.reasons.update(agent.retry_reasons)
+        figures.sent["batch"] = agent.batched
         if agent.run_latency.max_ms is not None:
             figures.run_ms[_bucket(agent.run_latency.max_ms)] += 1
             figures.run_max = agent.run_latency.max_ms
@@ -223,6 +230,7 @@ def _agent_review(agent_id: str, figures: _Figures, days: dict[date, Counter[str
         ),
         run_latency=_latency(figures.run_ms, figures.run_max),
         model_latency=_latency(figures.turn_ms, figures.turn_max),
+        batched=figures.sent["batch"],
         days=[
             DayTrend(
                 day=day,

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_coordinator.store import open_store
+from bench.service_scale import build
 from tests.agent_coordinator.harness import Service
 from tests.agent_coordinator.test_dashboard_api import fill_sessions
 from tests.fake_llm import FakeLLM, openai_tool_call
@@ -320,6 +322,27 @@ def test_schemas_and_analytics_pages(dash: Service, page: Page, fake_llm: FakeLL
     start = (datetime.now(UTC) - timedelta(days=7)).date().isoformat()
     expect(page.get_by_test_id("since")).to_have_text(f"from {start} 00:00 UTC")
     shoot(page, "analytics")
+
+
+def test_the_analytics_page_shows_batch_and_live_runs(tmp_path: Path, page: Page) -> None:
+    database = tmp_path / "coordinator.db"
+    store = open_store(database)
+    try:
+        built = build(store, 60, seed=5, batched_share=0.4)
+    finally:
+        store.close()
+    service = Service(tmp_path, str(database), workers=0)
+    try:
+        page.goto(f"{service.url}/analytics?since=")
+        batch_live = page.locator(".stat", has_text="batch / live")
+        expect(batch_live).to_contain_text(f"{built.batched} / {built.runs - built.batched}")
+        reviewer = service.client.get("/reports/analytics", params={"agent": "pr-reviewer"})
+        row = page.get_by_role("row", name=re.compile(r"^pr-reviewer "))
+        expect(row.get_by_role("cell").nth(7)).to_have_text(
+            str(reviewer.json()["overall"]["batched"])
+        )
+    finally:
+        service.close()
 
 
 def test_with_a_token_the_dashboard_asks_once_and_shows_nothing_without_it(

@@ -110,6 +110,26 @@ def test_a_big_store_is_reviewed_as_the_cli_reviews_its_events(
         service.close()
 
 
+def test_runs_through_a_provider_batch_are_counted_as_the_cli_counts_them(
+    database: str, tmp_path: Path
+) -> None:
+    store = open_store(database)
+    try:
+        built = build(store, 120, seed=11, batched_share=0.3)
+    finally:
+        store.close()
+    assert 0 < built.batched < built.runs
+    service = Service(tmp_path, database, workers=0)
+    try:
+        api = service.client.get("/reports/analytics").json()
+        assert api["overall"]["batched"] == built.batched
+        _same(api, _cli_review(tmp_path, _stored_events(service)))
+        reviewer = service.client.get("/reports/analytics", params={"agent": "pr-reviewer"})
+        assert 0 < reviewer.json()["overall"]["batched"] < built.batched
+    finally:
+        service.close()
+
+
 def test_a_store_from_before_the_rollups_is_migrated_with_its_runs_reviewed(
     tmp_path: Path,
 ) -> None:

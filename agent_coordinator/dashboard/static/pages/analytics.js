@@ -5,7 +5,7 @@ const NS = "http://www.w3.org/2000/svg";
 const GREEN = "#2f9e44";
 const RED = "#c92a2a";
 const ORANGE = "#e67700";
-const NARROW = new Set([3, 5, 6, 7]); // table columns hidden on a narrow screen
+const NARROW = new Set([3, 5, 6, 7, 8]); // table columns hidden on a narrow screen
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(NS, tag);
@@ -97,6 +97,8 @@ export async function render(view, _params, signal) {
       stat("tokens", (all.tokens.input + all.tokens.output).toLocaleString("en")),
       stat("latency p50 / p95", `${ms(all.run_latency.p50_ms) || "—"} / ${ms(all.run_latency.p95_ms) || "—"}`),
       stat("still running or lost", String(all.incomplete)),
+      // runs whose model calls went through a provider batch, beside the ones called live
+      stat("batch / live", `${all.batched} / ${all.runs - all.batched}`),
     ),
   );
   if (!review.agents.length) {
@@ -116,7 +118,7 @@ export async function render(view, _params, signal) {
   view.append(
     el("h2", {}, "By agent"),
     el("div", { class: "table-wrap" }, el("table", {},
-      el("thead", {}, el("tr", {}, ["Agent", "Runs", "Success", "First try", "Rescued", "Retries", "Tokens", "p50", "p95"].map((h, i) => el("th", { class: NARROW.has(i) ? "num hide-narrow" : i ? "num" : "" }, h)))),
+      el("thead", {}, el("tr", {}, ["Agent", "Runs", "Success", "First try", "Rescued", "Retries", "Tokens", "Batch", "p50", "p95"].map((h, i) => el("th", { class: NARROW.has(i) ? "num hide-narrow" : i ? "num" : "" }, h)))),
       el("tbody", {}, review.agents.map((a) => el("tr", {},
         el("td", {}, a.agent_id),
         el("td", { class: "num" }, String(a.runs)),
@@ -125,6 +127,7 @@ export async function render(view, _params, signal) {
         el("td", { class: "num" }, String(a.rescued)),
         el("td", { class: "num hide-narrow" }, String(a.retries)),
         el("td", { class: "num hide-narrow" }, (a.tokens.input + a.tokens.output).toLocaleString("en")),
+        el("td", { class: "num hide-narrow" }, String(a.batched)),
         el("td", { class: "num hide-narrow" }, ms(a.run_latency.p50_ms)),
         el("td", { class: "num" }, ms(a.run_latency.p95_ms)),
       )))))
