@@ -3,22 +3,26 @@
 A real run of many turns (the real SDK against the scripted local server, one ``fs_read`` tool
 call a turn) records its progress through the store before each model call, as a runner does;
 the bytes the database writes for each record stay flat as the run grows, and a runner taking
-the run over reads back the progress last recorded, whole.
+the run over reads back the progress last recorded, whole. A store at migration 8 (a run's turns
+in ``runs.progress``) and one written by 0.2.0 are migrated by migration 9 with nothing lost.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from pydantic import JsonValue
 
 from agent_contracts.runs import RunProgress, RunRequest
-from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store, sql
+from agent_coordinator.store.migrations import MIGRATIONS
 from tests.agent_executor.test_run import VALID, agent_for, call, provider_for
 from tests.fake_llm import FakeLLM
 
@@ -57,12 +61,12 @@ class WrittenBytes:
             return int(row[0])
         log = Path(f"{self.database}-wal")
         size = log.stat().st_size if log.exists() else 0
-        connection = sqlite3.connect(self.database)
+        beside = sqlite3.connect(self.database)
         try:
-            busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            checkpoint = beside.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
-            connection.close()
-        assert busy == 0
+            beside.close()
+        assert checkpoint is not None and checkpoint[0] == 0  # not busy: the log was emptied
         return size
 
     def since(self) -> int:
@@ -118,3 +122,162 @@ async def test_each_recorded_turn_writes_about_one_turn_and_a_takeover_reads_the
     taken = store.claim("runner-2", 30)
     assert taken is not None and taken.progress == recorded[-1]
     assert RunProgress.model_validate(taken.progress).steps == TURNS
+
+
+def _at_version(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """Make stores opened from now on migrate only up to ``version`` (as that release did)."""
+    kept = tuple(item for item in MIGRATIONS if item[0] <= version)
+    monkeypatch.setattr("agent_coordinator.store.sql.MIGRATIONS", kept)
+
+
+def _version(store: SqlStore) -> int:
+    with store._tx(write=False) as cursor:
+        row = store._exec(cursor, "SELECT MAX(version) FROM schema_migrations").fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+PROGRESS: dict[str, JsonValue] = {
+    "turns": [
+        {"role": "assistant", "content": "", "tool_calls": [], "tool_results": [], "thinking": []},
+        {"role": "user", "content": "Fix the output.", "tool_calls": [], "tool_results": []},
+    ],
+    "attempts": [{"number": 1, "mode": "tool", "raw_output": "{}", "errors": ["$: bad"]}],
+    "usage": {"input_tokens": 9, "output_tokens": 2, "requests": 1},
+    "steps": 1,
+    "last_output": {},
+    "cannot_force": False,
+    "model_tier": 0,
+}
+"""A run's progress as migration 8's store kept it in ``runs.progress``."""
+
+
+def test_a_store_at_migration_8_keeps_a_run_s_recorded_turns_through_migration_9(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _at_version(monkeypatch, 8)
+    old = open_store(database)
+    try:
+        assert _version(old) == 8
+        for n in (1, 2):
+            old.create_run(
+                NewRun(
+                    id=f"run_{n}",
+                    session_id=f"ses_{n}",
+                    kind="start_session",
+                    agent_name="grader",
+                    input=RunInput(prompt="Grade it."),
+                )
+            )
+        with old._tx() as cursor:  # claimed by a runner now gone, as migration 8 kept it
+            old._exec(
+                cursor,
+                "UPDATE runs SET status = 'running', lease_owner = 'runner-1', "
+                "lease_expires_at = 0, claims = 1, started_at = 1, progress = ? "
+                "WHERE id = 'run_1'",
+                (sql.dumps(PROGRESS),),
+            )
+    finally:
+        old.close()
+    monkeypatch.undo()
+    store = open_store(database)
+    try:
+        assert _version(store) == 9
+        waiting = store.claim("runner-2", 30)  # waiting runs first
+        assert waiting is not None and waiting.run.id == "run_2" and waiting.progress is None
+        taken = store.claim("runner-2", 30)
+        assert taken is not None and taken.run.id == "run_1"
+        assert taken.progress == PROGRESS
+        with store._tx(write=False) as cursor:
+            left = store._exec(
+                cursor, "SELECT COUNT(*) FROM runs WHERE progress IS NOT NULL"
+            ).fetchone()
+        assert left is not None and int(str(left[0])) == 0
+        # a record after the migration continues the moved turns
+        more = dict(PROGRESS, steps=2, turns=[*cast("list[JsonValue]", PROGRESS["turns"])] * 2)
+        assert store.record_progress("run_1", "runner-2", more)
+        assert store.release("run_1", "runner-2")
+        again = store.claim("runner-3", 30)
+        assert again is not None and again.run.id == "run_1" and again.progress == more
+    finally:
+        store.close()
+
+
+STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
+"""A store written by agentshape 0.2.0 (migration 1 only; see test_rollups.py)."""
+TABLES_0_2_0 = ("sessions", "runs", "attempts", "events")
+
+
+def _load_0_2_0(database: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put the 0.2.0 store's rows at ``database``, a store at migration 1 as 0.2.0 made it."""
+    if not database.startswith("postgresql"):
+        shutil.copyfile(STORE_0_2_0, database)
+        return
+    _at_version(monkeypatch, 1)
+    store = open_store(database)
+    source = sqlite3.connect(STORE_0_2_0)
+    try:
+        with store._tx() as cursor:
+            for table in TABLES_0_2_0:
+                found = source.execute(f"SELECT * FROM {table}")
+                columns = [column[0] for column in found.description]
+                marks = ", ".join("?" * len(columns))
+                for row in found:
+                    store._exec(
+                        cursor,
+                        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+                        row,
+                    )
+                key = "id" if table == "events" else "seq"
+                if key in columns:
+                    store._exec(
+                        cursor,
+                        f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+                        f"(SELECT MAX({key}) FROM {table}))",
+                    )
+    finally:
+        source.close()
+        store.close()
+    monkeypatch.undo()
+
+
+def test_a_store_written_by_0_2_0_is_migrated_to_9_with_every_answer_read_back_the_same(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = sqlite3.connect(STORE_0_2_0)
+    try:
+        results = {
+            str(run_id): sql.loads(text)
+            for run_id, text in source.execute("SELECT id, result FROM runs")
+        }
+        statuses = dict(source.execute("SELECT id, status FROM runs").fetchall())
+        transcripts = {
+            str(session_id): sql.loads(text)
+            for session_id, text in source.execute("SELECT id, transcript FROM sessions")
+        }
+        attempts: dict[str, list[JsonValue]] = {}
+        for run_id, data in source.execute(
+            "SELECT run_id, data FROM attempts ORDER BY run_id, number"
+        ):
+            attempts.setdefault(str(run_id), []).append(sql.loads(data))
+        events: dict[str, list[JsonValue]] = {}
+        for run_id, data in source.execute("SELECT run_id, data FROM events ORDER BY id"):
+            events.setdefault(str(run_id), []).append(sql.loads(data))
+    finally:
+        source.close()
+    assert results and transcripts and attempts and events
+    _load_0_2_0(database, monkeypatch)
+    store = open_store(database)
+    try:
+        assert _version(store) == 9
+        for run_id, result in results.items():
+            run = store.get_run(run_id)
+            assert run is not None and run.status == statuses[run_id], run_id
+            assert run.result == result, run_id
+            assert store.attempts(run_id) == attempts.get(run_id, []), run_id
+            assert [event.data for event in store.events_after(run_id)] == events[run_id]
+        for session_id, transcript in transcripts.items():
+            session = store.get_session(session_id)
+            assert session is not None and session.transcript == transcript, session_id
+    finally:
+        store.close()
