@@ -36,6 +36,7 @@ from agent_coordinator.store.sql import (
     stored_result,
     stored_transcript,
 )
+from agent_coordinator.store.turns import TurnLog
 from agent_coordinator.store.webhooks import WebhookQueries
 
 __all__ = ["LeaseQueries"]
@@ -45,8 +46,8 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 
 
-class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
-    """Claims, leases, a run's end (its webhook's delivery, its day's rollup), cancel, events."""
+class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
+    """Claims, leases, recorded turns, a run's end (webhook, day's rollup), cancel, events."""
 
     def claim(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
@@ -103,11 +104,12 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
         row = self._exec(
             cursor,
             "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, "
-            f"lease_expires_at = NULL, progress = NULL WHERE id = ? RETURNING {RUN_COLUMNS}",
+            f"lease_expires_at = NULL WHERE id = ? RETURNING {RUN_COLUMNS}",
             (dumps(error), now, run_id),
         ).fetchone()
         assert row is not None
         run = run_record(row)
+        self._drop_turns(cursor, run_id)
         self._exec(
             cursor,
             "UPDATE sessions SET status = 'failed', updated_at = ? WHERE id = ?",
@@ -160,15 +162,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
         ).fetchone()
         transcript = read_transcript(found[0]) if found is not None else []
-        recorded = self._exec(
-            cursor, "SELECT progress FROM runs WHERE id = ?", (run.id,)
-        ).fetchone()
-        progress = loads(recorded[0]) if recorded is not None else None
-        return Claim(
-            run=run,
-            transcript=transcript,
-            progress=progress if isinstance(progress, dict) else None,
-        )
+        return Claim(run=run, transcript=transcript, progress=self._read_turns(cursor, run.id))
 
     def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
         """Keep the turns a run ``owner`` holds has finished, for a runner taking it over.
@@ -178,18 +172,25 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             owner: The runner's id.
             progress: The run's progress (the library's ``RunProgress`` as JSON).
 
+        Only what ``progress`` adds to the turns recorded before is written
+        (:mod:`~agent_coordinator.store.turns`), so each turn's write is that turn's size.
+
         Returns:
             ``False`` when the lease was lost (another runner has the run, or it has ended),
             in which case nothing is written.
         """
         with self._tx() as cursor:
+            # Locked (on PostgreSQL) so a claim or finish racing the record waits for it.
             row = self._exec(
                 cursor,
-                "UPDATE runs SET progress = ? WHERE id = ? AND lease_owner = ? "
-                "AND status = 'running' RETURNING id",
-                (dumps(progress), run_id, owner),
+                "SELECT id FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
+                f"{self.lock_rows}",
+                (run_id, owner),
             ).fetchone()
-        return row is not None
+            if row is None:
+                return False
+            self._append_turns(cursor, run_id, progress)
+        return True
 
     def renew(self, run_id: str, owner: str, lease_s: float) -> LeaseState:
         """Extend ``owner``'s lease on a run and say whether it was asked to cancel."""
@@ -269,7 +270,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 "UPDATE runs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
                 "ELSE ? END, result = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
                 "error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
-                "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL, progress = NULL "
+                "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
                 f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
@@ -295,6 +296,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             status = ended.status
             session_id = ended.session_id
             self._enqueue_webhook(cursor, ended, now)
+            self._drop_turns(cursor, run_id)
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
             for number, attempt in enumerate(attempts, start=1):
                 self._exec(
@@ -407,6 +409,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                     (now, session_id),
                 )
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
+                self._drop_turns(cursor, run_id)  # a run put back in the queue may have some
                 self._note_error(cursor, {"type": "cancelled"})
                 self._roll_up(cursor, run_id, agent_name, now)
             else:

@@ -178,5 +178,22 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         # arguments. The stored rows are rewritten right after (``SqlBase._store_once``).
         (),
     ),
+    (
+        9,
+        (
+            # A run's recorded turns, one record a row holding only what it adds
+            # (store/turns.py), so a turn's write costs that turn's size, not the whole run's.
+            # ``runs.progress`` is no longer written: what it holds is moved here right after
+            # (``SqlBase._turns_apart``); the column stays, as dropping one needs SQLite 3.35.
+            """CREATE TABLE run_turns (
+                run_id TEXT NOT NULL,
+                number INTEGER NOT NULL,
+                turns INTEGER NOT NULL,
+                attempts INTEGER NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (run_id, number)
+            )""",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

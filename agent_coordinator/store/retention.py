@@ -17,7 +17,7 @@ from agent_coordinator.store.sql import Cursor, SqlBase
 
 __all__ = ["RUN_TABLES", "PruneBatch", "RetentionQueries"]
 
-RUN_TABLES: tuple[str, ...] = ("attempts", "events", "webhook_deliveries")
+RUN_TABLES: tuple[str, ...] = ("attempts", "events", "run_turns", "webhook_deliveries")
 """The tables whose rows belong to a run (a ``run_id`` column), deleted with the run; a table
 added later that is keyed by run is one more name here."""
 
