@@ -34,8 +34,7 @@ from agent_contracts.runs import (
     merge_options,
     options_from_env,
 )
-from agent_core.contract import OutputContract
-from agent_core.contract_resolution import resolve_contract
+from agent_core.contract import OutputContract, resolve_contract
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema

@@ -27,8 +27,7 @@ from pydantic import BaseModel, JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunOptions, RunRequest, merge_options
 from agent_contracts.validation import ValidationIssue
-from agent_core.contract import OutputContract
-from agent_core.contract_resolution import resolve_contract
+from agent_core.contract import OutputContract, resolve_contract
 from agent_core.dialects import Dialect
 from agent_core.gbnf_grammar import schema_to_gbnf
 from agent_core.json_text import dump_json
