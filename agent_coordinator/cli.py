@@ -38,7 +38,7 @@ from agent_executor.tools import KNOWN_TOOLS
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-    from agent_coordinator.api.deps import Services
+    from agent_coordinator.service.services import Services
 
 # FastAPI and uvicorn (the ``server`` extra) are imported by ``serve`` itself, so adding these
 # commands to ``agentshape`` costs nothing and works without the extra until ``serve`` is run.
@@ -314,7 +314,7 @@ def _model_problems(execution: Execution) -> str:
 
 
 def _services(args: argparse.Namespace) -> Services:
-    from agent_coordinator.api.deps import Limits, Services
+    from agent_coordinator.service.services import Limits, Services
 
     store, execution = _open(args)
     services = Services(
@@ -424,8 +424,8 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve the API until interrupted; print where it listens, the fleet and the database."""
     _need_server("serve")
     _log_to(err)
-    from agent_coordinator.api import AllowedHosts
     from agent_coordinator.api.app import create_app
+    from agent_coordinator.service.hosts import AllowedHosts
 
     services = _services(args)
     services.webhooks, webhooks = _webhooks(args)
@@ -480,8 +480,8 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _need_server("mcp", "server,mcp")
     import anyio
 
-    from agent_coordinator.api import AllowedHosts
     from agent_coordinator.mcp_server import build_mcp_server, mcp_app
+    from agent_coordinator.service.hosts import AllowedHosts
 
     services = _services(args)
     if args.http:
