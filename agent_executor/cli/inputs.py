@@ -25,8 +25,7 @@ from agent_core.json_text import parse_json, unencodable
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_core.schema_checker import META_SCHEMA_FAULT
-from agent_core.schema_checks import check_output_schema
+from agent_core.schema_checks import META_SCHEMA_FAULT, check_output_schema
 from agent_core.user_files import read_user_file
 
 __all__ = [
