@@ -20,6 +20,7 @@ The module also exposes the small schema-walking vocabulary the provider dialect
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import jsonschema_rs
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent_contracts.config import suggest_key
 from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
+from agent_contracts.suggest import did_you_mean
 from agent_core.caches import SchemaCache, schema_cache
 from agent_core.error_messages import ErrorContext, meta_schema_fault
 from agent_core.json_paths import format_path
@@ -41,18 +43,6 @@ from agent_core.json_values import (
 )
 from agent_core.meta_schema import meta_documents, meta_validator
 from agent_core.schema_documents import schema_draft, schema_hash
-from agent_core.schema_keywords import (
-    _BOUND_PAIRS,
-    _DRAFT_2019_ONLY,
-    _FOREIGN_KEYWORDS,
-    _QUIET_KEYWORDS,
-    _TYPE_KEYWORDS,
-    _TYPE_SUGGESTIONS,
-    JSON_TYPES,
-    KNOWN_FORMATS,
-    KNOWN_KEYWORDS,
-)
-from agent_core.schema_lookup import _definition_names, _did_you_mean, _ref_at
 from agent_core.schema_walk import child_path, offline_validator, resolve_local_ref, subschemas
 
 __all__ = [
@@ -64,6 +54,100 @@ __all__ = [
     "check_output_schema",
     "ensure_output_schema",
 ]
+
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+"""The seven JSON Schema type names."""
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+KNOWN_FORMATS = frozenset(
+    _words(
+        "date date-time duration email hostname idn-email idn-hostname ipv4 ipv6 iri iri-reference "
+        "json-pointer regex relative-json-pointer time uri uri-reference uri-template uuid"
+    )
+)
+"""Formats defined by draft-07 and 2019-09/2020-12; validators do not check others."""
+
+
+_DRAFT_2019_ONLY = frozenset(
+    _words(
+        "$anchor $dynamicAnchor $dynamicRef $recursiveAnchor $recursiveRef $vocabulary "
+        "contentSchema dependentRequired dependentSchemas deprecated maxContains minContains "
+        "prefixItems unevaluatedItems unevaluatedProperties"
+    )
+)
+
+
+KNOWN_KEYWORDS = _DRAFT_2019_ONLY | frozenset(
+    _words(
+        "$comment $defs $id $ref $schema additionalItems additionalProperties allOf anyOf const "
+        "contains contentEncoding contentMediaType default definitions dependencies description "
+        "else enum examples exclusiveMaximum exclusiveMinimum format id if items maxItems "
+        "maxLength maxProperties maximum minItems minLength minProperties minimum multipleOf "
+        "not oneOf pattern patternProperties properties propertyNames readOnly required then "
+        "title type uniqueItems writeOnly"
+    )
+)
+"""Every keyword of JSON Schema drafts 4 to 2020-12."""
+
+
+_FOREIGN_KEYWORDS = {
+    "nullable": 'OpenAPI\'s `nullable` is not JSON Schema; add "null" to `type` instead',
+    "optional": "JSON Schema has no `optional`; leave the name out of the parent's `required`",
+    "example": "`example` is OpenAPI; JSON Schema uses `examples` (a list)",
+}
+
+
+_QUIET_KEYWORDS = frozenset({"discriminator"})
+
+
+_TYPE_SUGGESTIONS = {
+    "bool": "boolean",
+    "dict": "object",
+    "double": "number",
+    "float": "number",
+    "int": "integer",
+    "list": "array",
+    "map": "object",
+    "none": "null",
+    "str": "string",
+    "text": "string",
+}
+
+
+_TYPE_KEYWORDS: dict[str, frozenset[str]] = {
+    "string": frozenset(_words("minLength maxLength pattern contentEncoding contentMediaType")),
+    "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
+    "array": frozenset(
+        _words(
+            "items additionalItems prefixItems contains minItems maxItems uniqueItems minContains "
+            "maxContains unevaluatedItems"
+        )
+    ),
+    "object": frozenset(
+        _words(
+            "properties patternProperties additionalProperties required minProperties "
+            "maxProperties propertyNames dependencies dependentRequired dependentSchemas "
+            "unevaluatedProperties"
+        )
+    ),
+}
+
+
+_BOUND_PAIRS = (
+    ("minimum", "maximum", False),
+    ("exclusiveMinimum", "maximum", True),
+    ("minimum", "exclusiveMaximum", True),
+    ("exclusiveMinimum", "exclusiveMaximum", True),
+    ("minLength", "maxLength", False),
+    ("minItems", "maxItems", False),
+    ("minProperties", "maxProperties", False),
+    ("minContains", "maxContains", False),
+)
+
 
 Severity = Literal["error", "warning"]
 """How bad a finding is: ``error`` makes the schema unusable, ``warning`` is probably a mistake."""
@@ -531,3 +615,25 @@ class _Checker:
             keyword = parts[-1] if parts and isinstance(parts[-1], str) else None
             path = format_path(parts[:-1] if keyword is not None else parts)
             self.add(path, "error", f"{detail} {META_SCHEMA_FAULT}", keyword)
+
+
+def _ref_at(schema: JsonValue, path: str) -> str:
+    for here, node in subschemas(schema):
+        if here == path and isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            return str(node["$ref"])
+    return ""
+
+
+def _definition_names(root: JsonValue) -> list[str]:
+    names: list[str] = []
+    if isinstance(root, dict):
+        for container in ("$defs", "definitions"):
+            defs = root.get(container)
+            if isinstance(defs, dict):
+                names.extend(defs)
+    return names
+
+
+def _did_you_mean(word: str, candidates: Mapping[str, object] | frozenset[str] | list[str]) -> str:
+    # Keyword typos are only warnings and must not fire on a custom keyword: a strict cutoff.
+    return did_you_mean(word, candidates, cutoff=0.75)
