@@ -37,8 +37,7 @@ from agent_core.extract import extract_json
 from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
 from agent_core.output_validation import json_form, validate_as_json, validate_output
 from agent_core.schema_checks import ensure_output_schema
-from agent_core.schema_classes import build_accepted
-from agent_core.schema_model import compile_schema, model_from_schema, schema_hash
+from agent_core.schema_model import build_accepted, compile_schema, model_from_schema, schema_hash
 
 logger = logging.getLogger(__name__)
 
