@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR
-from agent_executor.cli.inputs import EXIT_OK, Subcommands, UsageError
+from agent_executor.cli.commands import EXIT_OK, Subcommands, UsageError
 from agent_executor.review import format_review_table, parse_since, review, write_review_html
 
 __all__ = ["register"]

@@ -38,14 +38,10 @@ from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
 from agent_executor.child_sessions import TOOL_NAME
 from agent_executor.cli.agents import start_session_tool, unoffered_tools_note
+from agent_executor.cli.commands import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
+from agent_executor.cli.flags import add_agent_arguments, add_schema_arguments
 from agent_executor.cli.inputs import (
-    EXIT_OK,
-    EXIT_RUN_FAILED,
     CallerSchema,
-    Subcommands,
-    UsageError,
-    add_agent_arguments,
-    add_schema_arguments,
     caller_schema,
     load_agent,
     parse_param,
