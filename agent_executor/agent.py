@@ -58,7 +58,7 @@ from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.run import RunOutcome, TurnRecorder
 from agent_executor.stream_events import StreamEvent
-from agent_executor.stream_run import stream_events
+from agent_executor.stream_relay import stream_events
 from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
 
