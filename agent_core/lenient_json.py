@@ -464,6 +464,12 @@ def decode_inner(value: str) -> JsonValue:
 
     This reads a double-encoded reply such as ``"{\"a\": 1}"``; only objects and arrays count,
     and only strict JSON (one repair on top of another would be a guess).
+
+    Args:
+        value: A decoded JSON string.
+
+    Returns:
+        The object or array it holds, or ``None``.
     """
     inner = value.strip()
     if inner[:1] not in ("{", "["):

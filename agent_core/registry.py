@@ -109,6 +109,11 @@ def check_schema_name(name: str, *, path: str = "<registry>") -> str:
 def check_description(description: str | None, *, path: str, name: str) -> None:
     """Refuse a description that is not UTF-8 text (bytes that were not, read as surrogates).
 
+    Args:
+        description: The description, if any.
+        path: The registry file, named in the error.
+        name: The schema's name, named in the error.
+
     Raises:
         SchemaRegistryError: It is not UTF-8 text.
     """

@@ -87,7 +87,15 @@ def generate_value(schema: JsonValue, *, rng: random.Random | None = None) -> Js
 
 
 def invalid_value(schema: JsonValue, valid: JsonValue) -> JsonValue:
-    """Return a value that breaks ``schema`` (derived from ``valid`` when possible)."""
+    """Return a value that breaks ``schema`` (derived from ``valid`` when possible).
+
+    Args:
+        schema: The JSON Schema.
+        valid: A value that meets it.
+
+    Returns:
+        A value the schema rejects.
+    """
     candidates: list[JsonValue] = []
     if isinstance(valid, dict) and valid:
         required = schema.get("required") if isinstance(schema, dict) else None

@@ -211,7 +211,12 @@ _NOT_CALLED = "output_tool_not_called"
 
 
 def rate(part: int, whole: int) -> float | None:
-    """Return ``part / whole``, or ``None`` when ``whole`` is 0."""
+    """Return ``part / whole``, or ``None`` when ``whole`` is 0.
+
+    Args:
+        part: The count of the runs that did it.
+        whole: The count of the runs.
+    """
     return part / whole if whole else None
 
 

@@ -41,6 +41,12 @@ __all__ = [
 def parse_param(text: str) -> tuple[str, JsonValue]:
     """Parse ``key=value``; the value is read as JSON when it parses, else kept as a string.
 
+    Args:
+        text: One ``--param`` value.
+
+    Returns:
+        The key and the value.
+
     Raises:
         UsageError: No ``=``, an empty key, bytes that are not UTF-8, or unusable JSON (NaN...).
     """
@@ -60,6 +66,13 @@ def parse_param(text: str) -> tuple[str, JsonValue]:
 
 def find_agent_file(agent: str, agents_dir: Path) -> Path:
     """Return the ``agent.yml`` for an agent id in ``agents_dir`` or a path to a file.
+
+    Args:
+        agent: An agent id, a path to an ``agent.yml``, or a directory holding one.
+        agents_dir: The fleet's directory.
+
+    Returns:
+        The agent file's path.
 
     Raises:
         UsageError: Neither exists; the message lists the ids that do.
@@ -231,6 +244,13 @@ def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema
     Inline first, then named, then the agent's default; an agent's own ``output_schema`` is its
     contract and is never replaced, so giving either flag for such an agent is an error (checked
     before the registry is read).
+
+    Args:
+        args: The parsed command line.
+        config: The agent.
+
+    Returns:
+        The schema the caller picked, if any, as ``Agent.run`` arguments.
 
     Raises:
         ConfigError: The agent has its own output contract and a flag tried to replace it.
