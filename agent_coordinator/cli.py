@@ -38,7 +38,7 @@ from agent_executor.tools import KNOWN_TOOLS
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-    from agent_coordinator.api.deps import Services
+    from agent_coordinator.service.services import Services
 
 # FastAPI and uvicorn (the ``server`` extra) are imported by ``serve`` itself, so adding these
 # commands to ``agentshape`` costs nothing and works without the extra until ``serve`` is run.
@@ -314,7 +314,7 @@ def _model_problems(execution: Execution) -> str:
 
 
 def _services(args: argparse.Namespace) -> Services:
-    from agent_coordinator.api.deps import Limits, Services
+    from agent_coordinator.service.services import Limits, Services
 
     store, execution = _open(args)
     services = Services(
@@ -405,10 +405,11 @@ def _settle(execution: Execution) -> None:
     """Import the providers' SDKs now, then keep the garbage collector out of the way.
 
     Everything made so far (modules, SDK types, the fleet, the app) lives as long as the
-    process; frozen, it is no longer walked by every full collection. A run allocates some 500
-    containers, almost all freed by reference counting, so a young collection every 700 (the
-    default) ran more than once a run: every 50,000 it runs about once per 100 runs. Together
-    this took the collector from about a tenth of the service's CPU to a thirtieth.
+    process, so it is frozen out of full collections. A run's containers are almost all freed
+    by reference counting, so young collections start at 50,000 allocations, not 700.
+
+    Args:
+        execution: The service's execution, whose providers are warmed.
     """
     execution.warm()
     gc.collect()
@@ -424,8 +425,8 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve the API until interrupted; print where it listens, the fleet and the database."""
     _need_server("serve")
     _log_to(err)
-    from agent_coordinator.api import AllowedHosts
     from agent_coordinator.api.app import create_app
+    from agent_coordinator.service.hosts import AllowedHosts
 
     services = _services(args)
     services.webhooks, webhooks = _webhooks(args)
@@ -480,8 +481,8 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _need_server("mcp", "server,mcp")
     import anyio
 
-    from agent_coordinator.api import AllowedHosts
     from agent_coordinator.mcp_server import build_mcp_server, mcp_app
+    from agent_coordinator.service.hosts import AllowedHosts
 
     services = _services(args)
     if args.http:

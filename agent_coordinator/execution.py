@@ -48,7 +48,7 @@ from agent_coordinator.errors import (
 from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.store.records import RunInput
 from agent_core.compiled_schema import compile_schema
-from agent_core.contract_resolution import resolve_contract
+from agent_core.contract import resolve_contract
 from agent_core.fleet import Fleet
 from agent_core.output_validation import issues_from_pydantic
 from agent_core.registry import SchemaRegistry

@@ -43,10 +43,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_contracts.version import __version__
-from agent_coordinator.api.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
-from agent_coordinator.api.deps import Services, bearer_matches
-from agent_coordinator.api.hosts import AllowedHosts, HostGuard
-from agent_coordinator.api.views import agent_detail, agent_summary, result_event, session_result
 from agent_coordinator.errors import (
     ErrorDetail,
     NotFound,
@@ -55,8 +51,17 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+from agent_coordinator.service.bodies import AgentSummary, RunCreate, SchemaSummary, SessionResult
+from agent_coordinator.service.hosts import AllowedHosts, HostGuard
 from agent_coordinator.service.lifespan import serving
 from agent_coordinator.service.runs import submit_run, wait_for_end
+from agent_coordinator.service.services import Services, bearer_matches
+from agent_coordinator.service.views import (
+    agent_detail,
+    agent_summary,
+    result_event,
+    session_result,
+)
 from agent_coordinator.store.records import TERMINAL, RunRecord
 
 __all__ = ["AgentList", "SchemaList", "TokenGuard", "build_mcp_server", "mcp_app", "mcp_route"]
@@ -321,7 +326,7 @@ def mcp_route(services: Services) -> tuple[Route, StreamableHTTPSessionManager]:
 
     The route checks the services' token as the API does; the caller must run the session
     manager (``async with manager.run()``) while the app serves, start the runners, and guard
-    the ``Host`` with :class:`~agent_coordinator.api.hosts.HostGuard` (the SDK's own check is
+    the ``Host`` with :class:`~agent_coordinator.service.hosts.HostGuard` (the SDK's own check is
     off, so one check with one ``--allowed-host`` list serves the API and ``/mcp`` alike).
 
     Args:

@@ -30,9 +30,10 @@ from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord
 from agent_core.fleet import load_fleet
 from agent_core.registry import SchemaRegistry
-from agent_executor.cli.inputs import UsageError, parse_param
+from agent_executor.cli.commands import UsageError
+from agent_executor.cli.flags import run_options
+from agent_executor.cli.inputs import parse_param
 from agent_executor.cli.main import write_result
-from agent_executor.cli.option_flags import run_options
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS
 

@@ -1,10 +1,16 @@
-"""The output contract a run enforces, resolved once from the agent and the request.
+"""The output contract a run enforces: built, bound to a provider and judging each attempt.
 
-:func:`agent_core.contract_resolution.resolve_contract` picks and builds it.
+:func:`resolve_contract` picks a run's :class:`OutputContract` from the agent and the request:
+the agent's own contract (its ``output_schema``, or a Pydantic class) wins and no caller can
+replace it; otherwise the caller's inline schema, else a registered one, else the agent's
+``default_output_schema``. A schema's contract is built once (compiled, checked, its model and
+its output tool) and kept in a bounded cache.
 
 A contract is a JSON Schema (checked against its draft's meta-schema and compiled once) or a
 Pydantic class. Either way it judges a value the same way for every output mode: a list of
 ``ValidationIssue``, empty when the value meets it, and builds the typed output object.
+:meth:`OutputContract.bind` ties it to one provider's profile (:class:`BoundContract`), and each
+judgement is a :class:`Verdict`.
 """
 
 from __future__ import annotations
@@ -13,27 +19,95 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import cast
 
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts.errors import NoJSONFoundError
+from agent_contracts.config import AgentConfig
+from agent_contracts.errors import ConfigError, NoJSONFoundError
 from agent_contracts.messages import ToolCall
 from agent_contracts.profiles import ProviderProfile
-from agent_contracts.runs import JsonSchema, SchemaSource
+from agent_contracts.runs import JsonSchema, RunErrorType, SchemaSource
 from agent_contracts.tools import ResponseFormat, ToolDefinition
 from agent_contracts.validation import ValidationIssue
-from agent_core.bound_contract import BoundContract
+from agent_core.caches import SchemaCache, schema_cache
 from agent_core.dialects import Dialect
 from agent_core.extract import extract_json
-from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool
-from agent_core.output_validation import validate_as_json
-from agent_core.schema_classes import build_accepted
-from agent_core.verdict import CUT_OFF, Verdict
-from agent_core.verdict import whole_reply_issue as _issue
+from agent_core.output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
+from agent_core.output_validation import json_form, validate_as_json, validate_output
+from agent_core.schema_checks import ensure_output_schema
+from agent_core.schema_model import build_accepted, compile_schema, model_from_schema, schema_hash
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CUT_OFF", "BoundContract", "OutputContract", "Verdict"]
+__all__ = [
+    "CUT_OFF",
+    "BoundContract",
+    "OutputContract",
+    "Verdict",
+    "resolve_contract",
+    "whole_reply_issue",
+]
+
+
+CUT_OFF = (
+    "the reply was cut off by the max_tokens limit before it was complete; "
+    "send a shorter, complete answer"
+)
+"""The problem reported for a reply the ``max_tokens`` limit cut short (never recovered)."""
+
+
+def whole_reply_issue(message: str, keyword: str | None = None) -> ValidationIssue:
+    """Return a problem with the reply as a whole (path ``$``).
+
+    Args:
+        message: What is wrong.
+        keyword: The schema keyword or rule that failed, when there is one.
+    """
+    return ValidationIssue(path="$", message=message, keyword=keyword)
+
+
+@dataclass
+class Verdict:
+    """One attempt's judgement: what the model sent, what it parsed to, what is wrong with it.
+
+    Attributes:
+        raw: Exactly what the model sent (tool arguments or reply text).
+        value: The value judged, in the designer's shape; ``None`` when nothing parsed.
+        errors: Every problem; empty when the value meets the contract.
+        recovered: Whether the value had to be dug out of surrounding text.
+        failure: The run error type this attempt would fail the run with.
+    """
+
+    raw: str
+    value: JsonValue = None
+    errors: list[ValidationIssue] = field(default_factory=list)
+    recovered: bool = False
+    failure: RunErrorType = "output_schema_validation_failed"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the attempt met the contract."""
+        return not self.errors
+
+    @staticmethod
+    def merge(verdicts: list[Verdict]) -> Verdict:
+        """Fold one turn's failed verdicts into one attempt, each error stated once.
+
+        The raw output and value are the last schema failure's (the last verdict's when all
+        are wrong-tool calls); the failure type is ``output_tool_not_called`` only when every
+        verdict is one.
+        """
+        if len(verdicts) == 1:
+            return verdicts[0]
+        errors: list[ValidationIssue] = []
+        for verdict in verdicts:
+            errors += [e for e in verdict.errors if e not in errors]
+        schema_failures = [v for v in verdicts if v.failure != "output_tool_not_called"]
+        last = schema_failures[-1] if schema_failures else verdicts[-1]
+        failure: RunErrorType = last.failure if schema_failures else "output_tool_not_called"
+        return Verdict(raw=last.raw, value=last.value, errors=errors, failure=failure)
 
 
 @dataclass(frozen=True)
@@ -146,7 +220,9 @@ class OutputContract:
         value = self.unwrap(value, dialect)
         errors = self.issues(value)
         if value is None and not errors:  # a run's result_data cannot be null
-            errors = [_issue("null is not a result: send the result value itself", "type")]
+            errors = [
+                whole_reply_issue("null is not a result: send the result value itself", "type")
+            ]
         if not errors and self._json_form is not None:
             value = self._json_form(value)  # "3" judged as an int is the result 3
         return Verdict(raw=raw, value=value, errors=errors)
@@ -182,14 +258,18 @@ class OutputContract:
             The verdict.
         """
         if cut_off:
-            return Verdict(raw=text, errors=[_issue(CUT_OFF)], failure="output_truncated")
+            return Verdict(
+                raw=text, errors=[whole_reply_issue(CUT_OFF)], failure="output_truncated"
+            )
         try:
             value = json.loads(text)
         except ValueError:
             if not extract and not strict_json_only:
                 return Verdict(
                     raw=text,
-                    errors=[_issue("the reply is not valid JSON; send only the JSON value")],
+                    errors=[
+                        whole_reply_issue("the reply is not valid JSON; send only the JSON value")
+                    ],
                     failure="no_json_found",
                 )
         else:
@@ -207,12 +287,14 @@ class OutputContract:
             try:
                 best = extract_json(text, None)
             except NoJSONFoundError:
-                return Verdict(raw=text, errors=[_issue(exc.message)], failure="no_json_found")
+                return Verdict(
+                    raw=text, errors=[whole_reply_issue(exc.message)], failure="no_json_found"
+                )
             if strict_json_only:
                 return Verdict(
                     raw=text,
                     value=best,
-                    errors=[_issue(exc.message)],
+                    errors=[whole_reply_issue(exc.message)],
                     failure="strict_json_only_violated",
                 )
             return self.judge_value(text, best, dialect)
@@ -242,7 +324,7 @@ class OutputContract:
         if call.arguments is not None or call.parse_error is None:
             return self.judge_value(raw, call.arguments, dialect)
         if cut_off:
-            return Verdict(raw=raw, errors=[_issue(CUT_OFF)], failure="output_truncated")
+            return Verdict(raw=raw, errors=[whole_reply_issue(CUT_OFF)], failure="output_truncated")
         if extract:
             try:
                 value = extract_json(raw, None, is_valid=self._fits(dialect))
@@ -254,7 +336,8 @@ class OutputContract:
                 if verdict.ok:
                     return verdict
         return Verdict(
-            raw=raw, errors=[_issue(f"the arguments are not valid JSON: {call.parse_error}")]
+            raw=raw,
+            errors=[whole_reply_issue(f"the arguments are not valid JSON: {call.parse_error}")],
         )
 
     def judge_reply_without_tool(
@@ -290,10 +373,187 @@ class OutputContract:
                 verdict.recovered = True
                 return verdict
         if cut_off:
-            return Verdict(raw=text, errors=[_issue(CUT_OFF, "tool")], failure="output_truncated")
+            return Verdict(
+                raw=text, errors=[whole_reply_issue(CUT_OFF, "tool")], failure="output_truncated"
+            )
         reason = "the reply was empty" if not text.strip() else "the model answered in text"
         return Verdict(
             raw=text,
-            errors=[_issue(f"{reason} instead of calling {OUTPUT_TOOL_NAME}", "tool")],
+            errors=[whole_reply_issue(f"{reason} instead of calling {OUTPUT_TOOL_NAME}", "tool")],
             failure="output_tool_not_called",
         )
+
+
+@dataclass(frozen=True)
+class BoundContract:
+    """An output contract bound to one provider's profile: what one run sends and judges.
+
+    Attributes:
+        contract: The contract.
+        profile: The provider's profile (its tool dialect, strict tools, native output).
+    """
+
+    contract: OutputContract
+    profile: ProviderProfile
+
+    @property
+    def schema(self) -> JsonSchema:
+        """The designer's schema."""
+        return self.contract.schema
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect this provider is sent: its own when it takes strict tools, else neutral.
+
+        A provider without strict tools gets the schema as written (``neutral``), which every
+        OpenAI-compatible server and Anthropic's non-strict tools accept.
+        """
+        return self.profile.tool_dialect if self.profile.strict_tools else "neutral"
+
+    def tool_definition(self) -> ToolDefinition:
+        """Return ``submit_result`` as this provider is sent it."""
+        return self.contract.tool_definition(self.dialect)
+
+    def response_format(self) -> ResponseFormat:
+        """Return the native structured-output request for this provider.
+
+        Raises:
+            ConfigError: The provider has no native structured output, or the schema cannot be
+                used with it.
+        """
+        if not self.profile.native_output:
+            raise ConfigError(
+                "this provider's profile has no native structured output (native_output is "
+                "false); use output_mode 'tool' or 'prompted', or override the profile"
+            )
+        return self.contract.response_format(self.dialect)
+
+    def judge_text(
+        self, text: str, *, extract: bool, strict_json_only: bool, cut_off: bool = False
+    ) -> Verdict:
+        """Judge a reply whose text should hold the answer as JSON (see the contract's)."""
+        return self.contract.judge_text(
+            text,
+            self.dialect,
+            extract=extract,
+            strict_json_only=strict_json_only,
+            cut_off=cut_off,
+        )
+
+    def judge_call(self, call: ToolCall, *, extract: bool, cut_off: bool = False) -> Verdict:
+        """Judge one ``submit_result`` call's arguments (see the contract's)."""
+        return self.contract.judge_call(call, self.dialect, extract=extract, cut_off=cut_off)
+
+    def judge_reply_without_tool(
+        self, text: str, *, extract: bool, strict_json_only: bool = False, cut_off: bool = False
+    ) -> Verdict:
+        """Judge a reply that called no tool where ``submit_result`` was required."""
+        return self.contract.judge_reply_without_tool(
+            text,
+            self.dialect,
+            extract=extract,
+            strict_json_only=strict_json_only,
+            cut_off=cut_off,
+        )
+
+
+_contracts: SchemaCache[tuple[str, SchemaSource, str | None, bool], OutputContract]
+_contracts = schema_cache("agent_core.contracts", 256)
+
+
+def _for_schema(
+    schema: JsonSchema, source: SchemaSource, name: str | None, lenient: bool, where: str
+) -> OutputContract:
+    """Build (once per schema) the contract: compile, check, model, and the output tool.
+
+    The config-time checks of ``schema_checks`` run here: errors raise, warnings (such as an
+    unknown keyword that looks like a typo) are logged once per schema.
+    """
+    compiled = compile_schema(schema, lenient=lenient, source=where)
+    key = (compiled.hash, source, name, lenient)
+    cached = _contracts.get(key)
+    if cached is not None:
+        return cached
+    for finding in ensure_output_schema(schema, source=where):
+        logger.warning("%s: %s: %s", where, finding.path, finding.message)
+    model = model_from_schema(schema, name="Output", lenient=lenient, source=where)
+    contract = OutputContract(
+        schema=schema,
+        model=model,
+        source=source,
+        hash=compiled.hash,
+        name=name,
+        tool=build_output_tool(schema),
+        lenient=lenient,
+        _judge=compiled.issues,
+    )
+    _contracts.put(key, contract)
+    return contract
+
+
+def _for_class(model: type[BaseModel], lenient: bool) -> OutputContract:
+    schema = cast(dict[str, JsonValue], model.model_json_schema())
+
+    def judge(value: JsonValue) -> list[ValidationIssue]:
+        return validate_output(value, model, lenient=lenient)
+
+    return OutputContract(
+        schema=schema,
+        model=model,
+        source="agent",
+        hash=schema_hash(schema),
+        name=model.__name__,
+        tool=build_output_tool(model),
+        lenient=lenient,
+        _judge=judge,
+        _json_form=None if hasattr(model, "agentshape_compiled") else partial(json_form, model),
+    )
+
+
+def resolve_contract(
+    config: AgentConfig,
+    *,
+    output_type: type[BaseModel] | None,
+    inline: JsonSchema | None,
+    named: tuple[str, JsonSchema] | None,
+    lenient: bool,
+) -> OutputContract | None:
+    """Pick the run's contract: the agent's own, else inline, else named, else the default.
+
+    Args:
+        config: The agent.
+        output_type: A Pydantic class given as the agent's contract in Python.
+        inline: The caller's inline schema for this run.
+        named: The caller's registered schema for this run, as ``(name, schema)``.
+        lenient: Treat ``format`` as an annotation only.
+
+    Returns:
+        The contract, or ``None`` for a run that returns free text.
+
+    Raises:
+        ConfigError: The caller tried to replace the agent's own output contract.
+        InvalidSchemaError: The chosen schema is not valid under its draft.
+        SchemaReferenceError: The chosen schema has a ``$ref`` that does not resolve offline.
+    """
+    caller = "an inline output schema" if inline is not None else "a named output schema"
+    if output_type is not None or config.output_schema is not None:
+        if inline is not None or named is not None:
+            raise ConfigError(
+                f"agent {config.id!r} has its own output contract, which a caller cannot "
+                f"override; this run gave {caller}. Drop it, or give the agent a "
+                "default_output_schema instead of an output_schema if callers should choose."
+            )
+        if output_type is not None:
+            return _for_class(output_type, lenient)
+        assert config.output_schema is not None
+        where = f"agent {config.id!r} output_schema"
+        return _for_schema(config.output_schema, "agent", None, lenient, where)
+    if inline is not None:
+        return _for_schema(inline, "inline", None, lenient, "inline output schema")
+    if named is not None:
+        name, schema = named
+        return _for_schema(schema, "named", name, lenient, f"schema {name!r}")
+    if config.default_output_schema is not None:
+        where = f"agent {config.id!r} default_output_schema"
+        return _for_schema(config.default_output_schema, "default", None, lenient, where)
+    return None

@@ -28,6 +28,7 @@ object is sent as ``{"result": <value>}`` and unwrapped.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -35,14 +36,12 @@ import jsonschema_rs
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent_contracts.errors import InvalidSchemaError
-from agent_core.dialect_limits import (
-    JsonDict,
-    _check_limits,
-)
-from agent_core.dialect_wrapping import WRAPPER_PROPERTY, _neutral_parameters, _wrap
+from agent_core.schema_documents import schema_draft
 from agent_core.schema_walk import (
     offline_validator,
     resolve_local_ref,
+    subschemas,
+    without_own_id,
 )
 from agent_core.strict_mode import StrictCompiler, inferred_types
 from agent_core.strict_plans import (
@@ -65,6 +64,9 @@ __all__ = [
     "compile_for_provider",
     "needs_wrapping",
 ]
+
+JsonDict = dict[str, JsonValue]
+"""A JSON object as the compiler handles it."""
 
 Dialect = Literal["neutral", "openai", "anthropic"]
 """Which provider's schema rules a tool is compiled for."""
@@ -368,3 +370,160 @@ def compile_for_provider(
     all_notes = notes + tuple(compiler.notes)
     report = CompileReport(dialect=dialect, strict=True, wrapped=wrapped, notes=all_notes)
     return ProviderSchema(dialect, parameters, report, plan, dict(compiler.def_plans))
+
+
+WRAPPER_PROPERTY = "result"
+"""The property a non-object root is wrapped in: ``{"result": <value>}``."""
+
+
+def _wrap(body: JsonValue) -> JsonDict:
+    return {
+        "type": "object",
+        "properties": {WRAPPER_PROPERTY: body},
+        "required": [WRAPPER_PROPERTY],
+        "additionalProperties": False,
+    }
+
+
+def _neutral_parameters(schema: dict[str, JsonValue] | bool, wrapped: bool) -> JsonDict:
+    """The schema as written; wrapped, its definitions hoisted and references rewritten."""
+    body: JsonValue = copy.deepcopy(schema)
+    containers: JsonDict = {}
+    if isinstance(body, dict):
+        root_id = body.pop("$id", None)
+        if schema_draft(body) == 4 and isinstance(body.get("id"), str):
+            root_id = body.pop("id")
+        body.pop("$schema", None)
+        for _, node in subschemas(body):
+            if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+                node["$ref"] = _rebase(str(node["$ref"]), root_id, wrapped)
+        if wrapped:
+            for key in ("$defs", "definitions"):
+                if key in body:
+                    containers[key] = body.pop(key)
+    if not wrapped:
+        assert isinstance(body, dict)
+        return body
+    return {**_wrap(body), **containers}
+
+
+def _rebase(ref: str, root_id: JsonValue, wrapped: bool) -> str:
+    ref = without_own_id(ref, root_id)
+    if not wrapped or not ref.startswith("#"):
+        return ref
+    pointer = ref[1:]
+    if pointer.startswith(("/$defs/", "/definitions/")):
+        return ref
+    return f"#/properties/{WRAPPER_PROPERTY}{pointer}"
+
+
+def _check_limits(compiler: StrictCompiler, parameters: JsonDict) -> None:
+    """Note ``blocks strict`` when the final ``parameters`` break a provider's size limit."""
+    rules = compiler.rules
+    nodes = [node for _, node in subschemas(parameters) if isinstance(node, dict)]
+    objects = [node["properties"] for node in nodes if isinstance(node.get("properties"), dict)]
+    counts: list[tuple[int | None, int, str, str]] = [
+        (
+            rules.max_properties,
+            sum(len(p) for p in objects if isinstance(p, dict)),
+            "properties",
+            "properties",
+        ),
+        (
+            rules.max_enum_values,
+            sum(len(enum) for n in nodes if isinstance(enum := n.get("enum"), list)),
+            "enum",
+            "enum values",
+        ),
+        (
+            rules.max_depth,
+            _object_depth(parameters, parameters, frozenset(), {}),
+            "properties",
+            "levels of object nesting",
+        ),
+        (rules.max_optional, _optional_count(nodes), "required", "optional properties"),
+        (
+            rules.max_unions,
+            sum(1 for n in nodes if _is_union(n)),
+            "anyOf",
+            "union-typed values",
+        ),
+    ]
+    for limit, count, keyword, what in counts:
+        if limit is not None and count > limit:
+            compiler.note(
+                "$", keyword, "blocks strict", f"{count} {what}; {rules.label} allows {limit}"
+            )
+    if not rules.recursion and _is_recursive(parameters):
+        compiler.note(
+            "$", "$ref", "blocks strict", f"{rules.label} cannot express a recursive schema"
+        )
+
+
+def _is_union(node: JsonDict) -> bool:
+    declared = node.get("type")
+    return "anyOf" in node or (isinstance(declared, list) and len(declared) > 1)
+
+
+def _optional_count(nodes: list[JsonDict]) -> int:
+    total = 0
+    for node in nodes:
+        properties, required = node.get("properties"), node.get("required", [])
+        if isinstance(properties, dict) and isinstance(required, list):
+            listed = {name for name in required if isinstance(name, str)}  # a set: linear
+            total += len([name for name in properties if name not in listed])
+    return total
+
+
+def _is_recursive(parameters: JsonDict) -> bool:
+    raw = parameters.get("$defs")
+    defs = raw if isinstance(raw, dict) else {}
+    graph: dict[str, list[str]] = {}
+    for name, body in defs.items():
+        graph[name] = [
+            str(sub["$ref"]).removeprefix("#/$defs/")
+            for _, sub in subschemas(body)
+            if isinstance(sub, dict) and isinstance(sub.get("$ref"), str)
+        ]
+    state: dict[str, int] = {}
+
+    def cyclic(name: str) -> bool:
+        if state.get(name) == 1:
+            return True
+        if state.get(name) == 2:
+            return False
+        state[name] = 1
+        if any(cyclic(child) for child in graph.get(name, [])):
+            return True
+        state[name] = 2
+        return False
+
+    return any(cyclic(name) for name in graph)
+
+
+def _object_depth(
+    node: JsonValue, parameters: JsonDict, visiting: frozenset[str], memo: dict[str, int]
+) -> int:
+    if not isinstance(node, dict):
+        return 0
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.removeprefix("#/$defs/")
+        if name in visiting:
+            return 0
+        if name not in memo:
+            defs = parameters.get("$defs")
+            target = defs.get(name) if isinstance(defs, dict) else None
+            memo[name] = _object_depth(target, parameters, visiting | {name}, memo)
+        return memo[name]
+    children: list[JsonValue] = []
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        children.extend(properties.values())
+    if "items" in node:
+        children.append(node["items"])
+    branches = node.get("anyOf")
+    if isinstance(branches, list):
+        children.extend(branches)
+    deepest = max((_object_depth(c, parameters, visiting, memo) for c in children), default=0)
+    return deepest + (1 if isinstance(properties, dict) else 0)

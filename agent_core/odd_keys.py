@@ -2,7 +2,7 @@ r"""Lone UTF-16 surrogates where Pydantic refuses them: object keys and JSON tex
 
 A dynamic model must accept what its schema accepts, and a key such as ``"\ud83d"`` (half an
 emoji) is a valid JSON key that Pydantic cannot hold. These are the slow paths the model classes
-of :mod:`agent_core.schema_classes` take only when Pydantic refuses: build from a copy with
+of :mod:`agent_core.schema_model` take only when Pydantic refuses: build from a copy with
 stand-in keys and put the keys back, dump in Python, and read JSON text that spells a lone
 surrogate with Python's ``json`` module.
 """

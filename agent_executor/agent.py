@@ -34,8 +34,7 @@ from agent_contracts.runs import (
     merge_options,
     options_from_env,
 )
-from agent_core.contract import OutputContract
-from agent_core.contract_resolution import resolve_contract
+from agent_core.contract import OutputContract, resolve_contract
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
 from agent_core.schema_model import compile_schema
@@ -59,7 +58,7 @@ from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.run import RunOutcome, TurnRecorder
 from agent_executor.stream_events import StreamEvent
-from agent_executor.stream_run import stream_events
+from agent_executor.stream_relay import stream_events
 from agent_executor.sync import run_coroutine_sync
 from agent_executor.tools import InputTool, build_input_tools
 

@@ -37,9 +37,8 @@ from agent_contracts.events import RunCompletedEvent, RunFailedEvent, RunStarted
 from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, ToolResult
 from agent_contracts.runs import RUN_ERROR_TYPES, RunError, RunResult
-from agent_core.bound_contract import BoundContract
 from agent_core.caches import SchemaCache, schema_cache
-from agent_core.contract import Verdict
+from agent_core.contract import BoundContract, Verdict
 from agent_core.prompts import (
     FORCE_REMINDER,
     TOOLS_REQUIRED_REMINDER,

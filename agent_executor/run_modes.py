@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from agent_contracts.errors import ToolExecutionError
 from agent_contracts.events import ToolCallEvent
 from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_core.contract import Verdict
+from agent_core.contract import Verdict, whole_reply_issue
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_core.prompts import (
     FORCE_REMINDER,
@@ -38,7 +38,6 @@ from agent_executor.run_state import (
     emit,
     raw_of_calls,
     record_attempt,
-    whole_reply_issue,
 )
 from agent_executor.tools import InputTool
 

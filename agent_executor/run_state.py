@@ -38,7 +38,6 @@ __all__ = [
     "model_name",
     "raw_of_calls",
     "record_attempt",
-    "whole_reply_issue",
 ]
 
 logger = logging.getLogger(__name__)
@@ -203,16 +202,6 @@ class RunState:
     def retries(self) -> int:
         """Re-prompts made so far (attempts after the first)."""
         return max(0, len(self.attempts) - 1)
-
-
-def whole_reply_issue(message: str, keyword: str | None = None) -> ValidationIssue:
-    """Return a problem with the reply as a whole (path ``$``).
-
-    Args:
-        message: What is wrong.
-        keyword: The schema keyword or rule that failed, when there is one.
-    """
-    return ValidationIssue(path="$", message=message, keyword=keyword)
 
 
 def model_name(provider: Provider) -> str:

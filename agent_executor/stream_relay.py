@@ -5,11 +5,19 @@ The run loop is one implementation whether a caller streams or not: ``run_stream
 :class:`StreamRelay`, and the loop hands it each model reply's pieces (``call_model`` streams
 through :func:`~agent_executor.providers.streaming.stream_turn`), each input-tool call and each
 re-prompt. A run no one streams has no relay and pays nothing.
+
+:func:`stream_events` is ``run_stream`` itself: it starts the run as its own task with
+:data:`STREAM_TO` set for it, yields each event the run hands over as soon as it is handed, and
+ends with :class:`~agent_executor.stream_events.RunFinished` holding the run's ``AgentResult``,
+the very object ``Agent.run`` would have returned. A caller that stops iterating early
+(``break``, an exception, ``aclose()``) cancels the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 
 from pydantic import BaseModel, JsonValue
@@ -20,17 +28,20 @@ from agent_core.contract import OutputContract
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_core.partial_output import PartialJson, partial_value
 from agent_executor.providers.streaming import TurnDelta
+from agent_executor.result import AgentResult, OutputT
 from agent_executor.stream_events import (
     PartialOutput,
     RetryStarted,
     RunEvent,
+    RunFinished,
     RunStarted,
+    StreamEvent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
 
-__all__ = ["STREAM_TO", "StreamRelay", "relay_for"]
+__all__ = ["STREAM_TO", "StreamRelay", "relay_for", "stream_events"]
 
 EventSink = Callable[[RunEvent], None]
 """Takes each event of a streamed run; it must not block (it runs on the event loop)."""
@@ -139,3 +150,37 @@ def relay_for(contract: OutputContract | None, mode: OutputMode) -> StreamRelay 
     """
     put = STREAM_TO.get()
     return None if put is None else StreamRelay(put, contract, mode)
+
+
+async def stream_events(
+    start: Callable[[], Awaitable[AgentResult[OutputT]]],
+) -> AsyncIterator[StreamEvent[OutputT]]:
+    """Run ``start()`` streamed: yield its events as they come, then ``RunFinished``.
+
+    Args:
+        start: Starts the run (``lambda: agent.run(request)``).
+
+    Yields:
+        The run's events, :class:`RunFinished` last.
+
+    Raises:
+        ConfigError: As ``Agent.run`` raises it, before any event (a developer's mistake).
+        SchemaNotFoundError: As ``Agent.run``.
+        InvalidSchemaError: As ``Agent.run``.
+    """
+    queue: asyncio.Queue[RunEvent | None] = asyncio.Queue()
+    token = STREAM_TO.set(queue.put_nowait)
+    try:
+        task = asyncio.ensure_future(start())  # the task's context holds STREAM_TO
+    finally:
+        STREAM_TO.reset(token)
+    task.add_done_callback(lambda _: queue.put_nowait(None))
+    try:
+        while (event := await queue.get()) is not None:
+            yield event
+        yield RunFinished(task.result())
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,13 +1,10 @@
-"""The HTTP API: the app, its routers (runs, sessions, schemas, agents) and their bodies.
+"""The HTTP API: the app and its routers (runs, sessions, schemas, agents, the editor, reports).
 
 The app itself is :func:`agent_coordinator.api.app.create_app`; importing this package does not
-build it, so the MCP server can use the API's bodies and dependencies without loading the app
-(which itself may mount the MCP server).
+build it. What the routers and the MCP server share (the services, bodies, host checks, and
+submitting and waiting on runs) is :mod:`agent_coordinator.service`.
 """
 
 from __future__ import annotations
 
-from agent_coordinator.api.deps import Limits, Services
-from agent_coordinator.api.hosts import AllowedHosts
-
-__all__ = ["AllowedHosts", "Limits", "Services"]
+__all__: list[str] = []

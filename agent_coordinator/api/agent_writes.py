@@ -32,7 +32,7 @@ from agent_coordinator.agent_files import (
     patch_agent_file,
     restore_agent_file,
 )
-from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.api.editor_bodies import (
     AgentCreate,
     AgentUpdate,
@@ -40,8 +40,9 @@ from agent_coordinator.api.editor_bodies import (
     ConfigProblemView,
 )
 from agent_coordinator.api.fleet_checks import load_checked, problem_view
-from agent_coordinator.api.views import agent_detail
 from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail, NotFound, Unprocessable
+from agent_coordinator.service.services import Services
+from agent_coordinator.service.views import agent_detail
 from agent_core.fleet import AGENT_FILE, Fleet
 from agent_core.loading import load_agent_config
 

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
-from agent_coordinator.api.bodies import (
+from agent_coordinator.api.deps import ServicesDep
+from agent_coordinator.service.bodies import (
     AgentDetail,
     AgentSummary,
     SchemaCheck,
-    SchemaFindingView,
     ValidateSchemaRequest,
 )
-from agent_coordinator.api.deps import ServicesDep
-from agent_coordinator.api.views import agent_detail, agent_summary
-from agent_core.compiled_schema import compile_schema
-from agent_core.schema_checks import check_output_schema
-from agent_core.schema_model import model_from_schema
+from agent_coordinator.service.schema_checks import check_schema
+from agent_coordinator.service.views import agent_detail, agent_summary
 
 __all__ = ["router"]
 
@@ -41,33 +37,4 @@ def validate_schema(body: ValidateSchemaRequest) -> SchemaCheck:
 
     Every error and warning comes with its path; ``valid`` is false when any is an error.
     """
-    schema = body.schema_
-    findings: list[SchemaFindingView] = []
-    if body.kind == "output":
-        findings = [
-            SchemaFindingView(
-                path=f.path, severity=f.severity, message=f.message, keyword=f.keyword
-            )
-            for f in check_output_schema(schema, source="request")
-        ]
-    elif not isinstance(schema, dict | bool):
-        findings = [
-            SchemaFindingView(
-                path="$",
-                severity="error",
-                message=f"a JSON Schema is an object or a boolean, not {type(schema).__name__}",
-            )
-        ]
-    if not any(f.severity == "error" for f in findings) and isinstance(schema, dict | bool):
-        try:
-            if body.kind == "output":
-                model_from_schema(schema, name="Output", source="request")
-            else:
-                compile_schema(schema, source="request")
-        except InvalidSchemaError as error:
-            findings.append(
-                SchemaFindingView(path=error.path, severity="error", message=error.message)
-            )
-        except SchemaReferenceError as error:
-            findings.append(SchemaFindingView(path="$", severity="error", message=error.message))
-    return SchemaCheck(valid=not any(f.severity == "error" for f in findings), findings=findings)
+    return check_schema(body)

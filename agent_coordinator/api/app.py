@@ -29,9 +29,7 @@ from agent_coordinator.api import (
     schemas,
     sessions,
 )
-from agent_coordinator.api.bodies import Health, Ready
-from agent_coordinator.api.deps import Services, require_token
-from agent_coordinator.api.hosts import AllowedHosts, HostGuard
+from agent_coordinator.api.deps import require_token
 from agent_coordinator.api.limits import BodyLimit
 from agent_coordinator.dashboard import DashboardPages
 from agent_coordinator.errors import (
@@ -41,7 +39,10 @@ from agent_coordinator.errors import (
     Unprocessable,
     from_library,
 )
+from agent_coordinator.service.bodies import Health, Ready
+from agent_coordinator.service.hosts import AllowedHosts, HostGuard
 from agent_coordinator.service.lifespan import serving
+from agent_coordinator.service.services import Services
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -133,6 +134,7 @@ def create_app(
     routes: list[BaseRoute] = []
     managers: list[StreamableHTTPSessionManager] = []
     if mcp_host is not None:
+        # here, not at the top: the MCP server needs the optional ``mcp`` extra
         from agent_coordinator.mcp_server import mcp_route
 
         route, manager = mcp_route(services)

@@ -30,9 +30,7 @@ from agent_coordinator.agent_files import (
     read_agent_file,
     write_schema,
 )
-from agent_coordinator.api.agents import validate_schema
-from agent_coordinator.api.bodies import ValidateSchemaRequest
-from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.api.editor_bodies import (
     AgentSource,
     ContractField,
@@ -45,6 +43,9 @@ from agent_coordinator.api.editor_bodies import (
 from agent_coordinator.api.fleet_checks import load_checked, problem_view
 from agent_coordinator.errors import BadRequest, Conflict, ErrorDetail, PayloadTooLarge
 from agent_coordinator.schema_text import TextOverBudget, line_of_path, parse_schema_text
+from agent_coordinator.service.bodies import ValidateSchemaRequest
+from agent_coordinator.service.schema_checks import check_schema
+from agent_coordinator.service.services import Services
 from agent_core.dialects import DIALECTS
 from agent_core.output_tool import build_output_tool
 
@@ -141,7 +142,7 @@ def check_text(body: SchemaText) -> SchemaTextCheck:
         )
         return SchemaTextCheck(valid=False, findings=[finding])
     request = ValidateSchemaRequest.model_validate({"schema": parsed.value, "kind": body.kind})
-    checked = validate_schema(request)
+    checked = check_schema(request)
     findings = [
         TextFindingView(
             path=f.path,

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, RootModel
 
-from agent_coordinator.api.bodies import AgentDetail
 from agent_coordinator.schema_text import TextFormat
+from agent_coordinator.service.bodies import AgentDetail
 
 __all__ = [
     "AgentCreate",

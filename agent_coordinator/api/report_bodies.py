@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, JsonValue
 
-from agent_coordinator.api.bodies import timestamp
+from agent_coordinator.service.bodies import timestamp
 from agent_coordinator.store.overview import SessionRow
 from agent_coordinator.store.records import RunState
 

@@ -23,7 +23,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import JsonValue
 
 from agent_contracts.errors import AgentshapeError
-from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.api.report_bodies import (
     SessionDetailRow,
     SessionRowPage,
@@ -31,6 +31,7 @@ from agent_coordinator.api.report_bodies import (
     row_view,
 )
 from agent_coordinator.errors import NotFound, from_library
+from agent_coordinator.service.services import Services
 from agent_coordinator.store.overview import (
     SessionFilter,
     SessionRow,

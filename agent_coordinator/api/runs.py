@@ -10,11 +10,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
-from agent_coordinator.api.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.api.model_text import ModelTextResponse
-from agent_coordinator.api.views import delivery_view, result_event, run_view, session_result
+from agent_coordinator.service.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator.service.runs import new_id, stored_run, submit_run, until_end, wait_for_end
+from agent_coordinator.service.views import delivery_view, result_event, run_view, session_result
 from agent_coordinator.store.records import TERMINAL, RunState
 
 __all__ = ["router"]

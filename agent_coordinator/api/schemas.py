@@ -12,9 +12,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agent_contracts.errors import AgentshapeError, SchemaRegistryError
-from agent_coordinator.api.bodies import SchemaCreate, SchemaDetail, SchemaSummary
 from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.errors import Conflict, PayloadTooLarge, from_library
+from agent_coordinator.service.bodies import SchemaCreate, SchemaDetail, SchemaSummary
 from agent_core.schema_documents import schema_hash
 
 __all__ = ["router"]

@@ -7,11 +7,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from agent_coordinator.api.bodies import SessionPage, SessionResult, SessionView
-from agent_coordinator.api.deps import Services, ServicesDep
+from agent_coordinator.api.deps import ServicesDep
 from agent_coordinator.api.model_text import ModelTextResponse
-from agent_coordinator.api.views import session_result, session_run_view, session_view
 from agent_coordinator.errors import NotFound
+from agent_coordinator.service.bodies import SessionPage, SessionResult, SessionView
+from agent_coordinator.service.services import Services
+from agent_coordinator.service.views import session_result, session_run_view, session_view
 from agent_coordinator.store.records import RunState, SessionRecord
 
 __all__ = ["router"]

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
-from agent_coordinator.api.deps import Services
+from agent_coordinator.service.services import Services
 from agent_coordinator.webhooks import Deliverer
 
 if TYPE_CHECKING:

@@ -11,9 +11,9 @@ import hashlib
 import secrets
 
 from agent_contracts.runs import JsonSchema, RunOptions
-from agent_coordinator.api.bodies import RunCreate
-from agent_coordinator.api.deps import Services
 from agent_coordinator.errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator.service.bodies import RunCreate
+from agent_coordinator.service.services import Services
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord
 from agent_coordinator.webhooks import check_webhook_url
 

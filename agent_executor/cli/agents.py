@@ -17,7 +17,7 @@ from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
 from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR, JsonlAnalytics
 from agent_executor.child_sessions import TOOL_NAME, ChildRunner, LocalStartSession
-from agent_executor.cli.inputs import profile_overrides
+from agent_executor.cli.flags import profile_overrides
 from agent_executor.providers.base import Provider
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS

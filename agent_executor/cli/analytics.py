@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_executor.analytics import DEFAULT_ANALYTICS_DIR
-from agent_executor.cli.inputs import EXIT_OK, Subcommands, UsageError
-from agent_executor.review import parse_since, review
-from agent_executor.review_html import write_review_html
-from agent_executor.review_table import format_review_table
+from agent_executor.cli.commands import EXIT_OK, Subcommands, UsageError
+from agent_executor.review import format_review_table, parse_since, review, write_review_html
 
 __all__ = ["register"]
 

@@ -35,20 +35,15 @@ from agent_executor.batch import run_many
 from agent_executor.batching import Batcher, BatchProgress
 from agent_executor.call_limits import CallLimiter, LimitedProvider, LocalCallLimiter
 from agent_executor.cli.agents import build_agent, resolve_provider
-from agent_executor.cli.inputs import (
-    EXIT_OK,
-    EXIT_RUN_FAILED,
-    CallerSchema,
-    Subcommands,
-    UsageError,
+from agent_executor.cli.commands import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
+from agent_executor.cli.flags import (
     add_agent_arguments,
+    add_option_arguments,
     add_run_arguments,
     add_schema_arguments,
-    caller_schema,
-    load_agent,
-    parse_param,
+    run_options,
 )
-from agent_executor.cli.option_flags import add_option_arguments, run_options
+from agent_executor.cli.inputs import CallerSchema, caller_schema, load_agent, parse_param
 from agent_executor.cli.progress import Progress
 from agent_executor.cli.tasks import (
     TaskItem,

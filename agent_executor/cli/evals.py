@@ -30,18 +30,14 @@ from agent_core.json_text import dump_json, parse_json
 from agent_core.user_files import MAX_DATA_BYTES, read_user_file, writable_output
 from agent_executor.cli.agents import build_agent, resolve_provider
 from agent_executor.cli.batch import run_tasks
-from agent_executor.cli.inputs import (
-    EXIT_OK,
-    EXIT_RUN_FAILED,
-    Subcommands,
-    UsageError,
+from agent_executor.cli.commands import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
+from agent_executor.cli.flags import (
     add_agent_arguments,
+    add_option_arguments,
     add_schema_arguments,
-    caller_schema,
-    load_agent,
-    parse_param,
+    run_options,
 )
-from agent_executor.cli.option_flags import add_option_arguments, run_options
+from agent_executor.cli.inputs import caller_schema, load_agent, parse_param
 from agent_executor.cli.progress import Progress
 from agent_executor.cli.table import format_table
 from agent_executor.cli.tasks import TaskItem, read_done, read_tasks, results_lock

@@ -19,7 +19,7 @@ from agent_contracts.errors import FleetProblems
 from agent_core.fleet import load_fleet
 from agent_core.json_text import dump_json
 from agent_executor.child_sessions import TOOL_NAME
-from agent_executor.cli.inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands
+from agent_executor.cli.commands import EXIT_OK, EXIT_RUN_FAILED, Subcommands
 from agent_executor.cli.table import format_table
 from agent_executor.providers.resolve import KNOWN_PREFIXES
 from agent_executor.tools import KNOWN_TOOLS

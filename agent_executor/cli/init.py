@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from agent_executor.cli.inputs import EXIT_OK, Subcommands, UsageError
+from agent_executor.cli.commands import EXIT_OK, Subcommands, UsageError
 
 __all__ = ["STARTER_ID", "STARTER_YAML", "init_command", "register"]
 

@@ -11,35 +11,24 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO, TypeAlias
 
 from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig, suggest_key
-from agent_contracts.errors import AgentshapeError, ConfigFileError
+from agent_contracts.errors import ConfigFileError
 from agent_contracts.runs import JsonSchema
 from agent_core.compiled_schema import compile_schema
 from agent_core.json_text import parse_json, unencodable
 from agent_core.loading import load_agent_config
 from agent_core.loading import read_schema_file as read_yaml_value
-from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_core.schema_checker import META_SCHEMA_FAULT
-from agent_core.schema_checks import check_output_schema
+from agent_core.registry import SchemaRegistry
+from agent_core.schema_checks import META_SCHEMA_FAULT, check_output_schema
 from agent_core.user_files import read_user_file
+from agent_executor.cli.commands import UsageError
 
 __all__ = [
-    "EXIT_OK",
-    "EXIT_RUN_FAILED",
-    "EXIT_USAGE",
     "CallerSchema",
-    "Handler",
-    "Subcommands",
-    "UsageError",
-    "add_agent_arguments",
-    "add_run_arguments",
-    "add_schema_arguments",
     "caller_schema",
     "find_agent_file",
     "load_agent",
@@ -48,20 +37,15 @@ __all__ = [
     "read_schema_file",
 ]
 
-EXIT_OK = 0
-"""The command did what was asked (the run completed, the output is valid)."""
-EXIT_RUN_FAILED = 1
-"""A run failed, an output is invalid, or a config has problems."""
-EXIT_USAGE = 2
-"""The command line, a file it names, or an agent config cannot be used."""
-
-
-class UsageError(AgentshapeError):
-    """A command line that cannot be carried out: a bad flag value, a missing or unreadable file."""
-
 
 def parse_param(text: str) -> tuple[str, JsonValue]:
     """Parse ``key=value``; the value is read as JSON when it parses, else kept as a string.
+
+    Args:
+        text: One ``--param`` value.
+
+    Returns:
+        The key and the value.
 
     Raises:
         UsageError: No ``=``, an empty key, bytes that are not UTF-8, or unusable JSON (NaN...).
@@ -82,6 +66,13 @@ def parse_param(text: str) -> tuple[str, JsonValue]:
 
 def find_agent_file(agent: str, agents_dir: Path) -> Path:
     """Return the ``agent.yml`` for an agent id in ``agents_dir`` or a path to a file.
+
+    Args:
+        agent: An agent id, a path to an ``agent.yml``, or a directory holding one.
+        agents_dir: The fleet's directory.
+
+    Returns:
+        The agent file's path.
 
     Raises:
         UsageError: Neither exists; the message lists the ids that do.
@@ -218,90 +209,6 @@ def read_schema_file(path: Path) -> JsonSchema:
     return schema
 
 
-def add_agent_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """Add the ``AGENT`` argument and ``--agents-dir`` to a subcommand.
-
-    Args:
-        parser: The subcommand.
-        required: Whether ``AGENT`` must be given (the handler checks it when it need not).
-    """
-    parser.add_argument(
-        "agent",
-        nargs=None if required else "?",
-        help="an agent id in the agents directory, or a path to agent.yml",
-    )
-    parser.add_argument("--agents-dir", type=Path, default=Path("agents"), help="default: ./agents")
-
-
-def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--schema NAME`` / ``--schema-file FILE`` (one of them) and ``--registry PATH``."""
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument(
-        "--schema", metavar="NAME", help="a registered output schema (see 'agentshape schemas')"
-    )
-    which.add_argument(
-        "--schema-file", type=Path, metavar="FILE", help="an output schema in a JSON or YAML file"
-    )
-    parser.add_argument(
-        "--registry",
-        type=Path,
-        default=DEFAULT_REGISTRY_PATH,
-        metavar="PATH",
-        help=f"the schema registry (default {DEFAULT_REGISTRY_PATH})",
-    )
-
-
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the flags ``run`` and ``run-many`` share: model, workspace, analytics.
-
-    The run-option flags are added by :func:`agent_executor.cli.option_flags.add_option_arguments`.
-    """
-    parser.add_argument(
-        "--param", action="append", default=[], metavar="K=V", help="a run parameter (repeatable)"
-    )
-    parser.add_argument(
-        "--model",
-        help="openai:MODEL, anthropic:MODEL, ollama:/vllm:/llamacpp:/compatible:MODEL or test "
-        "(default: the agent's llm.model, else AGENTSHAPE_MODEL, else from OPENAI_API_KEY / "
-        "ANTHROPIC_API_KEY; with none of these the run stops with exit 2)",
-    )
-    parser.add_argument(
-        "--profile",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a provider-profile field, such as strict_tools=false (repeatable)",
-    )
-    parser.add_argument(
-        "--no-escalate",
-        action="store_true",
-        help="do not retry a failed run on the agent's larger model tiers (llm.tiers)",
-    )
-    parser.add_argument("--workspace", type=Path, help="directory the input tools may read")
-    parser.add_argument(
-        "--analytics-dir",
-        type=Path,
-        help="where run events go as JSONL (default $AGENTSHAPE_ANALYTICS_DIR, else "
-        ".agentshape/analytics; the command line always writes them)",
-    )
-
-
-def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
-    """Return the ``--profile KEY=VALUE`` overrides (``true``/``false`` read as booleans).
-
-    Raises:
-        UsageError: An override is not ``KEY=VALUE``.
-    """
-    overrides: dict[str, object] = {}
-    for item in getattr(args, "profile", []):
-        key, equals, value = item.partition("=")
-        if not equals or not key.strip():
-            raise UsageError(f"--profile takes KEY=VALUE, such as strict_tools=false; got {item!r}")
-        lowered = value.strip().lower()
-        overrides[key.strip()] = {"true": True, "false": False}.get(lowered, value.strip())
-    return overrides
-
-
 class CallerSchema:
     """The output schema a caller picked on the command line, as ``Agent.run`` arguments.
 
@@ -338,6 +245,13 @@ def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema
     contract and is never replaced, so giving either flag for such an agent is an error (checked
     before the registry is read).
 
+    Args:
+        args: The parsed command line.
+        config: The agent.
+
+    Returns:
+        The schema the caller picked, if any, as ``Agent.run`` arguments.
+
     Raises:
         ConfigError: The agent has its own output contract and a flag tried to replace it.
         UsageError: The schema file cannot be read or parsed.
@@ -361,10 +275,3 @@ def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema
         return CallerSchema(inline=read_schema_file(file))
     assert name is not None
     return CallerSchema(name=name, named=registry.get(name))
-
-
-Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-"""The ``add_subparsers()`` object each command module registers its commands on."""
-
-Handler: TypeAlias = Callable[[argparse.Namespace, TextIO, TextIO], int]
-"""A command: ``handler(args, out, err)`` returns the exit code (results to ``out``)."""

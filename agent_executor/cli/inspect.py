@@ -27,8 +27,7 @@ from pydantic import BaseModel, JsonValue
 from agent_contracts.config import AgentConfig
 from agent_contracts.runs import RunOptions, RunRequest, merge_options
 from agent_contracts.validation import ValidationIssue
-from agent_core.contract import OutputContract
-from agent_core.contract_resolution import resolve_contract
+from agent_core.contract import OutputContract, resolve_contract
 from agent_core.dialects import Dialect
 from agent_core.gbnf_grammar import schema_to_gbnf
 from agent_core.json_text import dump_json
@@ -39,14 +38,10 @@ from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
 from agent_executor.child_sessions import TOOL_NAME
 from agent_executor.cli.agents import start_session_tool, unoffered_tools_note
+from agent_executor.cli.commands import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
+from agent_executor.cli.flags import add_agent_arguments, add_schema_arguments
 from agent_executor.cli.inputs import (
-    EXIT_OK,
-    EXIT_RUN_FAILED,
     CallerSchema,
-    Subcommands,
-    UsageError,
-    add_agent_arguments,
-    add_schema_arguments,
     caller_schema,
     load_agent,
     parse_param,

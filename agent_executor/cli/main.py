@@ -36,21 +36,21 @@ from agent_executor.cli import live
 from agent_executor.cli import probe as cli_probe
 from agent_executor.cli import schemas as cli_schemas
 from agent_executor.cli.agents import build_agent, resolve_provider
-from agent_executor.cli.inputs import (
+from agent_executor.cli.commands import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     EXIT_USAGE,
     Subcommands,
     UsageError,
+)
+from agent_executor.cli.flags import (
     add_agent_arguments,
+    add_option_arguments,
     add_run_arguments,
     add_schema_arguments,
-    caller_schema,
-    find_agent_file,
-    load_agent,
-    parse_param,
+    run_options,
 )
-from agent_executor.cli.option_flags import add_option_arguments, run_options
+from agent_executor.cli.inputs import caller_schema, find_agent_file, load_agent, parse_param
 from agent_executor.cli.stream import run_streamed
 from agent_executor.redaction import redact_json_text, redact_text
 

@@ -16,7 +16,7 @@ from typing import TextIO, cast
 
 from agent_contracts.errors import ProviderError
 from agent_contracts.profiles import ProviderProfile
-from agent_executor.cli.inputs import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
+from agent_executor.cli.commands import EXIT_OK, EXIT_RUN_FAILED, Subcommands, UsageError
 from agent_executor.probe import PROBE_REQUESTS, ProbeReport, probe_profile
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 from agent_executor.providers.resolve import resolve_model

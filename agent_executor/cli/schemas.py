@@ -12,7 +12,8 @@ from typing import TextIO
 
 from agent_core.json_text import dump_json
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
-from agent_executor.cli.inputs import EXIT_OK, Subcommands, read_schema_file
+from agent_executor.cli.commands import EXIT_OK, Subcommands
+from agent_executor.cli.inputs import read_schema_file
 from agent_executor.cli.table import format_table
 
 __all__ = ["register"]

@@ -22,9 +22,7 @@ from agent_contracts.runs import RunResult
 from agent_contracts.suggest import did_you_mean
 from agent_core.json_text import parse_json
 from agent_core.user_files import MAX_DATA_BYTES, read_user_file, write_text_atomically
-from agent_executor.cli.inputs import (
-    UsageError,
-)
+from agent_executor.cli.commands import UsageError
 
 __all__ = ["TaskItem", "read_done", "read_tasks", "result_record", "results_lock"]
 

@@ -25,9 +25,9 @@ import pytest
 import uvicorn
 
 from agent_coordinator.api.app import create_app
-from agent_coordinator.api.deps import Limits, Services
 from agent_coordinator.execution import Execution
 from agent_coordinator.runner import Runner
+from agent_coordinator.service.services import Limits, Services
 from agent_coordinator.store import SqlStore, open_store
 from agent_coordinator.webhooks import WebhookSettings
 from agent_core.fleet import load_fleet

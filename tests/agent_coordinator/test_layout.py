@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["agent_coordinator", "agent_coordinator.api", "agent_coordinator.store"]
+PACKAGES = [
+    "agent_coordinator",
+    "agent_coordinator.api",
+    "agent_coordinator.service",
+    "agent_coordinator.store",
+]
 
 
 def _imports(path: Path) -> set[str]:
@@ -40,6 +45,38 @@ def test_the_library_agent_is_called_from_execution_only() -> None:
         if {"agent_executor.agent", "agent_core.contract"} & _imports(path)
     ]
     assert callers == ["agent_coordinator/execution.py"]
+
+
+def test_the_service_layer_and_the_mcp_server_never_import_the_http_api() -> None:
+    shared = [ROOT / "agent_coordinator" / "mcp_server.py"]
+    shared += sorted((ROOT / "agent_coordinator" / "service").rglob("*.py"))
+    users = [
+        str(path.relative_to(ROOT))
+        for path in shared
+        if any(name.startswith("agent_coordinator.api") for name in _imports(path))
+    ]
+    assert users == []
+
+
+def test_only_the_app_mounts_the_mcp_server_and_no_router_imports_another() -> None:
+    api = sorted((ROOT / "agent_coordinator" / "api").rglob("*.py"))
+    routers = {
+        f"agent_coordinator.api.{path.stem}"
+        for path in api
+        if "APIRouter(" in path.read_text(encoding="utf-8")
+    }
+    mounting = [
+        str(path.relative_to(ROOT))
+        for path in api
+        if "agent_coordinator.mcp_server" in _imports(path)
+    ]
+    assert mounting == ["agent_coordinator/api/app.py"]
+    crossing = {
+        str(path.relative_to(ROOT)): sorted(_imports(path) & routers)
+        for path in api
+        if path.name != "app.py" and _imports(path) & routers
+    }
+    assert crossing == {}
 
 
 @pytest.mark.parametrize("name", PACKAGES)

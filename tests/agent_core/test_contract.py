@@ -15,8 +15,7 @@ from agent_contracts.errors import ConfigError, InvalidSchemaError
 from agent_contracts.messages import ToolCall
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.validation import ValidationIssue
-from agent_core.contract import CUT_OFF, OutputContract, Verdict
-from agent_core.contract_resolution import resolve_contract
+from agent_core.contract import CUT_OFF, OutputContract, Verdict, resolve_contract
 from agent_executor.providers.profiles import (
     ANTHROPIC_PROFILE,
     COMPATIBLE_PROFILE,

@@ -32,12 +32,13 @@ from agent_executor.review import (
     AgentReview,
     DayTrend,
     Review,
+    format_review_table,
     parse_since,
+    render_review_html,
     review,
     review_events,
+    write_review_html,
 )
-from agent_executor.review_html import render_review_html, write_review_html
-from agent_executor.review_table import format_review_table
 
 # -- a synthetic log, written with the real event models and the real sink ----------------------
 

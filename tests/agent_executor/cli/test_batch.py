@@ -15,7 +15,7 @@ from agent_executor.agent import Agent
 from agent_executor.analytics import MemoryAnalytics
 from agent_executor.cli import main
 from agent_executor.cli.batch import TaskItem, read_done, read_tasks, run_tasks
-from agent_executor.cli.inputs import UsageError
+from agent_executor.cli.commands import UsageError
 from agent_executor.cli.progress import Progress
 from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.function import FunctionModel

@@ -14,13 +14,8 @@ from agent_contracts.errors import (
 )
 from agent_core.loading import load_agent_config
 from agent_core.registry import SchemaRegistry
-from agent_executor.cli.inputs import (
-    UsageError,
-    caller_schema,
-    read_json_file,
-    read_schema_file,
-)
-from agent_executor.cli.option_flags import run_options
+from agent_executor.cli.commands import UsageError
+from agent_executor.cli.inputs import caller_schema, read_json_file, read_schema_file
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 
@@ -101,15 +96,6 @@ def test_an_agents_own_schema_is_refused_before_the_registry_is_read(tmp_path: P
     args = namespace(tmp_path, schema_file=tmp_path / "missing.json")
     with pytest.raises(ConfigError, match="gave an inline output schema"):
         caller_schema(args, OWN)
-
-
-def test_run_options() -> None:
-    args = argparse.Namespace(max_retries=3, mode="prompted")
-    options = run_options(args)
-    assert (options.max_retries, options.output_mode) == (3, "prompted")
-    assert run_options(argparse.Namespace(max_retries=None, mode=None)).model_fields_set == set()
-    with pytest.raises(UsageError, match="--max-retries: "):
-        run_options(argparse.Namespace(max_retries=-1, mode=None))
 
 
 BOMB = """\

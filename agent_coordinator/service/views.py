@@ -8,7 +8,8 @@ from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig
 from agent_contracts.validation import ValidationIssue
-from agent_coordinator.api.bodies import (
+from agent_coordinator.errors import Conflict
+from agent_coordinator.service.bodies import (
     AgentDetail,
     AgentSummary,
     AttemptView,
@@ -22,7 +23,6 @@ from agent_coordinator.api.bodies import (
     WebhookDeliveryView,
     timestamp,
 )
-from agent_coordinator.errors import Conflict
 from agent_coordinator.store.records import ClaimRecord, DeliveryRecord, RunRecord, SessionRecord
 
 __all__ = [
