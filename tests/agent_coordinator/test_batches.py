@@ -168,8 +168,40 @@ def test_items_failing_the_contract_are_re_asked_and_provider_failures_are_typed
         assert boom_run["status"] == "failed"
         assert boom_run["error"]["type"] == "provider_batch_item_failed"
         assert "overloaded" in boom_run["error"]["message"]
+        analytics = httpx.get(f"{url}/reports/analytics", params={"agent": "reviewer"}).json()
+        assert analytics["overall"]["batched"] == 2  # the two answered through the batch
     finally:
         server.stop()
+
+
+def test_an_item_cancelled_while_its_batch_is_in_flight_ends_cancelled_alone(
+    tmp_path: Path, database: str, fake: FakeBatches
+) -> None:
+    write_fleet(tmp_path / "agents")
+    fake.polls_to_end = 10**9
+    server, url = serve(
+        tmp_path, database, _env(fake), "--model", "openai:gpt-test", "--batch-poll", "0.05"
+    )
+    try:
+        batch = httpx.post(
+            f"{url}/batches", json={"agent_name": "reviewer", "items": _items("drop", "keep")}
+        ).json()
+        _until(lambda: fake.batches and fake.batches[0].polls >= 1, "the batch to be polled")
+        drop = batch["items"][0]
+        cancelled = httpx.post(f"{url}/runs/{drop['run_id']}/cancel")
+        assert cancelled.status_code in (200, 202), cancelled.text
+        _until(
+            lambda: httpx.get(f"{url}/runs/{drop['run_id']}").json()["status"] == "cancelled",
+            "the cancelled item's run to end",
+        )
+        fake.polls_to_end = 1
+        ended = _ended(url, batch["batch_id"])
+    finally:
+        server.stop()
+    assert [item["status"] for item in ended["items"]] == ["cancelled", "completed"]
+    assert (ended["completed"], ended["failed"], ended["pending"]) == (1, 1, 0)
+    assert len(fake.batches) == 1
+    assert "Traceback" not in server.rest
 
 
 def test_a_runner_killed_mid_batch_is_replaced_without_paying_twice(
