@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -70,7 +71,9 @@ class BatchItemView(BaseModel):
     id: str
     session_id: str
     run_id: str
-    status: RunState
+    status: RunState | Literal["deleted"]
+    """Its run's status; ``deleted`` once its session was deleted (``DELETE /sessions/{id}``,
+    or pruned)."""
 
 
 class ProviderBatchView(BaseModel):
@@ -123,6 +126,8 @@ class BatchView(BaseModel):
     """Items whose run failed or was cancelled."""
     pending: int
     """Items whose run is queued or running."""
+    deleted: int = 0
+    """Items whose session was deleted since."""
     items: list[BatchItemView]
     """Every item, in the order given; read each one's result at
     ``GET /sessions/{session_id}/result``."""

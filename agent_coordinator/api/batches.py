@@ -62,6 +62,7 @@ def batch_view(batch: BatchRecord) -> BatchView:
         completed=statuses.count("completed"),
         failed=statuses.count("failed") + statuses.count("cancelled"),
         pending=statuses.count("queued") + statuses.count("running"),
+        deleted=statuses.count("deleted"),
         items=[BatchItemView(**item.model_dump()) for item in batch.items],
         provider_batches=[
             ProviderBatchView(

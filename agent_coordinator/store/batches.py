@@ -262,7 +262,7 @@ class BatchQueries(RunQueries, LeaseQueries):
         listed = loads(row[4])
         items = [
             BatchItem.model_validate(
-                {**item, "status": statuses.get(str(item["run_id"]), "cancelled")}
+                {**item, "status": statuses.get(str(item["run_id"]), "deleted")}
             )
             for item in (listed if isinstance(listed, list) else [])
             if isinstance(item, dict)

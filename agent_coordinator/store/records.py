@@ -228,8 +228,8 @@ class BatchItem(BaseModel):
     id: str
     session_id: str
     run_id: str
-    status: RunState = "queued"
-    """Its run's status when the batch was read."""
+    status: RunState | Literal["deleted"] = "queued"
+    """Its run's status when the batch was read (``deleted``: its session was deleted)."""
 
 
 class BatchSubmission(BaseModel):

@@ -116,6 +116,11 @@ def test_a_batch_runs_each_item_into_its_own_session_with_the_test_model(
             assert set(result["result_data"]) == {"summary", "approval"}
             run = httpx.get(f"{url}/runs/{item['run_id']}").json()
             assert run["claims"] == 1 and run["session_id"] == item["session_id"]
+        gone = ended["items"][0]
+        assert httpx.delete(f"{url}/sessions/{gone['session_id']}").status_code in (200, 204)
+        after = httpx.get(f"{url}/batches/{batch['batch_id']}").json()
+        assert [item["status"] for item in after["items"]] == ["deleted", "completed", "completed"]
+        assert (after["completed"], after["deleted"]) == (2, 1)
         # a batch's runs are not claimed one by one: the single claim was the batch's
         plain = httpx.post(
             f"{url}/runs",
