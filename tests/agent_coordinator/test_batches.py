@@ -252,6 +252,60 @@ def test_a_runner_killed_mid_batch_is_replaced_without_paying_twice(
         server.stop()
 
 
+def test_a_runner_stopped_mid_batch_hands_it_over_at_once(
+    tmp_path: Path, database: str, fake: FakeBatches
+) -> None:
+    """SIGTERM: the runner puts the batch and its runs back; the next runner re-attaches."""
+    write_fleet(tmp_path / "agents")
+    env = _env(fake)
+    # A long lease: the second runner can only get the batch because the first put it back.
+    common = ["--model", "openai:gpt-test", "--lease", "600", "--batch-poll", "0.05"]
+    fake.polls_to_end = 10**9
+    server, url = serve(tmp_path, database, env, "--workers", "0", *common)
+    runners: list[Process] = []
+    try:
+        batch = httpx.post(
+            f"{url}/batches", json={"agent_name": "reviewer", "items": _items("x", "y")}
+        ).json()
+        first = Process(["runner", "--database", database, *common], cwd=tmp_path, env=env)
+        runners.append(first)
+        first.read_until("workers")
+        _until(lambda: fake.batches and fake.batches[0].polls >= 1, "the batch to be polled")
+        assert first.stop(timeout=60) == 0
+        queued = httpx.get(f"{url}/batches/{batch['batch_id']}").json()
+        assert queued["status"] == "queued" and queued["pending"] == 2
+        fake.polls_to_end = 1
+        second = Process(["runner", "--database", database, *common], cwd=tmp_path, env=env)
+        runners.append(second)
+        ended = _ended(url, batch["batch_id"])
+        assert len(fake.batches) == 1 and ended["completed"] == 2
+        run = httpx.get(f"{url}/runs/{ended['items'][0]['run_id']}").json()
+        assert [claim["ended"] for claim in run["claim_history"]] == ["shutdown", "completed"]
+    finally:
+        for runner in runners:
+            if runner.popen.poll() is None:
+                runner.stop()
+        server.stop()
+
+
+def test_a_batch_whose_lease_keeps_running_out_fails_its_runs_lease_exhausted(
+    make_service: ServiceFactory,
+) -> None:
+    service = make_service(workers=0)
+    batch = service.client.post(
+        "/batches", json={"agent_name": "reviewer", "items": _items("a", "b")}
+    ).json()
+    for runner in ("lost-1", "lost-2"):  # each claim's lease runs out at once
+        claim = service.store.claim_batch(runner, -1.0, max_claims=2)
+        assert claim is not None and len(claim.runs) == 2
+    assert service.store.claim_batch("lost-3", 30.0, max_claims=2) is None
+    view = service.client.get(f"/batches/{batch['batch_id']}").json()
+    assert (view["status"], view["failed"], view["pending"]) == ("ended", 2, 0)
+    run = service.client.get(f"/runs/{view['items'][0]['run_id']}").json()
+    assert run["error"]["type"] == "lease_exhausted"
+    assert [claim["runner"] for claim in run["claim_history"]] == ["lost-1", "lost-2"]
+
+
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 def test_bad_batch_requests_get_typed_errors_and_store_nothing(
     make_service: ServiceFactory,
