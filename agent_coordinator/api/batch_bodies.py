@@ -11,7 +11,14 @@ from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.api.bodies import MAX_PROMPT_CHARS
 from agent_coordinator.store.records import BatchState, RunState
 
-__all__ = ["BatchCreate", "BatchItemCreate", "BatchItemView", "BatchView", "ProviderBatchView"]
+__all__ = [
+    "BatchCreate",
+    "BatchItemCreate",
+    "BatchItemView",
+    "BatchPage",
+    "BatchView",
+    "ProviderBatchView",
+]
 
 
 class BatchItemCreate(BaseModel):
@@ -135,3 +142,13 @@ class BatchView(BaseModel):
     """The provider batches created so far, oldest first (the first round, then re-asks)."""
     created_at: datetime
     finished_at: datetime | None = None
+
+
+class BatchPage(BaseModel):
+    """A page of batches, newest first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[BatchView]
+    next_cursor: int | None = None
+    """Pass as ``cursor`` for the next page; ``None`` on the last."""

@@ -1,12 +1,15 @@
-"""``/batches``: many sessions of one agent run through the provider's batch API, and progress."""
+"""``/batches``: many sessions of one agent run through the provider's batch API; list, progress."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from agent_coordinator.api.batch_bodies import (
     BatchCreate,
     BatchItemView,
+    BatchPage,
     BatchView,
     ProviderBatchView,
 )
@@ -32,6 +35,20 @@ async def create_batch(body: BatchCreate, services: ServicesDep) -> BatchView:
     many, an item id given twice, or both ``output_schema`` and ``output_schema_name``.
     """
     return batch_view(await submit_batch(services, body))
+
+
+@router.get("/batches")
+async def list_batches(
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[int | None, Query(ge=1, le=2**62)] = None,
+) -> BatchPage:
+    """List batches, newest first, a page at a time."""
+    batches = await services.store.call(services.store.list_batches, limit=limit, after=cursor)
+    return BatchPage(
+        items=[batch_view(batch) for batch in batches],
+        next_cursor=batches[-1].seq if len(batches) == limit else None,
+    )
 
 
 @router.get("/batches/{batch_id}")

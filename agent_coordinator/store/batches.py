@@ -80,6 +80,18 @@ class BatchQueries(RunQueries, LeaseQueries):
         with self._tx(write=False) as cursor:
             return self._read_batch(cursor, batch_id)
 
+    def list_batches(self, *, limit: int, after: int | None = None) -> list[BatchRecord]:
+        """Return batches, newest first, at most ``limit``, older than seq ``after``."""
+        where, params = ("WHERE seq < ? ", [after]) if after is not None else ("", [])
+        with self._tx(write=False) as cursor:
+            rows = self._exec(
+                cursor,
+                f"SELECT id FROM batches {where}ORDER BY seq DESC LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+            found = [self._read_batch(cursor, str(row[0])) for row in rows]
+        return [batch for batch in found if batch is not None]
+
     def claim_batch(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
     ) -> BatchClaim | None:

@@ -116,6 +116,14 @@ def test_a_batch_runs_each_item_into_its_own_session_with_the_test_model(
             assert set(result["result_data"]) == {"summary", "approval"}
             run = httpx.get(f"{url}/runs/{item['run_id']}").json()
             assert run["claims"] == 1 and run["session_id"] == item["session_id"]
+        second = httpx.post(
+            f"{url}/batches", json={"agent_name": "reviewer", "items": _items("e")}
+        ).json()
+        page = httpx.get(f"{url}/batches", params={"limit": 1}).json()
+        assert [b["batch_id"] for b in page["items"]] == [second["batch_id"]]
+        rest = httpx.get(f"{url}/batches", params={"cursor": page["next_cursor"]}).json()
+        assert [b["batch_id"] for b in rest["items"]] == [batch["batch_id"]]
+        assert rest["next_cursor"] is None
         gone = ended["items"][0]
         assert httpx.delete(f"{url}/sessions/{gone['session_id']}").status_code in (200, 204)
         after = httpx.get(f"{url}/batches/{batch['batch_id']}").json()
