@@ -34,9 +34,26 @@ def _reviewer(api: str, body: Any) -> Any:
     answered = sum(message["role"] == "assistant" for message in body["messages"])
     if "boom" in conversation:
         return ItemFault("error", "overloaded")
-    arguments = (
-        {"summary": "", "approval": "maybe"} if "bad" in conversation and not answered else VALID
-    )
+    invalid = {"summary": "", "approval": "maybe"}
+    arguments = invalid if "bad" in conversation and not answered else VALID
+    if api == "anthropic":
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{answered}",
+                    "name": "submit_result",
+                    "input": arguments,
+                }
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 20, "output_tokens": 5},
+        }
     call = {
         "id": f"call_{answered}",
         "type": "function",
@@ -68,7 +85,15 @@ def fake() -> Iterator[FakeBatches]:
 
 
 def _env(fake: FakeBatches) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": f"{fake.url}/v1"}
+    return {
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": f"{fake.url}/v1",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "ANTHROPIC_BASE_URL": fake.url,
+    }
+
+
+MODELS = {"openai": "openai:gpt-test", "anthropic": "anthropic:claude-test"}
 
 
 def _until(check: Any, what: str, timeout: float = 120) -> Any:
@@ -142,14 +167,15 @@ def test_a_batch_runs_each_item_into_its_own_session_with_the_test_model(
     assert "Traceback" not in server.rest
 
 
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_items_failing_the_contract_are_re_asked_and_provider_failures_are_typed(
-    tmp_path: Path, database: str, fake: FakeBatches
+    tmp_path: Path, database: str, fake: FakeBatches, api: str
 ) -> None:
-    """Through the real OpenAI SDK against the batch double: the first round holds every item,
-    the follow-up batch only the reply that failed the contract."""
+    """Through the real SDK against the batch double: the first round holds every item, the
+    follow-up batch only the reply that failed the contract."""
     write_fleet(tmp_path / "agents")
     server, url = serve(
-        tmp_path, database, _env(fake), "--model", "openai:gpt-test", "--batch-poll", "0.05"
+        tmp_path, database, _env(fake), "--model", MODELS[api], "--batch-poll", "0.05"
     )
     try:
         body = {"agent_name": "reviewer", "items": _items("good", "bad", "boom")}
