@@ -29,6 +29,7 @@ Faults: whatever goes wrong after a claim (storing the result, the run loop, a b
 ``failed`` with ``internal_error``, the error and where it happened on the run and the traceback
 in the log; a run is never left for its lease to run out. A run whose lease ran out
 ``max_claims`` times is not claimed again (it ends ``lease_exhausted``).
+
 Batches (``POST /batches``): when no run waits, a worker claims a batch, and with it the leases
 of its runs not yet ended, renewed as any run's. Its runs are executed at once, their model calls
 gathered by the library's :class:`~agent_executor.batching.Batcher` into provider batches,
