@@ -14,9 +14,11 @@ import httpx
 import pytest
 
 from agent_coordinator.api.deps import Limits
+from agent_coordinator.webhooks import WebhookSettings
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
+from tests.agent_coordinator.webhook_receiver import Receiver
 from tests.fake_batches import FakeBatches, ItemFault
 
 VALID = {"summary": "looks fine", "approval": "approve"}
@@ -340,6 +342,24 @@ def test_a_batch_whose_lease_keeps_running_out_fails_its_runs_lease_exhausted(
     assert [claim["runner"] for claim in run["claim_history"]] == ["lost-1", "lost-2"]
 
 
+def test_each_items_end_is_posted_signed_to_the_batches_webhook(
+    make_service: ServiceFactory,
+) -> None:
+    receiver = Receiver("whsec-test")
+    try:
+        settings = WebhookSettings(secret="whsec-test", first_retry_s=0.2, poll_s=0.05)
+        service = make_service(webhooks=settings)
+        body = {"agent_name": "reviewer", "items": _items("a", "b"), "webhook": receiver.url}
+        batch = service.client.post("/batches", json=body).json()
+        got = receiver.wait_for(2)
+    finally:
+        receiver.close()
+    assert sorted(hook.body["session_id"] for hook in got) == sorted(
+        item["session_id"] for item in batch["items"]
+    )
+    assert all(hook.signed and hook.body["event"] == "run.completed" for hook in got)
+
+
 @pytest.mark.parametrize("database", ["sqlite"], indirect=True)
 def test_bad_batch_requests_get_typed_errors_and_store_nothing(
     make_service: ServiceFactory,
@@ -380,6 +400,9 @@ def test_bad_batch_requests_get_typed_errors_and_store_nothing(
     assert body["details"][0]["path"] == "$.items[0]"
     status, body = post({"agent_name": "reviewer", "items": _items("a"), "extra": 1})
     assert status == 422
+    hooked = {"agent_name": "reviewer", "items": _items("a"), "webhook": "http://127.0.0.1:9/"}
+    status, body = post(hooked)
+    assert (status, body["error"]) == (400, "WebhooksNotConfigured")
     missing = client.get("/batches/bat_nope")
     assert (missing.status_code, missing.json()["error"]) == (404, "BatchNotFound")
     assert client.get("/sessions").json()["items"] == []  # nothing was stored
