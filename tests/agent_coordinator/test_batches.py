@@ -156,6 +156,10 @@ def test_a_batch_runs_each_item_into_its_own_session_with_the_test_model(
         after = httpx.get(f"{url}/batches/{batch['batch_id']}").json()
         assert [item["status"] for item in after["items"]] == ["deleted", "completed", "completed"]
         assert (after["completed"], after["deleted"]) == (2, 1)
+        for item in after["items"][1:]:
+            httpx.delete(f"{url}/sessions/{item['session_id']}")
+        gone_batch = httpx.get(f"{url}/batches/{batch['batch_id']}")  # its last item went
+        assert (gone_batch.status_code, gone_batch.json()["error"]) == (404, "BatchNotFound")
         # a batch's runs are not claimed one by one: the single claim was the batch's
         plain = httpx.post(
             f"{url}/runs",
