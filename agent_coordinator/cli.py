@@ -123,6 +123,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="most tokens one model's calls use a minute, across every process on the database",
     )
     parser.add_argument(
+        "--batch-poll",
+        type=float,
+        default=10.0,
+        help="seconds between the first two polls of a provider batch (then 1.5 times longer "
+        "each time, up to two minutes) (%(default)s)",
+    )
+    parser.add_argument(
         "--max-claims",
         type=_positive,
         default=DEFAULT_MAX_CLAIMS,
@@ -331,6 +338,7 @@ def _services(args: argparse.Namespace) -> Services:
             lease_s=args.lease,
             max_claims=args.max_claims,
             on_finished=services.notifier.notify,
+            batch_poll_s=args.batch_poll,
         )
     return services
 
@@ -534,7 +542,12 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _log_to(err)
     store, execution = _open(args)
     runner = Runner(
-        store, execution, workers=args.workers, lease_s=args.lease, max_claims=args.max_claims
+        store,
+        execution,
+        workers=args.workers,
+        lease_s=args.lease,
+        max_claims=args.max_claims,
+        batch_poll_s=args.batch_poll,
     )
     sweeper = None if args.retain_days is None else Sweeper(store, args.retain_days)
     out.write(

@@ -3,11 +3,12 @@
 ::
 
     ServiceError                    one HTTP status and one stable ``error`` code each
-    ├── NotFound                    404: RunNotFound, SessionNotFound, AgentNotFound, SchemaNotFound
+    ├── NotFound                    404: RunNotFound, SessionNotFound, AgentNotFound,
+    │                               SchemaNotFound, BatchNotFound
     ├── Conflict                    409: SessionBusy, RunNotCancellable, IdempotencyConflict,
     │                               ResultNotReady, SchemaExists, AgentExists, AgentBusy,
     │                               AgentFileChanged
-    ├── BadRequest                  400: InvalidSchema, ConfigError
+    ├── BadRequest                  400: InvalidSchema, ConfigError, BatchNotSupported
     ├── Unprocessable               422: InvalidRequest, InputValidationFailed
     ├── PayloadTooLarge             413: PayloadTooLarge, SchemaTextTooLarge
     ├── Unauthorized                401

@@ -40,6 +40,7 @@ from agent_contracts.runs import (
     merge_options,
 )
 from agent_coordinator.errors import (
+    BadRequest,
     ErrorDetail,
     NotFound,
     Unprocessable,
@@ -54,7 +55,11 @@ from agent_core.output_validation import issues_from_pydantic
 from agent_core.registry import SchemaRegistry
 from agent_executor.agent import Agent
 from agent_executor.analytics import AnalyticsSink
+from agent_executor.batch import BATCH_RUN_TIMEOUT_S
+from agent_executor.batching import Batcher, BatchLedger, BatchProgress
 from agent_executor.call_limits import CallLimiter
+from agent_executor.providers.base import Provider
+from agent_executor.providers.batches import batch_api_for
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import format_child_result
 from agent_executor.stream_relay import STREAM_TO
@@ -254,6 +259,15 @@ class Execution:
                 ],
             ) from error
 
+    def check_parameters(self, agent_name: str, parameters: Mapping[str, JsonValue]) -> None:
+        """Check parameters against an agent's ``parameters_schema`` (a batch's later items).
+
+        Raises:
+            AgentNotFound: No such agent (404).
+            InputValidationFailed: The parameters break ``parameters_schema`` (422, every one).
+        """
+        self._check_parameters(self.config(agent_name), parameters)
+
     @staticmethod
     def _check_parameters(config: AgentConfig, parameters: Mapping[str, JsonValue]) -> None:
         if config.parameters_schema is None:
@@ -272,6 +286,55 @@ class Execution:
                     for issue in issues
                 ],
             )
+
+    def batcher(
+        self,
+        agent_name: str,
+        run: RunInput,
+        *,
+        ledger: BatchLedger | None = None,
+        poll_interval_s: float = 10.0,
+        on_progress: Callable[[BatchProgress], None] | None = None,
+    ) -> Batcher:
+        """Return a batcher for the runs of a batch, over the provider ``run`` would call.
+
+        ``POST /batches`` calls it to check that the batch can run (a batcher with no ledger
+        sends nothing); a runner, to run the batch.
+
+        Args:
+            agent_name: The agent every item runs.
+            run: One item's stored request (its ``model`` picks the provider).
+            ledger: Where the provider batches are recorded and found again.
+            poll_interval_s: The first wait between two polls of a provider batch.
+            on_progress: Called after every poll.
+
+        Raises:
+            AgentNotFound: No such agent (404).
+            BatchNotSupported: The agent has input tools or MCP servers (each tool turn would
+                be another batch of up to 24 hours) (400).
+            ConfigError: The model cannot be made, or its provider has no batch API (400).
+        """
+        config = self.config(agent_name)
+        if config.tools or config.mcp_servers:
+            raise BadRequest(
+                "BatchNotSupported",
+                f"agent {agent_name!r} has input tools or MCP servers, and batches run agents "
+                "without them (each tool turn would be another batch of up to 24 hours); "
+                "start its sessions with POST /runs",
+            )
+        try:
+            live = self._agent(config, ()).provider(self.model_for(config, run))
+            api = batch_api_for(live)
+        except AgentshapeError as error:
+            raise from_library(error) from error
+        return Batcher(
+            api,
+            live,
+            ledger=ledger,
+            poll_interval_s=poll_interval_s,
+            max_poll_interval_s=max(poll_interval_s, 120.0),
+            on_progress=on_progress,
+        )
 
     def model_for(self, config: AgentConfig, run: RunInput) -> str | None:
         """Return the model string a run uses, or ``None`` to let the library choose."""
@@ -292,6 +355,7 @@ class Execution:
         run_id: str | None = None,
         progress: Mapping[str, JsonValue] | None = None,
         on_turn: ProgressRecorder | None = None,
+        model: Provider | None = None,
     ) -> RunResult:
         """Execute one run with the library and return its result (a failed one, never raising).
 
@@ -310,6 +374,8 @@ class Execution:
             progress: The turns an earlier claim of the run recorded, as JSON.
             on_turn: Awaited with the run's progress as JSON before each model call that
                 follows a finished turn.
+            model: The provider to call instead of the run's model (a batch's batched
+                provider); the run's timeout is then a batch's unless its options set one.
         """
         current = _RUN_EVENTS.set(events)
         streamed = STREAM_TO.set(events.stream if run.stream else None)
@@ -317,6 +383,9 @@ class Execution:
             config = self.config(agent_name)
             agent = self._agent(config, tools)
             messages = [Message.model_validate(message) for message in transcript]
+            options = self.options(run.options)
+            if model is not None and options.timeout_s is None:
+                options = options.model_copy(update={"timeout_s": BATCH_RUN_TIMEOUT_S})
             request = RunRequest(
                 task=run.prompt,
                 parameters=dict(run.parameters),
@@ -326,13 +395,17 @@ class Execution:
                 # the content fixed when the run was stored: a schema replaced or deleted in
                 # the registry since does not change what this session is held to
                 named_schema=run.named_schema if run.output_schema is None else None,
-                options=self.options(run.options),
+                options=options,
                 messages=messages,
                 run_id=run_id,
                 progress=_progress(progress, run_id),
             )
             recorder = _recorder(on_turn) if on_turn is not None else None
-            result = await agent.run(request, model=self.model_for(config, run), on_turn=recorder)
+            chosen = model if model is not None else self.model_for(config, run)
+            # A batch calls one model: a contract failure is not escalated to another tier.
+            result = await agent.run(
+                request, model=chosen, on_turn=recorder, escalate=model is None
+            )
             return result.result
         except (AgentshapeError, NotFound, Unprocessable) as error:
             text = error.format_message() if isinstance(error, AgentshapeError) else str(error)

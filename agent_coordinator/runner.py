@@ -29,6 +29,14 @@ Faults: whatever goes wrong after a claim (storing the result, the run loop, a b
 ``failed`` with ``internal_error``, the error and where it happened on the run and the traceback
 in the log; a run is never left for its lease to run out. A run whose lease ran out
 ``max_claims`` times is not claimed again (it ends ``lease_exhausted``).
+
+Batches (``POST /batches``): when no run waits, a worker claims a batch, and with it the leases
+of its runs not yet ended, renewed as any run's. Its runs are executed at once, their model calls
+gathered by the library's :class:`~agent_executor.batching.Batcher` into provider batches,
+recorded in the store as they are created (:class:`~agent_coordinator.batch_ledger.StoreLedger`):
+a runner taking over the batch after its runner died re-attaches to them. Each run ends as any
+run ends; a cancel stops its run at once (its item is left out of the next round).
+
 Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
 them and put them back in the queue (event ``run_requeued``), so another runner or the next start
 finishes them; nothing hangs and nothing is lost.
@@ -44,20 +52,22 @@ import os
 import socket
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from agent_contracts.config import AgentConfig
-from agent_contracts.runs import RunResult
+from agent_contracts.runs import RunError, RunResult
+from agent_coordinator.batch_ledger import StoreLedger
 from agent_coordinator.children import TOOL_NAME, StartSession
-from agent_coordinator.errors import StoreUnavailable
+from agent_coordinator.errors import ServiceError, StoreUnavailable
 from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.execution import Execution
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS
-from agent_coordinator.store.records import Claim, RunRecord
+from agent_coordinator.store.records import BatchClaim, Claim, RunRecord
+from agent_executor.batching import Batcher
 from agent_executor.tools import InputTool
 
 __all__ = ["Runner", "runner_id"]
@@ -77,6 +87,14 @@ while the database is away, so waiting for it to come back costs nothing but the
 
 _NO_TOOLS = AgentConfig(id="none", name="none")
 """Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
+
+
+async def _batched(
+    batcher: Batcher, key: str, execution: Coroutine[object, object, RunResult]
+) -> RunResult:
+    """Run ``execution`` as the batcher's item ``key`` (its model calls go into batches)."""
+    with batcher.item(key):
+        return await execution
 
 
 def runner_id() -> str:
@@ -113,6 +131,8 @@ class Runner:
         cancel_poll_s: Seconds between two reads of the cancel flags of the runs in flight.
         on_finished: Called with the ended run when this runner ends one (wakes waiting
             requests).
+        batch_poll_s: Seconds between the first two polls of a provider batch (each wait is
+            1.5 times the last, up to two minutes).
     """
 
     def __init__(
@@ -128,6 +148,7 @@ class Runner:
         max_claims: int = DEFAULT_MAX_CLAIMS,
         cancel_poll_s: float = 0.5,
         on_finished: Callable[[RunRecord], None] | None = None,
+        batch_poll_s: float = 10.0,
     ) -> None:
         self.store = store
         self.execution = execution
@@ -139,6 +160,7 @@ class Runner:
         self.max_claims = max_claims
         self.cancel_poll_s = cancel_poll_s
         self.on_finished = on_finished
+        self.batch_poll_s = batch_poll_s
         self.id = runner_id()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -146,6 +168,8 @@ class Runner:
         self._tender: asyncio.Task[None] | None = None
         self._active: set[asyncio.Task[None]] = set()
         self._running: dict[str, _InFlight] = {}
+        self._batches: set[str] = set()
+        """The batches this runner holds, whose leases it renews."""
 
     def wake(self) -> None:
         """Tell the runner there may be work (a run was just stored)."""
@@ -204,10 +228,15 @@ class Runner:
             if self._stopping.is_set():
                 break
             self._wake.clear()
+            claim: Claim | BatchClaim | None
             try:
                 claim = await self.store.call(
                     self.store.claim, self.id, self.lease_s, self.max_claims
                 )
+                if claim is None:
+                    claim = await self.store.call(
+                        self.store.claim_batch, self.id, self.lease_s, self.max_claims
+                    )
             except StoreUnavailable as error:
                 if failures == 0:
                     logger.error("runner %s: cannot claim runs: %s", self.id, error.message)
@@ -226,7 +255,8 @@ class Runner:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._pause(failures))
                 continue
-            task = asyncio.create_task(self.execute(claim))
+            work = self.execute(claim) if isinstance(claim, Claim) else self.execute_batch(claim)
+            task = asyncio.create_task(work)
             self._active.add(task)
             task.add_done_callback(self._active.discard)
             task.add_done_callback(lambda _: slots.release())
@@ -235,24 +265,105 @@ class Runner:
         """Seconds to wait before the next claim: the poll, doubled for each failure in a row."""
         return min(self.poll_s * 2.0 ** min(failures, 16), max(self.poll_s, _MAX_BACKOFF_S))
 
-    async def execute(self, claim: Claim) -> None:
+    async def execute_batch(self, claim: BatchClaim) -> None:
+        """Execute a claimed batch's runs through the provider's batch API, then end the batch.
+
+        Never raises but for cancel: each run ends as :meth:`execute` ends it, and a batch that
+        cannot run (its agent left the fleet or gained tools, its model has no batch API) fails
+        each run with ``config_error``.
+        """
+        batch = claim.batch
+        self._batches.add(batch.id)
+        try:
+            if claim.runs:
+                await self._execute_batch(claim)
+            ended = await self.store.call(self.store.end_batch, batch.id, self.id)
+            if not ended and self._stopping.is_set():
+                await self.store.call(self.store.release_batch, batch.id, self.id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("runner %s: cannot end batch %s", self.id, batch.id)
+        finally:
+            self._batches.discard(batch.id)
+
+    async def _execute_batch(self, claim: BatchClaim) -> None:
+        """Run every claimed run of a batch at once, their model calls batched."""
+        ledger = StoreLedger(self.store, claim.batch)
+        try:
+            batcher = self.execution.batcher(
+                claim.batch.agent_name,
+                claim.runs[0].run.input,
+                ledger=ledger,
+                poll_interval_s=self.batch_poll_s,
+                on_progress=ledger.progress,
+            )
+        except ServiceError as error:
+            failed = RunResult(
+                status="failed", error=RunError(type="config_error", message=error.message)
+            )
+            for run in claim.runs:
+                ended = await self._store_result(run.run.id, failed, EventBuffer())
+                if ended is not None and self.on_finished is not None:
+                    self.on_finished(ended)
+            return
+        logger.info(
+            "runner %s: batch %s: %d runs through the %s batch API",
+            self.id,
+            claim.batch.id,
+            len(claim.runs),
+            batcher.api.provider,
+        )
+        batcher.expect(len(claim.runs))
+        try:
+            await asyncio.gather(*(self.execute(run, batcher=batcher) for run in claim.runs))
+        finally:
+            batcher.cancel()  # a round left polling once its runs were stopped
+
+    async def execute(self, claim: Claim, *, batcher: Batcher | None = None) -> None:
         """Execute a claimed run to its end and store how it ended; never raise but for cancel.
 
         A parent's ``agents:start_session`` tool calls this for its child, in the parent's task.
         Anything that goes wrong ends the run ``failed`` with ``internal_error``.
+
+        Args:
+            claim: The run.
+            batcher: The batcher of the batch the run belongs to (its model calls go into
+                provider batches), or ``None``.
         """
         stage = ["starting the run"]
         try:
-            await self._execute(claim, stage)
+            await self._execute(claim, stage, batcher)
         except asyncio.CancelledError:
             raise
         except Exception as error:
             await self._fail(claim.run.id, error, stage[-1])
 
-    async def _execute(self, claim: Claim, stage: list[str]) -> None:
+    async def _execute(self, claim: Claim, stage: list[str], batcher: Batcher | None) -> None:
         """Execute a claimed run; ``stage`` says what it is doing, for an error's ``where``."""
         run = claim.run
         events = EventBuffer()
+        if batcher is not None:
+            self._start(
+                run.id,
+                events,
+                _batched(
+                    batcher,
+                    run.id,
+                    # No progress is recorded: a run taken over starts afresh, so its calls get
+                    # the same custom ids and bodies and re-attach to the recorded batches.
+                    self.execution.run(
+                        run.agent_name,
+                        run.input,
+                        claim.transcript,
+                        events,
+                        run_id=run.id,
+                        model=batcher.provider,
+                    ),
+                ),
+            )
+            await self._until_end(run, stage)
+            return
         tools: list[InputTool] = []
         if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
             session = await self.store.call(self.store.get_session, run.session_id)
@@ -264,7 +375,9 @@ class Runner:
                 run.id,
                 claim.progress.get("steps"),
             )
-        task = asyncio.create_task(
+        self._start(
+            run.id,
+            events,
             self.execution.run(
                 run.agent_name,
                 run.input,
@@ -274,10 +387,20 @@ class Runner:
                 run_id=run.id,
                 progress=claim.progress,
                 on_turn=functools.partial(self._record_turns, run.id),
-            )
+            ),
         )
-        flight = _InFlight(task, events)
-        self._running[run.id] = flight
+        await self._until_end(run, stage)
+
+    def _start(
+        self, run_id: str, events: EventBuffer, execution: Coroutine[object, object, RunResult]
+    ) -> None:
+        """Start a run's execution as a task this runner tends."""
+        self._running[run_id] = _InFlight(asyncio.create_task(execution), events)
+
+    async def _until_end(self, run: RunRecord, stage: list[str]) -> None:
+        """Wait for a started run to end, then store how it ended."""
+        flight = self._running[run.id]
+        task, events = flight.task, flight.events
         stage.append("running the agent")
         try:
             try:
@@ -420,7 +543,11 @@ class Runner:
             written.set_result(None)
 
     async def _renew(self) -> None:
-        """Renew the leases of the runs in flight; stop those lost or asked to cancel."""
+        """Renew the leases of the batches held and runs in flight; stop those lost or cancelled."""
+        if self._batches:
+            await self.store.call(
+                self.store.renew_batches, list(self._batches), self.id, self.lease_s
+            )
         flights = dict(self._running)
         if not flights:
             return

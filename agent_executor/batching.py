@@ -8,10 +8,11 @@ then, for the replies that failed the contract, the re-prompted conversations, a
 each run ends. An item the provider failed or expired, or a batch that failed whole, is a
 ``ProviderError`` of its own kind, which the run loop turns into that run's typed failure.
 
-Resuming: with a state file, each batch is recorded (its id and each item's custom id and body
-digest) as soon as it is created. A later batcher given the same file attaches to a recorded
-batch holding the same item with the same body instead of submitting it again, so a run
-interrupted mid-batch pays nothing twice.
+Resuming: with a ledger (a state file, :class:`StateFile`, or any :class:`BatchLedger`, such as
+the service's store), each batch is recorded (its id and each item's custom id and body digest)
+as soon as it is created. A later batcher given the same ledger attaches to a recorded batch
+holding the same item with the same body instead of submitting it again, so a run interrupted
+mid-batch pays nothing twice.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest, Provider, profile_of
 from agent_executor.providers.batch_base import BatchAPI, BatchStatus, ItemOutcome
 
-__all__ = ["BatchProgress", "BatchedProvider", "Batcher"]
+__all__ = ["BatchLedger", "BatchProgress", "BatchedProvider", "Batcher", "StateFile"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +55,54 @@ class BatchProgress:
     status: BatchStatus
 
 
+class BatchLedger(Protocol):
+    """Where a batcher records the batches it creates, and finds them again to resume."""
+
+    def recorded(self) -> dict[str, dict[str, str]]:
+        """Return every recorded batch: its id, with each item's custom id and body digest.
+
+        Raises:
+            ConfigError: The record cannot be read.
+        """
+        ...
+
+    async def record(self, batch_id: str, provider: str, items: dict[str, str]) -> None:
+        """Record a batch just created (before it is polled, so a crash keeps it).
+
+        Args:
+            batch_id: The provider's batch id.
+            provider: The provider's name.
+            items: Each item's custom id and the SHA-256 hex digest of its body.
+        """
+        ...
+
+
+class StateFile:
+    """A :class:`BatchLedger` in a JSON-lines file, one line a batch (``run-many --batch``).
+
+    Args:
+        path: The file (created on the first record).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def recorded(self) -> dict[str, dict[str, str]]:
+        """Return the batches the file records (none when it does not exist).
+
+        Raises:
+            ConfigError: The file cannot be read or a line is not a recorded batch.
+        """
+        return _read_state(self.path)
+
+    async def record(self, batch_id: str, provider: str, items: dict[str, str]) -> None:
+        """Append the batch to the file."""
+        line = {"batch_id": batch_id, "provider": provider, "items": items}
+        with self.path.open("a", encoding="utf-8") as state:
+            state.write(json.dumps(line) + "\n")
+            state.flush()
+
+
 @dataclass
 class _Waiting:
     """A queued model call: its item, custom id, request and the future its run waits on."""
@@ -69,8 +119,10 @@ class Batcher:
     Args:
         api: The provider's batch API (:func:`~agent_executor.providers.batches.batch_api_for`).
         live: The provider the runs would call live (its name, model and profile are reported).
-        state_path: Where each created batch is recorded, and read from to resume; ``None``
-            records nothing.
+        state_path: A file where each created batch is recorded, and read from to resume
+            (a :class:`StateFile`); ``None`` records nothing unless ``ledger`` is given.
+        ledger: Where each created batch is recorded, and read from to resume (instead of
+            ``state_path``).
         poll_interval_s: The first wait between two polls of a batch.
         max_poll_interval_s: The longest wait between polls (each wait is 1.5 times the last).
         on_progress: Called after every poll.
@@ -82,6 +134,7 @@ class Batcher:
         live: Provider,
         *,
         state_path: Path | None = None,
+        ledger: BatchLedger | None = None,
         poll_interval_s: float = 10.0,
         max_poll_interval_s: float = 120.0,
         on_progress: Callable[[BatchProgress], None] | None = None,
@@ -94,13 +147,16 @@ class Batcher:
         self.api = api
         self.provider = BatchedProvider(self, live)
         self.state_path = state_path
+        if ledger is None and state_path is not None:
+            ledger = StateFile(state_path)
+        self.ledger = ledger if api.resumable else None
         self.poll_interval_s = poll_interval_s
         self.max_poll_interval_s = max_poll_interval_s
         self.on_progress = on_progress
         self.rounds = 0
         self.batch_ids: dict[str, list[str]] = {}
         """The batches each item went through, in order, by the item's key."""
-        self._recorded = _read_state(state_path) if api.resumable else {}
+        self._recorded = self.ledger.recorded() if self.ledger is not None else {}
         self._active = 0
         self._calls: dict[str, int] = {}
         self._waiting: list[_Waiting] = []
@@ -185,7 +241,7 @@ class Batcher:
             if fresh:
                 items = [(w.custom_id, bodies[w.custom_id]) for w in fresh]
                 batch_id = await self.api.submit(items)
-                self._record(batch_id, items)
+                await self._record(batch_id, items)
                 groups[batch_id] = fresh
             await asyncio.gather(*(self._finish(number, b, ws) for b, ws in groups.items()))
         except ProviderError as exc:
@@ -216,6 +272,8 @@ class Batcher:
         if status.failure is None:
             outcomes = await self.api.results(batch_id, {w.custom_id: w.turn for w in queued})
         for waiting in queued:
+            if waiting.reply.done():  # its run was cancelled while the batch ran
+                continue
             outcome = outcomes.get(waiting.custom_id)
             if outcome is None:
                 outcome = ProviderError(
@@ -236,15 +294,12 @@ class Batcher:
                 return batch_id
         return None
 
-    def _record(self, batch_id: str, items: list[tuple[str, bytes]]) -> None:
-        """Append the new batch to the state file (before it is polled: a crash keeps it)."""
-        if self.state_path is None or not self.api.resumable:
+    async def _record(self, batch_id: str, items: list[tuple[str, bytes]]) -> None:
+        """Record the new batch in the ledger (before it is polled: a crash keeps it)."""
+        if self.ledger is None:
             return
         digests = {cid: hashlib.sha256(body).hexdigest() for cid, body in items}
-        line = {"batch_id": batch_id, "provider": self.api.provider, "items": digests}
-        with self.state_path.open("a", encoding="utf-8") as state:
-            state.write(json.dumps(line) + "\n")
-            state.flush()
+        await self.ledger.record(batch_id, self.api.provider, digests)
 
 
 class BatchedProvider:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, overload
 
@@ -23,6 +23,7 @@ from agentshape._client_errors import connection_error, ended_early
 from agentshape._client_events import RunEnded, ServiceEvent, service_event
 from agentshape._client_results import (
     AgentInfo,
+    BatchInfo,
     RunInfo,
     SchemaCheckResult,
     SchemaInfo,
@@ -174,6 +175,30 @@ class AsyncClient:
     ) -> SessionResult[Any]:
         """Return a session's latest result; as :meth:`Client.get_result`."""
         return await self._send(self._calls.result(session_id, output_type))
+
+    async def create_batch(
+        self,
+        agent_name: str,
+        items: Sequence[Mapping[str, JsonValue]],
+        *,
+        output_schema: JsonSchema | type[BaseModel] | None = None,
+        output_schema_name: str | None = None,
+        model: str | None = None,
+    ) -> BatchInfo:
+        """Start a session per item, run through provider batches; see `Client.create_batch`."""
+        return await self._send(
+            self._calls.batch_create(
+                agent_name,
+                items,
+                output_schema=output_schema,
+                output_schema_name=output_schema_name,
+                model=model,
+            )
+        )
+
+    async def get_batch(self, batch_id: str) -> BatchInfo:
+        """Return a batch; as :meth:`Client.get_batch`."""
+        return await self._send(self._calls.batch_get(batch_id))
 
     async def get_run(self, run_id: str) -> RunInfo:
         """Return a run; as :meth:`Client.get_run`."""

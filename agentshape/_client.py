@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar, overload
 
@@ -32,6 +32,7 @@ from agentshape._client_errors import connection_error, ended_early
 from agentshape._client_events import RunEnded, ServiceEvent, service_event
 from agentshape._client_results import (
     AgentInfo,
+    BatchInfo,
     RunInfo,
     SchemaCheckResult,
     SchemaInfo,
@@ -240,6 +241,59 @@ class Client:
             APIConnectionError: The service could not be reached or did not answer in time.
         """
         return self._send(self._calls.result(session_id, output_type))
+
+    def create_batch(
+        self,
+        agent_name: str,
+        items: Sequence[Mapping[str, JsonValue]],
+        *,
+        output_schema: JsonSchema | type[BaseModel] | None = None,
+        output_schema_name: str | None = None,
+        model: str | None = None,
+    ) -> BatchInfo:
+        """Start a session per item, run by the service's runners through a provider batch.
+
+        Read each item's result with :meth:`get_result` (its ``session_id``), once
+        :meth:`get_batch` says it has ended.
+
+        Args:
+            agent_name: The agent every item runs (one without input tools).
+            items: Each item: ``{"id": ..., "prompt": ..., "parameters": {...}}`` (``id``
+                unique in the batch; a prompt, parameters or both).
+            output_schema: An inline schema for every item (a Pydantic class is sent as its
+                JSON Schema).
+            output_schema_name: A registered schema's name for every item (not with
+                ``output_schema``).
+            model: The model, whose provider must have a batch API.
+
+        Returns:
+            The stored batch: ``queued``, with each item's session and run ids.
+
+        Raises:
+            APIError: ``AgentNotFound`` (404), ``InvalidRequest`` (422: no items, too many, an
+                id given twice, both schema fields), ``BatchNotSupported`` (400).
+            SchemaNotFoundError: ``output_schema_name`` is not registered.
+            InputValidationError: An item's parameters break the agent's parameters schema.
+            APIConnectionError: The service could not be reached or did not answer in time.
+        """
+        return self._send(
+            self._calls.batch_create(
+                agent_name,
+                items,
+                output_schema=output_schema,
+                output_schema_name=output_schema_name,
+                model=model,
+            )
+        )
+
+    def get_batch(self, batch_id: str) -> BatchInfo:
+        """Return a batch: its status, its items' sessions and the provider's request counts.
+
+        Raises:
+            APIError: ``BatchNotFound`` (404).
+            APIConnectionError: The service could not be reached or did not answer in time.
+        """
+        return self._send(self._calls.batch_get(batch_id))
 
     def get_run(self, run_id: str) -> RunInfo:
         """Return a run: its status, timings and error.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -30,6 +30,7 @@ from agentshape._client_errors import APIError, api_error, library_error
 from agentshape._client_results import (
     TERMINAL_STATES,
     AgentInfo,
+    BatchInfo,
     RunInfo,
     SchemaCheckResult,
     SchemaInfo,
@@ -55,6 +56,7 @@ _SCHEMAS = TypeAdapter(list[SchemaInfo])
 _AGENT = TypeAdapter(AgentInfo)
 _AGENTS = TypeAdapter(list[AgentInfo])
 _CHECK = TypeAdapter(SchemaCheckResult)
+_BATCH = TypeAdapter(BatchInfo)
 
 
 class Calls:
@@ -151,6 +153,37 @@ class Calls:
             headers={"accept": "text/event-stream"},
             timeout=httpx2.Timeout(self.timeout, read=None),
         )
+
+    # Batches ------------------------------------------------------------------------------------
+
+    def batch_create(
+        self,
+        agent_name: str,
+        items: Sequence[Mapping[str, JsonValue]],
+        *,
+        output_schema: JsonSchema | type[BaseModel] | None,
+        output_schema_name: str | None,
+        model: str | None,
+    ) -> Exchange[BatchInfo]:
+        """Store a batch (``POST /batches``); a Pydantic class is sent as its JSON Schema."""
+        body: dict[str, JsonValue] = {
+            "agent_name": agent_name,
+            "items": [dict(item) for item in items],
+        }
+        if output_schema is not None:
+            body["output_schema"] = json_schema(output_schema)
+        if output_schema_name is not None:
+            body["output_schema_name"] = output_schema_name
+        if model is not None:
+            body["model"] = model
+        answer = yield self._request("POST", "/batches", json=body)
+        checked = yield from self.checked(answer, schema_name=output_schema_name)
+        return _parsed(_BATCH, checked, answer)
+
+    def batch_get(self, batch_id: str) -> Exchange[BatchInfo]:
+        """Read a batch (``GET /batches/{id}``)."""
+        answer = yield self._request("GET", f"/batches/{_segment(batch_id)}")
+        return _parsed(_BATCH, (yield from self.checked(answer)), answer)
 
     # Schemas ------------------------------------------------------------------------------------
 

@@ -22,7 +22,10 @@ from agent_core.output_validation import issues_from_pydantic, validate_as_json
 __all__ = [
     "TERMINAL_STATES",
     "AgentInfo",
+    "BatchInfo",
+    "BatchItemInfo",
     "OutputT",
+    "ProviderBatchInfo",
     "ResultValidation",
     "RunClaim",
     "RunFailure",
@@ -135,6 +138,48 @@ class RunInfo(_Answer):
     """The URL the run's end is delivered to, when the run named one."""
     webhook_delivery: WebhookDelivery | None = None
     """That delivery, once the run has ended (read by ``get_run``)."""
+
+
+class BatchItemInfo(_Answer):
+    """One item of a batch: its session (read its result with ``get_result``) and run."""
+
+    id: str
+    """The id the item was given."""
+    session_id: str
+    run_id: str
+    status: RunState | Literal["deleted"]
+    """Its run's status; ``deleted`` once its session was deleted."""
+
+
+class ProviderBatchInfo(_Answer):
+    """One provider batch a batch went through, with the provider's request counts."""
+
+    provider_batch_id: str
+    provider: str
+    items: int
+    """Items sent in it."""
+    counts: dict[str, JsonValue] | None = None
+    """``total``, ``succeeded``, ``failed``, ``ended`` at the last poll (``None`` before it)."""
+
+
+class BatchInfo(_Answer):
+    """A batch of sessions the service's runners send through the provider's batch API."""
+
+    batch_id: str
+    agent_name: str
+    status: Literal["queued", "running", "ended"]
+    """``ended`` once every item's run has ended."""
+    completed: int
+    failed: int
+    """Items that failed or were cancelled."""
+    pending: int
+    deleted: int = 0
+    items: list[BatchItemInfo]
+    """Every item, in the order given."""
+    provider_batches: list[ProviderBatchInfo] = Field(default_factory=list)
+    """The provider batches created so far: the first round, then the re-asks."""
+    created_at: datetime
+    finished_at: datetime | None = None
 
 
 class SchemaInfo(_Answer):

@@ -236,6 +236,37 @@ def test_error_answers_become_the_librarys_typed_errors(client: Client) -> None:
     assert (no_run.value.status, no_run.value.code) == (404, "RunNotFound")
 
 
+def test_a_batch_from_the_client_gives_each_items_typed_result(client: Client, url: str) -> None:
+    items = [
+        {"id": f"pr-{n}", "prompt": f"Review PR {n}", "parameters": REVIEW_ARGS} for n in (1, 2)
+    ]
+    batch = client.create_batch("reviewer", items)
+    assert batch.status == "queued" and [item.id for item in batch.items] == ["pr-1", "pr-2"]
+    deadline = time.monotonic() + 120
+    while (batch := client.get_batch(batch.batch_id)).status != "ended":
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.05)
+    assert (batch.completed, batch.failed, batch.pending) == (2, 0, 0)
+    assert [b.provider for b in batch.provider_batches] == []  # the test model keeps none
+    for item in batch.items:
+        assert item.status == "completed"
+        assert isinstance(client.get_result(item.session_id, Review).output, Review)
+    with pytest.raises(InputValidationError, match=r"items\[0\] \(id 'a'\)"):
+        client.create_batch("reviewer", [{"id": "a", "prompt": "x", "parameters": {}}])
+    with pytest.raises(APIError) as unknown:
+        client.get_batch("bat_0000000000000000")
+    assert (unknown.value.status, unknown.value.code) == (404, "BatchNotFound")
+
+    async def read() -> int:
+        async with AsyncClient(url) as async_client:
+            again = await async_client.create_batch(
+                "reviewer", [{"id": "one", "parameters": REVIEW_ARGS}]
+            )
+            return len((await async_client.get_batch(again.batch_id)).items)
+
+    assert asyncio.run(read()) == 1
+
+
 def test_an_unregistered_schema_name_lists_the_registered_ones(client: Client) -> None:
     client.schemas.create("code-count", {"type": "object"}, replace=True)
     with pytest.raises(SchemaNotFoundError) as raised:

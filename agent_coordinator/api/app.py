@@ -23,6 +23,7 @@ from agent_contracts.errors import AgentshapeError
 from agent_coordinator.api import (
     agent_writes,
     agents,
+    batches,
     editor,
     reports,
     runs,
@@ -164,7 +165,7 @@ def create_app(
     app.add_middleware(HostGuard, allowed=hosts)
     app.router.routes.extend(routes)
     secured = [Depends(require_token)]
-    modules = (runs, sessions, schemas, editor, agents, agent_writes, reports)
+    modules = (runs, sessions, batches, schemas, editor, agents, agent_writes, reports)
     for module in modules:
         app.include_router(module.router, dependencies=secured)
 

@@ -10,6 +10,8 @@ import asyncio
 import hashlib
 import secrets
 
+from pydantic import JsonValue
+
 from agent_contracts.runs import JsonSchema, RunOptions
 from agent_coordinator.errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator.service.bodies import RunCreate
@@ -17,7 +19,7 @@ from agent_coordinator.service.services import Services
 from agent_coordinator.store.records import TERMINAL, NewRun, RunInput, RunRecord
 from agent_coordinator.webhooks import check_webhook_url
 
-__all__ = ["new_id", "stored_run", "submit_run", "until_end", "wait_for_end"]
+__all__ = ["checked_input", "new_id", "stored_run", "submit_run", "until_end", "wait_for_end"]
 
 _END_POLL_S = 0.5
 """How often a wait reads a run ended by another process's runner (this process's wake it)."""
@@ -156,6 +158,56 @@ def _webhook(services: Services, given: str | None, agent_name: str) -> str | No
     return webhook
 
 
+async def checked_input(
+    services: Services,
+    body: RunCreate,
+    agent_name: str,
+    parameters: dict[str, JsonValue],
+    held: JsonSchema | None = None,
+) -> RunInput:
+    """Return a run request as stored, checked against the agent, its schema and the limits.
+
+    Args:
+        services: The execution and the limits.
+        body: The request.
+        agent_name: The agent it runs.
+        parameters: Its parameters (a resume's may come from its session).
+        held: A resumed session's named schema, as it started with it.
+
+    Raises:
+        SchemaTooLarge: The inline schema is over the size limit (413).
+        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
+        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
+    """
+    if body.output_schema is not None:
+        limit = services.limits.max_schema_bytes
+        size = len(body.model_dump_json(include={"output_schema"}))
+        if size > limit:
+            raise PayloadTooLarge(
+                "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
+            )
+    webhook = _webhook(services, body.webhook, agent_name)
+    options = body.output_schema_options
+    wanted = RunInput(
+        prompt=body.prompt or "",
+        parameters=parameters,
+        output_schema=body.output_schema,
+        output_schema_name=body.output_schema_name,
+        named_schema=held if body.output_schema_name is not None else None,
+        options=options.model_dump(mode="json", exclude_unset=True) if options else {},
+        model=body.model,
+        stream=body.stream,
+        webhook=webhook,
+    )
+    if wanted.output_schema_name is None and wanted.output_schema is None:
+        # the agent's own contract, compiled and cached at load: cheap, so in place
+        checked = services.execution.check(agent_name, wanted)
+    else:
+        checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
+    return checked
+
+
 async def submit_run(
     services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
 ) -> RunRecord:
@@ -210,31 +262,7 @@ async def submit_run(
         agent_name, session_id = session.agent_name, session.id
         body, held = await _inherit(services, body, session_id)
         parameters = body.parameters
-    if body.output_schema is not None:
-        limit = services.limits.max_schema_bytes
-        size = len(body.model_dump_json(include={"output_schema"}))
-        if size > limit:
-            raise PayloadTooLarge(
-                "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
-            )
-    webhook = _webhook(services, body.webhook, agent_name)
-    options = body.output_schema_options
-    wanted = RunInput(
-        prompt=body.prompt or "",
-        parameters=parameters,
-        output_schema=body.output_schema,
-        output_schema_name=body.output_schema_name,
-        named_schema=held if body.output_schema_name is not None else None,
-        options=options.model_dump(mode="json", exclude_unset=True) if options else {},
-        model=body.model,
-        stream=body.stream,
-        webhook=webhook,
-    )
-    if wanted.output_schema_name is None and wanted.output_schema is None:
-        # the agent's own contract, compiled and cached at load: cheap, so in place
-        checked = services.execution.check(agent_name, wanted)
-    else:
-        checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
+    checked = await checked_input(services, body, agent_name, parameters, held)
     digest = (
         hashlib.sha256(body.model_dump_json(exclude_unset=True).encode()).hexdigest()
         if key is not None

@@ -33,6 +33,8 @@ class Limits:
     """The most items a page may ask for (422 above it)."""
     max_wait_s: float = 120.0
     """The longest ``wait`` a ``POST /runs`` may ask for (422 above it)."""
+    max_batch_items: int = 1000
+    """The most items one ``POST /batches`` may hold (422 above it)."""
 
 
 class Notifier:

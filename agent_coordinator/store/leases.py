@@ -70,7 +70,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         with self._tx() as cursor:
             # Waiting runs first, then runs whose runner's lease ran out; separate statements,
             # so each one walks the (status, seq) index instead of scanning every run.
-            subquery = "SELECT id FROM runs WHERE status = 'queued' ORDER BY seq LIMIT 1"
+            # A batch's runs are claimed with their batch (store/batches.py), never one by one.
+            subquery = (
+                "SELECT id FROM runs WHERE status = 'queued' AND batch_id IS NULL "
+                "ORDER BY seq LIMIT 1"
+            )
             subquery += self.skip_locked
             claim = self._take(cursor, subquery, (), owner, lease_s, now)
             if claim is not None:
@@ -79,7 +83,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 row = self._exec(
                     cursor,
                     f"SELECT id, lease_owner, claims, ({EXPIRED_CLAIMS}) FROM runs "
-                    "WHERE status = 'running' AND lease_expires_at < ? "
+                    "WHERE status = 'running' AND lease_expires_at < ? AND batch_id IS NULL "
                     f"ORDER BY seq LIMIT 1{self.skip_locked}",
                     (now,),
                 ).fetchone()

@@ -195,5 +195,42 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        10,
+        (
+            # Runs sent through a provider's batch API (``POST /batches``): a batch's runs carry
+            # its id, so a run claim skips them and a runner claims the batch whole instead.
+            "ALTER TABLE runs ADD COLUMN batch_id TEXT",
+            "CREATE INDEX runs_batch ON runs (batch_id, seq)",
+            # One row a batch: its items (each item's id with its session and run), and the
+            # lease a runner holds it under, as a run's.
+            """CREATE TABLE batches (
+                seq {serial},
+                id TEXT NOT NULL UNIQUE,
+                agent_name TEXT NOT NULL,
+                status TEXT NOT NULL,
+                items TEXT NOT NULL,
+                lease_owner TEXT,
+                lease_expires_at DOUBLE PRECISION,
+                claims INTEGER NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                finished_at DOUBLE PRECISION
+            )""",
+            "CREATE INDEX batches_status ON batches (status, seq)",
+            # Each provider batch a batch's runner created, recorded before it is polled, with
+            # each item's custom id and body digest: a runner taking the batch over re-attaches
+            # to it instead of paying for it again. ``counts``: the provider's request counts
+            # at the last poll.
+            """CREATE TABLE batch_submissions (
+                batch_id TEXT NOT NULL,
+                provider_batch_id TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                items TEXT NOT NULL,
+                counts TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (batch_id, provider_batch_id)
+            )""",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

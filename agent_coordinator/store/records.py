@@ -14,6 +14,11 @@ from agent_contracts.runs import JsonSchema
 
 __all__ = [
     "TERMINAL",
+    "BatchClaim",
+    "BatchItem",
+    "BatchRecord",
+    "BatchState",
+    "BatchSubmission",
     "Claim",
     "ClaimEnd",
     "ClaimRecord",
@@ -209,3 +214,61 @@ class DeliveryRecord(BaseModel):
     """Why the last attempt failed, for people."""
     created_at: float
     delivered_at: float | None
+
+
+BatchState = Literal["queued", "running", "ended"]
+"""Where a batch is: waiting for a runner, held by one, or every item's run has ended."""
+
+
+class BatchItem(BaseModel):
+    """One item of a stored batch: the caller's id, the session it started and its run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    session_id: str
+    run_id: str
+    status: RunState | Literal["deleted"] = "queued"
+    """Its run's status when the batch was read (``deleted``: its session was deleted)."""
+
+
+class BatchSubmission(BaseModel):
+    """One provider batch a batch's runner created."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider_batch_id: str
+    provider: str
+    items: dict[str, str]
+    """Each item's custom id and the SHA-256 hex digest of its body."""
+    counts: dict[str, JsonValue] | None = None
+    """The provider's request counts at the last poll (``total``, ``succeeded``, ``failed``,
+    ``ended``), or ``None`` before the first."""
+
+
+class BatchRecord(BaseModel):
+    """A stored batch: runs of one agent sent through the provider's batch API by a runner."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    seq: int
+    agent_name: str
+    status: BatchState
+    items: list[BatchItem]
+    lease_owner: str | None
+    lease_expires_at: float | None
+    claims: int
+    created_at: float
+    finished_at: float | None
+    submissions: list[BatchSubmission] = Field(default_factory=list)
+    """The provider batches created so far, oldest first."""
+
+
+class BatchClaim(BaseModel):
+    """A batch a runner has claimed, with the claims of its runs not yet ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    batch: BatchRecord
+    runs: list[Claim]

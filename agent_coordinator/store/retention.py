@@ -1,10 +1,11 @@
 """Deleting sessions: one on request (``DELETE /sessions/{id}``), or the ended ones past an age.
 
-A session is deleted with everything stored under it: its runs, their attempts and events, and
-its child sessions (a parent agent's ``agents:start_session`` calls), which are deleted with it
-rather than left pointing at a parent that is gone. Nothing is deleted while a run of the session
-or of a child is queued or running. Aggregates kept outside these tables (analytics rollups) are
-not touched: they count runs that ended, whether or not the runs are still stored.
+A session is deleted with everything stored under it: its runs, their attempts and events (and
+the batch it was an item of, once its last item is deleted), and its child sessions (a parent
+agent's ``agents:start_session`` calls), which are deleted with it rather than left pointing at
+a parent that is gone. Nothing is deleted while a run of the session or of a child is queued or
+running. Aggregates kept outside these tables (analytics rollups) are not touched: they count
+runs that ended, whether or not the runs are still stored.
 """
 
 from __future__ import annotations
@@ -170,15 +171,34 @@ class RetentionQueries(SqlBase):
         return 0 if row is None else int(str(row[0]))
 
     def _delete(self, cursor: Cursor, tree: Sequence[str]) -> int:
-        """Delete the sessions of ``tree`` and what is stored under them; return the runs."""
+        """Delete the sessions of ``tree`` and what is stored under them; return the runs.
+
+        A batch (``POST /batches``) whose last item goes with them is deleted too.
+        """
         sessions = _marks(tree)
         runs = f"SELECT id FROM runs WHERE session_id IN ({sessions})"
+        batches = [
+            str(row[0])
+            for row in self._exec(
+                cursor,
+                f"SELECT DISTINCT batch_id FROM runs WHERE session_id IN ({sessions}) "
+                "AND batch_id IS NOT NULL",
+                tree,
+            ).fetchall()
+        ]
         for table in RUN_TABLES:
             self._exec(cursor, f"DELETE FROM {table} WHERE run_id IN ({runs})", tree)
         deleted = self._exec(
             cursor, f"DELETE FROM runs WHERE session_id IN ({sessions})", tree
         ).rowcount
         self._exec(cursor, f"DELETE FROM sessions WHERE id IN ({sessions})", tree)
+        for batch_id in batches:
+            if self._exec(
+                cursor, "SELECT 1 FROM runs WHERE batch_id = ? LIMIT 1", (batch_id,)
+            ).fetchone():
+                continue
+            self._exec(cursor, "DELETE FROM batch_submissions WHERE batch_id = ?", (batch_id,))
+            self._exec(cursor, "DELETE FROM batches WHERE id = ?", (batch_id,))
         return deleted
 
 

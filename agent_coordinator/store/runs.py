@@ -80,52 +80,61 @@ class RunQueries(SqlBase):
                 ).fetchone()
                 if row is not None:
                     return self._same_request(self._read(cursor, row), new), False
-            if new.kind == "start_session":
-                self._exec(
-                    cursor,
-                    f"INSERT INTO sessions ({SESSION_COLUMNS.replace('seq, ', '')}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        new.session_id,
-                        new.agent_name,
-                        "queued",
-                        "[]",
-                        new.parent_session_id,
-                        new.depth,
-                        now,
-                        now,
-                    ),
-                )
-            else:
-                self._check_resumable(cursor, new.session_id)
-                updated = self._exec(
-                    cursor,
-                    "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
-                    (now, new.session_id),
-                ).rowcount
-                if updated == 0:  # deleted (PostgreSQL) since it was read above
-                    raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
-            self._exec(
-                cursor,
-                f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
-                "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, 0, ?, NULL, "
-                "NULL)",
-                (
-                    new.id,
-                    new.session_id,
-                    new.kind,
-                    new.agent_name,
-                    new.input.model_dump_json(exclude_defaults=True),
-                    new.idempotency_key,
-                    new.request_hash,
-                    now,
-                ),
-            )
+            self._insert_run(cursor, new, now)
             row = self._exec(
                 cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (new.id,)
             ).fetchone()
         assert row is not None
         return run_record(row), True
+
+    def _insert_run(self, cursor: Cursor, new: NewRun, now: float) -> None:
+        """Insert a new run, with the session it starts (or marking its session queued).
+
+        Raises:
+            SessionNotFound: A resume names a session that does not exist.
+            SessionBusy: A resume names a session with a run still queued or running.
+        """
+        if new.kind == "start_session":
+            self._exec(
+                cursor,
+                f"INSERT INTO sessions ({SESSION_COLUMNS.replace('seq, ', '')}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    new.session_id,
+                    new.agent_name,
+                    "queued",
+                    "[]",
+                    new.parent_session_id,
+                    new.depth,
+                    now,
+                    now,
+                ),
+            )
+        else:
+            self._check_resumable(cursor, new.session_id)
+            updated = self._exec(
+                cursor,
+                "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
+                (now, new.session_id),
+            ).rowcount
+            if updated == 0:  # deleted (PostgreSQL) since it was read above
+                raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
+        self._exec(
+            cursor,
+            f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
+            "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, 0, ?, NULL, "
+            "NULL)",
+            (
+                new.id,
+                new.session_id,
+                new.kind,
+                new.agent_name,
+                new.input.model_dump_json(exclude_defaults=True),
+                new.idempotency_key,
+                new.request_hash,
+                now,
+            ),
+        )
 
     def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
         """Return one run read from the ``runs`` table, its result whole (transcript too)."""

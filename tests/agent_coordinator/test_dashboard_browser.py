@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -322,6 +323,33 @@ def test_schemas_and_analytics_pages(dash: Service, page: Page, fake_llm: FakeLL
     start = (datetime.now(UTC) - timedelta(days=7)).date().isoformat()
     expect(page.get_by_test_id("since")).to_have_text(f"from {start} 00:00 UTC")
     shoot(page, "analytics")
+
+
+def test_the_batches_page_lists_batches_with_their_items_sessions(
+    tmp_path: Path, page: Page
+) -> None:
+    service = Service(tmp_path, str(tmp_path / "coordinator.db"))  # the offline test model
+    try:
+        items = [{"id": f"pr-{n}", "parameters": {"pr_url": f"u{n}"}} for n in (1, 2)]
+        batch = service.client.post("/batches", json={"agent_name": "reviewer", "items": items})
+        batch_id = batch.json()["batch_id"]
+        deadline = time.monotonic() + 120
+        while service.client.get(f"/batches/{batch_id}").json()["status"] != "ended":
+            assert time.monotonic() < deadline, "the batch did not end"
+            time.sleep(0.05)
+        page.goto(f"{service.url}/batches")
+        row = page.locator(f'tr[data-batch="{batch_id}"]')
+        expect(row.get_by_test_id("batch-counts")).to_have_text("2 / 0 / 0")
+        expect(row.locator("td").nth(1)).to_have_text("ended")
+        shoot(page, "batches")
+        row.get_by_text("2 items").click()
+        first = service.client.get(f"/batches/{batch_id}").json()["items"][0]["session_id"]
+        row.get_by_role("link", name=first).click()
+        expect(page).to_have_url(f"{service.url}/sessions/{first}")
+        expect(page.get_by_role("heading", level=1)).to_contain_text(first)
+        page.goto("about:blank")  # the session page follows the service, which stops next
+    finally:
+        service.close()
 
 
 def test_the_analytics_page_shows_batch_and_live_runs(tmp_path: Path, page: Page) -> None:

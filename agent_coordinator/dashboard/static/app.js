@@ -155,6 +155,7 @@ const routes = [
   [/^\/sessions\/([^/]+)\/?$/, "session"],
   [/^\/runs\/new\/?$/, "run"],
   [/^\/schemas\/?$/, "schemas"],
+  [/^\/batches\/?$/, "batches"],
   [/^\/analytics\/?$/, "analytics"],
 ];
 
