@@ -6,18 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from agent_coordinator.api.batch_bodies import (
+from agent_coordinator.api.deps import ServicesDep
+from agent_coordinator.api.model_text import ModelTextResponse
+from agent_coordinator.errors import NotFound
+from agent_coordinator.service.batch_bodies import (
     BatchCreate,
     BatchItemView,
     BatchPage,
     BatchView,
     ProviderBatchView,
 )
-from agent_coordinator.api.bodies import timestamp
-from agent_coordinator.api.deps import ServicesDep
-from agent_coordinator.api.model_text import ModelTextResponse
-from agent_coordinator.errors import NotFound
 from agent_coordinator.service.batches import submit_batch
+from agent_coordinator.service.bodies import timestamp
 from agent_coordinator.store.records import BatchRecord
 
 __all__ = ["router"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_coordinator.api.batch_bodies import BatchCreate
-from agent_coordinator.api.bodies import RunCreate
-from agent_coordinator.api.deps import Services
 from agent_coordinator.errors import ErrorDetail, ServiceError, Unprocessable
+from agent_coordinator.service.batch_bodies import BatchCreate
+from agent_coordinator.service.bodies import RunCreate
 from agent_coordinator.service.runs import checked_input, new_id
+from agent_coordinator.service.services import Services
 from agent_coordinator.store.records import BatchRecord, NewRun, RunInput
 
 __all__ = ["submit_batch"]

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_coordinator.api.deps import Limits
+from agent_coordinator.service.services import Limits
 from agent_coordinator.webhooks import WebhookSettings
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import write_fleet

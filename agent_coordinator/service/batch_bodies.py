@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent_contracts.runs import JsonSchema, RunOptions
-from agent_coordinator.api.bodies import MAX_PROMPT_CHARS
+from agent_coordinator.service.bodies import MAX_PROMPT_CHARS
 from agent_coordinator.store.records import BatchState, RunState
 
 __all__ = [
