@@ -28,6 +28,7 @@ import asyncio
 import functools
 import logging
 import time
+import uuid
 from collections.abc import Callable
 
 from pydantic import BaseModel, JsonValue
@@ -49,7 +50,6 @@ from agent_core.prompts import (
 )
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
-from agent_executor.run_ids import new_run_id
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import (
     RunFailure,
@@ -257,7 +257,7 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     started = time.perf_counter()
     contract = spec.contract
     messages, cannot_force = _opening(spec)
-    run_id = spec.run_id or new_run_id()
+    run_id = spec.run_id or uuid.uuid4().hex
     state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force, opened=len(messages))
     state.resume(spec.progress)
     state.bound = contract.bind(spec.wire) if contract else None

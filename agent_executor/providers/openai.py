@@ -57,7 +57,6 @@ from agent_executor.providers.sse import MalformedEvent, sse_data
 from agent_executor.providers.stream_errors import stream_error, unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
 from agent_executor.redaction import remember_secret
-from agent_executor.run_ids import new_run_id
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]
 
@@ -332,14 +331,8 @@ async def _post(
 
 
 def _options(timeout: float) -> openai.RequestOptions:
-    """Return a call's request options: its timeout, and an idempotency key of ours.
-
-    The SDK gives every POST an idempotency key (kept across its retries of the call) unless
-    one is given; it makes its own with ``uuid.uuid4()``, a system call on every call, and
-    the OpenAI client does not send it. One of :func:`~agent_executor.run_ids.new_run_id`'s
-    keeps that guarantee without the system call.
-    """
-    return {"timeout": timeout, "idempotency_key": f"agentshape-{new_run_id()}"}
+    """Return a call's request options: its timeout."""
+    return {"timeout": timeout}
 
 
 def _body_of(response: httpx2.Response) -> str | bytes:

@@ -8,7 +8,6 @@ import inspect
 import json
 import re
 import socket
-import uuid
 from collections.abc import Callable
 
 import httpx2
@@ -474,26 +473,6 @@ async def test_a_reply_is_read_in_the_charset_it_declares(
     with pytest.raises(ProviderError, match="not JSON") as broken:
         await summary()
     assert broken.value.body == '{"choices": [\ufffd'
-
-
-async def test_a_call_makes_no_system_call_for_an_idempotency_key(
-    fake_llm: FakeLLM, make_provider: MakeProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[int] = []
-    original = uuid.uuid4
-
-    def counted() -> uuid.UUID:
-        made.append(1)
-        return original()
-
-    monkeypatch.setattr(uuid, "uuid4", counted)
-    fake_llm.respond_always(openai_tool_call("submit_result", {"summary": "ok", "score": 1}))
-    provider = make_provider()
-    await provider.request(forced())
-    provider.request_blocking(forced(), None)
-    assert made == []  # the SDK would make one per call (uuid4 reads the OS's randomness)
-    sent = fake_llm.requests[-1].headers
-    assert not any("idempotency" in name for name in sent)  # OpenAI's client sends none
 
 
 def test_missing_api_key_is_a_config_error() -> None:
