@@ -15,7 +15,6 @@ from typing import Any
 import anthropic
 
 from agent_contracts.errors import ProviderError
-from agent_executor.analytics_writer import mark_request, mark_request_async
 from agent_executor.providers.base import (
     connection_message,
     error_body,
@@ -50,9 +49,7 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
     """
-    http = anthropic.DefaultAsyncHttpxClient(
-        verify=ssl_context(), event_hooks={"request": [mark_request_async]}
-    )
+    http = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
     return anthropic.AsyncAnthropic(http_client=http, **settings)
 
 
@@ -64,7 +61,6 @@ def sync_client(**settings: Any) -> anthropic.Anthropic:
         ValueError: The SDK refused a setting.
     """
     hooks = deadline_hooks(lambda request: DeadlineTimeout())
-    hooks["request"].insert(0, mark_request)  # before the deadline's hook: it wraps this trace
     http = anthropic.DefaultHttpxClient(verify=ssl_context(), event_hooks=hooks)
     return anthropic.Anthropic(http_client=http, **settings)
 

@@ -16,7 +16,6 @@ import httpx2
 import openai
 
 from agent_contracts.errors import ProviderError
-from agent_executor.analytics_writer import mark_request, mark_request_async
 from agent_executor.providers.base import (
     connection_message,
     error_body,
@@ -57,10 +56,7 @@ def async_client(
         timeout=timeout_s,
         http_client=openai.DefaultAsyncHttpxClient(
             verify=ssl_context(),
-            event_hooks={
-                "request": [mark_request_async],
-                "response": [refuse_retry_when_malformed],
-            },
+            event_hooks={"response": [refuse_retry_when_malformed]},
         ),
     )
 
@@ -73,7 +69,6 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
     """
     hooks = deadline_hooks(lambda request: openai.APITimeoutError(request=request))
     hooks["response"].insert(0, refuse_retry_when_malformed_sync)
-    hooks["request"].insert(0, mark_request)  # before the deadline's hook: it wraps this trace
     return openai.OpenAI(
         api_key=api_key,
         base_url=base_url,
