@@ -23,8 +23,9 @@ from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_core.prompts import ANSWER_END
 from agent_executor.analytics import AnalyticsSink
-from agent_executor.providers.base import Provider, profile_of
+from agent_executor.providers.base import Provider
 from agent_executor.providers.blocking import BLOCKING_CALLS, can_block
+from agent_executor.providers.profiles import profile_of
 from agent_executor.stream_relay import StreamRelay
 from agent_executor.tools import InputTool
 

@@ -34,19 +34,14 @@ from agent_executor.providers.anthropic_clients import (
 from agent_executor.providers.anthropic_events import MessageEvents
 from agent_executor.providers.anthropic_replies import _turn, _turn_of
 from agent_executor.providers.anthropic_requests import wire_messages
-from agent_executor.providers.base import (
-    JsonObject,
-    ModelTurn,
-    ModelTurnRequest,
-    ToolNameMap,
-    error_body,
-    tool_names_for,
-)
+from agent_executor.providers.base import JsonObject, ModelTurn, ModelTurnRequest, ToolNameMap
 from agent_executor.providers.blocking import call_deadline
+from agent_executor.providers.error_text import error_body
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 from agent_executor.providers.sse import MalformedEvent, sse_batches
 from agent_executor.providers.stream_errors import unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
+from agent_executor.providers.tool_names import tool_names_for
 from agent_executor.redaction import remember_secret
 
 if TYPE_CHECKING:

@@ -19,8 +19,10 @@ from agent_contracts.errors import ProviderError
 from agent_executor.providers.anthropic import AnthropicProvider
 from agent_executor.providers.anthropic_clients import translate_errors
 from agent_executor.providers.anthropic_replies import _turn_of
-from agent_executor.providers.base import ModelTurnRequest, read_json, tool_names_for
+from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.batch_base import BatchStatus, ItemOutcome
+from agent_executor.providers.replies import read_json
+from agent_executor.providers.tool_names import tool_names_for
 
 if TYPE_CHECKING:
     from anthropic.types.messages.batch_create_params import Request

@@ -15,16 +15,16 @@ from typing import Any
 import anthropic
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.base import (
+from agent_executor.providers.blocking import SyncClients, deadline_hooks
+from agent_executor.providers.clients import LoopClients, ssl_context
+from agent_executor.providers.error_text import (
     connection_message,
     error_body,
     error_kind_for_status,
     error_text,
+    refine_error_kind,
     retry_after_s,
 )
-from agent_executor.providers.blocking import SyncClients, deadline_hooks
-from agent_executor.providers.clients import LoopClients, ssl_context
-from agent_executor.providers.error_text import refine_error_kind
 
 __all__ = [
     "CLIENTS",

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from agent_executor.providers.base import JsonObject, ToolNameMap, echo_text, model_arguments
+from agent_executor.providers.base import JsonObject, ToolNameMap
+from agent_executor.providers.replies import echo_text, model_arguments
 from agent_executor.providers.stream_errors import stream_error
 from agent_executor.providers.streaming import DeltaSink, TurnDelta
 

@@ -12,10 +12,8 @@ from agent_contracts.errors import ProviderError
 from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import ToolCall, Usage
 from agent_core.json_text import read_checked_json
-from agent_executor.providers.base import (
-    ModelTurn,
-    StopReason,
-    ToolNameMap,
+from agent_executor.providers.base import ModelTurn, StopReason, ToolNameMap
+from agent_executor.providers.replies import (
     arguments_problem,
     call_usage,
     echo_text,

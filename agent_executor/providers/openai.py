@@ -32,15 +32,9 @@ from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
-from agent_executor.providers.base import (
-    JsonObject,
-    ModelTurn,
-    ModelTurnRequest,
-    ToolNameMap,
-    error_body,
-    tool_names_for,
-)
+from agent_executor.providers.base import JsonObject, ModelTurn, ModelTurnRequest, ToolNameMap
 from agent_executor.providers.blocking import call_deadline
+from agent_executor.providers.error_text import error_body
 from agent_executor.providers.openai_chunks import CompletionChunks
 from agent_executor.providers.openai_clients import (
     CLIENTS,
@@ -56,6 +50,7 @@ from agent_executor.providers.profiles import OPENAI_PROFILE
 from agent_executor.providers.sse import MalformedEvent, sse_data
 from agent_executor.providers.stream_errors import stream_error, unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
+from agent_executor.providers.tool_names import tool_names_for
 from agent_executor.redaction import remember_secret
 
 __all__ = ["TOOL_ERROR_PREFIX", "OpenAIProvider"]

@@ -16,19 +16,17 @@ import httpx2
 import openai
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.base import (
+from agent_executor.providers.blocking import SyncClients, deadline_hooks
+from agent_executor.providers.clients import LoopClients, ssl_context
+from agent_executor.providers.error_text import (
     connection_message,
     error_body,
     error_kind_for_status,
     error_text,
-    retry_after_s,
-)
-from agent_executor.providers.blocking import SyncClients, deadline_hooks
-from agent_executor.providers.clients import LoopClients, ssl_context
-from agent_executor.providers.error_text import (
     refine_error_kind,
     refuse_retry_when_malformed,
     refuse_retry_when_malformed_sync,
+    retry_after_s,
 )
 from agent_executor.providers.stream_errors import stream_error
 

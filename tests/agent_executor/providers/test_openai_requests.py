@@ -8,8 +8,9 @@ import pytest
 from agent_contracts.messages import Message
 from agent_contracts.profiles import ProviderProfile
 from agent_contracts.tools import ResponseFormat, ToolChoice, ToolDefinition
-from agent_executor.providers.base import ModelTurnRequest, tool_names_for
+from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.openai_requests import chat_body, chat_content
+from agent_executor.providers.tool_names import tool_names_for
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
