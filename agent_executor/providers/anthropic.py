@@ -154,6 +154,9 @@ class AnthropicProvider:
         """Return a new SDK client with this provider's credentials, URL and retries.
 
         For the calls a run never makes, such as Message Batches; the caller closes it.
+
+        Returns:
+            The client.
         """
         return self._new_client()
 

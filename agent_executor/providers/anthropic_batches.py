@@ -44,12 +44,17 @@ class AnthropicBatches:
         self._live = provider
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the Messages parameters a live call for ``turn`` sends, as JSON."""
+        """Return the Messages parameters a live call for ``turn`` sends, as JSON.
+
+        Arguments and return value as :meth:`BatchAPI.body`.
+        """
         params, _ = self._live.request_params(turn)
         return json.dumps(params, ensure_ascii=False).encode()
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
         """Create the batch and return its id.
+
+        Arguments and return value as :meth:`BatchAPI.submit`.
 
         Raises:
             ProviderError: The batch was refused.
@@ -66,6 +71,8 @@ class AnthropicBatches:
     async def status(self, batch_id: str) -> BatchStatus:
         """Return the batch's status from ``messages.batches.retrieve``.
 
+        Arguments and return value as :meth:`BatchAPI.status`.
+
         Raises:
             ProviderError: The batch could not be read.
         """
@@ -81,6 +88,8 @@ class AnthropicBatches:
         self, batch_id: str, turns: Mapping[str, ModelTurnRequest]
     ) -> dict[str, ItemOutcome]:
         """Read an ended batch's results.
+
+        Arguments and return value as :meth:`BatchAPI.results`.
 
         Raises:
             ProviderError: The results could not be read.

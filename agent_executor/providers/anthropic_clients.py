@@ -45,6 +45,12 @@ SYNC_CLIENTS: SyncClients[anthropic.Anthropic] = SyncClients(lambda client: clie
 def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
     """Return a new asynchronous SDK client with ``settings`` (key, URL, retries, timeout...).
 
+    Args:
+        **settings: The SDK client's keyword arguments.
+
+    Returns:
+        The client.
+
     Raises:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
@@ -55,6 +61,12 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
 
 def sync_client(**settings: Any) -> anthropic.Anthropic:
     """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
+
+    Args:
+        **settings: The SDK client's keyword arguments.
+
+    Returns:
+        The client.
 
     Raises:
         anthropic.AnthropicError: The settings are unusable.
@@ -78,7 +90,17 @@ class DeadlineTimeout(anthropic.AnthropicError):
 
 @contextmanager
 def translate_errors(provider: str) -> Iterator[None]:
-    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place).
+
+    Args:
+        provider: The provider's name, for the error.
+
+    Yields:
+        Nothing; the block runs inside.
+
+    Raises:
+        ProviderError: The SDK raised an error inside, chained with ``from``.
+    """
     try:
         yield
     except (anthropic.APITimeoutError, DeadlineTimeout) as exc:

@@ -84,7 +84,14 @@ class ModelTurnRequest(BaseModel):
         return self
 
     def tool(self, name: str) -> ToolDefinition | None:
-        """Return the offered tool called ``name``, or ``None``."""
+        """Return the offered tool called ``name``, or ``None``.
+
+        Args:
+            name: The tool's name.
+
+        Returns:
+            Its definition, or ``None`` when no offered tool has that name.
+        """
         return next((tool for tool in self.tools if tool.name == name), None)
 
 
@@ -119,7 +126,11 @@ class ModelTurn(BaseModel):
     """The provider batch that answered this call, when it went through one."""
 
     def to_message(self) -> Message:
-        """Return this reply as the assistant message to append to the conversation."""
+        """Return this reply as the assistant message to append to the conversation.
+
+        Returns:
+            The message: the text, the tool calls and the reasoning blocks to send back.
+        """
         return Message(
             role="assistant",
             content=self.text,

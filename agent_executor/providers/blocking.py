@@ -1,8 +1,7 @@
 """Blocking model calls for ``run_sync``: the SDKs' synchronous clients, bounded by the run's end.
 
-``Agent.run_sync`` runs the async run loop on a kept event loop of the calling thread. An SDK's
-asynchronous HTTP stack costs about a third more CPU a call than its synchronous one, so a
-provider that has a synchronous path (:class:`BlockingProvider`) is called through it when
+``Agent.run_sync`` runs the async run loop on a kept event loop of the calling thread. A provider
+that has a synchronous path (:class:`BlockingProvider`) is called through it when
 :data:`BLOCKING_CALLS` is set, as ``run_sync`` sets it: the call blocks the kept loop, which has
 nothing else to run meanwhile (input tools and MCP servers run between model calls, not during).
 
@@ -29,6 +28,10 @@ from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 
 if TYPE_CHECKING:  # the SDK extras install it; this module is imported without them
     import httpx2
+
+# Why a second path at all: ``bench/run.py --guard`` holds ``run_sync``'s CPU per run at or under
+# the typed SDK's synchronous ``create`` + ``model_validate_json``. Through the async clients on
+# the kept loop it goes over (at 500 items), so the synchronous clients stay (bench/RESULTS.md).
 
 __all__ = [
     "BLOCKING_CALLS",
@@ -63,6 +66,9 @@ class BlockingProvider(Protocol):
             turn: The conversation, tools and settings for this call.
             deadline: When the run must end (``time.monotonic()``); ``None`` for no bound.
 
+        Returns:
+            The normalised reply.
+
         Raises:
             ProviderError: The provider failed after the SDK's bounded retries.
         """
@@ -77,6 +83,12 @@ def can_block(provider: object) -> TypeGuard[BlockingProvider]:
 
     Only when one class defines both methods: a subclass that overrides ``request`` (to record
     or change calls) keeps getting every call through it.
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        Whether its calls can go through ``request_blocking``.
     """
     kind = type(provider)
     usable = _CAN_BLOCK.get(kind)
@@ -121,7 +133,14 @@ def blocking_turn(
 
 
 def past_deadline(deadline: float | None) -> bool:
-    """Tell whether ``deadline`` (``time.monotonic()``; ``None`` is never) has passed."""
+    """Tell whether ``deadline`` has passed.
+
+    Args:
+        deadline: A ``time.monotonic()`` time, or ``None`` (never).
+
+    Returns:
+        Whether it has passed.
+    """
     return deadline is not None and time.monotonic() >= deadline
 
 
@@ -161,6 +180,9 @@ def deadline_hooks(
     Args:
         timed_out: Makes the timeout error for a request: one the SDK raises as it is, without
             retrying it (so without sleeping a backoff first).
+
+    Returns:
+        The ``event_hooks`` for the client: one request hook and one response hook.
     """
 
     def bound_attempt(request: httpx2.Request) -> None:
@@ -208,12 +230,15 @@ def final_at_deadline(
     (``....failed`` with a timeout) at the deadline raises ``timed_out()`` from the timeout, an
     error the SDK raises as it is, instead of sleeping a backoff before a retry the deadline
     would refuse. Any other failure (a reset connection, an interrupt) goes on as it was. Every
-    call goes to ``earlier`` first (the analytics writer's callback, when it was there).
+    call goes to ``earlier`` first, when the request had a callback already.
 
     Args:
         deadline: The run's end (``time.monotonic()``).
         earlier: The request's ``trace`` callback before this one, or ``None``.
         timed_out: Makes the timeout error the SDK does not retry.
+
+    Returns:
+        The callback.
     """
 
     def trace(name: str, info: Mapping[str, object]) -> None:
@@ -264,7 +289,15 @@ class SyncClients(Generic[C]):
         atexit.register(self.close_all)
 
     def get(self, key: Hashable, make: Callable[[], C]) -> C:
-        """Return the client for ``key``, made with ``make`` on first use in this process."""
+        """Return the client for ``key``, made with ``make`` on first use in this process.
+
+        Args:
+            key: The client's settings.
+            make: Makes the client.
+
+        Returns:
+            The client.
+        """
         full = (os.getpid(), key)
         client = self._clients.get(full)
         if client is None:

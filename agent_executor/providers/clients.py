@@ -104,7 +104,11 @@ def _drop(generator: AsyncGenerator[None, None]) -> None:
 
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
-    """Return the TLS context every SDK client shares (loading CA certificates takes ~30 ms)."""
+    """Return the TLS context every SDK client shares, made once: loading CA certificates is slow.
+
+    Returns:
+        The context.
+    """
     import httpx2  # installed with either SDK's extra, not without
 
     return httpx2.create_ssl_context()

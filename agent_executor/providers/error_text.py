@@ -244,6 +244,9 @@ def connection_message(exc: BaseException) -> str:
 
     Args:
         exc: The SDK's connection error.
+
+    Returns:
+        The message.
     """
     seen: set[int] = set()
     cause: BaseException | None = exc

@@ -156,6 +156,9 @@ class OpenAIProvider:
         """Return a new SDK client with this provider's key, URL and retries (the caller closes it).
 
         For the calls a run never makes, such as the Batch API's files and batches.
+
+        Returns:
+            The client.
         """
         return self._new_client()
 
@@ -164,6 +167,9 @@ class OpenAIProvider:
 
         Args:
             turn: The conversation, tools and settings for one call.
+
+        Returns:
+            The request body.
         """
         return self._content(turn, tool_names_for(turn))
 
@@ -314,10 +320,21 @@ async def _post(
 ) -> str | bytes:
     """Send a Chat Completions request body to ``url`` and return the reply body (:func:`_body_of`).
 
-    The body goes out as built (JSON bytes, from :func:`chat_content`), through the
-    SDK's generic ``post``: its retries, timeouts and error types apply, but not its per-call walk
-    of the typed parameters (about a quarter of a call's client time with a schema the size of the
-    pr-reviewer's). ``url`` is absolute (:func:`completions_url`).
+    The body goes out as built (JSON bytes, from :func:`chat_content`), through the SDK's
+    generic ``post``: its retries, timeouts and error types apply, but not its walk of the typed
+    parameters. ``url`` is absolute (:func:`completions_url`).
+
+    Args:
+        client: The SDK client.
+        url: The Chat Completions URL.
+        content: The request body.
+        timeout: Seconds for the call.
+
+    Returns:
+        The reply's body.
+
+    Raises:
+        openai.OpenAIError: The SDK's error, after its bounded retries.
     """
     response = await client.post(
         url, content=content, cast_to=httpx2.Response, options=_options(timeout)

@@ -48,11 +48,16 @@ class OpenAIBatches:
         self._files: dict[str, tuple[str | None, str | None]] = {}
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the bytes a live call for ``turn`` posts."""
+        """Return the bytes a live call for ``turn`` posts.
+
+        Arguments and return value as :meth:`BatchAPI.body`.
+        """
         return self._live.request_body(turn)
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
         """Upload the items as a JSONL file and create the batch; return its id.
+
+        Arguments and return value as :meth:`BatchAPI.submit`.
 
         Raises:
             ProviderError: The upload or the batch was refused.
@@ -71,6 +76,8 @@ class OpenAIBatches:
 
     async def status(self, batch_id: str) -> BatchStatus:
         """Return the batch's status from ``batches.retrieve``.
+
+        Arguments and return value as :meth:`BatchAPI.status`.
 
         Raises:
             ProviderError: The batch could not be read.
@@ -96,6 +103,8 @@ class OpenAIBatches:
         self, batch_id: str, turns: Mapping[str, ModelTurnRequest]
     ) -> dict[str, ItemOutcome]:
         """Read the output and error files of an ended batch.
+
+        Arguments and return value as :meth:`BatchAPI.results`.
 
         Raises:
             ProviderError: A file could not be read.

@@ -44,6 +44,15 @@ def async_client(
 ) -> openai.AsyncOpenAI:
     """Return a new asynchronous SDK client (``None`` key and URL: the SDK reads the environment).
 
+    Args:
+        api_key: The API key, or ``None``.
+        base_url: The API's base URL, or ``None``.
+        max_retries: The SDK's retries of a failed call.
+        timeout_s: Seconds for a call.
+
+    Returns:
+        The client.
+
     Raises:
         openai.OpenAIError: No API key was given or found.
     """
@@ -62,6 +71,15 @@ def async_client(
 def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float) -> openai.OpenAI:
     """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
 
+    Args:
+        api_key: The API key.
+        base_url: The API's base URL.
+        max_retries: The SDK's retries of a failed call.
+        timeout_s: Seconds for a call.
+
+    Returns:
+        The client.
+
     Raises:
         openai.OpenAIError: The key is unusable.
     """
@@ -79,12 +97,14 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
 def completions_url(base_url: httpx2.URL) -> str:
     """Return the absolute Chat Completions URL under a client's ``base_url``, to post to.
 
-    The URL the SDK builds from ``"/chat/completions"`` on every call (its base URL's path, which
-    ends in ``/``, then the endpoint's); given as an absolute URL, the SDK and ``httpx`` parse
-    it once instead of three times, on every call.
+    The URL the SDK would build from ``"/chat/completions"`` (its base URL's path, which ends in
+    ``/``, then the endpoint's), made once per client.
 
     Args:
         base_url: The client's ``base_url``.
+
+    Returns:
+        The absolute URL.
     """
     return str(base_url.copy_with(raw_path=base_url.raw_path + b"chat/completions"))
 

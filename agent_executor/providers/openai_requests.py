@@ -113,6 +113,9 @@ def chat_content(
         max_tokens_param: Which field carries ``max_tokens``.
         extra: Fields to add to the body (``stream``, ``stream_options``).
 
+    Returns:
+        The body, JSON bytes.
+
     Raises:
         TypeError: The body holds an object no JSON serialiser knows.
         ValueError: The body holds NaN or an infinite number.

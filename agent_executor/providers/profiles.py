@@ -86,7 +86,7 @@ TEST_PROFILE = ProviderProfile(
 
 
 def profile_of(provider: Provider) -> ProviderProfile:
-    """Return a provider's profile; one written before profiles existed gets a neutral one.
+    """Return a provider's profile; one without a profile gets a neutral one.
 
     Args:
         provider: The provider.

@@ -41,6 +41,9 @@ def call_usage(input_tokens: int = 0, output_tokens: int = 0) -> Usage:
     Args:
         input_tokens: The prompt tokens billed.
         output_tokens: The completion tokens billed.
+
+    Returns:
+        The usage (``requests`` is 1).
     """
     return Usage(input_tokens=input_tokens, output_tokens=output_tokens, requests=1)
 
@@ -54,6 +57,9 @@ def parsed_turn(**fields: Any) -> ModelTurn:
     Args:
         fields: The turn's fields, as for ``ModelTurn(...)``.
 
+    Returns:
+        The turn.
+
     Raises:
         pydantic.ValidationError: A field is not of its type.
     """
@@ -61,7 +67,7 @@ def parsed_turn(**fields: Any) -> ModelTurn:
 
 
 def read_json(text: str | bytes) -> Any:  # typed as json.loads is
-    """Parse JSON text as ``json.loads`` does, about twice as fast for a large reply.
+    """Parse JSON text as ``json.loads`` does, with pydantic-core's parser where it can.
 
     Pydantic's parser reads it first; text it refuses (an escaped lone surrogate, which
     Python's parser accepts) is read by ``json.loads``, which also gives the error for text
@@ -116,6 +122,9 @@ def arguments_problem(value: object) -> str | None:
 
     Args:
         value: The arguments as the SDK parsed them (an Anthropic ``input``).
+
+    Returns:
+        Why they cannot be used, or ``None`` when they can.
     """
     return value_problem(value)
 
@@ -128,6 +137,9 @@ def echo_text(arguments: object) -> str:
 
     Args:
         arguments: The arguments as the SDK parsed them.
+
+    Returns:
+        The JSON text, or a cut ``repr`` when no JSON can be written.
     """
     try:
         return json.dumps(arguments, ensure_ascii=False)
