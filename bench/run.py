@@ -1,6 +1,7 @@
 """agentshape against the cheapest raw SDK path, instructor and pydantic-ai, on one local server.
 
     .venv/bin/python bench/run.py [--quick]
+    .venv/bin/python bench/run.py --guard [--quick]
 
 A local server (``bench/fleet_server.py``, its own process) answers every Chat Completions call
 at once with a pr-reviewer result of 1, 50 or 500 comments, so the network and the model drop
@@ -20,14 +21,20 @@ headline agentshape contender runs with the default analytics sink (``JsonlAnaly
    ``run_many`` (default sink) against the floor under an ``asyncio.Semaphore``; and the memory
    per in-flight run, 1,000 runs held in flight at once in a fresh process each;
 3. retry path: the server answers invalid arguments first and valid ones after;
-4. loading the whole ``agents/`` fleet, in a cold process and again from the cache.
+4. loading the whole ``agents/`` fleet, in a cold process and again from the cache;
+5. the guard (``--guard`` runs it alone): process CPU time per run (user + system, every thread)
+   at 1 and 500 items against the typed SDK floor (``chat.completions.create`` with the forced
+   tool, then ``Review.model_validate_json``), sync and async, with instructor and pydantic-ai
+   against the same floor; interleaved rounds, median of the rounds.
 
 It ends with the ratio lines (agentshape / floor, measured in the same run): ``overhead_vs_floor``,
 ``sync_overhead_vs_floor``, ``sync_floor_log_vs_floor`` (what the default log alone costs the
 sync floor), ``sync_overhead_vs_floor_log``, ``overhead_50_vs_floor``, ``overhead_500_vs_floor``,
 ``analytics_500_vs_null``, ``throughput_100_vs_raw``, ``throughput_1000_vs_raw``,
 ``memory_per_run_vs_raw``, ``stream_overhead_vs_run`` (``run_stream`` against ``run``, both
-agentshape with the default sink), ``vs_instructor`` and ``vs_pydantic_ai``.
+agentshape with the default sink), ``vs_instructor`` and ``vs_pydantic_ai``; then the guard's
+``cpu_sync_vs_typed_sdk_<n>``, ``cpu_async_vs_typed_sdk_<n>``, ``cpu_instructor_vs_typed_sdk_<n>``
+and ``cpu_pydantic_ai_vs_typed_sdk_<n>`` at 1 and 500 items.
 """
 
 from __future__ import annotations
