@@ -763,9 +763,10 @@ def main() -> int:
         print_retry(retries, time.perf_counter() - started)
         started = time.perf_counter()
         cpu = guard(port, config, scale)
-        print_guard(cpu, time.perf_counter() - started)
+        guard_s = time.perf_counter() - started
     started = time.perf_counter()
     print_load(load_times(settings), time.perf_counter() - started)
+    print_guard(cpu, guard_s)
     print()
     for line in [*ratio_lines(per_size, fleet_results, memory), *guard_lines(cpu)]:
         print(line)
