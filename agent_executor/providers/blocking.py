@@ -15,13 +15,10 @@ ends the run as ``run_timeout``, as the async path's timeout would have (:func:`
 
 from __future__ import annotations
 
-import atexit
-import os
-import threading
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 from agent_contracts.errors import ProviderError
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
@@ -37,7 +34,6 @@ __all__ = [
     "BLOCKING_CALLS",
     "LONGEST_RETRY_WAIT_S",
     "BlockingProvider",
-    "SyncClients",
     "blocking_turn",
     "call_deadline",
     "can_block",
@@ -268,52 +264,3 @@ def _retry_after(headers: httpx2.Headers) -> float:
         except ValueError:
             continue
     return 0.0
-
-
-C = TypeVar("C")
-
-
-class SyncClients(Generic[C]):
-    """Synchronous SDK clients kept per settings and process, closed at interpreter exit.
-
-    A synchronous client is bound to no event loop and its connection pool is safe to share
-    between threads, so one per settings serves every thread; a forked child makes its own
-    (the parent's connections are not its to use).
-    """
-
-    def __init__(self, close: Callable[[C], None]) -> None:
-        """Keep no client yet; ``close`` closes one (at exit, or in :meth:`close_all`)."""
-        self._clients: dict[tuple[int, Hashable], C] = {}
-        self._lock = threading.Lock()
-        self._close = close
-        atexit.register(self.close_all)
-
-    def get(self, key: Hashable, make: Callable[[], C]) -> C:
-        """Return the client for ``key``, made with ``make`` on first use in this process.
-
-        Args:
-            key: The client's settings.
-            make: Makes the client.
-
-        Returns:
-            The client.
-        """
-        full = (os.getpid(), key)
-        client = self._clients.get(full)
-        if client is None:
-            with self._lock:
-                client = self._clients.get(full)
-                if client is None:
-                    client = self._clients[full] = make()
-        return client
-
-    def close_all(self) -> None:
-        """Close and forget every client this process made (a later call makes new ones)."""
-        with self._lock:
-            clients = [c for (pid, _), c in self._clients.items() if pid == os.getpid()]
-            self._clients.clear()
-        for client in clients:
-            try:
-                self._close(client)
-            except Exception:  # closing at exit: nothing to report to
-                continue

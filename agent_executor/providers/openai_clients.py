@@ -16,8 +16,8 @@ import httpx2
 import openai
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.blocking import SyncClients, deadline_hooks
-from agent_executor.providers.clients import LoopClients, ssl_context
+from agent_executor.providers.blocking import deadline_hooks
+from agent_executor.providers.clients import LoopClients, SyncClients, ssl_context
 from agent_executor.providers.error_text import (
     connection_message,
     error_body,
