@@ -9,6 +9,11 @@ error becomes a :class:`ProviderError` in :func:`translate_errors`.
 ``stream`` sends the same request with ``stream: true``; the SDK's SSE decoder splits the events,
 :class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
 assembles the message, which the same reply parser reads.
+
+The wire helpers sit below the provider: how the neutral conversation becomes the request's
+``messages`` (:func:`wire_messages`: one turn a role, thinking blocks put back before their tool
+calls), and how a Messages reply becomes a :class:`ModelTurn` (text, tool calls, thinking
+blocks, the normalised stop reason and usage).
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 import anthropic
 import httpx2
+from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
+from agent_contracts.json_data import PARSED_JSON
+from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
-from agent_core.json_text import encodable, encodable_data
+from agent_core.json_text import encodable, encodable_data, read_checked_json
 from agent_executor.providers.anthropic_clients import (
     CLIENTS,
     SYNC_CLIENTS,
@@ -32,12 +40,24 @@ from agent_executor.providers.anthropic_clients import (
     translate_errors,
 )
 from agent_executor.providers.anthropic_events import MessageEvents
-from agent_executor.providers.anthropic_replies import _turn, _turn_of
-from agent_executor.providers.anthropic_requests import wire_messages
-from agent_executor.providers.base import JsonObject, ModelTurn, ModelTurnRequest, ToolNameMap
+from agent_executor.providers.base import (
+    JsonObject,
+    ModelTurn,
+    ModelTurnRequest,
+    StopReason,
+    ToolNameMap,
+)
 from agent_executor.providers.blocking import call_deadline
 from agent_executor.providers.error_text import error_body
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
+from agent_executor.providers.replies import (
+    arguments_problem,
+    call_usage,
+    echo_text,
+    model_arguments,
+    parsed_turn,
+    read_json,
+)
 from agent_executor.providers.sse import MalformedEvent, sse_batches
 from agent_executor.providers.stream_errors import unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
@@ -381,3 +401,190 @@ async def _read_events(response: httpx2.Response, events: MessageEvents) -> None
         await response.aclose()
     if not events.finished:
         raise unfinished_stream(events.provider, "message_stop")
+
+
+# Requests ---------------------------------------------------------------------------------------
+
+
+def wire_messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
+    """Return the conversation (system messages excluded) as Messages turns.
+
+    Consecutive messages of one role are merged (tool results and a following re-prompt make
+    one user turn); empty assistant turns are dropped; thinking blocks kept from earlier
+    replies are put back before their tool calls, as the API requires.
+
+    Args:
+        messages: The conversation.
+        names: The wire names of the request's tools.
+
+    Returns:
+        The ``messages`` of the request body.
+    """
+    turns: list[tuple[str, list[JsonValue]]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        blocks: list[JsonValue] = []
+        if message.role == "tool":
+            role = "user"
+            for result in message.tool_results:
+                block: JsonObject = {
+                    "type": "tool_result",
+                    "tool_use_id": result.tool_call_id,
+                    "content": result.content,
+                }
+                if result.is_error:
+                    block["is_error"] = True
+                blocks.append(block)
+        else:
+            role = message.role
+        if message.role == "assistant" and message.tool_calls:
+            blocks.extend(message.thinking)
+        if message.content:
+            blocks.append({"type": "text", "text": message.content})
+        for call in message.tool_calls:
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": names.to_wire(call.name),
+                    "input": arguments,
+                }
+            )
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    return [{"role": role, "content": blocks} for role, blocks in turns]
+
+
+# Replies ----------------------------------------------------------------------------------------
+
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def _turn(provider: str, model: str, body: str, names: ToolNameMap, latency_ms: float) -> ModelTurn:
+    """Normalise a Messages response body.
+
+    Raises:
+        ProviderError: The body is not JSON or not a message.
+    """
+    checked = read_checked_json(body)  # then no tool input needs walking for NaN or depth
+    if checked is not None:
+        return _turn_of(provider, model, checked[0], names, latency_ms, checked=True)
+    try:
+        raw = read_json(body)
+    except (ValueError, RecursionError) as exc:
+        raise ProviderError(
+            f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
+        ) from exc
+    return _turn_of(provider, model, raw, names, latency_ms)
+
+
+def _turn_of(
+    provider: str,
+    model: str,
+    raw: JsonValue,
+    names: ToolNameMap,
+    latency_ms: float,
+    *,
+    checked: bool = False,
+) -> ModelTurn:
+    """Normalise a Messages body already parsed (or assembled from a stream's events).
+
+    Its thinking blocks travel on the turn (see ``Message.thinking``) when it calls tools.
+    ``checked``: the body was read by :func:`~agent_core.json_text.read_checked_json`, so its
+    tool inputs hold no ``NaN`` and are not too deep.
+
+    Raises:
+        ProviderError: The body is not a message.
+    """
+    if not isinstance(raw, dict) or "content" not in raw:
+        raise ProviderError("the reply has no content blocks", provider=provider, body=raw)
+    if not isinstance(content := raw["content"], list):  # malformed: no blocks, re-prompted
+        content = raw["content"] = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[JsonValue] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(text := block.get("text"), str):
+            texts.append(text)
+        elif kind in _THINKING_BLOCKS:
+            thinking.append(block)
+        elif kind == "tool_use":
+            calls.append(_tool_use(block, names, len(calls), checked=checked))
+    reason = raw.get("stop_reason")
+    stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
+    return parsed_turn(
+        provider=provider,
+        model=model,
+        text="".join(texts),
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=reason if isinstance(reason, str) else None,
+        usage=_usage(raw.get("usage")),
+        raw=raw,
+        latency_ms=latency_ms,
+        thinking=thinking if calls else [],
+    )
+
+
+def _usage(usage: JsonValue) -> Usage:
+    """Return token usage; cache writes and reads count as input tokens."""
+    if not isinstance(usage, dict):
+        return call_usage()
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    return call_usage(
+        count("input_tokens")
+        + count("cache_creation_input_tokens")
+        + count("cache_read_input_tokens"),
+        count("output_tokens"),
+    )
+
+
+def _tool_use(
+    block: dict[str, JsonValue], names: ToolNameMap, index: int, *, checked: bool = False
+) -> ToolCall:
+    """Return a ``tool_use`` block as a call; an ``input`` no run can use is kept as text.
+
+    Input nested too deep, holding ``NaN`` or not an object gives a call with ``parse_error``
+    (a failed attempt, re-prompted), and the block's ``input`` becomes that text so the raw
+    reply stays JSON data. An ``input`` that is text is read as JSON text, as a streamed
+    input whose pieces never made JSON is left (or a server that sends the text).
+    """
+    arguments = block.get("input")
+    if isinstance(arguments, str):
+        raw = arguments
+        arguments, problem = model_arguments(raw) if raw.strip() else ({}, None)
+    else:
+        problem = None if checked else arguments_problem(arguments)
+        raw = echo_text(arguments)
+    call = {
+        "id": str(block.get("id") or f"toolu_{index}"),
+        "name": names.from_wire(str(block.get("name") or "")),
+        "arguments": None if problem else arguments,
+        "raw_arguments": raw,
+        "parse_error": problem,
+    }
+    if problem:
+        block["input"] = raw
+    return ToolCall.model_validate(call, context=PARSED_JSON)
