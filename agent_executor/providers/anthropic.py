@@ -12,16 +12,19 @@ assembles the message, which the same reply parser reads.
 
 The wire helpers sit below the provider: how the neutral conversation becomes the request's
 ``messages`` (:func:`wire_messages`: one turn a role, thinking blocks put back before their tool
-calls), and how a Messages reply becomes a :class:`ModelTurn` (text, tool calls, thinking
-blocks, the normalised stop reason and usage).
+calls), how a Messages reply becomes a :class:`ModelTurn` (text, tool calls, thinking
+blocks, the normalised stop reason and usage), and the SDK clients: asynchronous ones pooled per
+running loop and settings (:data:`CLIENTS`), synchronous ones for ``run_sync`` per settings and
+process (:data:`SYNC_CLIENTS`), with the one place the SDK's errors are translated.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple, cast
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import anthropic
 import httpx2
@@ -32,13 +35,6 @@ from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
 from agent_core.json_text import encodable, encodable_data, read_checked_json
-from agent_executor.providers.anthropic_clients import (
-    CLIENTS,
-    SYNC_CLIENTS,
-    async_client,
-    sync_client,
-    translate_errors,
-)
 from agent_executor.providers.anthropic_events import MessageEvents
 from agent_executor.providers.base import (
     JsonObject,
@@ -47,8 +43,16 @@ from agent_executor.providers.base import (
     StopReason,
     ToolNameMap,
 )
-from agent_executor.providers.blocking import call_deadline
-from agent_executor.providers.error_text import error_body
+from agent_executor.providers.blocking import call_deadline, deadline_hooks
+from agent_executor.providers.clients import LoopClients, SyncClients, ssl_context
+from agent_executor.providers.error_text import (
+    connection_message,
+    error_body,
+    error_kind_for_status,
+    error_text,
+    refine_error_kind,
+    retry_after_s,
+)
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
 from agent_executor.providers.replies import (
     arguments_problem,
@@ -588,3 +592,107 @@ def _tool_use(
     if problem:
         block["input"] = raw
     return ToolCall.model_validate(call, context=PARSED_JSON)
+
+
+# Clients ----------------------------------------------------------------------------------------
+
+
+CLIENTS: LoopClients[anthropic.AsyncAnthropic] = LoopClients()
+"""The process's pooled asynchronous Anthropic clients, one per running event loop and settings."""
+
+SYNC_CLIENTS: SyncClients[anthropic.Anthropic] = SyncClients(lambda client: client.close())
+"""The process's synchronous Anthropic clients, one per settings, closed at exit."""
+
+
+def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
+    """Return a new asynchronous SDK client with ``settings`` (key, URL, retries, timeout...).
+
+    Args:
+        **settings: The SDK client's keyword arguments.
+
+    Returns:
+        The client.
+
+    Raises:
+        anthropic.AnthropicError: The settings are unusable.
+        ValueError: The SDK refused a setting.
+    """
+    http = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    return anthropic.AsyncAnthropic(http_client=http, **settings)
+
+
+def sync_client(**settings: Any) -> anthropic.Anthropic:
+    """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
+
+    Args:
+        **settings: The SDK client's keyword arguments.
+
+    Returns:
+        The client.
+
+    Raises:
+        anthropic.AnthropicError: The settings are unusable.
+        ValueError: The SDK refused a setting.
+    """
+    hooks = deadline_hooks(lambda request: DeadlineTimeout())
+    http = anthropic.DefaultHttpxClient(verify=ssl_context(), event_hooks=hooks)
+    return anthropic.Anthropic(http_client=http, **settings)
+
+
+class DeadlineTimeout(anthropic.AnthropicError):
+    """A synchronous call's attempt ended by the run's deadline (cut, or not started).
+
+    Not the SDK's ``APITimeoutError``: the SDK retries that one after a backoff, which the
+    deadline would refuse. Translated like a timeout (``provider_timeout``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the request timed out: the run's deadline passed")
+
+
+@contextmanager
+def translate_errors(provider: str) -> Iterator[None]:
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place).
+
+    Args:
+        provider: The provider's name, for the error.
+
+    Yields:
+        Nothing; the block runs inside.
+
+    Raises:
+        ProviderError: The SDK raised an error inside, chained with ``from``.
+    """
+    try:
+        yield
+    except (anthropic.APITimeoutError, DeadlineTimeout) as exc:
+        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
+    except anthropic.APIConnectionError as exc:
+        kind = "provider_connection_error"
+        raise ProviderError(
+            error_text(connection_message(exc)), provider=provider, kind=kind
+        ) from exc
+    except anthropic.APIStatusError as exc:
+        status = exc.status_code
+        text = f"{exc.message} {exc.response.text}"
+        raise ProviderError(
+            error_text(exc.message),
+            provider=provider,
+            kind=refine_error_kind(error_kind_for_status(status), status, text),
+            status=status,
+            body=error_body(exc.body),
+            retry_after_s=retry_after_s(exc.response.headers),
+        ) from exc
+    except anthropic.CredentialsError as exc:
+        raise ProviderError(
+            error_text(exc), provider=provider, kind="provider_authentication_error"
+        ) from exc
+    except anthropic.AnthropicError as exc:
+        code = getattr(exc, "status_code", None)
+        raise ProviderError(
+            error_text(exc),
+            provider=provider,
+            kind="provider_error",
+            status=code if isinstance(code, int) else None,
+            body=error_body(getattr(exc, "body", None)),
+        ) from exc

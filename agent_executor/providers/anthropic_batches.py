@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, cast
 from pydantic import JsonValue
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.anthropic import AnthropicProvider, _turn_of
-from agent_executor.providers.anthropic_clients import translate_errors
+from agent_executor.providers.anthropic import AnthropicProvider, _turn_of, translate_errors
 from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.batch_base import BatchStatus, ItemOutcome
 from agent_executor.providers.replies import read_json

@@ -19,8 +19,7 @@ from agent_contracts.errors import ProviderError
 from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.batch_base import BatchStatus, ItemOutcome
 from agent_executor.providers.error_text import error_kind_for_status
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.openai_clients import translate_errors
+from agent_executor.providers.openai import OpenAIProvider, translate_errors
 from agent_executor.providers.openai_replies import _turn_of
 from agent_executor.providers.replies import read_json
 from agent_executor.providers.tool_names import tool_names_for

@@ -1,6 +1,6 @@
 """Reading a provider's reply: its usage, the turn it makes, and a model's tool-call arguments.
 
-Shared by every provider's reply reader (``openai_replies``, ``anthropic_replies`` and the
+Shared by every provider's reply reader (``openai_replies``, ``anthropic``'s and the
 streamed and batched paths): whatever a model sends as arguments becomes a value or a reason
 the run loop re-prompts with, never an error of ours.
 """

@@ -27,8 +27,8 @@ from agent_executor.providers.openai import (
     OpenAIProvider,
     chat_body,
     chat_content,
+    translate_errors,
 )
-from agent_executor.providers.openai_clients import translate_errors
 from agent_executor.providers.tool_names import tool_names_for
 from tests.fake_llm import (
     FakeLLM,
