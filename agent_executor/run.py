@@ -61,7 +61,6 @@ from agent_executor.run_state import (
     model_name,
 )
 from agent_executor.stream_relay import relay_for
-from agent_executor.sync import ensure_task
 from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
@@ -304,10 +303,9 @@ async def _settle(state: RunState) -> _Settled:
     try:
         if calls_block(state):
             # Every call blocks and is bounded by the deadline (run_sync): there is no await
-            # for a timeout to cancel, so none is armed and no event loop is needed.
+            # for a timeout to cancel, so none is armed.
             judged = await loop(state)
         else:
-            await ensure_task()  # run_sync's first step runs outside one
             # In the caller's task (asyncio.timeout), not a task of its own (wait_for): no
             # task to create and wake per run.
             async with asyncio.timeout(timeout):

@@ -243,7 +243,7 @@ def calls_block(state: RunState) -> bool:
 
     True when the model calls block within the run's deadline (``run_sync`` with a provider that
     has a synchronous path, not streamed) and there are no input tools to run in threads nor a
-    turn recorder to await: such a run needs no event loop, and no timeout that cancels an await.
+    turn recorder to await: such a run needs no timeout that cancels an await.
 
     Args:
         state: The run.
