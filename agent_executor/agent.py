@@ -53,7 +53,8 @@ from agent_executor.planning import (
     request_of,
     run_spec,
 )
-from agent_executor.providers.base import Provider, profile_of, with_profile
+from agent_executor.providers.base import Provider
+from agent_executor.providers.profiles import profile_of, with_profile
 from agent_executor.providers.resolve import resolve_model
 from agent_executor.result import AgentResult, OutputT
 from agent_executor.run import RunOutcome, TurnRecorder

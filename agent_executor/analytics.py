@@ -26,9 +26,7 @@ import json
 import logging
 import os
 import threading
-import time
 import weakref
-from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -36,7 +34,6 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from agent_executor.analytics_read import EventLines, ReadResult, as_utc, event_file, read_events
-from agent_executor.analytics_writer import flush_pending, submit
 from agent_executor.redaction import REDACTED, redact, redact_json_lines
 
 __all__ = [
@@ -97,10 +94,6 @@ class MemoryAnalytics:
             self.events.append(event)
 
 
-_Fields = tuple[type[BaseModel], dict[str, object]]
-"""An event not built yet: its class and fields (:meth:`JsonlAnalytics.emit_fields`)."""
-
-
 def _event_day(event: BaseModel) -> date:
     ts = getattr(event, "ts", None)
     if isinstance(ts, datetime):  # a naive time is UTC already; one in UTC needs no conversion
@@ -151,8 +144,8 @@ class JsonlAnalytics:
     it all; a rejected one 64 Ki), so a line costs about the same whatever the output's size.
 
     Each line is serialised and redacted first, then written with a single ``os.write`` to the
-    day's file opened with ``O_APPEND`` (the lines queued together, one after another, in one
-    write), so processes and threads can share a file without torn or interleaved lines.
+    day's file opened with ``O_APPEND``, so processes and threads can share a file without torn
+    or interleaved lines.
     ``O_APPEND`` makes every write land at the current end of the file. On Linux a ``write`` to a
     regular file on a local filesystem (ext4, xfs, btrfs, tmpfs) holds the inode lock for its whole
     length, so one ``write`` is never interleaved with another, however long the line; the
@@ -167,26 +160,14 @@ class JsonlAnalytics:
     (later ones at debug level, so a read-only directory does not flood the log) and every lost
     event is counted in :attr:`dropped`.
 
-    By default a line is written soon after :meth:`emit` rather than inside it, so a run does
-    not spend its own time on its log: while this process's next model call waits for its
-    reply, or within 50 ms, in the order emitted (:mod:`agent_executor.analytics_writer`).
-    Queued lines are written at interpreter exit, by :meth:`flush`, before :attr:`dropped` is
-    read and before :func:`read_events` reads in this process; a hard kill (``SIGKILL``,
-    ``os._exit``) loses the last 50 ms. ``defer=False`` writes each line inside :meth:`emit`.
-
     Args:
         directory: Where the files go; created as needed. Relative paths are taken from the
             working directory at construction.
-        defer: Write lines soon after :meth:`emit` (the default) rather than inside it.
     """
 
-    def __init__(
-        self, directory: Path | str = DEFAULT_ANALYTICS_DIR, *, defer: bool = True
-    ) -> None:
+    def __init__(self, directory: Path | str = DEFAULT_ANALYTICS_DIR) -> None:
         self.directory = Path(directory).absolute()
         """The directory the day files are written to."""
-        self.defer = defer
-        """Whether lines are written soon after :meth:`emit` rather than inside it."""
         self._lock = threading.Lock()
         self._dropped = 0
         self._failing = False
@@ -196,80 +177,36 @@ class JsonlAnalytics:
 
     @property
     def dropped(self) -> int:
-        """How many events could not be written (queued ones are written first: :meth:`flush`)."""
-        if self.defer:
-            flush_pending()
+        """How many events could not be written."""
         return self._dropped
-
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Write every event queued so far (by any deferring sink of the process).
-
-        Returns whether that was done within ``timeout`` seconds (another thread may be writing
-        to a slow disk; a warning is logged if not); never raises.
-
-        Args:
-            timeout: Seconds to wait at most for a write another thread has under way.
-        """
-        return flush_pending(timeout)
 
     def emit(self, event: BaseModel) -> None:
         """Append the event, redacted, as one line to its UTC day's file; never raises.
 
-        With ``defer`` (the default) the line is written soon after, see :meth:`flush`.
-        """
-        if self.defer:
-            submit(self._write, event)
-        else:
-            self._write((event,))
-
-    def emit_fields(self, kind: type[BaseModel], fields: dict[str, object]) -> None:
-        """Append the event ``kind.model_validate(fields)`` as :meth:`emit` would; never raises.
-
-        With ``defer`` the event is built when its line is written (off the run's path), its
-        ``ts`` the time of this call. Fields that do not make a ``kind`` are counted in
-        :attr:`dropped` and logged, as an event that cannot be serialised is.
-
         Args:
-            kind: The event's class (an event of :mod:`agent_contracts.events`, or any model
-                with an aware ``ts`` field or none).
-            fields: Its fields; the sink keeps the dict (the caller makes a new one each time).
+            event: The event, a Pydantic model (see :mod:`agent_contracts.events`).
         """
-        if "ts" not in fields and "ts" in kind.__pydantic_fields__:
-            fields["ts"] = time.time()  # an aware UTC datetime once the event is built
-        if self.defer:
-            submit(self._write, (kind, fields))
-        else:
-            self._write(((kind, fields),))
-
-    def _write(self, events: Sequence[BaseModel | _Fields]) -> None:
-        """Append ``events``' lines, those of one day with one write."""
-        days: dict[Path, list[bytes]] = {}
-        for item in events:
-            try:
-                event = item if isinstance(item, BaseModel) else item[0].model_validate(item[1])
-                line = _serialised(_bounded(event)) + b"\n"
-            except Exception as exc:  # a model's own validator may raise anything: one line lost
-                kind = type(item) if isinstance(item, BaseModel) else item[0]
-                self._drop(f"cannot serialise {kind.__name__}: {exc}")
-                continue
-            day = _event_day(event)
-            path = self._paths.get(day)
-            if path is None:
-                self._paths = {day: event_file(self.directory, day)}  # one day at a time
-                path = self._paths[day]
-            days.setdefault(path, []).append(line)
-        for path, lines in days.items():  # redacted together: a pass per 64 KiB of lines
-            try:
-                data = b"".join(redact_json_lines(part) for part in _parts(lines))
-            except Exception as exc:  # a bug of ours: the lines are lost, counted, never raised
-                self._drop(f"cannot redact: {exc}", len(lines))
-                continue
-            try:
-                self._append(path, data)
-            except _ShortWrite as exc:
-                self._drop(str(exc), exc.lost)
-            except OSError as exc:
-                self._drop(f"cannot write {path}: {exc.strerror or exc}", len(lines))
+        try:
+            line = _serialised(_bounded(event)) + b"\n"
+        except Exception as exc:  # a model's own serialiser may raise anything: one line lost
+            self._drop(f"cannot serialise {type(event).__name__}: {exc}")
+            return
+        day = _event_day(event)
+        path = self._paths.get(day)
+        if path is None:
+            self._paths = {day: event_file(self.directory, day)}  # one day at a time
+            path = self._paths[day]
+        try:
+            data = redact_json_lines(line)
+        except Exception as exc:  # a bug of ours: the line is lost, counted, never raised
+            self._drop(f"cannot redact: {exc}")
+            return
+        try:
+            self._append(path, data)
+        except _ShortWrite as exc:
+            self._drop(str(exc), exc.lost)
+        except OSError as exc:
+            self._drop(f"cannot write {path}: {exc.strerror or exc}")
 
     def _append(self, path: Path, data: bytes) -> None:
         # The day file stays open (opening costs more than writing); it is opened again for a
@@ -302,22 +239,6 @@ class JsonlAnalytics:
         level = logging.WARNING if first else logging.DEBUG
         what = "analytics event" if events == 1 else f"{events} analytics events"
         logger.log(level, "%s dropped (%d so far): %s", what, self._dropped, reason)
-
-
-_PART = 65_536
-"""Bytes of lines redacted in one pass at most (a large backlog is not copied whole)."""
-
-
-def _parts(lines: list[bytes]) -> Iterator[bytes]:
-    """Yield ``lines`` joined in parts of about :data:`_PART` bytes (a line is never split)."""
-    start, size = 0, 0
-    for end, line in enumerate(lines, 1):
-        size += len(line)
-        if size >= _PART:
-            yield b"".join(lines[start:end])
-            start, size = end, 0
-    if start < len(lines):
-        yield b"".join(lines[start:])
 
 
 class _ShortWrite(OSError):

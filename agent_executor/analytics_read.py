@@ -20,8 +20,6 @@ from typing import BinaryIO
 
 from pydantic import JsonValue
 
-from agent_executor.analytics_writer import flush_pending
-
 __all__ = ["EventLines", "ReadResult", "as_utc", "event_file", "read_events"]
 
 logger = logging.getLogger("agent_executor.analytics")
@@ -123,8 +121,7 @@ class EventLines:
     last line without its newline is counted in :attr:`partial`, an unreadable file is logged
     and listed in :attr:`unreadable`. Nothing is kept but the counts, so a log of any size is
     read in constant memory. The consumer decides what a line holds and counts the lines it
-    cannot use in :attr:`corrupt`. Lines this process's sinks have queued
-    (:mod:`agent_executor.analytics_writer`) are written first.
+    cannot use in :attr:`corrupt`.
 
     Args:
         source: A directory (every ``events-*.jsonl`` in it, oldest day first) or one file.
@@ -132,7 +129,6 @@ class EventLines:
     """
 
     def __init__(self, source: Path | str, *, since: datetime | None = None) -> None:
-        flush_pending()  # lines this process has queued are in the files before they are listed
         source = Path(source)
         if source.is_dir():
             files = sorted(source.glob(f"{_FILE_PREFIX}*{_FILE_SUFFIX}"))

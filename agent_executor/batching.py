@@ -30,8 +30,9 @@ from typing import Protocol
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.profiles import ProviderProfile
-from agent_executor.providers.base import ModelTurn, ModelTurnRequest, Provider, profile_of
+from agent_executor.providers.base import ModelTurn, ModelTurnRequest, Provider
 from agent_executor.providers.batch_base import BatchAPI, BatchStatus, ItemOutcome
+from agent_executor.providers.profiles import profile_of
 
 __all__ = ["BatchLedger", "BatchProgress", "BatchedProvider", "Batcher", "StateFile"]
 

@@ -22,7 +22,6 @@ from agent_contracts.runs import RunError
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.run import RunOutcome, execute
 from agent_executor.run_state import RunSpec
-from agent_executor.sync import ensure_task
 from agent_executor.tools import InputTool
 
 __all__ = ["execute_with_mcp", "require_mcp_sdk"]
@@ -68,7 +67,6 @@ async def execute_with_mcp(
         return await execute(spec, sink)
     from agent_executor.mcp_client import McpServerError, ServerHost
 
-    await ensure_task()  # the servers' sessions run task groups
     hosts: list[ServerHost] = []
     try:
         tools: list[InputTool] = []

@@ -28,6 +28,7 @@ import asyncio
 import functools
 import logging
 import time
+import uuid
 from collections.abc import Callable
 
 from pydantic import BaseModel, JsonValue
@@ -48,7 +49,6 @@ from agent_core.prompts import (
 )
 from agent_executor.analytics import AnalyticsSink
 from agent_executor.providers.base import ModelTurnRequest, ToolChoice
-from agent_executor.run_ids import new_run_id
 from agent_executor.run_modes import json_text_loop, text_loop, tool_loop
 from agent_executor.run_state import (
     RunFailure,
@@ -60,7 +60,6 @@ from agent_executor.run_state import (
     model_name,
 )
 from agent_executor.stream_relay import relay_for
-from agent_executor.sync import ensure_task
 from agent_executor.tools.base import RUN_DEADLINE
 
 __all__ = [
@@ -256,7 +255,7 @@ async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
     started = time.perf_counter()
     contract = spec.contract
     messages, cannot_force = _opening(spec)
-    run_id = spec.run_id or new_run_id()
+    run_id = spec.run_id or uuid.uuid4().hex
     state = RunState(spec, sink, run_id, messages, cannot_force=cannot_force, opened=len(messages))
     state.resume(spec.progress)
     state.bound = contract.bind(spec.wire) if contract else None
@@ -303,10 +302,9 @@ async def _settle(state: RunState) -> _Settled:
     try:
         if calls_block(state):
             # Every call blocks and is bounded by the deadline (run_sync): there is no await
-            # for a timeout to cancel, so none is armed and no event loop is needed.
+            # for a timeout to cancel, so none is armed.
             judged = await loop(state)
         else:
-            await ensure_task()  # run_sync's first step runs outside one
             # In the caller's task (asyncio.timeout), not a task of its own (wait_for): no
             # task to create and wake per run.
             async with asyncio.timeout(timeout):

@@ -22,9 +22,10 @@ from agent_contracts.validation import ValidationIssue
 from agent_core.contract import BoundContract, OutputContract, Verdict
 from agent_core.output_tool import OUTPUT_TOOL_NAME
 from agent_core.prompts import ANSWER_END
-from agent_executor.analytics import AnalyticsSink, JsonlAnalytics, NullAnalytics
-from agent_executor.providers.base import Provider, profile_of
+from agent_executor.analytics import AnalyticsSink
+from agent_executor.providers.base import Provider
 from agent_executor.providers.blocking import BLOCKING_CALLS, can_block
+from agent_executor.providers.profiles import profile_of
 from agent_executor.stream_relay import StreamRelay
 from agent_executor.tools import InputTool
 
@@ -231,7 +232,7 @@ def calls_block(state: RunState) -> bool:
 
     True when the model calls block within the run's deadline (``run_sync`` with a provider that
     has a synchronous path, not streamed) and there are no input tools to run in threads nor a
-    turn recorder to await: such a run needs no event loop, and no timeout that cancels an await.
+    turn recorder to await: such a run needs no timeout that cancels an await.
 
     Args:
         state: The run.
@@ -249,21 +250,13 @@ def calls_block(state: RunState) -> bool:
 def emit(state: RunState, kind: type[BaseModel], **fields: object) -> None:
     """Send the analytics event ``kind(**fields)``; a failing sink never breaks the run.
 
-    The event is built only for a sink that keeps it: not for :class:`NullAnalytics`, and
-    for a deferring :class:`JsonlAnalytics` when its line is written, off the run's path
-    (:meth:`JsonlAnalytics.emit_fields`); any other sink gets it built, in :meth:`emit`.
-
     Args:
         state: The run.
         kind: The event's class.
         **fields: Its fields.
     """
-    sink = state.sink
     try:
-        if type(sink) is JsonlAnalytics:
-            sink.emit_fields(kind, fields)
-        elif type(sink) is not NullAnalytics:
-            sink.emit(kind.model_validate(fields))
+        state.sink.emit(kind.model_validate(fields))
     except Exception:  # analytics must never break a run
         logger.warning("analytics sink failed; event dropped", exc_info=True)
 

@@ -3,20 +3,14 @@
 ``asyncio.run`` per call would build a new event loop, a new pooled SDK client and a new TCP
 connection for every run. Instead, each thread that calls ``run_sync`` keeps one event loop of its
 own and runs its runs on it, on the calling thread itself: connections stay open between calls,
-and no run is handed to another thread and back (a cross-thread handoff costs more than the
-rest of a small run's overhead). Several threads can call at once, each on its own loop.
+and no run is handed to another thread and back. Several threads can call at once, each on its
+own loop.
 
 The kept loop is never made the thread's current event loop (``asyncio.set_event_loop``), so a
 loop another library keeps there is left alone, and ``asyncio.run`` works as before. A loop
 is closed, after shutting down its async generators (which closes the pooled clients on it),
 when its thread has ended and another thread next starts a kept loop, by
 :func:`shutdown_sync_loop`, and at interpreter exit; nothing is left bound to a closed loop.
-
-With ``blocking_calls`` (``run_sync``), a run starts off the loop: its first step runs directly on
-the calling thread, with the kept loop as the running loop but no task. A run whose every call
-blocks (no input tools or MCP servers) ends within that step, and no task is made or scheduled;
-a run that needs a task (:func:`ensure_task`) or awaits something that suspends is handed to a
-task of the kept loop at that point and goes on there.
 
 A caller already inside a running event loop gets a clear error instead: blocking that loop on a
 run would stall everything else it runs.
@@ -29,13 +23,13 @@ import atexit
 import contextlib
 import contextvars
 import threading
-from collections.abc import Coroutine, Generator
-from typing import Any, TypeVar, cast
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from agent_contracts.errors import ConfigError
 from agent_executor.providers.blocking import BLOCKING_CALLS
 
-__all__ = ["ensure_task", "run_coroutine_sync", "shutdown_sync_loop"]
+__all__ = ["run_coroutine_sync", "shutdown_sync_loop"]
 
 T = TypeVar("T")
 
@@ -98,7 +92,6 @@ def run_coroutine_sync(coro: Coroutine[Any, Any, T], *, blocking_calls: bool = F
         coro: The coroutine to run.
         blocking_calls: Let model calls inside block the loop (the SDKs' synchronous clients,
             see :mod:`agent_executor.providers.blocking`): the loop runs nothing else meanwhile.
-            The coroutine's first step then runs outside any task (see the module's text).
 
     Returns:
         What the coroutine returned.
@@ -117,15 +110,9 @@ def run_coroutine_sync(coro: Coroutine[Any, Any, T], *, blocking_calls: bool = F
             if loop.is_closed():  # closed at exit while this thread waited for it
                 continue
             context = contextvars.copy_context()
-            runner = coro
             if blocking_calls:
                 context.run(BLOCKING_CALLS.set, True)
-                try:
-                    suspended = context.run(_first_step, loop, coro)
-                except StopIteration as finished:
-                    return cast(T, finished.value)
-                runner = _go_on(coro, suspended)
-            task = loop.create_task(runner, context=context)
+            task = loop.create_task(coro, context=context)
             try:
                 return loop.run_until_complete(task)
             except BaseException:
@@ -134,74 +121,6 @@ def run_coroutine_sync(coro: Coroutine[Any, Any, T], *, blocking_calls: bool = F
                     with contextlib.suppress(BaseException):
                         loop.run_until_complete(task)
                 raise
-
-
-async def ensure_task() -> None:
-    """Go on in a task of the running loop when called outside one (``run_sync``'s first step).
-
-    Code that needs the current task (``asyncio.timeout``, task groups) awaits this first.
-    """
-    try:
-        outside = asyncio.current_task() is None
-    except RuntimeError:  # no running loop: nothing to hand over to
-        return
-    if outside:
-        await asyncio.sleep(0)  # a plain yield: run_coroutine_sync hands the rest to a task
-
-
-def _first_step(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> object:
-    """Run ``coro`` up to its first suspension, with ``loop`` as the running loop meanwhile.
-
-    Returns:
-        What the coroutine yielded when it suspended (a future of ``loop``, or ``None``).
-
-    Raises:
-        StopIteration: The coroutine finished; its ``value`` is the result.
-        BaseException: Whatever the coroutine raised.
-    """
-    asyncio.events._set_running_loop(loop)
-    try:
-        return coro.send(None)
-    finally:
-        asyncio.events._set_running_loop(None)
-
-
-async def _go_on(coro: Coroutine[Any, Any, T], suspended: object) -> T:
-    """Drive ``coro`` on in the task that awaits this, from where its first step suspended."""
-    return cast(T, await _Resumed(coro, suspended))
-
-
-class _Resumed:
-    """An awaitable that hands a started coroutine's suspensions to the awaiting task.
-
-    What the coroutine yields goes to the task as if the coroutine were the task's own (a
-    future, waited for; ``None``, a plain yield); what the task sends or throws back (a
-    cancellation) goes to the coroutine.
-    """
-
-    __slots__ = ("_coro", "_suspended")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], suspended: object) -> None:
-        self._coro, self._suspended = coro, suspended
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, yielded = self._coro, self._suspended
-        while True:
-            try:
-                sent = yield yielded
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # a cancellation thrown into the task
-                try:
-                    yielded = coro.throw(exc)
-                except StopIteration as finished:
-                    return finished.value
-            else:
-                try:
-                    yielded = coro.send(sent)
-                except StopIteration as finished:
-                    return finished.value
 
 
 def shutdown_sync_loop() -> None:

@@ -12,7 +12,9 @@ returns it validated:
   sends the errors back as a tool result and asks again (once), as a hand-written loop would.
   ``raw_floor_sync`` is the same with the synchronous ``OpenAI`` client;
 - ``raw SDK, typed create``: the same through ``chat.completions.create`` (the SDK walks the
-  typed parameters and builds typed response objects), for reference;
+  typed parameters and builds typed response objects): the code a user writes without a
+  framework, the floor of ``bench/guard.py``; ``raw_create_sync`` is the same with the
+  synchronous ``OpenAI`` client;
 - ``agentshape``: ``Agent(config, model=OpenAIProvider(...))`` and ``await agent.run(task)``,
   ``.output``;
 - ``agentshape, streamed``: the same agent through ``agent.run_stream(task)`` (the server
@@ -168,6 +170,34 @@ def raw_create(base_url: str, config: AgentConfig) -> Contender:
         raise RuntimeError("the arguments were invalid twice")
 
     return Contender("raw SDK, typed create", run, client.close)
+
+
+def raw_create_sync(base_url: str, config: AgentConfig) -> SyncContender:
+    """``raw_create`` with the synchronous ``OpenAI`` client (what a sync caller writes)."""
+    client = openai.OpenAI(base_url=base_url, api_key=API_KEY)
+    system, tool = _agentshape_request(config)
+    tools: list[Any] = [tool]
+    choice: Any = {"type": "function", "function": {"name": "submit_result"}}
+
+    def run() -> Review:
+        messages: list[Any] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": TASK},
+        ]
+        for _ in range(2):
+            response = client.chat.completions.create(
+                model=MODEL, messages=messages, tools=tools, tool_choice=choice
+            )
+            calls = response.choices[0].message.tool_calls or []
+            call = calls[0]
+            assert call.type == "function"
+            try:
+                return Review.model_validate_json(call.function.arguments)
+            except ValidationError as exc:
+                messages += _reask(call.id, call.function.name, call.function.arguments, exc)
+        raise RuntimeError("the arguments were invalid twice")
+
+    return SyncContender("raw SDK, typed create, sync", run, client.close)
 
 
 def _reask(call_id: str, name: str, arguments: str, exc: ValidationError) -> list[Any]:

@@ -1,6 +1,7 @@
 """agentshape against the cheapest raw SDK path, instructor and pydantic-ai, on one local server.
 
     .venv/bin/python bench/run.py [--quick]
+    .venv/bin/python bench/run.py --guard [--quick]
 
 A local server (``bench/fleet_server.py``, its own process) answers every Chat Completions call
 at once with a pr-reviewer result of 1, 50 or 500 comments, so the network and the model drop
@@ -20,14 +21,20 @@ headline agentshape contender runs with the default analytics sink (``JsonlAnaly
    ``run_many`` (default sink) against the floor under an ``asyncio.Semaphore``; and the memory
    per in-flight run, 1,000 runs held in flight at once in a fresh process each;
 3. retry path: the server answers invalid arguments first and valid ones after;
-4. loading the whole ``agents/`` fleet, in a cold process and again from the cache.
+4. loading the whole ``agents/`` fleet, in a cold process and again from the cache;
+5. the guard (``--guard`` runs it alone): process CPU time per run (user + system, every thread)
+   at 1 and 500 items against the typed SDK floor (``chat.completions.create`` with the forced
+   tool, then ``Review.model_validate_json``), sync and async, with instructor and pydantic-ai
+   against the same floor; interleaved rounds, the median of each round's ratio.
 
 It ends with the ratio lines (agentshape / floor, measured in the same run): ``overhead_vs_floor``,
 ``sync_overhead_vs_floor``, ``sync_floor_log_vs_floor`` (what the default log alone costs the
 sync floor), ``sync_overhead_vs_floor_log``, ``overhead_50_vs_floor``, ``overhead_500_vs_floor``,
 ``analytics_500_vs_null``, ``throughput_100_vs_raw``, ``throughput_1000_vs_raw``,
 ``memory_per_run_vs_raw``, ``stream_overhead_vs_run`` (``run_stream`` against ``run``, both
-agentshape with the default sink), ``vs_instructor`` and ``vs_pydantic_ai``.
+agentshape with the default sink), ``vs_instructor`` and ``vs_pydantic_ai``; then the guard's
+``cpu_sync_vs_typed_sdk_<n>``, ``cpu_async_vs_typed_sdk_<n>``, ``cpu_instructor_vs_typed_sdk_<n>``
+and ``cpu_pydantic_ai_vs_typed_sdk_<n>`` at 1 and 500 items.
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ from fleet_contenders import (
     pr_reviewer,
     pydantic_ai_tool,
     raw_create,
+    raw_create_sync,
     raw_floor,
     raw_floor_sync,
     raw_floor_sync_logged,
@@ -91,6 +99,7 @@ AGENTSHAPE_NULL = "agentshape (NullAnalytics)"
 AGENTSHAPE_SYNC = "agentshape run_sync (default sink)"
 AGENTSHAPE_STREAM = "agentshape run_stream (default sink)"
 TYPED_CREATE = "raw SDK, typed create"
+TYPED_CREATE_SYNC = "raw SDK, typed create, sync"
 INSTRUCTOR = "instructor (tools)"
 PYDANTIC_AI = "pydantic-ai (tool output)"
 SIZES = (1, 50, 500)
@@ -550,6 +559,152 @@ def load_times(settings: Settings) -> LoadResult:
     return LoadResult(agents, process_ms, import_ms, cold_ms, cached_ms[1:])
 
 
+# Part 5: the guard --------------------------------------------------------------------------------
+
+GUARD_SIZES = (1, 500)
+GUARD_RUNS = {1: 1000, 500: 300}
+"""Runs per contender in the guard, by output size."""
+GUARD_ROUNDS = 10
+
+
+@dataclass
+class CpuTiming:
+    """Process CPU time per run of one contender, one sample per interleaved round."""
+
+    name: str
+    samples: list[float] = field(default_factory=list)
+    """Microseconds of process CPU time (user + system, all threads) per run, by round."""
+
+    @property
+    def median_us(self) -> float:
+        """Median over the rounds of the CPU microseconds per run."""
+        return statistics.median(self.samples)
+
+
+def guard_contenders(url: str, config: AgentConfig, analytics_dir: str) -> list[AnyContender]:
+    """Return the guard's contenders: the typed SDK floor, agentshape, instructor, pydantic-ai."""
+    return [
+        raw_create(url, config),
+        raw_create_sync(url, config),
+        agentshape(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE),
+        agentshape_sync(url, config, JsonlAnalytics(analytics_dir), AGENTSHAPE_SYNC),
+        instructor_tools(url, config),
+        pydantic_ai_tool(url, config),
+    ]
+
+
+def cpu_rounds(
+    loop: asyncio.AbstractEventLoop, contenders: Sequence[AnyContender], runs: int, rounds: int
+) -> list[CpuTiming]:
+    """Measure the process CPU time per run of each contender, interleaved in ``rounds`` rounds.
+
+    Each round runs every contender ``runs // rounds`` times, starting with a different one
+    each round, and samples ``time.process_time_ns`` (user + system time of every thread of
+    this process: the SDK's, the event loop's and any the library starts) around that batch.
+    The server runs in its own process, so its CPU time is not counted.
+    """
+    timings = [CpuTiming(c.name) for c in contenders]
+    per_round = max(1, runs // rounds)
+    clock = time.process_time_ns
+
+    async def batch(contender: Contender) -> None:
+        for _ in range(per_round):
+            await contender.run()
+
+    for number in range(rounds):
+        shift = number % len(contenders)
+        order = list(range(len(contenders)))[shift:] + list(range(len(contenders)))[:shift]
+        for index in order:
+            contender = contenders[index]
+            start = clock()
+            if isinstance(contender, SyncContender):
+                for _ in range(per_round):
+                    contender.run()
+            else:
+                loop.run_until_complete(batch(contender))
+            timings[index].samples.append((clock() - start) / per_round / 1000)
+    return timings
+
+
+def guard(port: int, config: AgentConfig, scale: float = 1.0) -> dict[int, list[CpuTiming]]:
+    """Part 5: process CPU time per run against the typed SDK floor, at 1 and 500 items.
+
+    Args:
+        port: The bench server's port.
+        config: The pr-reviewer agent's config.
+        scale: A factor on the runs per contender (``--quick`` passes less than 1).
+
+    Returns:
+        The CPU timings of every contender, by output size.
+    """
+    per_size: dict[int, list[CpuTiming]] = {}
+    with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as analytics_dir:
+        for items in GUARD_SIZES:
+            url = base_url(port, items=items)
+            contenders = guard_contenders(url, config, analytics_dir)
+            loop = asyncio.new_event_loop()
+            try:
+                check = checker(items)
+                for contender in contenders:
+                    warm_up(loop, contender, port, 20, check)
+                runs = max(GUARD_ROUNDS, int(GUARD_RUNS[items] * scale))
+                per_size[items] = cpu_rounds(loop, contenders, runs, GUARD_ROUNDS)
+                for contender in contenders:
+                    if isinstance(contender, SyncContender):
+                        contender.close()
+                    else:
+                        loop.run_until_complete(contender.close())
+            finally:
+                loop.close()
+    return per_size
+
+
+def guard_ratio(timing: CpuTiming, floor: CpuTiming) -> float:
+    """Return the median over the rounds of ``timing``'s CPU per run / ``floor``'s, same round.
+
+    Both ran in every round, one after the other, so a change in machine load between rounds
+    cancels out of each round's ratio.
+    """
+    return statistics.median(a / f for a, f in zip(timing.samples, floor.samples, strict=True))
+
+
+def _floor_of(timing: CpuTiming, by_name: dict[str, CpuTiming]) -> CpuTiming:
+    """Return the floor a contender is compared with: the sync one for sync contenders."""
+    return by_name[TYPED_CREATE_SYNC] if "sync" in timing.name else by_name[TYPED_CREATE]
+
+
+def guard_lines(per_size: dict[int, list[CpuTiming]]) -> list[str]:
+    """Return the guard's ratio lines: CPU per run against the typed SDK floor, same rounds."""
+    lines = []
+    for items, timings in per_size.items():
+        by_name = {t.name: t for t in timings}
+        for key, name in (
+            ("sync", AGENTSHAPE_SYNC),
+            ("async", AGENTSHAPE),
+            ("instructor", INSTRUCTOR),
+            ("pydantic_ai", PYDANTIC_AI),
+        ):
+            ratio = guard_ratio(by_name[name], _floor_of(by_name[name], by_name))
+            lines.append(f"cpu_{key}_vs_typed_sdk_{items}: {ratio:.3f}")
+    return lines
+
+
+def print_guard(per_size: dict[int, list[CpuTiming]], seconds: float) -> None:
+    """Print part 5's tables, one per output size."""
+    print()
+    print(
+        f"5. the guard: process CPU time (user + sys, all threads) per run, {GUARD_ROUNDS} "
+        f"interleaved rounds, instant server, default JSONL sink ({seconds:.0f} s)"
+    )
+    for items, timings in per_size.items():
+        by_name = {t.name: t for t in timings}
+        print(f"   {items} item{'s' if items != 1 else ''}:")
+        print(f"   {'contender':<38} {'CPU us/run':>10} {'vs typed SDK':>13}")
+        for t in timings:
+            ratio = guard_ratio(t, _floor_of(t, by_name))
+            print(f"   {t.name:<38} {t.median_us:>10.0f} {ratio:>13.3f}")
+
+
 # Report -------------------------------------------------------------------------------------------
 
 
@@ -580,9 +735,12 @@ def _version(name: str) -> str:
 
 
 def main() -> int:
-    """Run the four parts and print the tables and the ratio lines."""
+    """Run the five parts (or the guard alone) and print the tables and the ratio lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a few minutes)")
+    parser.add_argument(
+        "--guard", action="store_true", help="run the guard (part 5) alone (a few minutes)"
+    )
     parser.add_argument("--memory-worker", metavar="NAME", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--runs", type=int, help=argparse.SUPPRESS)
@@ -592,8 +750,18 @@ def main() -> int:
         print(json.dumps({"peak_kib": peak}))
         return 0
     settings = QUICK if args.quick else FULL
+    scale = 0.25 if args.quick else 1.0
     print(machine())
     config = pr_reviewer()
+    if args.guard:
+        with server() as port:
+            started = time.perf_counter()
+            cpu = guard(port, config, scale)
+            print_guard(cpu, time.perf_counter() - started)
+        print()
+        for line in guard_lines(cpu):
+            print(line)
+        return 0
     with server() as port:
         started = time.perf_counter()
         per_size = overhead(port, config, settings)
@@ -608,10 +776,14 @@ def main() -> int:
         started = time.perf_counter()
         retries = retry_path(port, config, settings)
         print_retry(retries, time.perf_counter() - started)
+        started = time.perf_counter()
+        cpu = guard(port, config, scale)
+        guard_s = time.perf_counter() - started
     started = time.perf_counter()
     print_load(load_times(settings), time.perf_counter() - started)
+    print_guard(cpu, guard_s)
     print()
-    for line in ratio_lines(per_size, fleet_results, memory):
+    for line in [*ratio_lines(per_size, fleet_results, memory), *guard_lines(cpu)]:
         print(line)
     return 0
 

@@ -24,11 +24,9 @@ FORBIDDEN = {
 SDK_HOMES = {
     "openai": {
         "agent_executor/providers/openai.py",
-        "agent_executor/providers/openai_clients.py",
     },
     "anthropic": {
         "agent_executor/providers/anthropic.py",
-        "agent_executor/providers/anthropic_clients.py",
         "agent_executor/providers/anthropic_batches.py",  # Message Batches: the adapter's too
     },
 }

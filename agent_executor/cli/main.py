@@ -25,7 +25,6 @@ from agent_contracts.errors import AgentshapeError
 from agent_contracts.runs import RunRequest, RunResult
 from agent_contracts.version import __version__
 from agent_core.json_text import dump_json, unencodable
-from agent_executor.analytics_writer import flush_pending
 from agent_executor.cli import analytics as cli_analytics
 from agent_executor.cli import batch as cli_batch
 from agent_executor.cli import evals as cli_evals
@@ -303,7 +302,7 @@ def main(
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        code: int = _handled(args, stdout)
+        code: int = args.handler(args, stdout, sys.stderr)
     except BrokenPipeError:  # before OSError, of which it is one: a reader closed the pipe
         _quiet_closed_pipe()
         return EXIT_OK
@@ -321,15 +320,6 @@ def main(
         stdout.flush()
     except BrokenPipeError:
         _quiet_closed_pipe()
-    return code
-
-
-def _handled(args: argparse.Namespace, stdout: TextIO) -> int:
-    """Run the command's handler; the analytics lines its runs queued are written before return."""
-    try:
-        code: int = args.handler(args, stdout, sys.stderr)
-    finally:
-        flush_pending()
     return code
 
 

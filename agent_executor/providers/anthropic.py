@@ -9,44 +9,63 @@ error becomes a :class:`ProviderError` in :func:`translate_errors`.
 ``stream`` sends the same request with ``stream: true``; the SDK's SSE decoder splits the events,
 :class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
 assembles the message, which the same reply parser reads.
+
+The wire helpers sit below the provider: how the neutral conversation becomes the request's
+``messages`` (:func:`wire_messages`: one turn a role, thinking blocks put back before their tool
+calls), how a Messages reply becomes a :class:`ModelTurn` (text, tool calls, thinking
+blocks, the normalised stop reason and usage), and the SDK clients: asynchronous ones pooled per
+running loop and settings (:data:`CLIENTS`), synchronous ones for ``run_sync`` per settings and
+process (:data:`SYNC_CLIENTS`), with the one place the SDK's errors are translated.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple, cast
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import anthropic
 import httpx2
+from pydantic import JsonValue
 
 from agent_contracts.errors import ConfigError, ProviderError
+from agent_contracts.json_data import PARSED_JSON
+from agent_contracts.messages import Message, ToolCall, Usage
 from agent_contracts.profiles import ProviderProfile
-from agent_core.json_text import encodable, encodable_data
-from agent_executor.providers.anthropic_clients import (
-    CLIENTS,
-    SYNC_CLIENTS,
-    async_client,
-    sync_client,
-    translate_errors,
-)
+from agent_core.json_text import encodable, encodable_data, read_checked_json
 from agent_executor.providers.anthropic_events import MessageEvents
-from agent_executor.providers.anthropic_replies import _turn, _turn_of
-from agent_executor.providers.anthropic_requests import wire_messages
 from agent_executor.providers.base import (
     JsonObject,
     ModelTurn,
     ModelTurnRequest,
+    StopReason,
     ToolNameMap,
-    error_body,
-    tool_names_for,
 )
-from agent_executor.providers.blocking import call_deadline
+from agent_executor.providers.blocking import call_deadline, deadline_hooks
+from agent_executor.providers.clients import LoopClients, SyncClients, ssl_context
+from agent_executor.providers.error_text import (
+    connection_message,
+    error_body,
+    error_kind_for_status,
+    error_text,
+    refine_error_kind,
+    retry_after_s,
+)
 from agent_executor.providers.profiles import ANTHROPIC_PROFILE
+from agent_executor.providers.replies import (
+    arguments_problem,
+    call_usage,
+    echo_text,
+    model_arguments,
+    parsed_turn,
+    read_json,
+)
 from agent_executor.providers.sse import MalformedEvent, sse_batches
 from agent_executor.providers.stream_errors import unfinished_stream
 from agent_executor.providers.streaming import DeltaSink, replay_turn
+from agent_executor.providers.tool_names import tool_names_for
 from agent_executor.redaction import remember_secret
 
 if TYPE_CHECKING:
@@ -194,6 +213,9 @@ class AnthropicProvider:
         """Return a new SDK client with this provider's credentials, URL and retries.
 
         For the calls a run never makes, such as Message Batches; the caller closes it.
+
+        Returns:
+            The client.
         """
         return self._new_client()
 
@@ -418,3 +440,294 @@ async def _read_events(response: httpx2.Response, events: MessageEvents) -> None
         await response.aclose()
     if not events.finished:
         raise unfinished_stream(events.provider, "message_stop")
+
+
+# Requests ---------------------------------------------------------------------------------------
+
+
+def wire_messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
+    """Return the conversation (system messages excluded) as Messages turns.
+
+    Consecutive messages of one role are merged (tool results and a following re-prompt make
+    one user turn); empty assistant turns are dropped; thinking blocks kept from earlier
+    replies are put back before their tool calls, as the API requires.
+
+    Args:
+        messages: The conversation.
+        names: The wire names of the request's tools.
+
+    Returns:
+        The ``messages`` of the request body.
+    """
+    turns: list[tuple[str, list[JsonValue]]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        blocks: list[JsonValue] = []
+        if message.role == "tool":
+            role = "user"
+            for result in message.tool_results:
+                block: JsonObject = {
+                    "type": "tool_result",
+                    "tool_use_id": result.tool_call_id,
+                    "content": result.content,
+                }
+                if result.is_error:
+                    block["is_error"] = True
+                blocks.append(block)
+        else:
+            role = message.role
+        if message.role == "assistant" and message.tool_calls:
+            blocks.extend(message.thinking)
+        if message.content:
+            blocks.append({"type": "text", "text": message.content})
+        for call in message.tool_calls:
+            arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": names.to_wire(call.name),
+                    "input": arguments,
+                }
+            )
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    return [{"role": role, "content": blocks} for role, blocks in turns]
+
+
+# Replies ----------------------------------------------------------------------------------------
+
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def _turn(provider: str, model: str, body: str, names: ToolNameMap, latency_ms: float) -> ModelTurn:
+    """Normalise a Messages response body.
+
+    Raises:
+        ProviderError: The body is not JSON or not a message.
+    """
+    checked = read_checked_json(body)  # then no tool input needs walking for NaN or depth
+    if checked is not None:
+        return _turn_of(provider, model, checked[0], names, latency_ms, checked=True)
+    try:
+        raw = read_json(body)
+    except (ValueError, RecursionError) as exc:
+        raise ProviderError(
+            f"the reply is not JSON: {body[:200]!r}", provider=provider, body=body
+        ) from exc
+    return _turn_of(provider, model, raw, names, latency_ms)
+
+
+def _turn_of(
+    provider: str,
+    model: str,
+    raw: JsonValue,
+    names: ToolNameMap,
+    latency_ms: float,
+    *,
+    checked: bool = False,
+) -> ModelTurn:
+    """Normalise a Messages body already parsed (or assembled from a stream's events).
+
+    Its thinking blocks travel on the turn (see ``Message.thinking``) when it calls tools.
+    ``checked``: the body was read by :func:`~agent_core.json_text.read_checked_json`, so its
+    tool inputs hold no ``NaN`` and are not too deep.
+
+    Raises:
+        ProviderError: The body is not a message.
+    """
+    if not isinstance(raw, dict) or "content" not in raw:
+        raise ProviderError("the reply has no content blocks", provider=provider, body=raw)
+    if not isinstance(content := raw["content"], list):  # malformed: no blocks, re-prompted
+        content = raw["content"] = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[JsonValue] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(text := block.get("text"), str):
+            texts.append(text)
+        elif kind in _THINKING_BLOCKS:
+            thinking.append(block)
+        elif kind == "tool_use":
+            calls.append(_tool_use(block, names, len(calls), checked=checked))
+    reason = raw.get("stop_reason")
+    stop = _STOP_REASONS.get(reason, "other") if isinstance(reason, str) else "other"
+    return parsed_turn(
+        provider=provider,
+        model=model,
+        text="".join(texts),
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=reason if isinstance(reason, str) else None,
+        usage=_usage(raw.get("usage")),
+        raw=raw,
+        latency_ms=latency_ms,
+        thinking=thinking if calls else [],
+    )
+
+
+def _usage(usage: JsonValue) -> Usage:
+    """Return token usage; cache writes and reads count as input tokens."""
+    if not isinstance(usage, dict):
+        return call_usage()
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    return call_usage(
+        count("input_tokens")
+        + count("cache_creation_input_tokens")
+        + count("cache_read_input_tokens"),
+        count("output_tokens"),
+    )
+
+
+def _tool_use(
+    block: dict[str, JsonValue], names: ToolNameMap, index: int, *, checked: bool = False
+) -> ToolCall:
+    """Return a ``tool_use`` block as a call; an ``input`` no run can use is kept as text.
+
+    Input nested too deep, holding ``NaN`` or not an object gives a call with ``parse_error``
+    (a failed attempt, re-prompted), and the block's ``input`` becomes that text so the raw
+    reply stays JSON data. An ``input`` that is text is read as JSON text, as a streamed
+    input whose pieces never made JSON is left (or a server that sends the text).
+    """
+    arguments = block.get("input")
+    if isinstance(arguments, str):
+        raw = arguments
+        arguments, problem = model_arguments(raw) if raw.strip() else ({}, None)
+    else:
+        problem = None if checked else arguments_problem(arguments)
+        raw = echo_text(arguments)
+    call = {
+        "id": str(block.get("id") or f"toolu_{index}"),
+        "name": names.from_wire(str(block.get("name") or "")),
+        "arguments": None if problem else arguments,
+        "raw_arguments": raw,
+        "parse_error": problem,
+    }
+    if problem:
+        block["input"] = raw
+    return ToolCall.model_validate(call, context=PARSED_JSON)
+
+
+# Clients ----------------------------------------------------------------------------------------
+
+
+CLIENTS: LoopClients[anthropic.AsyncAnthropic] = LoopClients()
+"""The process's pooled asynchronous Anthropic clients, one per running event loop and settings."""
+
+SYNC_CLIENTS: SyncClients[anthropic.Anthropic] = SyncClients(lambda client: client.close())
+"""The process's synchronous Anthropic clients, one per settings, closed at exit."""
+
+
+def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
+    """Return a new asynchronous SDK client with ``settings`` (key, URL, retries, timeout...).
+
+    Args:
+        **settings: The SDK client's keyword arguments.
+
+    Returns:
+        The client.
+
+    Raises:
+        anthropic.AnthropicError: The settings are unusable.
+        ValueError: The SDK refused a setting.
+    """
+    http = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    return anthropic.AsyncAnthropic(http_client=http, **settings)
+
+
+def sync_client(**settings: Any) -> anthropic.Anthropic:
+    """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
+
+    Args:
+        **settings: The SDK client's keyword arguments.
+
+    Returns:
+        The client.
+
+    Raises:
+        anthropic.AnthropicError: The settings are unusable.
+        ValueError: The SDK refused a setting.
+    """
+    hooks = deadline_hooks(lambda request: DeadlineTimeout())
+    http = anthropic.DefaultHttpxClient(verify=ssl_context(), event_hooks=hooks)
+    return anthropic.Anthropic(http_client=http, **settings)
+
+
+class DeadlineTimeout(anthropic.AnthropicError):
+    """A synchronous call's attempt ended by the run's deadline (cut, or not started).
+
+    Not the SDK's ``APITimeoutError``: the SDK retries that one after a backoff, which the
+    deadline would refuse. Translated like a timeout (``provider_timeout``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the request timed out: the run's deadline passed")
+
+
+@contextmanager
+def translate_errors(provider: str) -> Iterator[None]:
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place).
+
+    Args:
+        provider: The provider's name, for the error.
+
+    Yields:
+        Nothing; the block runs inside.
+
+    Raises:
+        ProviderError: The SDK raised an error inside, chained with ``from``.
+    """
+    try:
+        yield
+    except (anthropic.APITimeoutError, DeadlineTimeout) as exc:
+        raise ProviderError(error_text(exc), provider=provider, kind="provider_timeout") from exc
+    except anthropic.APIConnectionError as exc:
+        kind = "provider_connection_error"
+        raise ProviderError(
+            error_text(connection_message(exc)), provider=provider, kind=kind
+        ) from exc
+    except anthropic.APIStatusError as exc:
+        status = exc.status_code
+        text = f"{exc.message} {exc.response.text}"
+        raise ProviderError(
+            error_text(exc.message),
+            provider=provider,
+            kind=refine_error_kind(error_kind_for_status(status), status, text),
+            status=status,
+            body=error_body(exc.body),
+            retry_after_s=retry_after_s(exc.response.headers),
+        ) from exc
+    except anthropic.CredentialsError as exc:
+        raise ProviderError(
+            error_text(exc), provider=provider, kind="provider_authentication_error"
+        ) from exc
+    except anthropic.AnthropicError as exc:
+        code = getattr(exc, "status_code", None)
+        raise ProviderError(
+            error_text(exc),
+            provider=provider,
+            kind="provider_error",
+            status=code if isinstance(code, int) else None,
+            body=error_body(getattr(exc, "body", None)),
+        ) from exc

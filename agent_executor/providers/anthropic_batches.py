@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, cast
 from pydantic import JsonValue
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.anthropic import AnthropicProvider
-from agent_executor.providers.anthropic_clients import translate_errors
-from agent_executor.providers.anthropic_replies import _turn_of
-from agent_executor.providers.base import ModelTurnRequest, read_json, tool_names_for
+from agent_executor.providers.anthropic import AnthropicProvider, _turn_of, translate_errors
+from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.batch_base import BatchStatus, ItemOutcome
+from agent_executor.providers.replies import read_json
+from agent_executor.providers.tool_names import tool_names_for
 
 if TYPE_CHECKING:
     from anthropic.types.messages.batch_create_params import Request
@@ -42,12 +42,17 @@ class AnthropicBatches:
         self._live = provider
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the Messages parameters a live call for ``turn`` sends, as JSON."""
+        """Return the Messages parameters a live call for ``turn`` sends, as JSON.
+
+        Arguments and return value as :meth:`BatchAPI.body`.
+        """
         params, _ = self._live.request_params(turn)
         return json.dumps(params, ensure_ascii=False).encode()
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
         """Create the batch and return its id.
+
+        Arguments and return value as :meth:`BatchAPI.submit`.
 
         Raises:
             ProviderError: The batch was refused.
@@ -64,6 +69,8 @@ class AnthropicBatches:
     async def status(self, batch_id: str) -> BatchStatus:
         """Return the batch's status from ``messages.batches.retrieve``.
 
+        Arguments and return value as :meth:`BatchAPI.status`.
+
         Raises:
             ProviderError: The batch could not be read.
         """
@@ -79,6 +86,8 @@ class AnthropicBatches:
         self, batch_id: str, turns: Mapping[str, ModelTurnRequest]
     ) -> dict[str, ItemOutcome]:
         """Read an ended batch's results.
+
+        Arguments and return value as :meth:`BatchAPI.results`.
 
         Raises:
             ProviderError: The results could not be read.

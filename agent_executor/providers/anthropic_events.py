@@ -5,7 +5,7 @@
 unknown events are skipped, an ``error`` event raises), hands every text piece and every
 ``input_json_delta`` of a tool call to the run loop's sink as it comes, and assembles the message
 body the same reply has without streaming, so the one reply parser
-(:mod:`agent_executor.providers.anthropic_replies`) reads both: thinking blocks keep their
+(in :mod:`agent_executor.providers.anthropic`) reads both: thinking blocks keep their
 signatures (a transcript can be resumed), and usage is ``message_start``'s updated by
 ``message_delta``'s.
 """
@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
-from agent_executor.providers.base import JsonObject, ToolNameMap, echo_text, model_arguments
+from agent_executor.providers.base import JsonObject, ToolNameMap
+from agent_executor.providers.replies import echo_text, model_arguments
 from agent_executor.providers.stream_errors import stream_error
 from agent_executor.providers.streaming import DeltaSink, TurnDelta
 
@@ -97,7 +98,7 @@ class MessageEvents:
         """Return the whole reply as the message body a non-streamed call gets.
 
         Returns:
-            The body, for :func:`agent_executor.providers.anthropic_replies._turn_of`.
+            The body, for :func:`agent_executor.providers.anthropic._turn_of`.
         """
         content: list[JsonValue] = []
         for _, part in sorted(self._blocks.items()):

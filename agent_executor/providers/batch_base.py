@@ -47,11 +47,24 @@ class BatchAPI(Protocol):
     """Whether a batch created by another process can be read again by its id."""
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the JSON body a live call for ``turn`` sends (one item of a batch)."""
+        """Return the JSON body a live call for ``turn`` sends (one item of a batch).
+
+        Args:
+            turn: The call.
+
+        Returns:
+            The body, JSON bytes.
+        """
         ...
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
         """Create one batch of ``(custom_id, body)`` items and return its id.
+
+        Args:
+            items: The batch's items, each a custom id and its body (from :meth:`body`).
+
+        Returns:
+            The provider's id of the batch.
 
         Raises:
             ProviderError: The provider refused the upload or the batch.
@@ -61,6 +74,12 @@ class BatchAPI(Protocol):
     async def status(self, batch_id: str) -> BatchStatus:
         """Return where the batch stands.
 
+        Args:
+            batch_id: The id :meth:`submit` returned.
+
+        Returns:
+            Its status.
+
         Raises:
             ProviderError: The provider could not be asked.
         """
@@ -69,7 +88,14 @@ class BatchAPI(Protocol):
     async def results(
         self, batch_id: str, turns: Mapping[str, ModelTurnRequest]
     ) -> dict[str, ItemOutcome]:
-        """Return each ended item's outcome by custom id (``turns`` reads the replies).
+        """Return each ended item's outcome by custom id.
+
+        Args:
+            batch_id: The id :meth:`submit` returned.
+            turns: Each item's call by custom id, to read its reply against.
+
+        Returns:
+            The outcome of every item that has ended, by custom id.
 
         Raises:
             ProviderError: The results could not be read.

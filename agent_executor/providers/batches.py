@@ -51,11 +51,17 @@ class ImmediateBatches:
         self._ids = itertools.count(1)
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the neutral request as JSON (the provider has no wire format)."""
+        """Return the neutral request as JSON (the provider has no wire format).
+
+        Arguments and return value as :meth:`BatchAPI.body`.
+        """
         return turn.model_dump_json().encode()
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
-        """Answer every item now and return the batch's id."""
+        """Answer every item now and return the batch's id.
+
+        Arguments and return value as :meth:`BatchAPI.submit`.
+        """
         batch_id = f"{self.provider}-batch-{next(self._ids)}"
 
         async def one(body: bytes) -> ItemOutcome:
@@ -69,7 +75,10 @@ class ImmediateBatches:
         return batch_id
 
     async def status(self, batch_id: str) -> BatchStatus:
-        """Return the batch's status: always ended."""
+        """Return the batch's status: always ended.
+
+        Arguments and return value as :meth:`BatchAPI.status`.
+        """
         outcomes = self._batches.get(batch_id, {})
         failed = sum(isinstance(out, ProviderError) for out in outcomes.values())
         missing = None if batch_id in self._batches else f"no batch {batch_id} in this process"
@@ -78,7 +87,10 @@ class ImmediateBatches:
     async def results(
         self, batch_id: str, turns: Mapping[str, ModelTurnRequest]
     ) -> dict[str, ItemOutcome]:
-        """Return the answers given when the batch was submitted."""
+        """Return the answers given when the batch was submitted.
+
+        Arguments and return value as :meth:`BatchAPI.results`.
+        """
         return dict(self._batches.get(batch_id, {}))
 
 

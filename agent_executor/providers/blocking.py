@@ -1,8 +1,7 @@
 """Blocking model calls for ``run_sync``: the SDKs' synchronous clients, bounded by the run's end.
 
-``Agent.run_sync`` runs the async run loop on a kept event loop of the calling thread. An SDK's
-asynchronous HTTP stack costs about a third more CPU a call than its synchronous one, so a
-provider that has a synchronous path (:class:`BlockingProvider`) is called through it when
+``Agent.run_sync`` runs the async run loop on a kept event loop of the calling thread. A provider
+that has a synchronous path (:class:`BlockingProvider`) is called through it when
 :data:`BLOCKING_CALLS` is set, as ``run_sync`` sets it: the call blocks the kept loop, which has
 nothing else to run meanwhile (input tools and MCP servers run between model calls, not during).
 
@@ -16,13 +15,10 @@ ends the run as ``run_timeout``, as the async path's timeout would have (:func:`
 
 from __future__ import annotations
 
-import atexit
-import os
-import threading
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 from agent_contracts.errors import ProviderError
 from agent_executor.providers.base import ModelTurn, ModelTurnRequest
@@ -30,11 +26,14 @@ from agent_executor.providers.base import ModelTurn, ModelTurnRequest
 if TYPE_CHECKING:  # the SDK extras install it; this module is imported without them
     import httpx2
 
+# Why a second path at all: ``bench/run.py --guard`` holds ``run_sync``'s CPU per run at or under
+# the typed SDK's synchronous ``create`` + ``model_validate_json``. Through the async clients on
+# the kept loop it goes over (at 500 items), so the synchronous clients stay (bench/RESULTS.md).
+
 __all__ = [
     "BLOCKING_CALLS",
     "LONGEST_RETRY_WAIT_S",
     "BlockingProvider",
-    "SyncClients",
     "blocking_turn",
     "call_deadline",
     "can_block",
@@ -63,6 +62,9 @@ class BlockingProvider(Protocol):
             turn: The conversation, tools and settings for this call.
             deadline: When the run must end (``time.monotonic()``); ``None`` for no bound.
 
+        Returns:
+            The normalised reply.
+
         Raises:
             ProviderError: The provider failed after the SDK's bounded retries.
         """
@@ -77,6 +79,12 @@ def can_block(provider: object) -> TypeGuard[BlockingProvider]:
 
     Only when one class defines both methods: a subclass that overrides ``request`` (to record
     or change calls) keeps getting every call through it.
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        Whether its calls can go through ``request_blocking``.
     """
     kind = type(provider)
     usable = _CAN_BLOCK.get(kind)
@@ -121,7 +129,14 @@ def blocking_turn(
 
 
 def past_deadline(deadline: float | None) -> bool:
-    """Tell whether ``deadline`` (``time.monotonic()``; ``None`` is never) has passed."""
+    """Tell whether ``deadline`` has passed.
+
+    Args:
+        deadline: A ``time.monotonic()`` time, or ``None`` (never).
+
+    Returns:
+        Whether it has passed.
+    """
     return deadline is not None and time.monotonic() >= deadline
 
 
@@ -161,6 +176,9 @@ def deadline_hooks(
     Args:
         timed_out: Makes the timeout error for a request: one the SDK raises as it is, without
             retrying it (so without sleeping a backoff first).
+
+    Returns:
+        The ``event_hooks`` for the client: one request hook and one response hook.
     """
 
     def bound_attempt(request: httpx2.Request) -> None:
@@ -208,12 +226,15 @@ def final_at_deadline(
     (``....failed`` with a timeout) at the deadline raises ``timed_out()`` from the timeout, an
     error the SDK raises as it is, instead of sleeping a backoff before a retry the deadline
     would refuse. Any other failure (a reset connection, an interrupt) goes on as it was. Every
-    call goes to ``earlier`` first (the analytics writer's callback, when it was there).
+    call goes to ``earlier`` first, when the request had a callback already.
 
     Args:
         deadline: The run's end (``time.monotonic()``).
         earlier: The request's ``trace`` callback before this one, or ``None``.
         timed_out: Makes the timeout error the SDK does not retry.
+
+    Returns:
+        The callback.
     """
 
     def trace(name: str, info: Mapping[str, object]) -> None:
@@ -243,44 +264,3 @@ def _retry_after(headers: httpx2.Headers) -> float:
         except ValueError:
             continue
     return 0.0
-
-
-C = TypeVar("C")
-
-
-class SyncClients(Generic[C]):
-    """Synchronous SDK clients kept per settings and process, closed at interpreter exit.
-
-    A synchronous client is bound to no event loop and its connection pool is safe to share
-    between threads, so one per settings serves every thread; a forked child makes its own
-    (the parent's connections are not its to use).
-    """
-
-    def __init__(self, close: Callable[[C], None]) -> None:
-        """Keep no client yet; ``close`` closes one (at exit, or in :meth:`close_all`)."""
-        self._clients: dict[tuple[int, Hashable], C] = {}
-        self._lock = threading.Lock()
-        self._close = close
-        atexit.register(self.close_all)
-
-    def get(self, key: Hashable, make: Callable[[], C]) -> C:
-        """Return the client for ``key``, made with ``make`` on first use in this process."""
-        full = (os.getpid(), key)
-        client = self._clients.get(full)
-        if client is None:
-            with self._lock:
-                client = self._clients.get(full)
-                if client is None:
-                    client = self._clients[full] = make()
-        return client
-
-    def close_all(self) -> None:
-        """Close and forget every client this process made (a later call makes new ones)."""
-        with self._lock:
-            clients = [c for (pid, _), c in self._clients.items() if pid == os.getpid()]
-            self._clients.clear()
-        for client in clients:
-            try:
-                self._close(client)
-            except Exception:  # closing at exit: nothing to report to
-                continue

@@ -1,22 +1,27 @@
-"""One client-lifetime helper for both SDK adapters: :class:`LoopClients`.
+"""How long an SDK client lives, for both adapters: :class:`LoopClients`, :class:`SyncClients`.
 
 A pooled SDK client is bound to the event loop it first ran on, so clients are kept one per running
 loop (and per settings), and each is closed when its loop shuts down (``asyncio.run`` and
 ``asyncio.Runner`` finalise async generators before closing the loop; a guard generator closes
 the client then). Where no such shutdown can be relied on (no asyncio loop, or no async-generator
 hooks), :meth:`LoopClients.get` returns ``None`` and the adapter uses a fresh client per call.
+Synchronous clients (``run_sync``'s blocking calls) are kept one per settings and process in
+:class:`SyncClients`, closed at interpreter exit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
+import os
 import ssl
 import sys
+import threading
 from collections.abc import AsyncGenerator, Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["LoopClients", "ssl_context"]
+__all__ = ["LoopClients", "SyncClients", "ssl_context"]
 
 
 class _Closable(Protocol):
@@ -104,7 +109,60 @@ def _drop(generator: AsyncGenerator[None, None]) -> None:
 
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
-    """Return the TLS context every SDK client shares (loading CA certificates takes ~30 ms)."""
+    """Return the TLS context every SDK client shares, made once: loading CA certificates is slow.
+
+    Returns:
+        The context.
+    """
     import httpx2  # installed with either SDK's extra, not without
 
     return httpx2.create_ssl_context()
+
+
+S = TypeVar("S")
+
+
+class SyncClients(Generic[S]):
+    """Synchronous SDK clients kept per settings and process, closed at interpreter exit.
+
+    A synchronous client is bound to no event loop and its connection pool is safe to share
+    between threads, so one per settings serves every thread; a forked child makes its own
+    (the parent's connections are not its to use).
+    """
+
+    def __init__(self, close: Callable[[S], None]) -> None:
+        """Keep no client yet; ``close`` closes one (at exit, or in :meth:`close_all`)."""
+        self._clients: dict[tuple[int, Hashable], S] = {}
+        self._lock = threading.Lock()
+        self._close = close
+        atexit.register(self.close_all)
+
+    def get(self, key: Hashable, make: Callable[[], S]) -> S:
+        """Return the client for ``key``, made with ``make`` on first use in this process.
+
+        Args:
+            key: The client's settings.
+            make: Makes the client.
+
+        Returns:
+            The client.
+        """
+        full = (os.getpid(), key)
+        client = self._clients.get(full)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(full)
+                if client is None:
+                    client = self._clients[full] = make()
+        return client
+
+    def close_all(self) -> None:
+        """Close and forget every client this process made (a later call makes new ones)."""
+        with self._lock:
+            clients = [c for (pid, _), c in self._clients.items() if pid == os.getpid()]
+            self._clients.clear()
+        for client in clients:
+            try:
+                self._close(client)
+            except Exception:  # closing at exit: nothing to report to
+                continue

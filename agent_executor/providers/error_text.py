@@ -1,4 +1,9 @@
-"""What a provider's error answer says: a malformed request, or a context window overflow.
+"""What a provider's error answer says: its kind, its wait, its redacted text and body.
+
+Kinds. :func:`error_kind_for_status` maps an HTTP status to a ``ProviderError.kind``;
+:func:`retry_after_s` reads how long a rate-limited reply asks to wait; :func:`error_text`,
+:func:`error_body` and :func:`connection_message` give an SDK error's message and body with every
+secret redacted (a 401 may quote the key), naming a local cause the SDK hides.
 
 Malformed requests. OpenAI-compatible servers do not all answer a request they cannot use
 with a 4xx: llama.cpp's servers answer a refused message shape or tool choice with a 500
@@ -16,14 +21,25 @@ Context overflow. A conversation longer than the model's context window is answe
 
 from __future__ import annotations
 
+import errno
+import json
 import re
+from collections.abc import Mapping
 
 import httpx2
+from pydantic import JsonValue
+
+from agent_executor.redaction import redact, redact_text
 
 __all__ = [
+    "connection_message",
+    "error_body",
+    "error_kind_for_status",
+    "error_text",
     "refine_error_kind",
     "refuse_retry_when_malformed",
     "refuse_retry_when_malformed_sync",
+    "retry_after_s",
     "says_context_overflow",
     "says_malformed",
 ]
@@ -128,3 +144,118 @@ def refine_error_kind(kind: str, status: int, text: str) -> str:
     if says_malformed(status, text):
         return "provider_bad_request"
     return kind
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Return the seconds a rate-limited reply asks the caller to wait, when it says.
+
+    Read from ``retry-after-ms``, ``retry-after`` (seconds), else the longest of OpenAI's
+    ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens`` (durations such as ``1s``,
+    ``6m0s``, ``20ms``).
+
+    Args:
+        headers: The reply's headers (case-insensitive, as httpx gives them).
+
+    Returns:
+        The seconds (0 or more), or ``None`` when no header says.
+    """
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return max(0.0, float(headers.get(name, "")) * scale)
+        except ValueError:
+            continue
+    resets = [
+        sum(float(amount) * _DURATION_S[unit] for amount, unit in _DURATION.findall(value))
+        for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+        if (value := headers.get(name))
+    ]
+    return max(resets) if resets else None
+
+
+def error_kind_for_status(status: int) -> str:
+    """Return the ``ProviderError.kind`` for an HTTP error status.
+
+    Args:
+        status: The HTTP status the provider answered with.
+
+    Returns:
+        ``provider_rate_limited`` (429), ``provider_authentication_error`` (401, 403),
+        ``provider_bad_request`` (400, 404, 413, 422, 431), ``provider_timeout`` (408),
+        ``provider_server_error`` (5xx), else ``provider_error``.
+    """
+    if status == 429:
+        return "provider_rate_limited"
+    if status in (401, 403):
+        return "provider_authentication_error"
+    if status in (400, 404, 413, 422, 431):
+        return "provider_bad_request"
+    if status == 408:
+        return "provider_timeout"
+    if status >= 500:
+        return "provider_server_error"
+    return "provider_error"
+
+
+def error_body(body: object) -> JsonValue:
+    """Return an SDK error's response body as JSON (its text when it is not JSON-shaped), redacted.
+
+    A server may echo the key it refused (a 401's text); every secret is replaced (see
+    :mod:`agent_executor.redaction`) before the body reaches a result, a log or the screen.
+
+    Args:
+        body: The decoded body an SDK error carries (never headers).
+
+    Returns:
+        The body as a JSON value.
+    """
+    if body is None or isinstance(body, int | float | bool):
+        return body
+    if isinstance(body, str):
+        return redact_text(body)
+    try:
+        value: JsonValue = json.loads(json.dumps(body))
+    except (TypeError, ValueError):
+        return redact_text(str(body))
+    return redact(value)
+
+
+def error_text(error: BaseException | str) -> str:
+    """Return an SDK error's message with every secret redacted (a 401 may quote the key).
+
+    Args:
+        error: The SDK's exception, or its message.
+
+    Returns:
+        The redacted message.
+    """
+    return redact_text(error if isinstance(error, str) else str(error))
+
+
+def connection_message(exc: BaseException) -> str:
+    """Return the message of an SDK connection error, naming a local cause the SDK hides.
+
+    Running out of file descriptors makes every new connection fail; the SDK reports only
+    "Connection error.", which sends the user looking at the provider. The cause is found in
+    the exception chain and said instead.
+
+    Args:
+        exc: The SDK's connection error.
+
+    Returns:
+        The message.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE):
+            return (
+                f"{exc}: this process is out of file descriptors ({cause.strerror}), so no "
+                "connection could be opened; raise the limit (ulimit -n) or run fewer at once"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return str(exc)

@@ -16,16 +16,13 @@ from typing import Final
 from pydantic import JsonValue
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.base import (
-    ModelTurnRequest,
-    error_kind_for_status,
-    read_json,
-    tool_names_for,
-)
+from agent_executor.providers.base import ModelTurnRequest
 from agent_executor.providers.batch_base import BatchStatus, ItemOutcome
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.openai_clients import translate_errors
+from agent_executor.providers.error_text import error_kind_for_status
+from agent_executor.providers.openai import OpenAIProvider, translate_errors
 from agent_executor.providers.openai_replies import _turn_of
+from agent_executor.providers.replies import read_json
+from agent_executor.providers.tool_names import tool_names_for
 
 __all__ = ["ENDPOINT", "OpenAIBatches"]
 
@@ -50,11 +47,16 @@ class OpenAIBatches:
         self._files: dict[str, tuple[str | None, str | None]] = {}
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the bytes a live call for ``turn`` posts."""
+        """Return the bytes a live call for ``turn`` posts.
+
+        Arguments and return value as :meth:`BatchAPI.body`.
+        """
         return self._live.request_body(turn)
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
         """Upload the items as a JSONL file and create the batch; return its id.
+
+        Arguments and return value as :meth:`BatchAPI.submit`.
 
         Raises:
             ProviderError: The upload or the batch was refused.
@@ -73,6 +75,8 @@ class OpenAIBatches:
 
     async def status(self, batch_id: str) -> BatchStatus:
         """Return the batch's status from ``batches.retrieve``.
+
+        Arguments and return value as :meth:`BatchAPI.status`.
 
         Raises:
             ProviderError: The batch could not be read.
@@ -98,6 +102,8 @@ class OpenAIBatches:
         self, batch_id: str, turns: Mapping[str, ModelTurnRequest]
     ) -> dict[str, ItemOutcome]:
         """Read the output and error files of an ended batch.
+
+        Arguments and return value as :meth:`BatchAPI.results`.
 
         Raises:
             ProviderError: A file could not be read.

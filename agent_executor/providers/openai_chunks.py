@@ -27,8 +27,9 @@ from typing import cast
 import pydantic_core
 from pydantic import JsonValue
 
-from agent_executor.providers.base import JsonObject, ToolNameMap, echo_text
+from agent_executor.providers.base import JsonObject, ToolNameMap
 from agent_executor.providers.openai_replies import _content_text
+from agent_executor.providers.replies import echo_text
 from agent_executor.providers.sse import parse_data
 from agent_executor.providers.streaming import DeltaSink, TurnDelta
 

@@ -14,10 +14,8 @@ from pydantic import JsonValue
 from agent_contracts.errors import ProviderError
 from agent_contracts.json_data import PARSED_JSON
 from agent_contracts.messages import ToolCall, Usage
-from agent_executor.providers.base import (
-    ModelTurn,
-    StopReason,
-    ToolNameMap,
+from agent_executor.providers.base import ModelTurn, StopReason, ToolNameMap
+from agent_executor.providers.replies import (
     arguments_problem,
     call_usage,
     echo_text,

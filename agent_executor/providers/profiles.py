@@ -1,4 +1,7 @@
-"""The profile each kind of provider starts from; the model string's prefix picks one.
+"""Provider profiles: the one each kind of provider starts from, and a provider's own.
+
+The model string's prefix picks a starting profile; :func:`profile_of` reads a provider's,
+:func:`with_profile` gives a provider that spells its requests by another.
 
 Overrides (an agent's ``llm.profile``, the command line's ``--profile``) are applied on top by
 :func:`agent_contracts.profiles.apply_profile_overrides`.
@@ -6,7 +9,10 @@ Overrides (an agent's ``llm.profile``, the command line's ``--profile``) are app
 
 from __future__ import annotations
 
+from typing import cast
+
 from agent_contracts.profiles import ProviderProfile
+from agent_executor.providers.base import Provider
 
 __all__ = [
     "ANTHROPIC_PROFILE",
@@ -14,6 +20,8 @@ __all__ = [
     "LLAMACPP_PROFILE",
     "OPENAI_PROFILE",
     "TEST_PROFILE",
+    "profile_of",
+    "with_profile",
 ]
 
 OPENAI_PROFILE = ProviderProfile(
@@ -75,3 +83,44 @@ TEST_PROFILE = ProviderProfile(
     stop_sequences=True,
 )
 """The offline test model and ``FunctionModel``: neutral tools; every mode is answered."""
+
+
+def profile_of(provider: Provider) -> ProviderProfile:
+    """Return a provider's profile; one without a profile gets a neutral one.
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        ``provider.profile``, or a neutral profile; a provider whose ``supports_tools`` is
+        false never gets a profile that offers it tools.
+    """
+    tools = bool(getattr(provider, "supports_tools", True))
+    profile = getattr(provider, "profile", None)
+    if not isinstance(profile, ProviderProfile):
+        return ProviderProfile(supports_tools=tools)
+    return (
+        profile
+        if tools or not profile.supports_tools
+        else profile.model_copy(update={"supports_tools": False})
+    )
+
+
+def with_profile(provider: Provider, profile: ProviderProfile) -> Provider:
+    """Return ``provider``, or a copy of it that spells its requests by ``profile``.
+
+    A provider spells the wire by its own profile (how native output is asked for, whether a
+    grammar is sent); overrides (``llm.profile``, ``--profile``) reach the wire through a copy
+    made by the provider's ``variant(profile=...)``, where it has one.
+
+    Args:
+        provider: The provider.
+        profile: The profile after overrides.
+
+    Returns:
+        ``provider`` when its profile is ``profile`` or it cannot be copied; else the copy.
+    """
+    variant = getattr(provider, "variant", None)
+    if profile == profile_of(provider) or not callable(variant):
+        return provider
+    return cast("Provider", variant(profile=profile))

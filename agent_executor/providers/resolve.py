@@ -18,8 +18,8 @@ from agent_executor.providers.base import Provider
 from agent_executor.providers.profiles import COMPATIBLE_PROFILE, LLAMACPP_PROFILE
 from agent_executor.providers.test import TestModel
 
-# The SDK-backed providers are imported where they are built: importing both SDKs costs about
-# two seconds, which a run on the test model (and the CLI's start) should not pay.
+# The SDK-backed providers are imported where they are built: importing the SDKs is slow, and a
+# run on the test model (and the CLI's start) should not wait for it.
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
@@ -91,8 +91,8 @@ def _shared(key: tuple[str, ...], build: Callable[[], Provider]) -> Provider:
     """Return the SDK-backed provider built for ``key`` before, or build and keep it.
 
     SDK providers hold no per-run state (their pooled clients are kept per event loop), so one
-    object serves every run with the same model, key and URL: a model string no longer builds
-    a new provider and SDK client for every run and every escalation tier. The test model keeps
+    object serves every run with the same model, key and URL, not one per run or escalation
+    tier. The test model keeps
     per-run state (its scripted failures) and is never shared.
     """
     found = _SHARED.get(key)

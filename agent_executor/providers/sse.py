@@ -1,10 +1,10 @@
 """Server-sent events read in batches: every event a network read completes, parsed at once.
 
-A streamed reply is hundreds of small events (one a token); reading them one by one costs more
-than the rest of a run. :func:`sse_batches` reads the response body as it arrives and, for each
-read, parses the ``data`` of every event it completes as one JSON array (pydantic-core's
-parser), so the run loop handles one batch a read: as fast as the server sends, and little more
-than one parse when the whole reply arrives at once. ``[DONE]`` (OpenAI's end marker) ends it.
+A streamed reply is hundreds of small events (one a token). :func:`sse_batches` reads the response
+body as it arrives and, for each read, parses the ``data`` of every event it completes as one JSON
+array (pydantic-core's parser), so the run loop handles one batch a read: as fast as the server
+sends, and little more than one parse when the whole reply arrives at once. ``[DONE]`` (OpenAI's end
+marker) ends it.
 """
 
 from __future__ import annotations

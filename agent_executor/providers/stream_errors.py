@@ -15,8 +15,12 @@ import json
 from pydantic import JsonValue
 
 from agent_contracts.errors import ProviderError
-from agent_executor.providers.base import error_body, error_kind_for_status, error_text
-from agent_executor.providers.error_text import refine_error_kind
+from agent_executor.providers.error_text import (
+    error_body,
+    error_kind_for_status,
+    error_text,
+    refine_error_kind,
+)
 
 __all__ = ["stream_error", "unfinished_stream"]
 

@@ -6,12 +6,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent_contracts.events import AttemptEvent
 from agent_contracts.validation import ValidationIssue
@@ -74,7 +73,6 @@ def test_jsonl_sink_writes_one_line_per_event_in_the_utc_day_file(tmp_path: Path
     # The file is chosen by the event's day in UTC, not in its own offset.
     sink.emit(Ping(seq=2, ts=datetime(2026, 1, 20, 0, 30, tzinfo=timezone(timedelta(hours=2)))))
     sink.emit(Ping(seq=3, ts=datetime(2026, 1, 19, 20, 30, tzinfo=timezone(timedelta(hours=-5)))))
-    assert sink.flush() is True
     directory = tmp_path / "analytics"
     assert sorted(p.name for p in directory.iterdir()) == [DAY_FILE, "events-2026-01-20.jsonl"]
     day = [json.loads(line) for line in lines(directory / DAY_FILE)]
@@ -98,7 +96,6 @@ def test_default_directory_is_under_the_working_directory(
     sink = JsonlAnalytics()
     assert sink.directory == tmp_path / DEFAULT_ANALYTICS_DIR
     sink.emit(Ping())
-    sink.flush()
     assert (tmp_path / ".agentshape" / "analytics" / DAY_FILE).is_file()
 
 
@@ -111,69 +108,15 @@ def test_real_contract_events_are_written(tmp_path: Path) -> None:
     assert event["ts"] == "2026-01-19T12:30:00Z"
 
 
-@pytest.mark.parametrize("defer", [True, False])
-def test_fields_are_written_as_the_event_they_make(tmp_path: Path, defer: bool) -> None:
-    sink = JsonlAnalytics(tmp_path, defer=defer)
-    before = datetime.now(UTC)
-    sink.emit_fields(AttemptEvent, {"run_id": "r1", "agent_id": "a", "number": 1, "mode": "tool"})
-    time.sleep(0.1)  # a deferred line is written after this, its time still the emit's
-    day = {"run_id": "r2", "agent_id": "a", "number": 1, "mode": "tool", "ts": DAY}
-    sink.emit_fields(AttemptEvent, day)
-    assert sink.flush() is True
-    events = sorted(read_events(tmp_path).events, key=lambda event: str(event["run_id"]))
-    assert [(e["event"], e["run_id"], e["number"]) for e in events] == [
-        ("attempt", "r1", 1),
-        ("attempt", "r2", 1),
-    ]
-    stamped = datetime.fromisoformat(str(events[0]["ts"]))
-    assert before <= stamped < before + timedelta(seconds=0.1)
-    assert events[1]["ts"] == "2026-01-19T12:30:00Z"
-
-
-def test_a_backlog_of_lines_is_written_whole_in_order_and_redacted(tmp_path: Path) -> None:
-    sink = JsonlAnalytics(tmp_path, defer=True)
+def test_many_lines_are_written_whole_in_order_and_redacted(tmp_path: Path) -> None:
+    sink = JsonlAnalytics(tmp_path)
     secret = "sk-proj-" + "Zx9" * 10
-    for seq in range(600):  # about 300 KiB of lines: several redaction passes in one write
+    for seq in range(600):  # about 300 KiB of lines
         sink.emit(Ping(seq=seq, payload=f"{seq} {'x' * 400} key {secret}", extra={"n": seq}))
-    assert sink.flush() is True
 
     written = lines(tmp_path / DAY_FILE)
     assert [json.loads(line)["seq"] for line in written] == list(range(600))
     assert all(secret not in line and REDACTED in line for line in written)
-
-
-def test_fields_that_make_no_event_are_dropped_not_raised(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    sink = JsonlAnalytics(tmp_path)
-    sink.emit_fields(AttemptEvent, {"run_id": 7, "agent_id": "a", "number": 1, "ts": DAY})
-    sink.emit(Ping())
-    assert sink.dropped == 1
-    assert "cannot serialise AttemptEvent" in caplog.text and "run_id" in caplog.text
-    assert len(read_events(tmp_path)) == 1
-
-
-class Picky(BaseModel):
-    ts: datetime
-    seq: int
-
-    @model_validator(mode="after")
-    def _no_thirteen(self) -> Picky:
-        if self.seq == 13:
-            raise KeyError("a validator's own bug")
-        return self
-
-
-@pytest.mark.parametrize("defer", [True, False])
-def test_an_event_whose_validator_breaks_costs_only_its_own_line(
-    tmp_path: Path, defer: bool
-) -> None:
-    sink = JsonlAnalytics(tmp_path, defer=defer)
-    for seq in (12, 13, 14):
-        sink.emit_fields(Picky, {"seq": seq, "ts": DAY})  # never raises
-    assert sink.flush() is True
-    assert sorted(e["seq"] for e in read_events(tmp_path).events) == [12, 14]
-    assert sink.dropped == 1
 
 
 # --- redaction ------------------------------------------------------------------------------
@@ -202,7 +145,6 @@ def test_redaction_guard_keeps_keys_and_auth_headers_out_of_the_log(tmp_path: Pa
             },
         )
     )
-    sink.flush()
     text = (tmp_path / DAY_FILE).read_text()
     for secret in (
         openai_key,
@@ -257,8 +199,7 @@ def test_directory_that_cannot_be_created_drops_and_warns(
     assert sink.dropped == 2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1  # later failures are logged at debug level, not repeated
-    # queued together: one write, both lost
-    assert "2 analytics events dropped (2 so far)" in warnings[0].getMessage()
+    assert "analytics event dropped (1 so far)" in warnings[0].getMessage()
     assert str(blocker / "analytics") in warnings[0].getMessage()
 
 
@@ -283,7 +224,6 @@ def test_a_day_file_or_directory_removed_between_events_is_made_anew(tmp_path: P
     folder = tmp_path / "analytics"
     sink = JsonlAnalytics(folder)
     sink.emit(Ping(seq=1))
-    sink.flush()  # written, then the file is removed
     (folder / DAY_FILE).unlink()
     sink.emit(Ping(seq=2))
     assert [e["seq"] for e in read_events(folder)] == [2]
@@ -309,10 +249,8 @@ def test_writing_recovers_after_a_failure(tmp_path: Path, caplog: pytest.LogCapt
     sink = JsonlAnalytics(tmp_path)
     with caplog.at_level(logging.WARNING, logger="agent_executor.analytics"):
         sink.emit(Ping(seq=1))
-        sink.flush()
         blocker.rmdir()
         sink.emit(Ping(seq=2))
-        sink.flush()
         blocker.unlink()
         blocker.mkdir()
         sink.emit(Ping(seq=3))
@@ -400,3 +338,94 @@ def test_text_that_is_not_utf8_is_logged_escaped_not_dropped(tmp_path: Path) -> 
     assert sink.dropped == 0
     [event] = read_events(tmp_path).events
     assert event["raw_output"] == "x\ud800y"
+
+
+# --- writing: order, a short write, exit ----------------------------------------------------
+
+
+def seqs(path: Path) -> list[int]:
+    return [json.loads(line)["seq"] for line in path.read_text().splitlines()]
+
+
+def test_lines_are_written_in_the_order_emitted_across_sinks(tmp_path: Path) -> None:
+    first, second = JsonlAnalytics(tmp_path / "a"), JsonlAnalytics(tmp_path / "b")
+    for seq in range(200):
+        (first if seq % 2 else second).emit(Ping(seq=seq))
+    assert seqs(tmp_path / "a" / DAY_FILE) == list(range(1, 200, 2))
+    assert seqs(tmp_path / "b" / DAY_FILE) == list(range(0, 200, 2))
+
+
+SHORT_WRITE_SCRIPT = """
+import logging, resource, signal, sys
+from datetime import datetime, timezone
+from pydantic import BaseModel
+from agent_executor.analytics import JsonlAnalytics
+
+class Ping(BaseModel):
+    event: str = "ping"
+    ts: datetime = datetime(2026, 1, 19, 12, 30, tzinfo=timezone.utc)
+    seq: int
+    pad: str = "x" * 40
+
+logging.basicConfig(level=logging.WARNING)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit is cut short instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+sink = JsonlAnalytics(sys.argv[1])
+for seq in range(10):
+    sink.emit(Ping(seq=seq))
+print(sink.dropped)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_FSIZE and SIGXFSZ (Linux)")
+def test_a_write_cut_short_counts_the_lines_it_did_not_write_whole(tmp_path: Path) -> None:
+    line = len(
+        json.dumps({"event": "ping", "ts": "2026-01-19T12:30:00Z", "seq": 0, "pad": "x" * 40})
+    )
+    limit = 3 * (line + 1) + 10  # three whole lines and part of the fourth
+    done = subprocess.run(
+        [sys.executable, "-c", SHORT_WRITE_SCRIPT, str(tmp_path), str(limit)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["7"]  # the fourth cut short, the six after refused
+    assert "short write" in done.stderr
+    read = read_events(tmp_path)
+    assert [event["seq"] for event in read.events] == [0, 1, 2]
+    assert (read.corrupt, read.partial) == (0, 1)  # the torn line, left unended at the limit
+
+
+EXIT_SCRIPT = """
+import sys
+from datetime import datetime, timezone
+from pydantic import BaseModel
+from agent_executor.analytics import JsonlAnalytics
+
+class Ping(BaseModel):
+    event: str = "ping"
+    ts: datetime = datetime(2026, 1, 19, 12, 30, tzinfo=timezone.utc)
+    seq: int
+
+sink = JsonlAnalytics(sys.argv[1])
+for seq in range(500):
+    sink.emit(Ping(seq=seq))
+if sys.argv[2] == "raise":
+    raise SystemExit("stopped with an error")
+"""
+
+
+@pytest.mark.parametrize("ending", ["return", "raise"])
+def test_lines_emitted_before_exit_are_written(tmp_path: Path, ending: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT, str(tmp_path), ending],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == (0 if ending == "return" else 1), done.stderr
+    assert seqs(tmp_path / DAY_FILE) == list(range(500))

@@ -15,7 +15,7 @@ from agent_contracts.errors import ConfigError
 from agent_executor.agent import Agent
 from agent_executor.analytics import NullAnalytics
 from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.sync import ensure_task, run_coroutine_sync, shutdown_sync_loop
+from agent_executor.sync import run_coroutine_sync, shutdown_sync_loop
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 SCHEMA: dict[str, Any] = {
@@ -163,24 +163,6 @@ async def their_call_elsewhere() -> str:
         return "elsewhere"
 
 
-def test_a_run_whose_calls_all_block_needs_no_task(fake_llm: FakeLLM) -> None:
-    # run_sync with the SDK's sync client and no input tools: the run ends in its first step,
-    # on the calling thread, with no task made on the kept loop.
-    fake_llm.respond_always(openai_tool_call("submit_result", {"n": 4}))
-    provider = OpenAIProvider("gpt-x", api_key="k", base_url=fake_llm.openai_base_url)
-    tasks: list[asyncio.Task[Any] | None] = []
-
-    class Watching(NullAnalytics):
-        def emit(self, event: Any) -> None:
-            tasks.append(asyncio.current_task())
-
-    config = AgentConfig.model_validate({"name": "counter", "output_schema": SCHEMA})
-    counter = Agent(config, model=provider, analytics=Watching(), env={})
-
-    assert counter.run_sync("Count.").result_data == {"n": 4}
-    assert tasks and tasks == [None] * len(tasks)
-
-
 def test_a_run_that_suspends_goes_on_in_a_task_with_its_timeout() -> None:
     # A model that awaits (suspends) is handed to a task of the kept loop; the run's timeout
     # then cancels the await, as it does for await run().
@@ -200,21 +182,19 @@ def test_a_run_that_suspends_goes_on_in_a_task_with_its_timeout() -> None:
     assert result.error is not None and result.error.type == "run_timeout"
 
 
-def test_what_the_first_step_set_is_seen_after_the_handover() -> None:
+def test_the_callers_context_is_left_alone() -> None:
     marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
 
-    async def run() -> tuple[bool, bool, str]:
-        marker.set("set before suspending")
-        outside = asyncio.current_task() is None
-        await ensure_task()
+    async def run() -> str:
+        marker.set("set inside the run")
         await asyncio.sleep(0.01)
-        return outside, asyncio.current_task() is not None, marker.get()
+        return marker.get()
 
-    assert run_coroutine_sync(run(), blocking_calls=True) == (True, True, "set before suspending")
-    assert marker.get() == "unset"  # the caller's context is left alone
+    assert run_coroutine_sync(run(), blocking_calls=True) == "set inside the run"
+    assert marker.get() == "unset"
 
 
-def test_an_error_after_the_handover_comes_back_and_the_loop_stays_usable() -> None:
+def test_an_error_after_suspending_comes_back_and_the_loop_stays_usable() -> None:
     async def fails_later() -> None:
         await asyncio.sleep(0.01)
         raise ValueError("after suspending")
@@ -227,12 +207,12 @@ def test_an_error_after_the_handover_comes_back_and_the_loop_stays_usable() -> N
         run_coroutine_sync(fails_later(), blocking_calls=True)
     assert run_coroutine_sync(finishes(), blocking_calls=True) == "done"
     with pytest.raises(RuntimeError, match="no running event loop"):
-        asyncio.get_running_loop()  # the first step's running loop was unset
+        asyncio.get_running_loop()  # the kept loop is not left running
 
 
 def test_a_blocking_tier_then_a_suspending_one(fake_llm: FakeLLM) -> None:
-    # Tier 0 (the SDK's sync client) fails its contract twice with no task; the escalation to a
-    # model that awaits goes on in a task of the kept loop, and the run ends there.
+    # Tier 0 (the SDK's sync client) fails its contract twice; the escalation to a model that
+    # awaits goes on, and the run ends there.
     from agent_executor.providers.function import FunctionModel
 
     fake_llm.respond_always(openai_tool_call("submit_result", {"n": "four"}))

@@ -9,8 +9,7 @@ import pytest
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_executor.providers.anthropic import AnthropicProvider
-from agent_executor.providers.anthropic_clients import translate_errors
+from agent_executor.providers.anthropic import AnthropicProvider, translate_errors
 from agent_executor.providers.base import (
     ModelTurnRequest,
     ResponseFormat,

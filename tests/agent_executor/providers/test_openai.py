@@ -8,8 +8,8 @@ import inspect
 import json
 import re
 import socket
-import uuid
 from collections.abc import Callable
+from typing import Any
 
 import httpx2
 import openai
@@ -19,15 +19,17 @@ from pydantic import ValidationError
 
 from agent_contracts.errors import ConfigError, ProviderError
 from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_executor.providers.base import (
-    ModelTurnRequest,
-    ResponseFormat,
-    ToolChoice,
-    ToolDefinition,
-    ToolNameMap,
+from agent_contracts.profiles import ProviderProfile
+from agent_contracts.tools import ResponseFormat, ToolChoice, ToolDefinition
+from agent_executor.providers.base import ModelTurnRequest, ToolNameMap
+from agent_executor.providers.openai import (
+    TOOL_ERROR_PREFIX,
+    OpenAIProvider,
+    chat_body,
+    chat_content,
+    translate_errors,
 )
-from agent_executor.providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider
-from agent_executor.providers.openai_clients import translate_errors
+from agent_executor.providers.tool_names import tool_names_for
 from tests.fake_llm import (
     FakeLLM,
     ScriptedResponse,
@@ -476,26 +478,6 @@ async def test_a_reply_is_read_in_the_charset_it_declares(
     assert broken.value.body == '{"choices": [\ufffd'
 
 
-async def test_a_call_makes_no_system_call_for_an_idempotency_key(
-    fake_llm: FakeLLM, make_provider: MakeProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[int] = []
-    original = uuid.uuid4
-
-    def counted() -> uuid.UUID:
-        made.append(1)
-        return original()
-
-    monkeypatch.setattr(uuid, "uuid4", counted)
-    fake_llm.respond_always(openai_tool_call("submit_result", {"summary": "ok", "score": 1}))
-    provider = make_provider()
-    await provider.request(forced())
-    provider.request_blocking(forced(), None)
-    assert made == []  # the SDK would make one per call (uuid4 reads the OS's randomness)
-    sent = fake_llm.requests[-1].headers
-    assert not any("idempotency" in name for name in sent)  # OpenAI's client sends none
-
-
 def test_missing_api_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         OpenAIProvider("gpt-test", base_url="http://127.0.0.1:1/v1")
@@ -695,3 +677,130 @@ def test_each_event_loop_gets_a_client_closed_when_the_loop_shuts_down(
         turn = asyncio.run(provider.request(forced()))
         assert turn.text == text
     gc.collect()  # a connection left open by a closed loop would warn here (an error in tests)
+
+
+# The request body ------------------------------------------------------------------------------
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def _turn(tools: list[ToolDefinition], task: str = "count") -> ModelTurnRequest:
+    return ModelTurnRequest(
+        messages=[Message.user(task)],
+        tools=tools,
+        tool_choice=ToolChoice.tool(tools[0].name) if tools else ToolChoice.auto(),
+        max_tokens=50,
+    )
+
+
+SETTINGS: dict[str, Any] = {
+    "model": "m",
+    "profile": ProviderProfile(),
+    "max_tokens_param": "max_tokens",
+}
+
+
+def _content(turn: ModelTurnRequest, **extra: object) -> bytes:
+    return chat_content(turn, tool_names_for(turn), extra=dict(extra) or None, **SETTINGS)
+
+
+def _body(turn: ModelTurnRequest) -> dict[str, object]:
+    return chat_body(turn, tool_names_for(turn), **SETTINGS)
+
+
+def test_the_bytes_are_the_body_with_its_tools() -> None:
+    tools = [
+        ToolDefinition(name="fs:read", description="Read \u00e9 file", parameters=SCHEMA),
+        ToolDefinition(name="submit_result", parameters=SCHEMA, strict=True),
+    ]
+    turn = _turn(tools)
+    assert json.loads(_content(turn)) == _body(turn)
+    sent = json.loads(_content(turn, stream=True))
+    assert sent["stream"] is True and sent["tools"] == _body(turn)["tools"]
+    assert sent["tools"][0]["function"]["name"] != "fs:read"  # its wire name
+
+
+def test_the_same_tools_give_the_same_bytes_with_each_conversation() -> None:
+    tools = [ToolDefinition(name="submit_result", parameters=SCHEMA)]
+    first = json.loads(_content(_turn(tools, "one")))
+    second = json.loads(_content(_turn(tools, "two")))
+    assert first["tools"] == second["tools"]
+    assert [m["content"] for m in (first["messages"][0], second["messages"][0])] == ["one", "two"]
+
+
+def test_other_tools_are_serialised_for_themselves() -> None:
+    first = _turn([ToolDefinition(name="submit_result", parameters=SCHEMA)])
+    other = {"type": "object", "properties": {"s": {"type": "string"}}}
+    second = _turn([ToolDefinition(name="submit_result", parameters=other)])
+    _content(first)
+    sent = json.loads(_content(second))
+    assert sent["tools"][0]["function"]["parameters"] == other
+
+
+def test_a_lone_surrogate_in_a_tool_goes_out_as_its_escape_text() -> None:
+    tools = [ToolDefinition(name="t", description="bad \ud800 text", parameters=SCHEMA)]
+    sent = json.loads(_content(_turn(tools)))  # UTF-8 bytes: the surrogate could not go as is
+    assert sent["tools"][0]["function"]["description"] == "bad \\ud800 text"
+
+
+def test_a_body_without_tools_has_no_tools_list() -> None:
+    sent = json.loads(_content(_turn([])))
+    assert "tools" not in sent and "tool_choice" not in sent
+    assert sent["max_tokens"] == 50
+
+
+def test_a_body_whose_floats_are_not_all_finite_is_refused() -> None:
+    # A conversation of text is written without a search for NaN; the floats that can be in a
+    # body (the temperature, a native schema's numbers, extra fields) are still refused.
+    plain = _turn([]).model_copy(update={"temperature": 0.5})
+    assert json.loads(_content(plain))["temperature"] == 0.5
+    text_like_nan = _turn([], task="NaN and Infinity are words here")
+    assert json.loads(_content(text_like_nan))["messages"][0]["content"].startswith("NaN")
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            _content(_turn([]).model_copy(update={"temperature": bad}))
+        with pytest.raises(ValueError):
+            _content(_turn([]), stream_options={"weight": bad})
+        with pytest.raises(ValueError):
+            _content(_turn([]), top_p=bad)
+    schema = {"type": "object", "properties": {"n": {"type": "number", "maximum": float("inf")}}}
+    native = _turn([]).model_copy(
+        update={"response_format": ResponseFormat(name="out", json_schema=schema)}
+    )
+    with pytest.raises(ValueError):
+        _content(native)
+
+
+@pytest.mark.parametrize(
+    ("system", "rest"),
+    [
+        ("You count. " * 200, [Message.user("count")]),
+        ("You count.", []),
+        ('Quote "this", then \\ and \u00e9 and \n', [Message.user("a"), Message.user("b")]),
+        ("bad \ud800 prompt", [Message.user("count")]),
+    ],
+)
+def test_a_system_message_goes_first_exactly_as_written(system: str, rest: list[Message]) -> None:
+    tools = [ToolDefinition(name="submit_result", parameters=SCHEMA)]
+    for turn in (_turn(tools), _turn([])):
+        turn = turn.model_copy(update={"messages": [Message.system(system), *rest]})
+        for extra in ({}, {"stream": True}):
+            sent = json.loads(_content(turn, **extra))
+            body: Any = _body(turn)  # a lone surrogate goes out as its escape text
+            body["messages"][0]["content"] = system.replace("\ud800", "\\ud800")
+            assert sent == {**body, **extra}
+            assert len(sent["messages"]) == 1 + len(rest)
+
+
+def test_the_same_system_message_is_sent_the_same_with_each_task() -> None:
+    system = Message.system("You count.")
+    first, second = (
+        _turn([]).model_copy(update={"messages": [system, Message.user(task)]})
+        for task in ("one", "two")
+    )
+    assert json.loads(_content(first))["messages"][1]["content"] == "one"
+    assert json.loads(_content(second))["messages"] == [
+        {"role": "system", "content": "You count."},
+        {"role": "user", "content": "two"},
+    ]

@@ -1,4 +1,4 @@
-"""The neutral reply type: ``ModelTurn`` checks what a caller gives it, not what a parser read."""
+"""Reading a reply: ``ModelTurn`` checks what a caller gives it, not what a parser read."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from agent_contracts.messages import Usage
-from agent_executor.providers.base import ModelTurn, call_usage, parsed_turn
+from agent_executor.providers.base import ModelTurn
+from agent_executor.providers.replies import call_usage, parsed_turn
 
 
 def test_a_turn_built_by_a_caller_has_its_raw_body_checked_as_json() -> None:
