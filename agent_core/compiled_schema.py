@@ -314,17 +314,7 @@ def _engine_meta_schema(document: JsonValue, draft: int) -> str:
 def _unmasked_detail(
     found: tuple[IssueSortKey, IssueDetail], masked: Masked, value: JsonValue
 ) -> tuple[IssueSortKey, IssueDetail]:
-    """Return an issue found on a surrogate-masked value as an issue of the original ``value``.
-
-    Args:
-        found: The sort key and issue :func:`issue_detail` gave for ``masked.value``.
-        masked: The masked value and its way back.
-        value: The original value.
-
-    Returns:
-        The same issue with the original path parts, offending value and sort key, and every
-        surrogate in its message spelled as an escape.
-    """
+    """Return an issue found on a surrogate-masked value as an issue of the original ``value``."""
     (_, schema_key), detail = found
     parts = tuple(masked.key(part) if isinstance(part, str) else part for part in detail.parts)
     original = _value_at(value, parts)
@@ -442,21 +432,13 @@ def compile_canonical(
 
 
 def _other_meta(schema: Mapping[str, JsonValue] | bool, draft: int) -> bool:
-    """Whether ``$schema`` names anything but the draft's own URI.
-
-    Such a URI may be a custom meta-schema registered later, which changes how the schema reads.
-    """
+    """Whether ``$schema`` names anything but the draft's own URI."""
     declared = schema.get("$schema") if isinstance(schema, Mapping) else None
     return isinstance(declared, str) and declared != DRAFT_URIS[draft]
 
 
 def _named_text(schema: Mapping[str, JsonValue] | bool, text: str, draft: int) -> str:
-    """Return the schema's canonical ``text`` with ``$schema`` naming ``draft`` exactly.
-
-    Named exactly, the draft's meta-schema is built into the engine, which then never tries to
-    fetch one. A registered custom meta-schema is kept: the engine reads it from the registry
-    and honours its ``$vocabulary``.
-    """
+    """Return the schema's canonical ``text`` with ``$schema`` naming ``draft`` exactly."""
     if isinstance(schema, Mapping) and custom_meta_schema(schema) is None:
         declared = schema.get("$schema")
         if isinstance(declared, str) and declared != DRAFT_URIS[draft]:
@@ -473,13 +455,7 @@ def _engine_validator(
     source: str | None,
     renamed: Mapping[str, str],
 ) -> tuple[jsonschema_rs.Validator, RegistryRetriever]:
-    """Compile ``engine_text`` with the engine, turning its failures into agentshape's errors.
-
-    Raises:
-        InvalidSchemaError: If the schema breaks its draft's meta-schema (``.path`` names the
-            fault in the designer's ``schema``) or cannot be compiled.
-        SchemaReferenceError: If a ``$ref`` does not resolve.
-    """
+    """Compile ``engine_text`` with the engine, turning its failures into agentshape's errors."""
     retriever = RegistryRetriever()
     try:
         validator = DRAFT_VALIDATORS[draft](

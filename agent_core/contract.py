@@ -464,11 +464,7 @@ _contracts = schema_cache("agent_core.contracts", 256)
 def _for_schema(
     schema: JsonSchema, source: SchemaSource, name: str | None, lenient: bool, where: str
 ) -> OutputContract:
-    """Build (once per schema) the contract: compile, check, model, and the output tool.
-
-    The config-time checks of ``schema_checks`` run here: errors raise, warnings (such as an
-    unknown keyword that looks like a typo) are logged once per schema.
-    """
+    """Build (once per schema) the contract: compile, check, model, and the output tool."""
     compiled = compile_schema(schema, lenient=lenient, source=where)
     key = (compiled.hash, source, name, lenient)
     cached = _contracts.get(key)

@@ -226,11 +226,7 @@ class ProviderSchema:
         return value
 
     def _strip_object(self, value: dict[str, JsonValue], plan: ObjectPlan) -> JsonValue:
-        """Return ``value`` without its forced nulls: ``value`` itself when it has none.
-
-        Only the fields the plan names are looked at, and a copy is made only when one of
-        them changes.
-        """
+        """Return ``value`` without its forced nulls: ``value`` itself when it has none."""
         drop = [key for key in plan.drop_null if key in value and value[key] is None]
         changed: dict[str, JsonValue] = {}
         for key, inner in plan.properties.items():

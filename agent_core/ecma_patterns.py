@@ -130,8 +130,7 @@ _CLASS_ESCAPE = re.compile(r"\\[dDwWsS]")
 def _ascii_misread(pattern: str) -> bool:
     r"""Whether the engine would read the pattern's ``\d``/``\w``/``\s`` as Unicode classes.
 
-    The engine hands a pattern with a lookaround or a backreference to a backtracking regex
-    library that reads these escapes with Unicode classes, where ECMA-262 reads them as ASCII.
+    It hands a lookaround or backreference to a backtracking library that reads them as Unicode.
     """
     return _FANCY.search(pattern) is not None and _CLASS_ESCAPE.search(pattern) is not None
 

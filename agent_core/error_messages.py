@@ -322,11 +322,7 @@ def _one_of_many(
 
 
 def _best_match(error: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
-    """Descend into ``anyOf``/``oneOf`` failures to the error most likely meant.
-
-    Branches that fail only because the value is of another type are passed over when another
-    branch got further; among the rest, the deepest error wins.
-    """
+    """Descend into ``anyOf``/``oneOf`` failures to the error most likely meant."""
     while isinstance(error.kind, Kind.AnyOf | Kind.OneOfNotValid):
         depth = len(error.instance_path)
         groups = [group for group in error.kind.context if group]

@@ -143,16 +143,7 @@ def _is_schema_echo(value: JsonValue, schema: Mapping[str, JsonValue]) -> bool:
 
 
 def _schema_check(schema: Mapping[str, JsonValue] | bool) -> Callable[[JsonValue], str | None]:
-    """Compile ``schema`` into a function returning ``None`` for a valid value, else why not.
-
-    The schema is compiled by :func:`agent_core.compiled_schema.compile_schema`, so it is read and
-    checked exactly as everywhere else in agentshape; "why not" is the first of its issues.
-
-    Raises:
-        SchemaReferenceError: A ``$ref`` in the schema does not resolve (only registered
-            documents do; nothing is fetched).
-        InvalidSchemaError: The schema is not a valid JSON Schema.
-    """
+    """Compile ``schema`` into a function returning ``None`` for a valid value, else why not."""
     if isinstance(schema, bool):
         return lambda _value: None if schema else "the schema is false, so no value is valid"
     compiled = compile_schema(schema)
@@ -479,11 +470,7 @@ def _embedded(
     diagnostics: _Diagnostics,
     budget: int,
 ) -> Iterator[tuple[JsonValue, int, int, tuple[str, ...]]]:
-    """Yield each object, array or quoted string starting ``"{``/``"["`` found in prose.
-
-    ``known`` is a failure already met parsing from a start offset, so it is not parsed again;
-    after ``budget`` parse attempts the reply is given up on.
-    """
+    """Yield each object, array or quoted string starting ``"{``/``"["`` found in prose."""
     skip_starts = [start for start, _ in skip]
     pos = 0
     while (match := _EMBEDDED_START_RE.search(text, pos)) is not None:

@@ -96,11 +96,7 @@ def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
 
 
 class _Dialects(Mapping[Dialect, ProviderSchema]):
-    """The schema compiled for each dialect, each compiled on first use.
-
-    A run needs one dialect (its provider's); compiling the strict ones is most of what
-    building an agent's contract costs, so a dialect nobody asks for is never compiled.
-    """
+    """The schema compiled for each dialect, each compiled on first use."""
 
     def __init__(self, schema: JsonValue, allow_narrowing: bool) -> None:
         self._schema = schema

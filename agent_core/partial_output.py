@@ -141,11 +141,7 @@ def partial_value(model: type[BaseModel], value: JsonValue) -> BaseModel | None:
 
 
 def _without(value: JsonValue, locations: list[tuple[int | str, ...]]) -> JsonValue:
-    """Return ``value`` without the members at ``locations`` (a copy; ``value`` is kept).
-
-    A location that goes on past what ``value`` holds (a union branch's name) drops the
-    deepest member it does reach.
-    """
+    """Return ``value`` without the members at ``locations`` (a copy; ``value`` is kept)."""
     for location in sorted(locations, key=len, reverse=True):
         value, whole = _drop(value, location)
         if whole:

@@ -44,11 +44,7 @@ _generation = 0
 
 
 def _normalize(uri: str) -> str:
-    """Return ``uri`` without surrounding space or an empty trailing fragment.
-
-    Raises:
-        ConfigError: If ``uri`` is empty, not a string, or has a non-empty fragment.
-    """
+    """Return ``uri`` without surrounding space or an empty trailing fragment."""
     if not isinstance(uri, str) or not uri.strip():
         raise ConfigError(f"a schema URI must be a non-empty string, got {uri!r}")
     text = uri.strip()

@@ -125,11 +125,7 @@ def check_description(description: str | None, *, path: str, name: str) -> None:
 
 
 def _entry(row: tuple[object, ...], path: str) -> NamedSchema:
-    """Return a registry row as an entry.
-
-    Raises:
-        SchemaRegistryError: The row is damaged (a timestamp that is not a time...), naming it.
-    """
+    """Return a registry row as an entry."""
     name, description, digest, created, modified = row
     try:
         return NamedSchema.model_validate(
@@ -264,12 +260,7 @@ class SchemaRegistry:
         return row is not None
 
     def _row(self, name: str, columns: str) -> tuple[object, ...]:
-        """Return ``columns`` of the schema named ``name``.
-
-        Raises:
-            SchemaNotFoundError: No schema has that name.
-            SchemaRegistryError: The registry file cannot be read.
-        """
+        """Return ``columns`` of the schema named ``name``."""
         with self._connect("read", write=False, name=name) as connection:
             row = None
             if connection is not None:

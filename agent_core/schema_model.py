@@ -139,9 +139,7 @@ class _Node(NamedTuple):
 class _Deferred:
     """Annotation metadata for a nested model type that is only built when Pydantic needs it.
 
-    Creating Pydantic classes is the slow part of loading a schema, so ``model_from_schema``
-    creates only the root class; a nested class (or list of them) is created the first time
-    Pydantic builds a validator that contains it.
+    Creating Pydantic classes is the slow part of loading a schema.
     """
 
     __slots__ = ("_factory", "_lock", "_resolved", "nullable")
@@ -509,8 +507,8 @@ def build_accepted(cls: type[BaseModel], data: object) -> BaseModel:
 def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
     r"""Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error.
 
-    JSON text with a lone surrogate escape (``"\\ud83d"``) is JSON; Pydantic's parser refuses
-    it, so such text is read with Python's ``json`` module instead.
+    Pydantic refuses a lone surrogate escape (``"\\ud83d"``), which is JSON: such text is read
+    with Python's ``json`` instead.
     """
     try:
         return pydantic_core.from_json(json_data, allow_inf_nan=False)
@@ -558,11 +556,7 @@ _V = TypeVar("_V", bound=_Validating)
 
 
 class _SchemaBacked:
-    """What both model bases share: the schema a class was built from, and what it answers.
-
-    :meth:`agentshape_compiled`, and Pydantic's ``model_validate_json`` and
-    ``model_json_schema`` answered from the designer's schema.
-    """
+    """What both model bases share: the schema a class was built from, and what it answers."""
 
     __agentshape_schema__: ClassVar[JsonValue] = True
     """The designer's (sub)schema this class was built from."""

@@ -408,12 +408,7 @@ class StrictCompiler(SchemaTransformer):
         return out, UnionPlan(tuple(plans)) if any(plan for _, plan in plans) else None
 
     def _ambiguous(self, plans: list[tuple[JsonDict, Plan]]) -> tuple[int, int] | None:
-        """Return two branches whose answers may overlap but map back differently, if any.
-
-        An answer is mapped back with the plan of the first compiled branch that accepts it.
-        That is exact when branches that can accept the same answer have the same plan, or
-        when they cannot (different JSON types, or a required property with disjoint values).
-        """
+        """Return two branches whose answers may overlap but map back differently, if any."""
         for second in range(1, len(plans)):
             for first in range(second):
                 (left, left_plan), (right, right_plan) = plans[first], plans[second]
@@ -541,10 +536,7 @@ class StrictCompiler(SchemaTransformer):
     def _produces_null(
         self, compiled: JsonValue, unsure: bool, seen: frozenset[str] = frozenset()
     ) -> bool:
-        """Whether a compiled (strict-subset) schema accepts null; ``unsure`` when unknown.
-
-        A ``$defs`` entry still being compiled (a recursive reference) is unknown.
-        """
+        """Whether a compiled (strict-subset) schema accepts null; ``unsure`` when unknown."""
         if not isinstance(compiled, dict) or not compiled:
             return unsure
         ref = compiled.get("$ref")

@@ -118,12 +118,7 @@ def _read_with(
 
 
 def _check_expansion(root: yaml.Node, source: str) -> None:
-    """Refuse documents whose aliases expand to a huge or endless value.
-
-    Raises:
-        ConfigFileError: An alias refers to a node that contains it, or the document, with its
-            aliases expanded, holds more than ``_MAX_VALUES`` values.
-    """
+    """Refuse documents whose aliases expand to a huge or endless value."""
     sizes: dict[int, tuple[int, bool]] = {}  # values once expanded; whether an alias is inside
     open_nodes: set[int] = set()
 

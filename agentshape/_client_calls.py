@@ -343,11 +343,7 @@ def refused(calls: Calls, answer: httpx2.Response) -> Exchange[None]:
 
 
 def _parsed(adapter: TypeAdapter[T], value: JsonValue, answer: httpx2.Response) -> T:
-    """Return an answer's JSON read as ``adapter``'s type.
-
-    Raises:
-        APIError: The JSON is not of that shape (``UnexpectedAnswer``).
-    """
+    """Return an answer's JSON read as ``adapter``'s type."""
     try:
         return adapter.validate_python(value)
     except PydanticValidationError as error:
