@@ -1,30 +1,12 @@
 r"""Exact JSON Schema validation: a schema compiled once, every problem a JSON path and a message.
 
 :func:`compile_schema` turns a schema into a :class:`CompiledSchema` backed by the Rust
-``jsonschema_rs`` engine (which passes the whole official draft-07 test suite, optional tests
-included). Problems come back as :class:`~agent_contracts.validation.ValidationIssue` values in
-python-jsonschema's wording, such as ``$.issues[0].severity: 'critical' is not one of ['low',
-'medium', 'high']``.
-
-Drafts: a schema is read under Draft-7 unless its ``$schema`` names draft-04 or draft-06 (read
-under that draft's rules) or 2019-09 / 2020-12 (read under those, so a designer's
-``prefixItems`` or ``unevaluatedProperties`` is never silently ignored). No ``$schema``, or any
-other URI (``http://json-schema.org/schema#``, a custom meta-schema), means Draft-7; draft-03 is
-refused. ``CompiledSchema.draft`` is 4, 6, 7, 2019 or 2020.
-
-Formats (``date-time``, ``email``, ``ipv4``, ``regex``...) are asserted unless ``lenient=True``;
-``uuid`` is asserted under every draft, not only from 2019-09 on. Unknown formats are ignored.
-
-Patterns are ECMA-262, Annex B included: a lone ``]`` or ``}`` (``\[\*]``, ``a}``) is a literal
-character, as in python ``re`` and AJV. The engine's meta-schema check refuses that syntax, so a
-schema it refuses is compiled again with such patterns respelled (``\]``; see
-:mod:`agent_core.ecma_patterns`); ``CompiledSchema.schema``, messages and schema paths keep the
-designer's spelling.
-
-Order: issues are sorted by the JSON path of the offending value (the root first, then object
-keys alphabetically and array items by index), then by the path of the failing keyword in the
-schema (so ``additionalProperties`` comes before ``required``); several issues from one keyword
-keep the keyword's own order (``required`` lists its names in schema order).
+``jsonschema_rs`` engine; problems are :class:`~agent_contracts.validation.ValidationIssue`
+values in python-jsonschema's wording. The draft is Draft-7 unless ``$schema`` names draft-04,
+draft-06, 2019-09 or 2020-12; draft-03 is refused. Formats are asserted unless ``lenient=True``.
+Patterns are ECMA-262 with Annex B: a schema the engine refuses for a lone ``]`` or ``}`` is
+compiled again with such patterns respelled, while messages keep the designer's spelling.
+Issues are sorted by the path of the offending value, then by the failing keyword's path.
 """
 
 from __future__ import annotations

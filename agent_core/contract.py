@@ -1,16 +1,10 @@
 """The output contract a run enforces: built, bound to a provider and judging each attempt.
 
-:func:`resolve_contract` picks a run's :class:`OutputContract` from the agent and the request:
-the agent's own contract (its ``output_schema``, or a Pydantic class) wins and no caller can
-replace it; otherwise the caller's inline schema, else a registered one, else the agent's
-``default_output_schema``. A schema's contract is built once (compiled, checked, its model and
-its output tool) and kept in a bounded cache.
-
-A contract is a JSON Schema (checked against its draft's meta-schema and compiled once) or a
-Pydantic class. Either way it judges a value the same way for every output mode: a list of
-``ValidationIssue``, empty when the value meets it, and builds the typed output object.
-:meth:`OutputContract.bind` ties it to one provider's profile (:class:`BoundContract`), and each
-judgement is a :class:`Verdict`.
+:func:`resolve_contract` picks a run's :class:`OutputContract`: the agent's own contract, else the
+caller's inline schema, a registered one, or the agent's ``default_output_schema``. A contract (a
+JSON Schema or a Pydantic class) judges a value the same way in every output mode;
+:meth:`OutputContract.bind` ties it to a provider's profile (:class:`BoundContract`), and each
+judgement is a :class:`Verdict`. Contracts are cached per schema.
 """
 
 from __future__ import annotations

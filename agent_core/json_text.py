@@ -1,21 +1,11 @@
 r"""JSON and text at the edges of the process: one bounded reader, writers that never raise.
 
-**The policy for text that is legal JSON but not encodable UTF-8.** JSON allows a lone UTF-16
-surrogate in a string (``"\ud800"``, half of a cut emoji), and Python carries a file name's
-undecodable bytes as lone surrogates too. Such text is:
-
-* kept exactly as data (a model's answer holding one is judged like any other string);
-* escaped by every writer: JSON text gets the standard ``\uXXXX`` escape, so reading it back
-  gives the same string, and plain text shows the same escape (:func:`dump_json`,
-  :func:`encodable`); nothing that prints, logs or sends such text raises;
-* refused where a user gives it: a task, file or argument that is not UTF-8 text is one clear
-  error (exit 2 on the command line), not a crash halfway through a run.
-
-**The reader.** :func:`parse_json` is how JSON from outside the process is read (schema files,
-``validate`` files, task and result lines, ``--param``, a model's tool arguments): nesting past
-:data:`MAX_JSON_DEPTH`, an integer past Python's digit limit, ``NaN``/``Infinity`` and invalid
-JSON are each one :class:`~agent_contracts.errors.ConfigFileError` naming the source, never a
-traceback. :func:`check_depth` applies the same nesting bound to data read another way (YAML).
+Text that is legal JSON but not encodable UTF-8 (a lone surrogate such as ``"\ud800"``) is kept
+as data, escaped by every writer (:func:`dump_json`, :func:`encodable`), and refused where a user
+gives it. :func:`parse_json` reads JSON from outside the process: too deep nesting, huge integers,
+``NaN``/``Infinity`` and invalid JSON each raise one
+:class:`~agent_contracts.errors.ConfigFileError` naming the source. :func:`check_depth` applies the
+same nesting bound to data read another way (YAML).
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The words agentshape adds to a conversation: the output section and the re-prompts.
+"""The words agentshape adds to a conversation: the output section, re-prompts and tool results.
 
-* :func:`enriched_system_prompt` appends the "Required Output Format" section as the LAST section
-  of the agent's own system prompt: in tool mode it names ``submit_result`` (whose parameters
-  carry the schema) and adds only what they cannot; in prompted mode it gives the schema as a
-  compact outline and asks for the JSON alone.
-* :func:`tool_retry_prompt` is the ``<output-validation-error>`` re-prompt after a
-  ``submit_result`` call that failed validation.
-* :func:`text_retry_prompt` is the text-mode re-prompt, which quotes the previous response.
-* :func:`tool_not_called_prompt` reminds a model that answered in text instead of calling the tool.
-* :data:`FORCE_REMINDER` and :data:`TOOLS_REQUIRED_REMINDER` stand in for a forced tool choice on
-  a provider that cannot force one; the other constants and functions below are the tool results
-  the run loop answers tool calls with. Every word a model reads from agentshape is here.
-
-Every function is deterministic: the same input gives the same text, and each validation error
-is stated once, in the order first given.
+:func:`enriched_system_prompt` appends the "Required Output Format" section last;
+:func:`tool_retry_prompt`, :func:`text_retry_prompt` and :func:`tool_not_called_prompt` are the
+re-prompts; the constants stand in for a forced tool choice or answer tool calls. Every function
+is deterministic, and each validation error is stated once, in the order first given.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Schemas that a ``$ref`` may name by URI, held in memory: agentshape never fetches a schema.
 
-A contract may point outside itself (``{"$ref": "https://example.com/address.json"}``). Such a
-reference resolves only if the document was registered first with :func:`register_schema`; any
-other remote reference fails at compile time with a
-:class:`~agent_contracts.errors.SchemaReferenceError` that names it. The registry is library-wide
-and thread-safe. Compiled schemas that used a registered document are recompiled after the
-registry changes, so a re-registration is never served stale.
-
-The JSON Schema meta-schemas (draft-04 to 2020-12) are built into the validation engine and
-resolve without registration.
+A remote ``$ref`` resolves only to a document registered with :func:`register_schema`; any other
+fails at compile time with :class:`~agent_contracts.errors.SchemaReferenceError`. The registry is
+thread-safe, and schemas that used a document are recompiled after it changes. The draft
+meta-schemas resolve without registration.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Config-time checks of an output schema: the mistakes a designer makes, and what to change.
 
-:func:`check_output_schema` walks a JSON Schema and returns :class:`SchemaFinding` values, each
-with the JSON path of the problem, a severity and a message that says what to change:
-
-* errors make the schema unusable: it fails its draft's meta-schema, an ``enum`` is empty, a
-  minimum exceeds its maximum, a ``$ref`` points nowhere (or to the network), a ``pattern`` is not
-  a regular expression, a ``type`` is not a JSON type, ``required`` names a property that a closed
-  object can never have;
-* warnings point at schemas that work, but probably not as meant: an unknown keyword that looks
-  like a typo (``requried``, with a did-you-mean), a keyword that does not apply to the declared
-  type, keywords next to ``$ref`` that draft-07 ignores, a root that is not an object and will be
-  wrapped for tool calling.
-
-:func:`ensure_output_schema` is the raising variant used when an agent config is loaded.
-
-The module also exposes the small schema-walking vocabulary the provider dialects share:
-:func:`schema_draft`, :func:`subschemas` and :func:`child_path`.
+:func:`check_output_schema` returns :class:`SchemaFinding` values (path, severity, message):
+errors make the schema unusable, warnings point at schemas that probably do not work as meant
+(a likely typo, a keyword that does not apply to the type). :func:`ensure_output_schema` raises
+on errors. The schema-walking helpers the dialects share (:func:`schema_draft`,
+:func:`subschemas`, :func:`child_path`) live here too.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Compile a JSON Schema under a provider's strict-mode rules, or say why it cannot be done.
 
-:class:`StrictCompiler` turns a designer's schema into the subset OpenAI's or Anthropic's strict
-mode accepts (rules from the providers' documentation, see ``PROVIDERS.md``): every object closed
-with ``additionalProperties: false``, ``$ref`` targets collected in ``$defs``, ``allOf`` merged,
-``oneOf`` sent as ``anyOf``, multi-type schemas split into ``anyOf``, and (OpenAI) every property
-required, optional ones made nullable. Each keyword a provider does not support moves into the
-node's description and is noted. Whatever would change which values the provider can produce
-(``not``, ``if``, an object open to undeclared properties, a free-form value...) is noted as
-``blocks strict``, and the caller falls back to non-strict.
-
-The walk over the document is :class:`~agent_core.schema_transformer.SchemaTransformer`'s;
-this module holds the rules. Alongside the schema the compiler builds a plan: where strict mode
-forced nulls, so that the provider's answer can be mapped back to the designer's shape.
+:class:`StrictCompiler` turns a schema into the subset OpenAI's or Anthropic's strict mode accepts
+(rules in ``PROVIDERS.md``): objects closed, ``$ref`` targets in ``$defs``, ``allOf`` merged,
+``oneOf`` as ``anyOf``, and (OpenAI) optional properties required and nullable. Unsupported
+keywords move into the description; whatever would change which values the provider can produce
+is noted as ``blocks strict``. The plan it builds says where nulls were forced, to map answers back.
 """
 
 from __future__ import annotations
