@@ -109,11 +109,7 @@ _NO_OPTIONS = RunOptions()
 
 
 def no_options() -> RunOptions:
-    """Return the one empty options layer (sets nothing): what a request that gives none has.
-
-    Options are frozen, so requests share it; :func:`merge_options` then finds their merged
-    options by identity instead of merging again for every run.
-    """
+    """Return the one empty options layer (sets nothing): what a request that gives none has."""
     return _NO_OPTIONS
 
 

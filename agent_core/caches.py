@@ -92,9 +92,7 @@ def reserve_caches(entries: int) -> None:
 def clear_caches() -> None:
     """Empty every registered schema-derived cache; raises nothing.
 
-    The next :func:`~agent_core.schema_model.model_from_schema` or
-    :func:`~agent_core.compiled_schema.compile_schema` call for any schema then checks, compiles and
-    builds it afresh, as on first use; what was already handed out keeps working.
+    Later calls build afresh; what was already handed out keeps working.
     """
     with _registry_lock:
         caches = list(_registry.values())

@@ -189,9 +189,6 @@ class ProviderSchema:
 
         Args:
             value: A value valid for the designer's schema.
-
-        Returns:
-            The provider-side arguments.
         """
         encoded = self._fill(value, self.plan)
         return {WRAPPER_PROPERTY: encoded} if self.wrapped else encoded
@@ -279,9 +276,6 @@ def needs_wrapping(schema: JsonValue, *, allow_narrowing: bool = False) -> bool:
     Args:
         schema: The designer's JSON Schema.
         allow_narrowing: Whether an untyped object-like root may be narrowed to an object.
-
-    Returns:
-        True when the root is wrapped.
     """
     target: JsonValue = schema
     seen: set[str] = set()

@@ -199,10 +199,6 @@ def extract_json_detailed(
 ) -> ExtractionResult:
     """Return the JSON value the reply holds, with where it was found and the repairs it needed.
 
-    The rules are in the module docstring: candidates are ranked whole reply, then delimited
-    blocks, then values embedded in prose, the last of a rank first; with a schema or ``is_valid``
-    the best valid candidate that is not an echo of the schema wins.
-
     Args:
         text: The model's reply.
         schema: A JSON Schema the value must satisfy (validated offline with formats asserted), or
@@ -210,9 +206,6 @@ def extract_json_detailed(
         strict_json_only: The stripped reply must be exactly one strict JSON document.
         is_valid: The caller's own test of a value; used instead of validating against ``schema``
             (the schema then only serves to recognise an echo of it). Its exceptions propagate.
-
-    Returns:
-        The chosen value and how it was found.
 
     Raises:
         NoJSONFoundError: No complete, acceptable JSON value is in the reply; the message says why

@@ -58,9 +58,6 @@ def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
         contract: A JSON Schema (object or boolean) or a Pydantic model class (its
             ``model_json_schema()``, with ``$defs`` and ``#/$defs/...`` references).
 
-    Returns:
-        The schema.
-
     Raises:
         InvalidSchemaError: When the contract is neither, the schema is not JSON, or the model
             class has no JSON Schema.
@@ -233,9 +230,6 @@ class OutputTool:
         Args:
             dialect: ``neutral``, ``openai`` or ``anthropic``.
 
-        Returns:
-            The dialect's compile report.
-
         Raises:
             ConfigError: When ``dialect`` is not a dialect.
         """
@@ -275,9 +269,6 @@ class OutputTool:
         Args:
             value: A value valid for the designer's schema.
             dialect: The dialect to answer in.
-
-        Returns:
-            The provider-side arguments.
 
         Raises:
             ConfigError: When ``dialect`` is not a dialect.

@@ -50,9 +50,6 @@ class PartialJson:
     def feed(self, piece: str, *, final: bool = False) -> bool:
         """Add a piece of the text; return whether the value read from it changed.
 
-        The text is read again when it has grown by an eighth (at least 16 characters) since
-        the last read, or when ``final`` says no more pieces come.
-
         Args:
             piece: The next piece of the text.
             final: This is the last piece.

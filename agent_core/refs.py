@@ -161,9 +161,6 @@ class RegistryRetriever:
         Args:
             uri: The absolute URI the engine needs.
 
-        Returns:
-            The registered document.
-
         Raises:
             LookupError: If nothing is registered under ``uri`` (the engine reports it, and the
                 compiler turns it into a ``SchemaReferenceError``).

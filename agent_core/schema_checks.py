@@ -177,8 +177,6 @@ _FINDINGS: SchemaCache[str, list[SchemaFinding]] = schema_cache("agent_core.sche
 def check_output_schema(schema: JsonValue, *, source: str | None = None) -> list[SchemaFinding]:
     """Check an output schema the way an agent config is checked when it is loaded.
 
-    The findings are kept by the schema's hash, so checking the same schema again costs a hash.
-
     Args:
         schema: The designer's JSON Schema.
         source: Where it came from (a file, an agent id), copied into every finding.

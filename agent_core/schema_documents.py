@@ -228,9 +228,6 @@ def schema_hash(schema: Mapping[str, JsonValue] | bool) -> str:
     Args:
         schema: A JSON Schema.
 
-    Returns:
-        The hex digest.
-
     Raises:
         InvalidSchemaError: If the schema is not a JSON object or boolean made of JSON values.
     """

@@ -544,9 +544,6 @@ class _SchemaBacked:
         Args:
             lenient: Override whether formats are asserted; ``None`` keeps the model's setting.
 
-        Returns:
-            The compiled (sub)schema.
-
         Raises:
             SchemaError: If the class was not built by :func:`model_from_schema`.
         """
@@ -592,11 +589,7 @@ class _SchemaBacked:
 
 
 class SchemaModel(_SchemaBacked, BaseModel):
-    """Base of every object-shaped model built by :func:`model_from_schema`.
-
-    Fields are the schema's properties; undeclared properties are kept as extras. See the
-    module docstring for aliases, nesting and what ``to_data`` returns.
-    """
+    """Base of every object-shaped model built by :func:`model_from_schema`."""
 
     model_config = ConfigDict(
         extra="allow",

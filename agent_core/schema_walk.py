@@ -43,14 +43,9 @@ _SCHEMA_LISTS = frozenset(_words("allOf anyOf oneOf prefixItems items"))
 def child_path(path: str, key: str | int) -> str:
     """Return the JSON path of ``key`` under ``path``: ``$.a.b``, ``$.a[0]`` or ``$.a["x-y"]``.
 
-    Paths are spelled as :func:`agent_core.json_paths.format_path` spells them.
-
     Args:
         path: The parent's JSON path.
         key: A property name or an array index.
-
-    Returns:
-        The child's JSON path.
     """
     return path + format_path([key])[1:]
 

@@ -91,9 +91,6 @@ def inferred_types(schema: JsonDict) -> list[str]:
 class StrictCompiler(SchemaTransformer):
     """Compiles one schema under one provider's strict rules, collecting notes.
 
-    The walk (``$ref`` into ``$defs``, ``allOf`` merged, notes) is :class:`SchemaTransformer`'s;
-    this class says what each plain node becomes: per JSON type, unions and literals.
-
     Attributes:
         rules: What the provider's strict mode accepts.
         narrowing: Whether open objects may be closed (the provider then produces fewer values).

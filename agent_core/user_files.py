@@ -43,9 +43,6 @@ def read_user_file(path: Path | str, *, max_bytes: int = MAX_CONFIG_BYTES) -> by
         path: The file.
         max_bytes: The most bytes read; a larger file is refused.
 
-    Returns:
-        The file's content.
-
     Raises:
         OSError: The file is missing (``FileNotFoundError``), a directory
             (``IsADirectoryError``), unreadable, not a regular file (a FIFO, device or socket),
