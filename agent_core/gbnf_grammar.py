@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pydantic import JsonValue
 
 from agent_core.gbnf_patterns import pattern_to_gbnf
-from agent_core.grammar_limits import GRAMMAR_FORMATS
 from agent_core.json_values import json_type
 from agent_core.schema_walk import child_path, fragment_keys, resolve_local_ref
 
@@ -36,6 +35,9 @@ class GbnfGrammar:
 
 
 _TYPES = ("object", "array", "string", "number", "boolean", "null")
+
+GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid"})
+"""The string formats llama.cpp's grammar produces exactly."""
 
 # Keywords that constrain an instance; any other key is an annotation or unknown, and
 # validation ignores those too.
