@@ -48,12 +48,8 @@ JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string
 """The seven JSON Schema type names."""
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
 KNOWN_FORMATS = frozenset(
-    _words(
+    str.split(
         "date date-time duration email hostname idn-email idn-hostname ipv4 ipv6 iri iri-reference "
         "json-pointer regex relative-json-pointer time uri uri-reference uri-template uuid"
     )
@@ -62,7 +58,7 @@ KNOWN_FORMATS = frozenset(
 
 
 _DRAFT_2019_ONLY = frozenset(
-    _words(
+    str.split(
         "$anchor $dynamicAnchor $dynamicRef $recursiveAnchor $recursiveRef $vocabulary "
         "contentSchema dependentRequired dependentSchemas deprecated maxContains minContains "
         "prefixItems unevaluatedItems unevaluatedProperties"
@@ -71,7 +67,7 @@ _DRAFT_2019_ONLY = frozenset(
 
 
 KNOWN_KEYWORDS = _DRAFT_2019_ONLY | frozenset(
-    _words(
+    str.split(
         "$comment $defs $id $ref $schema additionalItems additionalProperties allOf anyOf const "
         "contains contentEncoding contentMediaType default definitions dependencies description "
         "else enum examples exclusiveMaximum exclusiveMinimum format id if items maxItems "
@@ -108,16 +104,16 @@ _TYPE_SUGGESTIONS = {
 
 
 _TYPE_KEYWORDS: dict[str, frozenset[str]] = {
-    "string": frozenset(_words("minLength maxLength pattern contentEncoding contentMediaType")),
-    "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
+    "string": frozenset(str.split("minLength maxLength pattern contentEncoding contentMediaType")),
+    "number": frozenset(str.split("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
     "array": frozenset(
-        _words(
+        str.split(
             "items additionalItems prefixItems contains minItems maxItems uniqueItems minContains "
             "maxContains unevaluatedItems"
         )
     ),
     "object": frozenset(
-        _words(
+        str.split(
             "properties patternProperties additionalProperties required minProperties "
             "maxProperties propertyNames dependencies dependentRequired dependentSchemas "
             "unevaluatedProperties"

@@ -26,18 +26,16 @@ __all__ = [
 ]
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-_SCHEMA_MAPS = frozenset(_words("properties patternProperties $defs definitions dependentSchemas"))
+_SCHEMA_MAPS = frozenset(
+    str.split("properties patternProperties $defs definitions dependentSchemas")
+)
 _SCHEMA_SINGLES = frozenset(
-    _words(
+    str.split(
         "additionalProperties additionalItems unevaluatedProperties unevaluatedItems contains "
         "propertyNames not if then else contentSchema items"
     )
 )
-_SCHEMA_LISTS = frozenset(_words("allOf anyOf oneOf prefixItems items"))
+_SCHEMA_LISTS = frozenset(str.split("allOf anyOf oneOf prefixItems items"))
 
 
 def child_path(path: str, key: str | int) -> str:

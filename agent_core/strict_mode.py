@@ -32,36 +32,32 @@ from agent_core.strict_plans import (
 __all__ = ["StrictCompiler", "inferred_types"]
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
 _FAMILIES: dict[str, frozenset[str]] = {
     "object": frozenset(
-        _words(
+        str.split(
             "properties required additionalProperties patternProperties propertyNames "
             "minProperties maxProperties"
         )
     ),
     "array": frozenset(
-        _words("items minItems maxItems uniqueItems contains minContains maxContains")
+        str.split("items minItems maxItems uniqueItems contains minContains maxContains")
     ),
-    "string": frozenset(_words("minLength maxLength pattern format")),
-    "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
+    "string": frozenset(str.split("minLength maxLength pattern format")),
+    "number": frozenset(str.split("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
 }
 _TYPES = frozenset(JSON_TYPES)
-_BLOCKING = _words(
+_BLOCKING = str.split(
     "not dependencies dependentRequired dependentSchemas unevaluatedProperties "
     "unevaluatedItems prefixItems $dynamicRef $recursiveRef"
 )
 _NOT_KEYWORDS = {
-    4: frozenset(_words("const contains propertyNames if then else")),
-    6: frozenset(_words("if then else")),
+    4: frozenset(str.split("const contains propertyNames if then else")),
+    6: frozenset(str.split("if then else")),
     2019: frozenset({"dependencies"}),
     2020: frozenset({"dependencies"}),
 }
 """Words that are keywords in some drafts but not in these: a schema means nothing by them."""
-_NO_EFFECT = frozenset(_words("then else additionalItems $anchor $dynamicAnchor"))
+_NO_EFFECT = frozenset(str.split("then else additionalItems $anchor $dynamicAnchor"))
 _KNOWN = (
     ANNOTATIONS
     | CONTAINERS
