@@ -247,9 +247,6 @@ class OutputContract:
             extract: Dig the JSON out of surrounding prose or fences.
             strict_json_only: The reply must be the JSON value alone.
             cut_off: The reply was cut short by ``max_tokens`` (it is then never recovered).
-
-        Returns:
-            The verdict.
         """
         if cut_off:
             return Verdict(
@@ -310,9 +307,6 @@ class OutputContract:
             dialect: The dialect the answer came in.
             extract: Try to recover arguments that are not valid JSON.
             cut_off: The reply was cut short by ``max_tokens``.
-
-        Returns:
-            The verdict.
         """
         raw = call.raw_arguments or json.dumps(call.arguments)
         if call.arguments is not None or call.parse_error is None:
@@ -355,9 +349,6 @@ class OutputContract:
             extract: Accept a valid JSON value found in the text.
             strict_json_only: Accept it only when the text is the JSON value alone.
             cut_off: The reply was cut short by ``max_tokens``.
-
-        Returns:
-            The verdict.
         """
         if extract and text.strip() and not cut_off:
             verdict = self.judge_text(
@@ -397,11 +388,7 @@ class BoundContract:
 
     @property
     def dialect(self) -> Dialect:
-        """The dialect this provider is sent: its own when it takes strict tools, else neutral.
-
-        A provider without strict tools gets the schema as written (``neutral``), which every
-        OpenAI-compatible server and Anthropic's non-strict tools accept.
-        """
+        """The dialect this provider is sent: its own when it takes strict tools, else neutral."""
         return self.profile.tool_dialect if self.profile.strict_tools else "neutral"
 
     def tool_definition(self) -> ToolDefinition:

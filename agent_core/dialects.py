@@ -165,10 +165,8 @@ class ProviderSchema:
     def unwrap(self, arguments: JsonValue) -> JsonValue:
         """Map a provider's arguments back to a value for the designer's schema.
 
-        Unwraps ``{"result": value}`` when the root was wrapped (an answer without the wrapper
-        is taken as it is) and removes the nulls strict mode forced into optional fields. Never
-        raises and never changes ``arguments``: a malformed answer comes back as it is, for
-        validation to judge.
+        Undoes the root wrapper and the nulls strict mode forced; never raises, never changes
+        ``arguments`` (a malformed answer comes back as it is, for validation to judge).
 
         Args:
             arguments: The parsed tool arguments (or structured output).
@@ -183,9 +181,6 @@ class ProviderSchema:
 
     def to_arguments(self, value: JsonValue) -> JsonValue:
         """Return the arguments a provider sends for ``value``: the inverse of :meth:`unwrap`.
-
-        Wraps a non-object root and, for strict OpenAI, sends absent optional fields as null.
-        Test doubles use it to answer exactly as the provider would.
 
         Args:
             value: A value valid for the designer's schema.

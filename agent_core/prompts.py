@@ -145,9 +145,6 @@ def bad_tool_arguments(reason: str) -> str:
 def parameters_section(task: str, parameters_json: str) -> str:
     """Return the task with the run's parameters appended, as the model reads them.
 
-    A run started on its parameters alone (an empty task) is the labelled block by itself:
-    ``Parameters:`` and the JSON below it.
-
     Args:
         task: The user's task (empty when the parameters are the task).
         parameters_json: The parameters, rendered as indented JSON.
@@ -167,10 +164,8 @@ def enriched_system_prompt(
 ) -> str:
     """Return the system prompt with the "Required Output Format" section appended last.
 
-    In tool mode the tool's parameters already carry the schema, so the section names the tool
-    and adds only what its parameters cannot carry (``not_in_tool``). In prompted mode the
-    schema is given as a compact outline (:func:`~agent_core.schema_outline.schema_outline`)
-    with an instruction to stop after the JSON, so that a small output budget is enough.
+    In tool mode the section names the tool and adds only what its parameters cannot carry; in
+    prompted mode it gives the schema as a compact outline and asks for the JSON alone.
 
     Args:
         system_prompt: The agent's own system prompt (may be empty).
