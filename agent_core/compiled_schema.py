@@ -323,8 +323,7 @@ def compile_schema(
 ) -> CompiledSchema:
     """Check a schema against its draft's meta-schema and compile it for validation.
 
-    Results are cached by (:func:`schema_hash`, ``lenient``), so compiling the same schema
-    again costs one hash. A ``$ref`` outside the schema resolves only through
+    Results are cached. A ``$ref`` outside the schema resolves only through
     :func:`agent_core.refs.register_schema`; nothing is ever fetched from the network.
 
     Args:

@@ -341,11 +341,8 @@ def model_from_schema(
 ) -> type[SchemaModel] | type[SchemaRootModel]:
     """Return a Pydantic model class that accepts exactly the values ``schema`` accepts.
 
-    The class is a :class:`SchemaModel` when the schema is an object schema
-    (``"type": "object"``) and a :class:`SchemaRootModel` otherwise; both offer
-    ``model_validate``, ``model_validate_json`` and ``to_data``. Classes are cached by
-    (:func:`schema_hash`, ``name``, ``lenient``), so a second call with the same schema returns
-    the same class at the cost of one hash.
+    The class is a :class:`SchemaModel` for an object schema (``"type": "object"``) and a
+    :class:`SchemaRootModel` otherwise; the same schema, name and ``lenient`` give the same class.
 
     Args:
         schema: The JSON Schema (Draft-7 unless its ``$schema`` says otherwise).

@@ -374,7 +374,7 @@ class Agents:
         return self._client._send(self._client._calls.agent_get(name))
 
     def create(self, config: Mapping[str, JsonValue]) -> AgentInfo:
-        """Create an agent from its config (seed 000's blueprint, or the ``kb.agent/1`` form).
+        """Create an agent from its config (the blueprint or the ``kb.agent/1`` form).
 
         Raises:
             ConfigError: The config has problems ``agentshape list`` reports (all of them), or
