@@ -1,36 +1,9 @@
-"""An agent's configuration: one model that reads both config forms the design uses.
+"""An agent's configuration: one model that reads the blueprint form and the ``kb.agent/1`` form.
 
-The blueprint form (snake_case keys at the top level)::
-
-    name: code-analyzer
-    system_prompt: You analyse code.
-    output_schema: {type: object, ...}
-    default_output_schema_options: {max_retries: 3}
-
-and the ``kb.agent/1`` file form (nested sections, camelCase keys)::
-
-    schema: kb.agent/1
-    id: researcher
-    llm: {model: openai:gpt-4o-mini, tiers: [openai:gpt-4o], temperature: 0, maxTokens: 2048}
-    # llm.limits: {concurrency: 4, requests_per_minute: 500, tokens_per_minute: 200000}
-    context: {static: {system: You research code.}}
-    tools: [fs:read, fs:search]
-    limits: {maxSteps: 12, tokenBudget: 50000, timeoutSeconds: 120}
-    output:
-      schema: {type: object, ...}
-      mode: tool
-      maxRetries: 2
-      extractJson: true
-      strictJsonOnly: false
-      lenientFormats: false
-
-Both normalise to the same typed fields of ``AgentConfig``. Each field may be given by one
-spelling only: ``output.schema`` and ``output_schema`` together are an error, as are
-``context.static.system`` and ``system_prompt``. Unknown keys at any depth are errors that name
-the path and suggest the nearest known key. Every problem is reported at once, at the location
-(``loc``) of the key the user wrote, so a loader can point at the line.
-
-The model is pure data: schemas are kept as given and meta-validated by ``agent_core``.
+Both forms normalise to the same typed fields of ``AgentConfig``. Each field may be given by one
+spelling only (``output.schema`` and ``output_schema`` together are an error); unknown keys are
+errors naming the path and the nearest known key. Every problem is reported at once, at the
+location of the key the user wrote. Schemas are kept as given; ``agent_core`` checks them.
 """
 
 from __future__ import annotations

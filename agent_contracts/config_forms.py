@@ -195,10 +195,7 @@ def _pick(
     leaves: dict[_Loc, object],
     problems: list[InitErrorDetails],
 ) -> tuple[_Loc, object] | None:
-    """Return the one spelling of ``field`` that was given, reporting any extra ones.
-
-    A key whose value is ``null`` (``key:`` with nothing after it in YAML) counts as not given.
-    """
+    """Return the one spelling of ``field`` that was given, reporting any extra ones."""
     given = [loc for loc in spellings if leaves.get(loc) is not None]
     for extra in given[1:]:
         problems.append(
@@ -300,11 +297,10 @@ _FILE_FORM_SCHEMA: _Loc = ("output", "schema")
 
 
 def _file_form_schema_rules(schema: object) -> list[InitErrorDetails]:
-    """Seed 004's load-time rules for the file form's ``output.schema``, as errors.
+    """Return the load-time errors of the file form's ``output.schema``.
 
-    Its root must be ``type: object`` with ``properties`` (the output is the arguments of a
-    ``submit_result`` call). The blueprint form's ``output_schema`` takes any root and wraps one
-    that is not an object; whether the schema converts is the schema engine's check.
+    Its root must be ``type: object`` with ``properties``: the output is ``submit_result``'s
+    arguments.
     """
     if not isinstance(schema, Mapping):
         if not isinstance(schema, bool):

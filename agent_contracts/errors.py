@@ -391,7 +391,7 @@ class RunFailedError(AgentshapeError):
 
 
 class OutputSchemaValidationError(RunFailedError):
-    """A run whose output still broke its schema after every retry (seed 002's name).
+    """A run whose output still broke its schema after every retry.
 
     What ``AgentResult.output`` and ``raise_for_status()`` raise for a run that failed with
     ``output_schema_validation_failed``; ``errors`` holds the last attempt's problems and

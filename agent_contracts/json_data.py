@@ -1,12 +1,9 @@
 """JSON values that are checked once: :data:`JsonData`, :data:`JsonObjectData`, :data:`PARSED_JSON`.
 
-Checking that a value is JSON (Pydantic's ``JsonValue``) visits every node through a tagged
-union, a few microseconds a node: a 500-item output costs about a millisecond each time a model
-holding it is built, and a run builds several (the tool call, the attempt, the result). A value
-the run loop has just read with a JSON parser is JSON by construction, so a model built with
-``Model.model_validate(fields, context=PARSED_JSON)`` takes its :data:`JsonData` fields as they
-are, without the walk and without a copy. Without that context (a caller's data, a file read
-back) the full check runs, exactly as for ``JsonValue``; the JSON Schema is ``JsonValue``'s.
+A value the run loop has just read with a JSON parser is JSON by construction, so a model built
+with ``Model.model_validate(fields, context=PARSED_JSON)`` takes its :data:`JsonData` fields as
+they are, without Pydantic's walk over every node and without a copy. Without that context the
+full ``JsonValue`` check runs.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """MCP servers an agent uses as input tools: the ``mcpServers:`` (``mcp_servers:``) config entries.
 
-A server is either started as a local process over stdio (``command``, ``args``, ``env``, ``cwd``)
-or reached over streamable HTTP (``url``, ``headers``); exactly one of ``command`` and ``url`` is
-given. ``tools`` is an explicit allow-list and is required: only the listed tools of the server
-are offered to the model, each as ``mcp__<server>__<tool>``::
-
-    mcpServers:
-      - name: time
-        command: uvx
-        args: [mcp-server-time]
-        tools: [get_current_time]
-      - name: docs
-        url: http://127.0.0.1:8000/mcp
-        headers: {Authorization: Bearer ...}
-        tools: [search]
+A server is started over stdio (``command``, ``args``, ``env``, ``cwd``) or reached over
+streamable HTTP (``url``, ``headers``): exactly one of ``command`` and ``url``. ``tools`` is a
+required allow-list; each listed tool is offered to the model as ``mcp__<server>__<tool>``.
 """
 
 from __future__ import annotations

@@ -41,19 +41,14 @@ ENV_VALIDATION_MODE = "SCHEMA_ENFORCEMENT_VALIDATION_MODE"
 """Environment variable with the default ``validation_mode`` (read by the executor)."""
 
 ValidationMode = Literal["strict", "lenient"]
-"""Seed 001's spelling of how ``format`` is read: ``strict`` asserts the formats it knows and
-fails unknown ones; ``lenient`` reads ``format`` as an annotation (as python-jsonschema's
-``Draft7Validator`` does). The same setting as ``lenient_formats``."""
+"""How ``format`` is read: ``strict`` asserts the formats it knows and fails unknown ones;
+``lenient`` reads it as an annotation. The same setting as ``lenient_formats``."""
 
 _MODES: dict[str, bool] = {"strict": False, "lenient": True}
 
 
 class RunOptions(BaseModel):
-    """How strictly and how persistently a run enforces its output contract.
-
-    Options come in layers: environment defaults, then the agent's options, then the run's own.
-    ``merge_options`` combines them; a field a layer did not set falls through to the layer below.
-    """
+    """How strictly and how persistently a run enforces its output contract."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -77,7 +72,7 @@ class RunOptions(BaseModel):
     lenient_formats: bool = False
     """Treat unknown or unchecked ``format`` values as annotations instead of failing them."""
     validation_mode: ValidationMode = "strict"
-    """Seed 001's name for ``lenient_formats``: ``strict`` (the default) or ``lenient``. Giving
+    """Another name for ``lenient_formats``: ``strict`` (the default) or ``lenient``. Giving
     either sets both; giving both with different meanings is an error."""
 
     @model_validator(mode="before")
@@ -109,11 +104,7 @@ _NO_OPTIONS = RunOptions()
 
 
 def no_options() -> RunOptions:
-    """Return the one empty options layer (sets nothing): what a request that gives none has.
-
-    Options are frozen, so requests share it; :func:`merge_options` then finds their merged
-    options by identity instead of merging again for every run.
-    """
+    """Return the one empty options layer (sets nothing): what a request that gives none has."""
     return _NO_OPTIONS
 
 

@@ -1,6 +1,6 @@
 """The output contracts of the five execution agents: implementer, QA, code quality, manager, DoD.
 
-Field names, types and enums follow the design's Pydantic models; the conditional rules its
+Field names, types and enums follow the design's models; the conditional rules its
 field tables state are enforced as model validators:
 
 - QA: ``fix_info`` is required when ``dod_achieved`` is false.

@@ -87,32 +87,21 @@ ProfileOverrides = Mapping[str, object]
 
 
 class ProfileOverride(BaseModel):
-    """An agent's ``llm.profile``: the provider-profile fields it overrides (unset: kept)."""
+    """An agent's ``llm.profile``: each :class:`ProviderProfile` field it sets is overridden."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     tool_dialect: ToolDialect | None = None
-    """Override :attr:`ProviderProfile.tool_dialect`."""
     strict_tools: bool | None = None
-    """Override :attr:`ProviderProfile.strict_tools`."""
     supports_tools: bool | None = None
-    """Override :attr:`ProviderProfile.supports_tools`."""
     can_force_tool: bool | None = None
-    """Override :attr:`ProviderProfile.can_force_tool`."""
     supports_required_tool_choice: bool | None = None
-    """Override :attr:`ProviderProfile.supports_required_tool_choice`."""
     native_output: bool | None = None
-    """Override :attr:`ProviderProfile.native_output`."""
     native_format: NativeFormat | None = None
-    """Override :attr:`ProviderProfile.native_format`."""
     grammar_output: bool | None = None
-    """Override :attr:`ProviderProfile.grammar_output`."""
     reprompt_as: RepromptRole | None = None
-    """Override :attr:`ProviderProfile.reprompt_as`."""
     stop_sequences: bool | None = None
-    """Override :attr:`ProviderProfile.stop_sequences`."""
     takes_grammar: bool | None = None
-    """Override :attr:`ProviderProfile.takes_grammar`."""
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -235,9 +235,9 @@ class RunProgress(BaseModel):
 
 
 class RunError(BaseModel):
-    """Why a run failed, in the shape of the design's failure response (seed 000).
+    """Why a run failed: its type, message and problems.
 
-    ``validation_errors`` are the seed's ``"$.path: message"`` strings; ``issues`` holds the same
+    ``validation_errors`` are ``"$.path: message"`` strings; ``issues`` holds the same
     problems as structured :class:`ValidationIssue` objects (path, message, keyword, schema
     path). Give either when building one: issues given as ``validation_errors`` are moved to
     ``issues`` and rendered, so the two always agree.
@@ -259,7 +259,7 @@ class RunError(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _issues_beside_strings(cls, data: object) -> object:
-        """Render structured problems given as ``validation_errors`` into the seed's strings."""
+        """Render structured problems given as ``validation_errors`` as ``$.path: message``."""
         if not isinstance(data, dict) or "validation_errors" not in data:
             return data
         given = data["validation_errors"]

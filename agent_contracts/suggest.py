@@ -25,9 +25,6 @@ def suggest(word: str, known: Iterable[str], *, cutoff: float = 0.6) -> str | No
         word: What was written.
         known: The names accepted there.
         cutoff: How close (0 to 1) a spelling must be to be suggested.
-
-    Returns:
-        The suggestion, or ``None``.
     """
     options = sorted(set(known))
     for candidate in options:

@@ -1,15 +1,9 @@
 """One policy for every schema-derived cache: bounded, least recently used, thread-safe.
 
-Compiled validators, dynamic models, output contracts and rendered prompts are each kept in a
-:class:`SchemaCache` made by :func:`schema_cache`, which registers it by name. Every cache holds
-at most its ``size`` entries (the least recently used goes first), and :func:`clear_caches`
-empties all of them at once (for measuring cold loads and freeing memory: a fresh cache never
-gives a stale result, so correctness never needs it).
-
-A least-recently-used cache smaller than the set of schemas used in turn misses every time (a
-fleet of 1,000 agents built one after another through 256 entries): whoever loads a known
-number of schemas (``load_fleet``) calls :func:`reserve_caches` first, so each cache holds them
-all and the second pass over the fleet (building its agents) finds every one.
+Each cache is a :class:`SchemaCache` registered by name with :func:`schema_cache`;
+:func:`clear_caches` empties all of them. An LRU cache smaller than the set of schemas used in
+turn misses every time, so whoever loads a known number of schemas (``load_fleet``) calls
+:func:`reserve_caches` first.
 """
 
 from __future__ import annotations
@@ -98,9 +92,7 @@ def reserve_caches(entries: int) -> None:
 def clear_caches() -> None:
     """Empty every registered schema-derived cache; raises nothing.
 
-    The next :func:`~agent_core.schema_model.model_from_schema` or
-    :func:`~agent_core.compiled_schema.compile_schema` call for any schema then checks, compiles and
-    builds it afresh, as on first use; what was already handed out keeps working.
+    Later calls build afresh; what was already handed out keeps working.
     """
     with _registry_lock:
         caches = list(_registry.values())

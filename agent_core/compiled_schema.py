@@ -1,30 +1,12 @@
 r"""Exact JSON Schema validation: a schema compiled once, every problem a JSON path and a message.
 
 :func:`compile_schema` turns a schema into a :class:`CompiledSchema` backed by the Rust
-``jsonschema_rs`` engine (which passes the whole official draft-07 test suite, optional tests
-included). Problems come back as :class:`~agent_contracts.validation.ValidationIssue` values in
-python-jsonschema's wording, such as ``$.issues[0].severity: 'critical' is not one of ['low',
-'medium', 'high']``.
-
-Drafts: a schema is read under Draft-7 unless its ``$schema`` names draft-04 or draft-06 (read
-under that draft's rules) or 2019-09 / 2020-12 (read under those, so a designer's
-``prefixItems`` or ``unevaluatedProperties`` is never silently ignored). No ``$schema``, or any
-other URI (``http://json-schema.org/schema#``, a custom meta-schema), means Draft-7; draft-03 is
-refused. ``CompiledSchema.draft`` is 4, 6, 7, 2019 or 2020.
-
-Formats (``date-time``, ``email``, ``ipv4``, ``regex``...) are asserted unless ``lenient=True``;
-``uuid`` is asserted under every draft, not only from 2019-09 on. Unknown formats are ignored.
-
-Patterns are ECMA-262, Annex B included: a lone ``]`` or ``}`` (``\[\*]``, ``a}``) is a literal
-character, as in python ``re`` and AJV. The engine's meta-schema check refuses that syntax, so a
-schema it refuses is compiled again with such patterns respelled (``\]``; see
-:mod:`agent_core.ecma_patterns`); ``CompiledSchema.schema``, messages and schema paths keep the
-designer's spelling.
-
-Order: issues are sorted by the JSON path of the offending value (the root first, then object
-keys alphabetically and array items by index), then by the path of the failing keyword in the
-schema (so ``additionalProperties`` comes before ``required``); several issues from one keyword
-keep the keyword's own order (``required`` lists its names in schema order).
+``jsonschema_rs`` engine; problems are :class:`~agent_contracts.validation.ValidationIssue`
+values in python-jsonschema's wording. The draft is Draft-7 unless ``$schema`` names draft-04,
+draft-06, 2019-09 or 2020-12; draft-03 is refused. Formats are asserted unless ``lenient=True``.
+Patterns are ECMA-262 with Annex B: a schema the engine refuses for a lone ``]`` or ``}`` is
+compiled again with such patterns respelled, while messages keep the designer's spelling.
+Issues are sorted by the path of the offending value, then by the failing keyword's path.
 """
 
 from __future__ import annotations
@@ -314,17 +296,7 @@ def _engine_meta_schema(document: JsonValue, draft: int) -> str:
 def _unmasked_detail(
     found: tuple[IssueSortKey, IssueDetail], masked: Masked, value: JsonValue
 ) -> tuple[IssueSortKey, IssueDetail]:
-    """Return an issue found on a surrogate-masked value as an issue of the original ``value``.
-
-    Args:
-        found: The sort key and issue :func:`issue_detail` gave for ``masked.value``.
-        masked: The masked value and its way back.
-        value: The original value.
-
-    Returns:
-        The same issue with the original path parts, offending value and sort key, and every
-        surrogate in its message spelled as an escape.
-    """
+    """Return an issue found on a surrogate-masked value as an issue of the original ``value``."""
     (_, schema_key), detail = found
     parts = tuple(masked.key(part) if isinstance(part, str) else part for part in detail.parts)
     original = _value_at(value, parts)
@@ -351,8 +323,7 @@ def compile_schema(
 ) -> CompiledSchema:
     """Check a schema against its draft's meta-schema and compile it for validation.
 
-    Results are cached by (:func:`schema_hash`, ``lenient``), so compiling the same schema
-    again costs one hash. A ``$ref`` outside the schema resolves only through
+    Results are cached. A ``$ref`` outside the schema resolves only through
     :func:`agent_core.refs.register_schema`; nothing is ever fetched from the network.
 
     Args:
@@ -442,21 +413,13 @@ def compile_canonical(
 
 
 def _other_meta(schema: Mapping[str, JsonValue] | bool, draft: int) -> bool:
-    """Whether ``$schema`` names anything but the draft's own URI.
-
-    Such a URI may be a custom meta-schema registered later, which changes how the schema reads.
-    """
+    """Whether ``$schema`` names anything but the draft's own URI."""
     declared = schema.get("$schema") if isinstance(schema, Mapping) else None
     return isinstance(declared, str) and declared != DRAFT_URIS[draft]
 
 
 def _named_text(schema: Mapping[str, JsonValue] | bool, text: str, draft: int) -> str:
-    """Return the schema's canonical ``text`` with ``$schema`` naming ``draft`` exactly.
-
-    Named exactly, the draft's meta-schema is built into the engine, which then never tries to
-    fetch one. A registered custom meta-schema is kept: the engine reads it from the registry
-    and honours its ``$vocabulary``.
-    """
+    """Return the schema's canonical ``text`` with ``$schema`` naming ``draft`` exactly."""
     if isinstance(schema, Mapping) and custom_meta_schema(schema) is None:
         declared = schema.get("$schema")
         if isinstance(declared, str) and declared != DRAFT_URIS[draft]:
@@ -473,13 +436,7 @@ def _engine_validator(
     source: str | None,
     renamed: Mapping[str, str],
 ) -> tuple[jsonschema_rs.Validator, RegistryRetriever]:
-    """Compile ``engine_text`` with the engine, turning its failures into agentshape's errors.
-
-    Raises:
-        InvalidSchemaError: If the schema breaks its draft's meta-schema (``.path`` names the
-            fault in the designer's ``schema``) or cannot be compiled.
-        SchemaReferenceError: If a ``$ref`` does not resolve.
-    """
+    """Compile ``engine_text`` with the engine, turning its failures into agentshape's errors."""
     retriever = RegistryRetriever()
     try:
         validator = DRAFT_VALIDATORS[draft](

@@ -1,16 +1,10 @@
 """The output contract a run enforces: built, bound to a provider and judging each attempt.
 
-:func:`resolve_contract` picks a run's :class:`OutputContract` from the agent and the request:
-the agent's own contract (its ``output_schema``, or a Pydantic class) wins and no caller can
-replace it; otherwise the caller's inline schema, else a registered one, else the agent's
-``default_output_schema``. A schema's contract is built once (compiled, checked, its model and
-its output tool) and kept in a bounded cache.
-
-A contract is a JSON Schema (checked against its draft's meta-schema and compiled once) or a
-Pydantic class. Either way it judges a value the same way for every output mode: a list of
-``ValidationIssue``, empty when the value meets it, and builds the typed output object.
-:meth:`OutputContract.bind` ties it to one provider's profile (:class:`BoundContract`), and each
-judgement is a :class:`Verdict`.
+:func:`resolve_contract` picks a run's :class:`OutputContract`: the agent's own contract, else the
+caller's inline schema, a registered one, or the agent's ``default_output_schema``. A contract (a
+JSON Schema or a Pydantic class) judges a value the same way in every output mode;
+:meth:`OutputContract.bind` ties it to a provider's profile (:class:`BoundContract`), and each
+judgement is a :class:`Verdict`. Contracts are cached per schema.
 """
 
 from __future__ import annotations
@@ -253,9 +247,6 @@ class OutputContract:
             extract: Dig the JSON out of surrounding prose or fences.
             strict_json_only: The reply must be the JSON value alone.
             cut_off: The reply was cut short by ``max_tokens`` (it is then never recovered).
-
-        Returns:
-            The verdict.
         """
         if cut_off:
             return Verdict(
@@ -316,9 +307,6 @@ class OutputContract:
             dialect: The dialect the answer came in.
             extract: Try to recover arguments that are not valid JSON.
             cut_off: The reply was cut short by ``max_tokens``.
-
-        Returns:
-            The verdict.
         """
         raw = call.raw_arguments or json.dumps(call.arguments)
         if call.arguments is not None or call.parse_error is None:
@@ -361,9 +349,6 @@ class OutputContract:
             extract: Accept a valid JSON value found in the text.
             strict_json_only: Accept it only when the text is the JSON value alone.
             cut_off: The reply was cut short by ``max_tokens``.
-
-        Returns:
-            The verdict.
         """
         if extract and text.strip() and not cut_off:
             verdict = self.judge_text(
@@ -403,11 +388,7 @@ class BoundContract:
 
     @property
     def dialect(self) -> Dialect:
-        """The dialect this provider is sent: its own when it takes strict tools, else neutral.
-
-        A provider without strict tools gets the schema as written (``neutral``), which every
-        OpenAI-compatible server and Anthropic's non-strict tools accept.
-        """
+        """The dialect this provider is sent: its own when it takes strict tools, else neutral."""
         return self.profile.tool_dialect if self.profile.strict_tools else "neutral"
 
     def tool_definition(self) -> ToolDefinition:
@@ -464,11 +445,7 @@ _contracts = schema_cache("agent_core.contracts", 256)
 def _for_schema(
     schema: JsonSchema, source: SchemaSource, name: str | None, lenient: bool, where: str
 ) -> OutputContract:
-    """Build (once per schema) the contract: compile, check, model, and the output tool.
-
-    The config-time checks of ``schema_checks`` run here: errors raise, warnings (such as an
-    unknown keyword that looks like a typo) are logged once per schema.
-    """
+    """Build (once per schema) the contract: compile, check, model, and the output tool."""
     compiled = compile_schema(schema, lenient=lenient, source=where)
     key = (compiled.hash, source, name, lenient)
     cached = _contracts.get(key)

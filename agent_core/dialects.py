@@ -1,29 +1,15 @@
 """Compile a designer's JSON Schema into each provider's dialect, and map answers back.
 
-Three dialects:
-
-* ``neutral``: the schema as written, the root wrapped when it is not an object. For
-  OpenAI-compatible servers that reject strict mode, and the fallback of the other two. The
-  provider enforces nothing; agentshape's validation judges every answer.
-* ``openai``: OpenAI strict mode when the schema can be made strict without changing what it
-  accepts; otherwise the neutral schema, sent with ``strict: false``.
-* ``anthropic``: Anthropic strict tools and structured outputs, under the same rule.
-
-"Without changing what it accepts" means: every value the designer's schema accepts can still be
-produced (after :meth:`ProviderSchema.unwrap`), and every value the provider can produce unwraps
-to a value the designer's schema accepts, except for the constraints the :class:`CompileReport`
-lists as moved to the description, dropped or changed: those only agentshape's validation
-enforces. Strict mode never forbids a valid answer. When it would have to (an object open to
-undeclared properties, an optional field that is nullable in its own right, ``not``, ``if``...),
-the dialect falls back to non-strict and the report says why. ``allow_narrowing=True`` lets strict
-mode close open objects and type untyped schemas instead: the provider then produces a subset of
-the valid values, and the report lists each narrowing.
+``neutral`` is the schema as written (root wrapped when not an object); the provider enforces
+nothing. ``openai`` and ``anthropic`` use the provider's strict mode when the schema can be made
+strict without changing what it accepts, and fall back to neutral (the report says why)
+otherwise: strict mode never forbids a valid answer. Constraints the :class:`CompileReport` lists
+as moved, dropped or changed are enforced only by agentshape's validation.
+``allow_narrowing=True`` lets strict mode close open objects and type untyped schemas instead.
 
 OpenAI strict mode requires every property, so an optional field becomes required and nullable
-and :meth:`ProviderSchema.unwrap` removes the nulls it forced. That is exact only when the field
-itself rejects null, or when its default is null (absent and null then mean the same); an
-optional field that accepts null without that default blocks strict mode. A root that is not an
-object is sent as ``{"result": <value>}`` and unwrapped.
+and :meth:`ProviderSchema.unwrap` removes the nulls it forced; that is exact only when the field
+rejects null or defaults to null, so an optional field that accepts null blocks strict mode.
 """
 
 from __future__ import annotations
@@ -179,10 +165,8 @@ class ProviderSchema:
     def unwrap(self, arguments: JsonValue) -> JsonValue:
         """Map a provider's arguments back to a value for the designer's schema.
 
-        Unwraps ``{"result": value}`` when the root was wrapped (an answer without the wrapper
-        is taken as it is) and removes the nulls strict mode forced into optional fields. Never
-        raises and never changes ``arguments``: a malformed answer comes back as it is, for
-        validation to judge.
+        Undoes the root wrapper and the nulls strict mode forced; never raises, never changes
+        ``arguments`` (a malformed answer comes back as it is, for validation to judge).
 
         Args:
             arguments: The parsed tool arguments (or structured output).
@@ -198,14 +182,8 @@ class ProviderSchema:
     def to_arguments(self, value: JsonValue) -> JsonValue:
         """Return the arguments a provider sends for ``value``: the inverse of :meth:`unwrap`.
 
-        Wraps a non-object root and, for strict OpenAI, sends absent optional fields as null.
-        Test doubles use it to answer exactly as the provider would.
-
         Args:
             value: A value valid for the designer's schema.
-
-        Returns:
-            The provider-side arguments.
         """
         encoded = self._fill(value, self.plan)
         return {WRAPPER_PROPERTY: encoded} if self.wrapped else encoded
@@ -226,11 +204,7 @@ class ProviderSchema:
         return value
 
     def _strip_object(self, value: dict[str, JsonValue], plan: ObjectPlan) -> JsonValue:
-        """Return ``value`` without its forced nulls: ``value`` itself when it has none.
-
-        Only the fields the plan names are looked at, and a copy is made only when one of
-        them changes.
-        """
+        """Return ``value`` without its forced nulls: ``value`` itself when it has none."""
         drop = [key for key in plan.drop_null if key in value and value[key] is None]
         changed: dict[str, JsonValue] = {}
         for key, inner in plan.properties.items():
@@ -297,9 +271,6 @@ def needs_wrapping(schema: JsonValue, *, allow_narrowing: bool = False) -> bool:
     Args:
         schema: The designer's JSON Schema.
         allow_narrowing: Whether an untyped object-like root may be narrowed to an object.
-
-    Returns:
-        True when the root is wrapped.
     """
     target: JsonValue = schema
     seen: set[str] = set()

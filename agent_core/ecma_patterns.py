@@ -1,18 +1,10 @@
 r"""ECMA-262 patterns the engine refuses, respelled so that it accepts them with the same meaning.
 
-JSON Schema regular expressions are ECMA-262 patterns. Without the ``u`` flag, ECMA-262's
-Annex B (web compatibility) lets a pattern use ``]``, ``{`` and ``}`` as plain characters where
-they do not close a character class or form a quantifier (``\[\*]``, ``a}``, ``{x``), lets
-``\c`` not followed by a letter stand for a backslash and a ``c``, and has ``[]`` (matches
-nothing) and ``[^]`` (matches any character). Python ``re``, python-jsonschema and AJV accept
-such patterns; the validation engine's meta-schema check (``"format": "regex"``) refuses them.
-
-:func:`rewrite_schema_patterns` returns a copy of a schema in which every ``pattern`` value and
-``patternProperties`` key that uses that syntax is spelled the strict way (``\]``, ``\{``,
-``\}``, ``\\c``, ``(?!)``, ``[\s\S]``): the same language, which the engine accepts. The
-designer's schema is never changed, and the rewrite's ``renamed`` map leads each new spelling
-back to the designer's, so that messages and schema paths show what the designer wrote
-(:func:`designer_parts`).
+Annex B lets a pattern use ``]``, ``{`` and ``}`` as plain characters (``\[\*]``, ``a}``), ``\c``
+without a letter, ``[]`` and ``[^]``; the engine's meta-schema check refuses them.
+:func:`rewrite_schema_patterns` returns a copy of a schema with such patterns spelled the strict
+way (``\]``, ``(?!)``, ``[\s\S]``...), and a ``renamed`` map back to the designer's spelling so
+messages show what the designer wrote (:func:`designer_parts`).
 """
 
 from __future__ import annotations
@@ -130,8 +122,7 @@ _CLASS_ESCAPE = re.compile(r"\\[dDwWsS]")
 def _ascii_misread(pattern: str) -> bool:
     r"""Whether the engine would read the pattern's ``\d``/``\w``/``\s`` as Unicode classes.
 
-    The engine hands a pattern with a lookaround or a backreference to a backtracking regex
-    library that reads these escapes with Unicode classes, where ECMA-262 reads them as ASCII.
+    It hands a lookaround or backreference to a backtracking library that reads them as Unicode.
     """
     return _FANCY.search(pattern) is not None and _CLASS_ESCAPE.search(pattern) is not None
 

@@ -1,15 +1,9 @@
 """How the validation engine is told to read a draft: format assertion, keywords a draft lacks.
 
-Every place that builds a ``jsonschema_rs`` validator for a designer's schema takes its options
-from :func:`engine_options`, so a schema means the same thing wherever it is judged.
-
-* ``format``: asserted under draft-04 to 2019-09 (agentshape's long-standing default, which
-  those specifications allow: designers expect ``"format": "email"`` to be checked). 2020-12
-  makes it an annotation, asserted only when the schema's meta-schema declares the
-  format-assertion vocabulary, and agentshape follows it. ``lenient=True`` never asserts.
-* ``dependencies``: a keyword of draft-04 to draft-07 only; 2019-09 replaced it with
-  ``dependentRequired`` and ``dependentSchemas``. Under 2019-09 and 2020-12 it is ignored, as
-  every other keyword a draft lacks is.
+Every validator for a designer's schema takes its options from :func:`engine_options`, so a
+schema means the same everywhere. ``format`` is asserted under draft-04 to 2019-09, and under
+2020-12 only with the format-assertion vocabulary; ``lenient=True`` never asserts.
+``dependencies`` is ignored under 2019-09 and 2020-12, which replaced it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Engine errors rendered as validation issues, in python-jsonschema's wording.
 
-The validation engine (``jsonschema_rs``) reports each failed keyword as an error with an
-instance path, a schema path and a kind. :func:`issue_detail` turns one such error into a
-:class:`~agent_contracts.validation.ValidationIssue` whose message is the one python-jsonschema
-would print (``'critical' is not one of ['low', 'medium', 'high']``), with the sort key that
-puts issues in their fixed order. :func:`non_json_issues` reports the parts of a value that are
-not JSON at all, and :func:`meta_schema_fault` locates and words a schema's failure against its
-draft's meta-schema. :func:`format_path` spells every path (``$.issues[0].severity``).
+:func:`issue_detail` turns one ``jsonschema_rs`` error into a
+:class:`~agent_contracts.validation.ValidationIssue` worded as python-jsonschema would
+(``'critical' is not one of ['low', 'medium', 'high']``), with its sort key;
+:func:`non_json_issues` reports parts of a value that are not JSON, and :func:`meta_schema_fault`
+words a schema's failure against its draft's meta-schema.
 """
 
 from __future__ import annotations
@@ -322,11 +320,7 @@ def _one_of_many(
 
 
 def _best_match(error: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
-    """Descend into ``anyOf``/``oneOf`` failures to the error most likely meant.
-
-    Branches that fail only because the value is of another type are passed over when another
-    branch got further; among the rest, the deepest error wins.
-    """
+    """Descend into ``anyOf``/``oneOf`` failures to the error most likely meant."""
     while isinstance(error.kind, Kind.AnyOf | Kind.OneOfNotValid):
         depth = len(error.instance_path)
         groups = [group for group in error.kind.context if group]

@@ -1,63 +1,20 @@
 r"""Recover the JSON value a model wrote inside a free-text reply, and never invent one.
 
-``extract_json`` finds *candidates* in the reply, ranks them, and returns the best one that the
-caller accepts; ``extract_json_detailed`` also says how it was found and which repairs it needed.
+``extract_json`` finds candidates in the reply, ranks them and returns the best one the caller
+accepts; ``extract_json_detailed`` also says how it was found and which repairs it needed.
+Candidates, in rank order: the whole reply (any JSON value; when it parses nothing else is looked
+at), delimited blocks (code fences and answer tags such as ``<json>``), and objects or arrays
+embedded in prose. A bare scalar in prose ("the answer is 42") is never taken: nothing marks it
+as the answer. Within a rank the last candidate wins (a model states its final answer last).
 
-Where candidates come from, in rank order:
+With a ``schema`` or ``is_valid`` the best valid candidate wins, and a schema echoed back is
+never an answer. Repairs (trailing commas, single quotes, comments, Python literals, closing
+brackets missing at the end...) apply only where the text has exactly one reading; a reply
+nothing can be read from raises :class:`NoJSONFoundError` saying why. ``strict_json_only=True``
+takes only a reply that is exactly one RFC 8259 document.
 
-1. **The whole reply** (``whole_reply``). The stripped reply parsed as one value, first as strict
-   JSON, then with the repairs below. Any JSON value counts here, scalars included, and when it
-   parses nothing else is looked at: an inner object of a reply that is itself one JSON value is
-   part of that value, not an answer.
-2. **Delimited blocks** (``fenced_block``, ``tagged_block``). Markdown code fences of ``````` or
-   ``~~~`` with any info string (a closing fence may share the value's last line; an unterminated
-   final fence runs to the end of the reply), and the answer tags ``<json>``, ``<output>``,
-   ``<answer>``, ``<result>``, ``<response>``, ``<final_answer>``, ``<final>``, ``<data>``. A block
-   whose whole content is one value is a candidate; a scalar counts only in a tag or in a fence
-   tagged ``json``/``jsonc``/``json5`` or untagged (``true`` in a ```` ```bash ```` fence is code).
-   Objects and arrays embedded in a block's prose rank with the block.
-3. **Embedded values** (``embedded``). Objects and arrays that start at ``{`` or ``[`` in prose,
-   and JSON-encoded strings that start ``"{`` or ``"[``. A bare scalar in prose ("the answer is
-   42") is never taken: prose is full of numbers and words, and nothing marks one as the answer.
-
-Among candidates of the same rank the **last** wins (a model states its final answer last). A
-candidate that lies inside another one (a tag inside a JSON string) is dropped.
-
-Selection. With a ``schema`` (validated by :func:`agent_core.compiled_schema.compile_schema`: its
-draft from ``$schema``, formats asserted, ``$ref`` to registered documents only) or an
-``is_valid`` callable, the best-ranked candidate that is valid wins, and an object that echoes the
-schema back (equal to it, or a ``properties`` map of subschemas naming the schema's own properties
-beside ``type``/``$schema``/``required``) is never an answer. Without either, the best-ranked
-candidate wins, except that an embedded value in prose must look like JSON: an object with at least
-one member, or an array holding a string, object or array (``[1]`` and ``[ ]`` in prose are
-footnotes and checkboxes far more often than answers).
-
-Repairs, each applied only where the text has exactly one reading: trailing commas; single-quoted
-and typographic (“ ” ‘ ’) strings; Python ``True``/``False``/``None``; ``//``, ``/* */`` and ``#``
-comments; unquoted identifier keys; raw control characters and unknown escapes (``\d``) inside
-strings, kept as written; a JSON string holding JSON (``"{\"a\": 1}"``), decoded once; and
-closing brackets missing at the very end of the reply or block, only after a complete string,
-literal or bracket (a number at the very end may have been cut, so it is not closed). Never
-repaired: a reply cut inside a string, key or literal or after ``,``/``:``, missing or doubled
-commas, mismatched brackets, ``NaN``/``Infinity``, unquoted string values, nesting deeper than
-256. Such a reply raises :class:`NoJSONFoundError` whose message says why.
-
-``strict_json_only=True`` follows seed 001 ("fail if any non-JSON text present"): the stripped
-reply must be exactly one RFC 8259 JSON document, so no fences, no prose, no repairs and no
-decoding of a JSON string; with a schema it must also be valid.
-
-Scanning is linear. A parse that breaks after it has read a ``"key"``, a ``key:`` or an item
-(``{"status": done, "files": ["a"]}``) resumes only after the brackets it had open are balanced
-again (double-quoted strings skipped whole), so nothing nested in a broken value, before or after
-the break, is returned as if it were the answer (a stray closing bracket does split a value, and
-its pieces are read as they stand). Braces that never looked like JSON (``{name}``, a lone
-`` `{` ``) are stepped over where they break. A value cut off by the end of the reply ends the
-scan. Blocks of one kind never overlap. Input that is pathological rather than prose is refused
-outright: nesting deeper than :data:`MAX_DEPTH`, or more than 20,000 fences, tags and places where
-an object or array could start. The lenient parser itself is :mod:`agent_core.lenient_json`.
-
-To get every validation error of the best candidate (say, for a re-prompt) when none is valid,
-take the first of :func:`find_json_candidates` and validate it yourself.
+Scanning is linear: a parse that breaks resumes only after the brackets it had open are
+balanced, so nothing nested in a broken value is returned as the answer.
 """
 
 from __future__ import annotations
@@ -143,16 +100,7 @@ def _is_schema_echo(value: JsonValue, schema: Mapping[str, JsonValue]) -> bool:
 
 
 def _schema_check(schema: Mapping[str, JsonValue] | bool) -> Callable[[JsonValue], str | None]:
-    """Compile ``schema`` into a function returning ``None`` for a valid value, else why not.
-
-    The schema is compiled by :func:`agent_core.compiled_schema.compile_schema`, so it is read and
-    checked exactly as everywhere else in agentshape; "why not" is the first of its issues.
-
-    Raises:
-        SchemaReferenceError: A ``$ref`` in the schema does not resolve (only registered
-            documents do; nothing is fetched).
-        InvalidSchemaError: The schema is not a valid JSON Schema.
-    """
+    """Compile ``schema`` into a function returning ``None`` for a valid value, else why not."""
     if isinstance(schema, bool):
         return lambda _value: None if schema else "the schema is false, so no value is valid"
     compiled = compile_schema(schema)
@@ -251,10 +199,6 @@ def extract_json_detailed(
 ) -> ExtractionResult:
     """Return the JSON value the reply holds, with where it was found and the repairs it needed.
 
-    The rules are in the module docstring: candidates are ranked whole reply, then delimited
-    blocks, then values embedded in prose, the last of a rank first; with a schema or ``is_valid``
-    the best valid candidate that is not an echo of the schema wins.
-
     Args:
         text: The model's reply.
         schema: A JSON Schema the value must satisfy (validated offline with formats asserted), or
@@ -262,9 +206,6 @@ def extract_json_detailed(
         strict_json_only: The stripped reply must be exactly one strict JSON document.
         is_valid: The caller's own test of a value; used instead of validating against ``schema``
             (the schema then only serves to recognise an echo of it). Its exceptions propagate.
-
-    Returns:
-        The chosen value and how it was found.
 
     Raises:
         NoJSONFoundError: No complete, acceptable JSON value is in the reply; the message says why
@@ -479,11 +420,7 @@ def _embedded(
     diagnostics: _Diagnostics,
     budget: int,
 ) -> Iterator[tuple[JsonValue, int, int, tuple[str, ...]]]:
-    """Yield each object, array or quoted string starting ``"{``/``"["`` found in prose.
-
-    ``known`` is a failure already met parsing from a start offset, so it is not parsed again;
-    after ``budget`` parse attempts the reply is given up on.
-    """
+    """Yield each object, array or quoted string starting ``"{``/``"["`` found in prose."""
     skip_starts = [start for start, _ in skip]
     pos = 0
     while (match := _EMBEDDED_START_RE.search(text, pos)) is not None:

@@ -1,29 +1,11 @@
 """Load a fleet: every ``<id>/agent.yml`` under a directory, with every problem reported at once.
 
-A fleet is a directory holding one folder per agent, each with an ``agent.yml``::
-
-    agents/
-      researcher/agent.yml
-      reviewer/agent.yml
-
-:func:`load_fleet` loads each file with :func:`agent_core.loading.load_agent_config` and then
-checks what a single file cannot show on its own. Nothing stops at the first problem: every
-problem in every file is collected and raised together as one
-:class:`~agent_contracts.errors.FleetProblems`, each a
-:class:`~agent_contracts.errors.ConfigFileError` naming the file, the line and the field:
-
-* the file cannot be read, is not valid YAML, or has unknown keys (with a suggestion), duplicate
-  keys or wrong values (everything the loader reports);
-* an output, default output or parameters schema that cannot be used: the errors of
-  :func:`agent_core.schema_checks.check_output_schema`, or a schema the validation engine
-  refuses, each at the line of the offending keyword inside the schema;
-* a missing or blank system prompt;
-* a tool that does not exist (with a suggestion); the known tool names are passed in, since the
-  tools themselves live in the executor;
-* an id that another file in the fleet already uses (naming both files).
-
-Findings that do not stop an agent from working (a likely typo in a schema keyword, a tool listed
-twice, an id that differs from its folder's name) are kept as :attr:`Fleet.warnings`.
+:func:`load_fleet` loads each file with :func:`agent_core.loading.load_agent_config`, then checks
+what a single file cannot show: unusable schemas (at the offending keyword's line), a blank
+system prompt, unknown tools (the known names are passed in: tools live in the executor) and
+duplicate ids. Every problem is raised together as one
+:class:`~agent_contracts.errors.FleetProblems`; findings that do not stop an agent from working are
+kept as :attr:`Fleet.warnings`.
 """
 
 from __future__ import annotations

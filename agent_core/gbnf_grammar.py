@@ -1,20 +1,10 @@
-"""A JSON Schema as a GBNF grammar, for servers that take one: :func:`schema_to_gbnf`.
+"""A JSON Schema as a GBNF grammar for llama.cpp's servers: :func:`schema_to_gbnf`.
 
-llama.cpp's servers (``llama-server`` and llama-cpp-python's) constrain decoding with a GBNF
-grammar sent as the request's ``grammar`` field. Their own converter leaves integer ranges out
-(see :mod:`agent_core.grammar_limits`); this compiler carries them too, and also ``enum``/
-``const`` of any type, ``minItems``/``maxItems``, tuple items, string lengths, ``required``,
-``additionalProperties`` (``false`` or a schema), ``pattern`` in a safe subset
-(:mod:`agent_core.gbnf_patterns`), the ``date``, ``time``, ``date-time`` and
-``uuid`` formats and same-document ``$ref`` (recursive ones included).
-
-The grammar accepts every instance the schema accepts, written as the grammar spells JSON
-(properties in the schema's order, ``enum`` values compact), and rejects what breaks a keyword
-it carries. A keyword it cannot carry (``uniqueItems``, ``pattern`` beyond the subset,
-``multipleOf``, number
-ranges, most formats...) is left out, so the grammar stays wider than the schema there; the
-result's notes name each one with its path, and agentshape's validation still enforces it.
-The same schema always gives the same text.
+The grammar accepts every instance the schema accepts (properties in the schema's order) and
+rejects what breaks a keyword it carries. A keyword it cannot carry (``uniqueItems``, ``pattern``
+beyond the subset of :mod:`agent_core.gbnf_patterns`, number ranges...) is left out and named in
+the result's notes; agentshape's validation still enforces it. The same schema always gives the
+same text.
 """
 
 from __future__ import annotations
@@ -27,7 +17,6 @@ from dataclasses import dataclass, field
 from pydantic import JsonValue
 
 from agent_core.gbnf_patterns import pattern_to_gbnf
-from agent_core.grammar_limits import GRAMMAR_FORMATS
 from agent_core.json_values import json_type
 from agent_core.schema_walk import child_path, fragment_keys, resolve_local_ref
 
@@ -46,6 +35,9 @@ class GbnfGrammar:
 
 
 _TYPES = ("object", "array", "string", "number", "boolean", "null")
+
+GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid"})
+"""The string formats llama.cpp's grammar produces exactly."""
 
 # Keywords that constrain an instance; any other key is an annotation or unknown, and
 # validation ignores those too.

@@ -1,16 +1,9 @@
 r"""A ``pattern`` as GBNF, for the safe subset of regular expressions: :func:`pattern_to_gbnf`.
 
-The subset is what a grammar can say exactly about a JSON string's text: literal characters,
-``.``, ``\d``, ``\w``, character classes (``[a-z_]``, ``[^,]``), groups (``(...)``,
-``(?:...)``), alternation, the quantifiers ``?``, ``*``, ``+`` and ``{m}``, ``{m,}``,
-``{m,n}`` (lazy or not: a whole-string match does not care), and ``^``/``$`` at the ends. A
-pattern without ``^`` or ``$`` matches anywhere, so any text may come before or after.
-Anything else (lookaround, back references, ``\b``, ``\s``, Unicode properties) is outside
-the subset, and the pattern stays with validation.
-
-Characters are spelled as JSON spells them inside a string (``"`` as ``\"``, ``\`` as
-``\\``); ``.`` and negated classes leave out control characters, which JSON must escape
-(there the grammar is stricter than the pattern, never wider).
+The subset: literals, ``.``, ``\d``, ``\w``, classes, groups, alternation, the quantifiers and
+``^``/``$`` at the ends (without them any text may come before or after). Anything else
+(lookaround, back references, ``\b``, ``\s``...) stays with validation. ``.`` and negated classes
+leave out control characters, which JSON must escape: the grammar is stricter, never wider.
 """
 
 from __future__ import annotations

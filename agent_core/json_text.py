@@ -1,21 +1,11 @@
 r"""JSON and text at the edges of the process: one bounded reader, writers that never raise.
 
-**The policy for text that is legal JSON but not encodable UTF-8.** JSON allows a lone UTF-16
-surrogate in a string (``"\ud800"``, half of a cut emoji), and Python carries a file name's
-undecodable bytes as lone surrogates too. Such text is:
-
-* kept exactly as data (a model's answer holding one is judged like any other string);
-* escaped by every writer: JSON text gets the standard ``\uXXXX`` escape, so reading it back
-  gives the same string, and plain text shows the same escape (:func:`dump_json`,
-  :func:`encodable`); nothing that prints, logs or sends such text raises;
-* refused where a user gives it: a task, file or argument that is not UTF-8 text is one clear
-  error (exit 2 on the command line), not a crash halfway through a run.
-
-**The reader.** :func:`parse_json` is how JSON from outside the process is read (schema files,
-``validate`` files, task and result lines, ``--param``, a model's tool arguments): nesting past
-:data:`MAX_JSON_DEPTH`, an integer past Python's digit limit, ``NaN``/``Infinity`` and invalid
-JSON are each one :class:`~agent_contracts.errors.ConfigFileError` naming the source, never a
-traceback. :func:`check_depth` applies the same nesting bound to data read another way (YAML).
+Text that is legal JSON but not encodable UTF-8 (a lone surrogate such as ``"\ud800"``) is kept
+as data, escaped by every writer (:func:`dump_json`, :func:`encodable`), and refused where a user
+gives it. :func:`parse_json` reads JSON from outside the process: too deep nesting, huge integers,
+``NaN``/``Infinity`` and invalid JSON each raise one
+:class:`~agent_contracts.errors.ConfigFileError` naming the source. :func:`check_depth` applies the
+same nesting bound to data read another way (YAML).
 """
 
 from __future__ import annotations
@@ -48,9 +38,8 @@ __all__ = [
 _Data = TypeVar("_Data")
 
 MAX_JSON_DEPTH = 200
-"""Deepest nesting of arrays and objects read from outside the process (a schema, a task, a
-model's arguments). Real documents stay far below it; past it, recursive code could run out of
-stack, so such a document is refused where it is read."""
+"""Deepest nesting of arrays and objects read from outside the process; deeper documents could
+exhaust the stack of recursive code, so they are refused where they are read."""
 
 
 class JsonDepthError(ValueError):
@@ -60,8 +49,7 @@ class JsonDepthError(ValueError):
 def encodable(text: str) -> str:
     r"""Return ``text`` with every lone surrogate written as its ``\uXXXX`` escape.
 
-    Text without one is returned unchanged; the result always encodes as UTF-8. Applied to JSON
-    text, the escape is JSON's own, so the JSON still reads back to the same value.
+    Applied to JSON text, the escape is JSON's own, so it reads back to the same value.
 
     Args:
         text: Any text.
@@ -76,9 +64,8 @@ def encodable(text: str) -> str:
 def encodable_data(value: _Data) -> _Data:
     """Return plain data with :func:`encodable` applied to every string (keys too).
 
-    For a request body about to be sent: a task or an echoed model answer holding a lone
-    surrogate would make the SDK's UTF-8 encoding raise. Data that needs no change is returned
-    as is (no copy).
+    A lone surrogate in a request body would make the SDK's UTF-8 encoding raise. Data that
+    needs no change is returned as is.
 
     Args:
         value: Plain data (dicts, lists, strings, numbers, booleans, None).
@@ -102,11 +89,7 @@ def encodable_data(value: _Data) -> _Data:
 def json_body(value: object, *, finite: bool = False) -> bytes:
     r"""Return plain data as the UTF-8 JSON body of an HTTP request, lone surrogates escaped.
 
-    The bytes are what the SDKs' own encoder writes for a JSON body (compact separators,
-    non-ASCII text as is; a float may be written in its shorter equivalent form, ``1e-7`` for
-    ``1e-07``), taken from :func:`encodable_data` of ``value``: a string holding a lone
-    surrogate is sent with the surrogate as its ``\uXXXX`` text. The common case, data without
-    one, is serialised once by Pydantic's serialiser and never walked in Python.
+    The bytes are what the SDKs' own encoder writes (compact separators, non-ASCII as is).
 
     Args:
         value: Plain data (dicts, lists, strings, numbers, booleans, None).
@@ -141,8 +124,7 @@ def _compact(value: object) -> str:
 def unencodable(text: str) -> str | None:
     """Say where ``text`` holds a character UTF-8 cannot encode, or return ``None``.
 
-    Bytes that were not UTF-8 (which Python decodes to the surrogates U+DC80 to U+DCFF) are
-    named as the byte, a lone surrogate from JSON as such: ``byte 0xe9 at character 4``.
+    Undecodable bytes are named as the byte: ``byte 0xe9 at character 4``.
 
     Args:
         text: Text given by a user (a command-line argument, a task).
@@ -222,8 +204,7 @@ def check_depth(value: object, *, limit: int = MAX_JSON_DEPTH) -> None:
 def value_problem(value: object, *, limit: int = MAX_JSON_DEPTH) -> str | None:
     """Say why parsed data cannot be used as JSON, or return ``None`` when it can.
 
-    For data parsed by someone else (an SDK, ``json.loads``): nesting past ``limit`` and the
-    non-JSON numbers ``NaN`` and ``Infinity`` are found without recursing.
+    Finds nesting past ``limit`` and ``NaN``/``Infinity`` in data parsed by someone else.
 
     Args:
         value: Plain data (lists, dicts and scalars).
@@ -238,12 +219,8 @@ _OVERFLOW_SCREEN: jsonschema_rs.Validator | None = None
 def read_checked_json(text: str) -> tuple[JsonValue] | None:
     """Parse JSON text that :func:`value_problem` would find nothing wrong with, without a walk.
 
-    Pydantic's parser reads the text inside one more array: it refuses ``NaN`` and
-    ``Infinity``, and by its recursion limit nesting past :data:`MAX_JSON_DEPTH` (it counts at
-    least one level for each array or object). A number too large for a float (which it reads
-    as infinity) is ruled out by a screen for long exponents and digit runs, run by the
-    validation engine's regular-expression engine at memory speed. A large output is then not
-    walked again in Python.
+    Pydantic's parser refuses ``NaN``/``Infinity`` and, by its recursion limit, too deep
+    nesting; a screen for long exponents and digit runs rules out numbers too large for a float.
 
     Args:
         text: The JSON text.
@@ -267,11 +244,7 @@ def read_checked_json(text: str) -> tuple[JsonValue] | None:
 
 
 def _problem(value: object, limit: int, *, numbers: bool) -> str | None:
-    """Walk ``value`` without recursing: nesting past ``limit``, and (``numbers``) NaN/Infinity.
-
-    Most values have no problem: :func:`_clean` says so about three times faster (a large
-    output is walked on every run); this walk runs when it cannot, to name the problem.
-    """
+    """Walk ``value`` without recursing: nesting past ``limit``, and (``numbers``) NaN/Infinity."""
     if _clean(value, 0, limit, numbers):
         return None
     stack: list[tuple[object, int]] = [(value, 0)]
@@ -292,11 +265,7 @@ def _problem(value: object, limit: int, *, numbers: bool) -> str | None:
 
 
 def _clean(value: object, depth: int, limit: int, numbers: bool) -> bool:
-    """Tell whether ``value`` (at ``depth``) certainly has no problem :func:`_problem` finds.
-
-    Plain JSON data only: any other type answers ``False`` and leaves it to the exact walk.
-    The recursion stops at ``limit``, so it is never deeper than that.
-    """
+    """Tell whether ``value`` (at ``depth``) certainly has no problem :func:`_problem` finds."""
     cls = value.__class__
     if cls is dict:
         children: Iterable[object] = cast("dict[object, object]", value).values()

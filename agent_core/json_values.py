@@ -43,11 +43,7 @@ def _json_equal(left: JsonValue, right: JsonValue) -> bool:
 
 
 def _json_key(value: JsonValue) -> object:
-    """Return a hashable key equal for two values exactly when :func:`_json_equal` holds.
-
-    ``1`` and ``1.0`` share a key, ``true`` and ``1`` do not; lists and objects compare by
-    content. Finding duplicates by key is linear where comparing every pair is quadratic.
-    """
+    """Return a hashable key equal for two values exactly when :func:`_json_equal` holds."""
     if isinstance(value, bool) or value is None:
         return ("literal", value)
     if isinstance(value, int | float):
@@ -74,10 +70,7 @@ def _is_regex(pattern: str) -> bool:
 def _pattern_matchers(patterns: Mapping[str, JsonValue]) -> list[jsonschema_rs.Validator]:
     """Compile ``patternProperties`` keys once, with the validation engine's own regexes.
 
-    ECMA-262 semantics (Annex B spellings accepted), and a regex engine that is linear for
-    plain patterns and bounded in backtracking for the rest: Python's ``re`` could hang on
-    ``^(a+)+$`` with no way to stop it. A key that is not a regular expression is left out
-    (the checker reports it on its own).
+    Not Python's ``re``: it could hang on ``^(a+)+$`` with no way to stop it.
     """
     matchers = []
     for pattern in patterns:

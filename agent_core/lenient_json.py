@@ -1,14 +1,9 @@
 """A lenient JSON parser: strict JSON plus the slips models make that have exactly one reading.
 
-:class:`LenientParser` reads one value in a single pass with an explicit stack (no recursion, so
-no depth limit but :data:`MAX_DEPTH`), and records each repair it needed by name. It accepts
-trailing commas; single-quoted and typographic (“ ” ‘ ’) strings; Python ``True``/``False``/
-``None``; ``//``, ``/* */`` and ``#`` comments; unquoted identifier keys; raw control characters
-and unknown escapes inside strings (kept as written); and closing brackets missing at the very end
-of the text after a complete string, literal or bracket. Everything else stops it with a
-:class:`ParseFailure` that says where and why, and whether the text simply ran out (``truncated``).
-
-It is the scanner behind :mod:`agent_core.extract`; it knows nothing about prose, fences or tags.
+:class:`LenientParser` reads one value in a single pass with an explicit stack (bounded by
+:data:`MAX_DEPTH`) and names each repair it needed; anything else stops it with a
+:class:`ParseFailure` saying where, why, and whether the text ran out. It is the scanner behind
+:mod:`agent_core.extract` and knows nothing about prose, fences or tags.
 """
 
 from __future__ import annotations

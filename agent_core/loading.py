@@ -57,11 +57,7 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
 
 
 def _read_text(path: str | os.PathLike[str], what: str = "config file") -> tuple[str, str]:
-    """Return ``(source, text)`` of a UTF-8 file.
-
-    Raises:
-        ConfigFileError: The file is missing, a directory, unreadable or not UTF-8.
-    """
+    """Return ``(source, text)`` of a UTF-8 file."""
     source = os.fspath(path)
     try:
         raw = read_user_file(source)

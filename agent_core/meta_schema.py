@@ -1,9 +1,7 @@
 """The drafts' meta-schemas for the config-time checks: a validator each, and their text.
 
-The engine (``jsonschema_rs``) carries every supported draft's meta-schema and checks against
-it offline. The text of a meta-schema is needed only where a fault is worded from it: the
-draft-04 meta-schema's ``dependencies`` (``exclusiveMaximum`` needs ``maximum``), so that one
-document is shipped in ``meta_schema_files/`` (copied from the draft's published meta-schema).
+The engine carries every draft's meta-schema; the text is needed only to word a fault from it
+(draft-04's ``dependencies``), so that one document is shipped in ``meta_schema_files/``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 r"""Lone UTF-16 surrogates where Pydantic refuses them: object keys and JSON text.
 
-A dynamic model must accept what its schema accepts, and a key such as ``"\ud83d"`` (half an
-emoji) is a valid JSON key that Pydantic cannot hold. These are the slow paths the model classes
-of :mod:`agent_core.schema_model` take only when Pydantic refuses: build from a copy with
-stand-in keys and put the keys back, dump in Python, and read JSON text that spells a lone
-surrogate with Python's ``json`` module.
+A key such as ``"\ud83d"`` is a valid JSON key that Pydantic cannot hold. The model classes of
+:mod:`agent_core.schema_model` take these slow paths only when Pydantic refuses: build from a
+copy with stand-in keys and put the keys back, dump in Python, read such JSON with ``json``.
 """
 
 from __future__ import annotations

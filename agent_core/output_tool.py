@@ -1,17 +1,9 @@
 """The ``submit_result`` tool built from an output contract, in every provider's spelling.
 
-:func:`build_output_tool` turns a contract (a JSON Schema or a Pydantic model class) into an
-:class:`OutputTool`. The tool knows how each provider wants it written
-(:meth:`OutputTool.openai_tool`, :meth:`OutputTool.anthropic_tool`,
-:meth:`OutputTool.neutral_tool`, and the native structured output forms) and how to map each
-provider's answer back to the designer's shape (:meth:`OutputTool.unwrap`), so validation
-always judges against the designer's schema.
-:meth:`OutputTool.report` says, per dialect, what the provider enforces itself and what only
-agentshape's validation guarantees. See :mod:`agent_core.dialects` for the rules.
-
-Input tools get provider-safe names here too: :func:`provider_tool_name` spells a name such as
-``fs:read`` as ``fs_read``, and :class:`ToolNameMap` does so for a whole tool set without
-collisions, and maps the provider's names back.
+:func:`build_output_tool` turns a JSON Schema or Pydantic class into an :class:`OutputTool` that
+writes itself in each dialect, maps answers back to the designer's shape (:meth:`OutputTool.unwrap`)
+and reports what each provider enforces (rules in :mod:`agent_core.dialects`).
+:func:`provider_tool_name` and :class:`ToolNameMap` give input tools provider-safe names.
 """
 
 from __future__ import annotations
@@ -66,9 +58,6 @@ def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
         contract: A JSON Schema (object or boolean) or a Pydantic model class (its
             ``model_json_schema()``, with ``$defs`` and ``#/$defs/...`` references).
 
-    Returns:
-        The schema.
-
     Raises:
         InvalidSchemaError: When the contract is neither, the schema is not JSON, or the model
             class has no JSON Schema.
@@ -96,11 +85,7 @@ def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
 
 
 class _Dialects(Mapping[Dialect, ProviderSchema]):
-    """The schema compiled for each dialect, each compiled on first use.
-
-    A run needs one dialect (its provider's); compiling the strict ones is most of what
-    building an agent's contract costs, so a dialect nobody asks for is never compiled.
-    """
+    """The schema compiled for each dialect, each compiled on first use."""
 
     def __init__(self, schema: JsonValue, allow_narrowing: bool) -> None:
         self._schema = schema
@@ -245,9 +230,6 @@ class OutputTool:
         Args:
             dialect: ``neutral``, ``openai`` or ``anthropic``.
 
-        Returns:
-            The dialect's compile report.
-
         Raises:
             ConfigError: When ``dialect`` is not a dialect.
         """
@@ -287,9 +269,6 @@ class OutputTool:
         Args:
             value: A value valid for the designer's schema.
             dialect: The dialect to answer in.
-
-        Returns:
-            The provider-side arguments.
 
         Raises:
             ConfigError: When ``dialect`` is not a dialect.

@@ -1,16 +1,10 @@
 """Partial outputs: what a JSON value being written already says, and never more.
 
-:class:`PartialJson` takes the pieces of a JSON text as a model writes it (``submit_result``
-arguments, or a native/prompted reply) and reads the value its prefix already holds: finished
-members, finished and unfinished strings (a string only ever grows at its end), and nothing that
-could still change: a number, ``true``/``false``/``null`` or a key not yet finished is left out
-until it is. Each value read is thus a prefix of the final one, member by member. Reading is
-done by pydantic-core's partial JSON parser, again only when the text has grown by an eighth
-(or at the end), so a long output costs a few whole reads, not one a piece.
-
-:func:`partial_model` gives a Pydantic contract's partial class: the same fields, every one
-optional, nested classes partial too, constraints left to the final check; a partial value that
-still breaks it (a half-written enum string) loses the members at fault rather than failing.
+:class:`PartialJson` reads the value a prefix of JSON text already holds: finished members and
+strings, but no number, literal or key until it is finished, so each value read is a prefix of
+the final one. The text is re-read only when it has grown by an eighth (or at the end).
+:func:`partial_model` gives a Pydantic contract's partial class: every field optional, members
+that still break it dropped rather than failing.
 """
 
 from __future__ import annotations
@@ -55,9 +49,6 @@ class PartialJson:
 
     def feed(self, piece: str, *, final: bool = False) -> bool:
         """Add a piece of the text; return whether the value read from it changed.
-
-        The text is read again when it has grown by an eighth (at least 16 characters) since
-        the last read, or when ``final`` says no more pieces come.
 
         Args:
             piece: The next piece of the text.
@@ -141,11 +132,7 @@ def partial_value(model: type[BaseModel], value: JsonValue) -> BaseModel | None:
 
 
 def _without(value: JsonValue, locations: list[tuple[int | str, ...]]) -> JsonValue:
-    """Return ``value`` without the members at ``locations`` (a copy; ``value`` is kept).
-
-    A location that goes on past what ``value`` holds (a union branch's name) drops the
-    deepest member it does reach.
-    """
+    """Return ``value`` without the members at ``locations`` (a copy; ``value`` is kept)."""
     for location in sorted(locations, key=len, reverse=True):
         value, whole = _drop(value, location)
         if whole:

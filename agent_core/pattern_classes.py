@@ -1,15 +1,9 @@
 r"""ECMA-262 character-class escapes spelled out, for regex engines that read them otherwise.
 
-JSON Schema reads ``pattern`` as ECMA-262 without the ``u`` flag: ``\d`` is ``[0-9]``, ``\w`` is
-``[A-Za-z0-9_]`` and ``\b`` a boundary between those, all ASCII; ``\s`` is a fixed set of
-whitespace and line terminators. A provider that enforces a strict schema with another engine
-(Python's ``re``, RE2, a Unicode-aware grammar) may read the same escapes with Unicode classes
-and produce a value agentshape then rejects (``"٣"`` for ``\d``, ``"é"`` for ``\w``).
-
-:func:`explicit_classes` respells ``\d \D \w \W \s \S`` as the explicit classes ECMA-262 means,
-inside and outside ``[...]`` wherever that is possible and exact, and lists what it could not
-respell (``\b``, ``\B``, and a negated escape inside a class such as ``[^\W]``), so the compile
-report can say so.
+ECMA-262 reads ``\d``, ``\w`` and ``\b`` as ASCII; a provider enforcing a strict schema with
+another engine may read them as Unicode and produce a value agentshape rejects.
+:func:`explicit_classes` respells ``\d \D \w \W \s \S`` as explicit classes where that is exact,
+and lists what it could not respell so the compile report can say so.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The words agentshape adds to a conversation: the output section and the re-prompts.
+"""The words agentshape adds to a conversation: the output section, re-prompts and tool results.
 
-* :func:`enriched_system_prompt` appends the "Required Output Format" section as the LAST section
-  of the agent's own system prompt: in tool mode it names ``submit_result`` (whose parameters
-  carry the schema) and adds only what they cannot; in prompted mode it gives the schema as a
-  compact outline and asks for the JSON alone.
-* :func:`tool_retry_prompt` is the ``<output-validation-error>`` re-prompt after a
-  ``submit_result`` call that failed validation.
-* :func:`text_retry_prompt` is the text-mode re-prompt, which quotes the previous response.
-* :func:`tool_not_called_prompt` reminds a model that answered in text instead of calling the tool.
-* :data:`FORCE_REMINDER` and :data:`TOOLS_REQUIRED_REMINDER` stand in for a forced tool choice on
-  a provider that cannot force one; the other constants and functions below are the tool results
-  the run loop answers tool calls with. Every word a model reads from agentshape is here.
-
-Every function is deterministic: the same input gives the same text, and each validation error
-is stated once, in the order first given.
+:func:`enriched_system_prompt` appends the "Required Output Format" section last;
+:func:`tool_retry_prompt`, :func:`text_retry_prompt` and :func:`tool_not_called_prompt` are the
+re-prompts; the constants stand in for a forced tool choice or answer tool calls. Every function
+is deterministic, and each validation error is stated once, in the order first given.
 """
 
 from __future__ import annotations
@@ -155,9 +145,6 @@ def bad_tool_arguments(reason: str) -> str:
 def parameters_section(task: str, parameters_json: str) -> str:
     """Return the task with the run's parameters appended, as the model reads them.
 
-    A run started on its parameters alone (an empty task) is the labelled block by itself:
-    ``Parameters:`` and the JSON below it.
-
     Args:
         task: The user's task (empty when the parameters are the task).
         parameters_json: The parameters, rendered as indented JSON.
@@ -177,10 +164,8 @@ def enriched_system_prompt(
 ) -> str:
     """Return the system prompt with the "Required Output Format" section appended last.
 
-    In tool mode the tool's parameters already carry the schema, so the section names the tool
-    and adds only what its parameters cannot carry (``not_in_tool``). In prompted mode the
-    schema is given as a compact outline (:func:`~agent_core.schema_outline.schema_outline`)
-    with an instruction to stop after the JSON, so that a small output budget is enough.
+    In tool mode the section names the tool and adds only what its parameters cannot carry; in
+    prompted mode it gives the schema as a compact outline and asks for the JSON alone.
 
     Args:
         system_prompt: The agent's own system prompt (may be empty).
@@ -192,9 +177,6 @@ def enriched_system_prompt(
             parameters, one line each (``$.path: keyword ...``).
         end_marker: In prompted mode, the marker to write right after the JSON (the run's
             stop sequence, such as :data:`ANSWER_END`), or ``None`` for none.
-
-    Returns:
-        The enriched system prompt.
 
     Raises:
         ConfigError: When ``mode`` is neither ``tool`` nor ``prompted``.
@@ -242,9 +224,6 @@ def tool_retry_prompt(
         schema: The contract, repeated under "Required Schema" when given.
         tool_name: The output tool's name.
 
-    Returns:
-        The re-prompt.
-
     Raises:
         ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
@@ -279,9 +258,6 @@ def text_retry_prompt(
         issues: What was wrong; each distinct ``path: message`` is stated once.
         schema: The contract, repeated under "Required Schema" when given.
 
-    Returns:
-        The re-prompt.
-
     Raises:
         ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
@@ -311,9 +287,6 @@ def tool_not_called_prompt(tool_name: str = OUTPUT_TOOL_NAME) -> str:
 
     Args:
         tool_name: The output tool's name.
-
-    Returns:
-        The reminder.
     """
     return (
         "<output-tool-not-called>\n"

@@ -1,14 +1,9 @@
 """Schemas that a ``$ref`` may name by URI, held in memory: agentshape never fetches a schema.
 
-A contract may point outside itself (``{"$ref": "https://example.com/address.json"}``). Such a
-reference resolves only if the document was registered first with :func:`register_schema`; any
-other remote reference fails at compile time with a
-:class:`~agent_contracts.errors.SchemaReferenceError` that names it. The registry is library-wide
-and thread-safe. Compiled schemas that used a registered document are recompiled after the
-registry changes, so a re-registration is never served stale.
-
-The JSON Schema meta-schemas (draft-04 to 2020-12) are built into the validation engine and
-resolve without registration.
+A remote ``$ref`` resolves only to a document registered with :func:`register_schema`; any other
+fails at compile time with :class:`~agent_contracts.errors.SchemaReferenceError`. The registry is
+thread-safe, and schemas that used a document are recompiled after it changes. The draft
+meta-schemas resolve without registration.
 """
 
 from __future__ import annotations
@@ -44,11 +39,7 @@ _generation = 0
 
 
 def _normalize(uri: str) -> str:
-    """Return ``uri`` without surrounding space or an empty trailing fragment.
-
-    Raises:
-        ConfigError: If ``uri`` is empty, not a string, or has a non-empty fragment.
-    """
+    """Return ``uri`` without surrounding space or an empty trailing fragment."""
     if not isinstance(uri, str) or not uri.strip():
         raise ConfigError(f"a schema URI must be a non-empty string, got {uri!r}")
     text = uri.strip()
@@ -169,9 +160,6 @@ class RegistryRetriever:
 
         Args:
             uri: The absolute URI the engine needs.
-
-        Returns:
-            The registered document.
 
         Raises:
             LookupError: If nothing is registered under ``uri`` (the engine reports it, and the

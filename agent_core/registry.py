@@ -1,21 +1,10 @@
 """The named schema registry: reusable output schemas kept by name in a SQLite file.
 
-A caller can name a registered schema instead of sending it inline (seed 001). The registry keeps
-each schema's canonical JSON (sorted keys, compact separators) with a description, its hash (the
-same SHA-256 the run's analytics log as ``schema_hash``) and when it was created and last
-modified, in the ``output_schemas`` table of one SQLite file (default
-``.agentshape/schemas.db``).
-
-A schema is checked against its draft's meta-schema before it is stored, so the registry only ever
-holds schemas a run can use. Every operation opens its own short connection; writes take SQLite's
-write lock up front (``BEGIN IMMEDIATE``) and wait up to ``timeout`` seconds for another process
-that holds it, so two processes adding at once both succeed (or one is told the name is taken)
-and the file is never left half-written. Reading a registry that does not exist yet finds no
-schemas and creates nothing.
-
-:meth:`SchemaRegistry.resolve_output_schema` picks a run's output schema in the seed's order:
-the caller's inline schema, then a named one, then the agent's ``default_output_schema``; an
-agent's own ``output_schema`` is its contract and no caller may replace it.
+Each schema is stored as canonical JSON with a description, its hash (the ``schema_hash`` runs
+log) and its timestamps, after its meta-schema check. Every operation opens its own short
+connection; writes take the write lock up front (``BEGIN IMMEDIATE``) and wait up to ``timeout``
+seconds, so concurrent processes never leave the file half-written. Reading a registry that does
+not exist finds no schemas and creates nothing.
 """
 
 from __future__ import annotations
@@ -90,9 +79,6 @@ def check_schema_name(name: str, *, path: str = "<registry>") -> str:
         name: The proposed name.
         path: The registry file, named in the error.
 
-    Returns:
-        The name, unchanged.
-
     Raises:
         SchemaRegistryError: The name does not match :data:`SCHEMA_NAME_PATTERN`.
     """
@@ -125,11 +111,7 @@ def check_description(description: str | None, *, path: str, name: str) -> None:
 
 
 def _entry(row: tuple[object, ...], path: str) -> NamedSchema:
-    """Return a registry row as an entry.
-
-    Raises:
-        SchemaRegistryError: The row is damaged (a timestamp that is not a time...), naming it.
-    """
+    """Return a registry row as an entry."""
     name, description, digest, created, modified = row
     try:
         return NamedSchema.model_validate(
@@ -264,12 +246,7 @@ class SchemaRegistry:
         return row is not None
 
     def _row(self, name: str, columns: str) -> tuple[object, ...]:
-        """Return ``columns`` of the schema named ``name``.
-
-        Raises:
-            SchemaNotFoundError: No schema has that name.
-            SchemaRegistryError: The registry file cannot be read.
-        """
+        """Return ``columns`` of the schema named ``name``."""
         with self._connect("read", write=False, name=name) as connection:
             row = None
             if connection is not None:

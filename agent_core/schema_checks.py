@@ -1,21 +1,10 @@
 """Config-time checks of an output schema: the mistakes a designer makes, and what to change.
 
-:func:`check_output_schema` walks a JSON Schema and returns :class:`SchemaFinding` values, each
-with the JSON path of the problem, a severity and a message that says what to change:
-
-* errors make the schema unusable: it fails its draft's meta-schema, an ``enum`` is empty, a
-  minimum exceeds its maximum, a ``$ref`` points nowhere (or to the network), a ``pattern`` is not
-  a regular expression, a ``type`` is not a JSON type, ``required`` names a property that a closed
-  object can never have;
-* warnings point at schemas that work, but probably not as meant: an unknown keyword that looks
-  like a typo (``requried``, with a did-you-mean), a keyword that does not apply to the declared
-  type, keywords next to ``$ref`` that draft-07 ignores, a root that is not an object and will be
-  wrapped for tool calling.
-
-:func:`ensure_output_schema` is the raising variant used when an agent config is loaded.
-
-The module also exposes the small schema-walking vocabulary the provider dialects share:
-:func:`schema_draft`, :func:`subschemas` and :func:`child_path`.
+:func:`check_output_schema` returns :class:`SchemaFinding` values (path, severity, message):
+errors make the schema unusable, warnings point at schemas that probably do not work as meant
+(a likely typo, a keyword that does not apply to the type). :func:`ensure_output_schema` raises
+on errors. The schema-walking helpers the dialects share (:func:`schema_draft`,
+:func:`subschemas`, :func:`child_path`) live here too.
 """
 
 from __future__ import annotations
@@ -59,12 +48,8 @@ JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string
 """The seven JSON Schema type names."""
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
 KNOWN_FORMATS = frozenset(
-    _words(
+    str.split(
         "date date-time duration email hostname idn-email idn-hostname ipv4 ipv6 iri iri-reference "
         "json-pointer regex relative-json-pointer time uri uri-reference uri-template uuid"
     )
@@ -73,7 +58,7 @@ KNOWN_FORMATS = frozenset(
 
 
 _DRAFT_2019_ONLY = frozenset(
-    _words(
+    str.split(
         "$anchor $dynamicAnchor $dynamicRef $recursiveAnchor $recursiveRef $vocabulary "
         "contentSchema dependentRequired dependentSchemas deprecated maxContains minContains "
         "prefixItems unevaluatedItems unevaluatedProperties"
@@ -82,7 +67,7 @@ _DRAFT_2019_ONLY = frozenset(
 
 
 KNOWN_KEYWORDS = _DRAFT_2019_ONLY | frozenset(
-    _words(
+    str.split(
         "$comment $defs $id $ref $schema additionalItems additionalProperties allOf anyOf const "
         "contains contentEncoding contentMediaType default definitions dependencies description "
         "else enum examples exclusiveMaximum exclusiveMinimum format id if items maxItems "
@@ -119,16 +104,16 @@ _TYPE_SUGGESTIONS = {
 
 
 _TYPE_KEYWORDS: dict[str, frozenset[str]] = {
-    "string": frozenset(_words("minLength maxLength pattern contentEncoding contentMediaType")),
-    "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
+    "string": frozenset(str.split("minLength maxLength pattern contentEncoding contentMediaType")),
+    "number": frozenset(str.split("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
     "array": frozenset(
-        _words(
+        str.split(
             "items additionalItems prefixItems contains minItems maxItems uniqueItems minContains "
             "maxContains unevaluatedItems"
         )
     ),
     "object": frozenset(
-        _words(
+        str.split(
             "properties patternProperties additionalProperties required minProperties "
             "maxProperties propertyNames dependencies dependentRequired dependentSchemas "
             "unevaluatedProperties"
@@ -187,8 +172,6 @@ _FINDINGS: SchemaCache[str, list[SchemaFinding]] = schema_cache("agent_core.sche
 
 def check_output_schema(schema: JsonValue, *, source: str | None = None) -> list[SchemaFinding]:
     """Check an output schema the way an agent config is checked when it is loaded.
-
-    The findings are kept by the schema's hash, so checking the same schema again costs a hash.
 
     Args:
         schema: The designer's JSON Schema.

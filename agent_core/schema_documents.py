@@ -93,11 +93,7 @@ _MAX_META_SCHEMA_CHAIN = 16
 
 
 def _standard_draft(declared: str) -> int | None:
-    """Return the draft a standard ``$schema`` URI names, or ``None`` for any other URI.
-
-    Raises:
-        InvalidSchemaError: If the URI names draft-03 or older, which are not supported.
-    """
+    """Return the draft a standard ``$schema`` URI names, or ``None`` for any other URI."""
     parts = urlsplit(declared.strip())
     if parts.netloc.lower() not in {"json-schema.org", "www.json-schema.org"}:
         return None
@@ -231,9 +227,6 @@ def schema_hash(schema: Mapping[str, JsonValue] | bool) -> str:
 
     Args:
         schema: A JSON Schema.
-
-    Returns:
-        The hex digest.
 
     Raises:
         InvalidSchemaError: If the schema is not a JSON object or boolean made of JSON values.

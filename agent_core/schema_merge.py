@@ -19,23 +19,23 @@ __all__ = ["ANNOTATIONS", "CONTAINERS", "draft4_bounds", "flatten", "merge_schem
 JsonDict = dict[str, JsonValue]
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
 ANNOTATIONS = frozenset(
-    _words(
+    str.split(
         "title description default examples $comment deprecated readOnly writeOnly "
         "contentMediaType contentEncoding contentSchema discriminator"
     )
 )
 """Keywords that describe a value without constraining it."""
 
-CONTAINERS = frozenset(_words("$defs definitions $schema $id"))
+CONTAINERS = frozenset(str.split("$defs definitions $schema $id"))
 """Keywords that hold or name schemas without constraining the value."""
 
-_LOWER = frozenset(_words("minimum exclusiveMinimum minLength minItems minProperties minContains"))
-_UPPER = frozenset(_words("maximum exclusiveMaximum maxLength maxItems maxProperties maxContains"))
+_LOWER = frozenset(
+    str.split("minimum exclusiveMinimum minLength minItems minProperties minContains")
+)
+_UPPER = frozenset(
+    str.split("maximum exclusiveMaximum maxLength maxItems maxProperties maxContains")
+)
 _OBJECT = frozenset({"properties", "additionalProperties", "patternProperties"})
 
 

@@ -1,45 +1,16 @@
 """JSON Schema to an exact, dynamic Pydantic model.
 
-``model_from_schema(schema)`` returns a Pydantic model class that accepts exactly the values the
-schema accepts (Draft-7 by default; see :mod:`agent_core.compiled_schema` for drafts): no coercion
-(``"1"`` is not an integer, ``1.0`` is, ``True`` is not), with every keyword enforced, including
-those Pydantic has no type for (``patternProperties``, ``if``/``then``/``else``, ``oneOf``,
-formats...). Validation is one call into the compiled Rust engine; the model is then built
-without re-validating the data, so a valid value is never changed (nor copied: the model holds
-the given strings, numbers, lists and dicts).
+``model_from_schema(schema)`` returns a model class that accepts exactly the values the schema
+accepts: no coercion, every keyword enforced by one call into the compiled engine, and a valid
+value kept as given (never changed or copied). An object schema gives a :class:`SchemaModel`
+with a field per property (nested object schemas become nested classes); any other root gives a
+:class:`SchemaRootModel` whose ``root`` holds the value. A property name that is not a Python
+identifier or clashes with Pydantic gets a field name such as ``a_b`` or ``json_`` and keeps its
+JSON name as the alias.
 
-Shape of a model:
-
-* An object schema (``"type": "object"``) gives a :class:`SchemaModel`: each property is a field,
-  read as an attribute (``m.summary``). A property whose schema is an object with declared
-  properties becomes a nested ``SchemaModel``; an array of such objects becomes a list of them
-  (``m.issues[0].file``). Everything else (strings, numbers, unions, free-form maps, objects
-  without ``"type": "object"``...) is the plain JSON value. Properties the schema does not
-  declare are kept as Pydantic extras. Nested classes are named after their parent and property
-  (``OutputIssuesItem``) or their definition (``#/definitions/comment`` gives ``Comment``).
-* Any other root (an array, a string, a union, a boolean schema, an object schema that does not
-  say ``"type": "object"``) gives a :class:`SchemaRootModel`, whose ``root`` holds the value.
-* A property name that is not a Python identifier, or that clashes with a Pydantic attribute
-  (``json``, ``model_config``...), gets a field name such as ``a_b`` or ``json_`` and keeps its
-  JSON name as the alias. Build a model from JSON names; ``model_dump`` writes JSON names.
-* ``to_data()`` and ``model_dump(mode="json", by_alias=True, exclude_unset=True)`` give back the
-  validated value unchanged (properties that were absent stay absent).
-* The designer's schema is the class attribute ``__agentshape_schema__``; ``model_json_schema()``
-  returns a copy of it (``{}`` for the schema ``true``, ``{"not": {}}`` for ``false``). A nested
-  class carries its own subschema, whose ``$ref`` keywords point into the root schema.
-
-Invalid data raises Pydantic's ``ValidationError`` with one ``json_schema`` error per problem:
-``loc`` is the path, ``msg`` the python-jsonschema message and ``ctx["path"]`` the JSON path such
-as ``$.issues[0].severity``. A nested class validated on its own (``Nested.model_validate``)
-checks its subschema; one built directly with ``Nested(...)`` or ``model_construct`` is not
-checked until the root model that contains it is validated.
-
-Loading is cheap and cached: ``model_from_schema`` checks and compiles the schema (so every
-schema error is raised there) and creates the root class; nested classes and Pydantic's own
-validators are built when a model is first used (Pydantic's ``defer_build``). Models are cached
-by (schema hash, name, lenient), so loading the same fleet twice reuses the classes; compiled
-schemas are cached by (schema hash, lenient). :func:`clear_caches` empties both caches (to
-measure a cold load, or to free the memory of schemas no longer used).
+Invalid data raises Pydantic's ``ValidationError`` with one ``json_schema`` error per problem
+(``ctx["path"]`` is the JSON path). Nested classes and Pydantic's validators are built on first
+use; models and compiled schemas are cached (:func:`clear_caches` empties them).
 """
 
 from __future__ import annotations
@@ -139,9 +110,7 @@ class _Node(NamedTuple):
 class _Deferred:
     """Annotation metadata for a nested model type that is only built when Pydantic needs it.
 
-    Creating Pydantic classes is the slow part of loading a schema, so ``model_from_schema``
-    creates only the root class; a nested class (or list of them) is created the first time
-    Pydantic builds a validator that contains it.
+    Creating Pydantic classes is the slow part of loading a schema.
     """
 
     __slots__ = ("_factory", "_lock", "_resolved", "nullable")
@@ -372,11 +341,8 @@ def model_from_schema(
 ) -> type[SchemaModel] | type[SchemaRootModel]:
     """Return a Pydantic model class that accepts exactly the values ``schema`` accepts.
 
-    The class is a :class:`SchemaModel` when the schema is an object schema
-    (``"type": "object"``) and a :class:`SchemaRootModel` otherwise; both offer
-    ``model_validate``, ``model_validate_json`` and ``to_data``. Classes are cached by
-    (:func:`schema_hash`, ``name``, ``lenient``), so a second call with the same schema returns
-    the same class at the cost of one hash.
+    The class is a :class:`SchemaModel` for an object schema (``"type": "object"``) and a
+    :class:`SchemaRootModel` otherwise; the same schema, name and ``lenient`` give the same class.
 
     Args:
         schema: The JSON Schema (Draft-7 unless its ``$schema`` says otherwise).
@@ -509,8 +475,8 @@ def build_accepted(cls: type[BaseModel], data: object) -> BaseModel:
 def _parse_json(title: str, json_data: str | bytes | bytearray) -> object:
     r"""Parse JSON text strictly (no NaN or Infinity), as Pydantic's ``json_invalid`` error.
 
-    JSON text with a lone surrogate escape (``"\\ud83d"``) is JSON; Pydantic's parser refuses
-    it, so such text is read with Python's ``json`` module instead.
+    Pydantic refuses a lone surrogate escape (``"\\ud83d"``), which is JSON: such text is read
+    with Python's ``json`` instead.
     """
     try:
         return pydantic_core.from_json(json_data, allow_inf_nan=False)
@@ -558,11 +524,7 @@ _V = TypeVar("_V", bound=_Validating)
 
 
 class _SchemaBacked:
-    """What both model bases share: the schema a class was built from, and what it answers.
-
-    :meth:`agentshape_compiled`, and Pydantic's ``model_validate_json`` and
-    ``model_json_schema`` answered from the designer's schema.
-    """
+    """What both model bases share: the schema a class was built from, and what it answers."""
 
     __agentshape_schema__: ClassVar[JsonValue] = True
     """The designer's (sub)schema this class was built from."""
@@ -578,9 +540,6 @@ class _SchemaBacked:
 
         Args:
             lenient: Override whether formats are asserted; ``None`` keeps the model's setting.
-
-        Returns:
-            The compiled (sub)schema.
 
         Raises:
             SchemaError: If the class was not built by :func:`model_from_schema`.
@@ -627,11 +586,7 @@ class _SchemaBacked:
 
 
 class SchemaModel(_SchemaBacked, BaseModel):
-    """Base of every object-shaped model built by :func:`model_from_schema`.
-
-    Fields are the schema's properties; undeclared properties are kept as extras. See the
-    module docstring for aliases, nesting and what ``to_data`` returns.
-    """
+    """Base of every object-shaped model built by :func:`model_from_schema`."""
 
     model_config = ConfigDict(
         extra="allow",

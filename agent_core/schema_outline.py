@@ -1,10 +1,6 @@
 """A JSON Schema as a short TypeScript-like outline for a model to read: :func:`schema_outline`.
 
-The whole JSON Schema costs a small model most of its context and a paid API most of a run's
-prompt tokens, and says little a model needs beyond the shape. The outline keeps what a model
-acts on: each property's type (``?`` marks an optional one), enums and constants as literals,
-unions with ``|``, arrays as ``T[]``, and every constraint and description as a ``//`` comment
-after the line it belongs to::
+The outline keeps what a model acts on, at a fraction of the schema's tokens::
 
     {
       summary: string  // minLength 50
@@ -12,9 +8,8 @@ after the line it belongs to::
       tags?: ("bug" | "style")[]  // minItems 1
     }
 
-Local ``$ref`` targets are written out where used, and a reference back into one still being
-written is named instead (``Node``), so a recursive schema ends. The outline is guidance only:
-agentshape's validation still judges every reply against the schema itself.
+A reference back into a definition still being written is named (``Node``), so a recursive
+schema ends. The outline is guidance only: validation still judges every reply.
 """
 
 from __future__ import annotations

@@ -334,10 +334,7 @@ def _within(value: float, low: tuple[float, bool] | None, high: tuple[float, boo
 
 
 def _pointer(root: JsonValue, ref: str) -> JsonValue:
-    """Resolve a local ``$ref`` (``#``, ``#/definitions/x``...) with the core's pointer rules.
-
-    Anything else (a remote reference, a pointer that leads nowhere) is ``{}``: no constraint.
-    """
+    """Resolve a local ``$ref`` (``#``, ``#/definitions/x``...) with the core's pointer rules."""
     if not ref.startswith("#"):
         return {}
     found = resolve_pointer(root, ref[1:])
@@ -347,9 +344,8 @@ def _pointer(root: JsonValue, ref: str) -> JsonValue:
 def _merge(base: JsonValue, extra: JsonValue) -> JsonValue:
     """Merge two schemas for generation, as the core merges ``allOf`` where it can.
 
-    Where the core's :func:`merge_schemas` cannot merge (a conflict it will not resolve), the
-    generator still needs one schema to aim at: properties and ``required`` unite, bounds
-    tighten, and ``extra`` wins elsewhere (the engine then judges the value it makes).
+    Where the core cannot merge, properties and ``required`` unite, bounds tighten and ``extra``
+    wins elsewhere: the generator still needs one schema to aim at.
     """
     if not isinstance(base, dict) or not isinstance(extra, dict):
         return extra if isinstance(base, dict) and not base else base

@@ -26,31 +26,24 @@ __all__ = [
 ]
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-_SCHEMA_MAPS = frozenset(_words("properties patternProperties $defs definitions dependentSchemas"))
+_SCHEMA_MAPS = frozenset(
+    str.split("properties patternProperties $defs definitions dependentSchemas")
+)
 _SCHEMA_SINGLES = frozenset(
-    _words(
+    str.split(
         "additionalProperties additionalItems unevaluatedProperties unevaluatedItems contains "
         "propertyNames not if then else contentSchema items"
     )
 )
-_SCHEMA_LISTS = frozenset(_words("allOf anyOf oneOf prefixItems items"))
+_SCHEMA_LISTS = frozenset(str.split("allOf anyOf oneOf prefixItems items"))
 
 
 def child_path(path: str, key: str | int) -> str:
     """Return the JSON path of ``key`` under ``path``: ``$.a.b``, ``$.a[0]`` or ``$.a["x-y"]``.
 
-    Paths are spelled as :func:`agent_core.json_paths.format_path` spells them.
-
     Args:
         path: The parent's JSON path.
         key: A property name or an array index.
-
-    Returns:
-        The child's JSON path.
     """
     return path + format_path([key])[1:]
 

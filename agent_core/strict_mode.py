@@ -1,17 +1,10 @@
 """Compile a JSON Schema under a provider's strict-mode rules, or say why it cannot be done.
 
-:class:`StrictCompiler` turns a designer's schema into the subset OpenAI's or Anthropic's strict
-mode accepts (rules from the providers' documentation, see ``PROVIDERS.md``): every object closed
-with ``additionalProperties: false``, ``$ref`` targets collected in ``$defs``, ``allOf`` merged,
-``oneOf`` sent as ``anyOf``, multi-type schemas split into ``anyOf``, and (OpenAI) every property
-required, optional ones made nullable. Each keyword a provider does not support moves into the
-node's description and is noted. Whatever would change which values the provider can produce
-(``not``, ``if``, an object open to undeclared properties, a free-form value...) is noted as
-``blocks strict``, and the caller falls back to non-strict.
-
-The walk over the document is :class:`~agent_core.schema_transformer.SchemaTransformer`'s;
-this module holds the rules. Alongside the schema the compiler builds a plan: where strict mode
-forced nulls, so that the provider's answer can be mapped back to the designer's shape.
+:class:`StrictCompiler` turns a schema into the subset OpenAI's or Anthropic's strict mode accepts
+(rules in ``PROVIDERS.md``): objects closed, ``$ref`` targets in ``$defs``, ``allOf`` merged,
+``oneOf`` as ``anyOf``, and (OpenAI) optional properties required and nullable. Unsupported
+keywords move into the description; whatever would change which values the provider can produce
+is noted as ``blocks strict``. The plan it builds says where nulls were forced, to map answers back.
 """
 
 from __future__ import annotations
@@ -39,36 +32,32 @@ from agent_core.strict_plans import (
 __all__ = ["StrictCompiler", "inferred_types"]
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
 _FAMILIES: dict[str, frozenset[str]] = {
     "object": frozenset(
-        _words(
+        str.split(
             "properties required additionalProperties patternProperties propertyNames "
             "minProperties maxProperties"
         )
     ),
     "array": frozenset(
-        _words("items minItems maxItems uniqueItems contains minContains maxContains")
+        str.split("items minItems maxItems uniqueItems contains minContains maxContains")
     ),
-    "string": frozenset(_words("minLength maxLength pattern format")),
-    "number": frozenset(_words("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
+    "string": frozenset(str.split("minLength maxLength pattern format")),
+    "number": frozenset(str.split("minimum maximum exclusiveMinimum exclusiveMaximum multipleOf")),
 }
 _TYPES = frozenset(JSON_TYPES)
-_BLOCKING = _words(
+_BLOCKING = str.split(
     "not dependencies dependentRequired dependentSchemas unevaluatedProperties "
     "unevaluatedItems prefixItems $dynamicRef $recursiveRef"
 )
 _NOT_KEYWORDS = {
-    4: frozenset(_words("const contains propertyNames if then else")),
-    6: frozenset(_words("if then else")),
+    4: frozenset(str.split("const contains propertyNames if then else")),
+    6: frozenset(str.split("if then else")),
     2019: frozenset({"dependencies"}),
     2020: frozenset({"dependencies"}),
 }
 """Words that are keywords in some drafts but not in these: a schema means nothing by them."""
-_NO_EFFECT = frozenset(_words("then else additionalItems $anchor $dynamicAnchor"))
+_NO_EFFECT = frozenset(str.split("then else additionalItems $anchor $dynamicAnchor"))
 _KNOWN = (
     ANNOTATIONS
     | CONTAINERS
@@ -97,9 +86,6 @@ def inferred_types(schema: JsonDict) -> list[str]:
 
 class StrictCompiler(SchemaTransformer):
     """Compiles one schema under one provider's strict rules, collecting notes.
-
-    The walk (``$ref`` into ``$defs``, ``allOf`` merged, notes) is :class:`SchemaTransformer`'s;
-    this class says what each plain node becomes: per JSON type, unions and literals.
 
     Attributes:
         rules: What the provider's strict mode accepts.
@@ -408,12 +394,7 @@ class StrictCompiler(SchemaTransformer):
         return out, UnionPlan(tuple(plans)) if any(plan for _, plan in plans) else None
 
     def _ambiguous(self, plans: list[tuple[JsonDict, Plan]]) -> tuple[int, int] | None:
-        """Return two branches whose answers may overlap but map back differently, if any.
-
-        An answer is mapped back with the plan of the first compiled branch that accepts it.
-        That is exact when branches that can accept the same answer have the same plan, or
-        when they cannot (different JSON types, or a required property with disjoint values).
-        """
+        """Return two branches whose answers may overlap but map back differently, if any."""
         for second in range(1, len(plans)):
             for first in range(second):
                 (left, left_plan), (right, right_plan) = plans[first], plans[second]
@@ -541,10 +522,7 @@ class StrictCompiler(SchemaTransformer):
     def _produces_null(
         self, compiled: JsonValue, unsure: bool, seen: frozenset[str] = frozenset()
     ) -> bool:
-        """Whether a compiled (strict-subset) schema accepts null; ``unsure`` when unknown.
-
-        A ``$defs`` entry still being compiled (a recursive reference) is unknown.
-        """
+        """Whether a compiled (strict-subset) schema accepts null; ``unsure`` when unknown."""
         if not isinstance(compiled, dict) or not compiled:
             return unsure
         ref = compiled.get("$ref")

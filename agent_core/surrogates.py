@@ -1,18 +1,10 @@
 r"""Lone UTF-16 surrogates in JSON values: judged as strings, shown escaped.
 
-JSON text may spell half a surrogate pair (``"\ud83d"``, half an emoji); Python's ``json``
-module reads it as a one-character string that cannot be encoded as UTF-8. JSON Schema sees an
-ordinary string of one code point. The validation engine works on UTF-8 and fails on such a
-string, so :func:`mask_surrogates` gives it a stand-in: each distinct surrogate becomes a
-private-use character (U+E000 to U+F8FF) that appears nowhere in the value or the schema. A
-stand-in is one code point like the surrogate, matches the same ``.``, ``\S`` and BMP ranges, and
-equals nothing the schema names, so the engine's verdict on the stand-in is its verdict on the
-original. :meth:`Masked.text` turns the stand-ins in a message back into the escape ``\ud83d``
-(what ``repr`` prints), and :func:`escape_surrogates` escapes a text for a message or a log line.
-
-A conversation sent back to a provider carries a lone surrogate as its escape (the providers'
-request bodies are written by :mod:`agent_core.json_text`'s one policy), while the turn as
-received is what is judged.
+JSON may spell half a surrogate pair (``"\ud83d"``); the engine works on UTF-8 and fails on it.
+:func:`mask_surrogates` replaces each distinct surrogate with a private-use character found
+nowhere in the value or schema: one code point that matches the same ``.``, ``\S`` and ranges and
+equals nothing the schema names, so the engine's verdict is unchanged. :meth:`Masked.text` turns
+stand-ins in a message back into the escape; :func:`escape_surrogates` escapes a text.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Files a user names: read only regular ones within a cap; write whole files or nothing.
 
-A FIFO named ``agent.yml`` would hang a plain ``open``; ``/dev/zero`` would fill memory. Every
-file agentshape reads because a user named it (an agent config, a schema, a task or result file,
-a file to ``validate``) goes through :func:`read_user_file`, which refuses both with an
-:class:`OSError` whose ``strerror`` says why, so each caller's usual "cannot read ..." message
-names the problem.
+A FIFO named ``agent.yml`` would hang a plain ``open`` and ``/dev/zero`` would fill memory:
+:func:`read_user_file` refuses both with an :class:`OSError` whose ``strerror`` says why.
 """
 
 from __future__ import annotations
@@ -42,9 +39,6 @@ def read_user_file(path: Path | str, *, max_bytes: int = MAX_CONFIG_BYTES) -> by
     Args:
         path: The file.
         max_bytes: The most bytes read; a larger file is refused.
-
-    Returns:
-        The file's content.
 
     Raises:
         OSError: The file is missing (``FileNotFoundError``), a directory

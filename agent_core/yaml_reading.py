@@ -1,12 +1,10 @@
 """Read one YAML document into a node tree and JSON data, within bounds.
 
-The node tree is kept beside the data so that an error found in the data maps back to a line.
-YAML is read with ``SafeLoader`` subclasses (no Python objects are ever built) that leave
-timestamps as strings, so every value is plain JSON data. libyaml's C parser reads a document
-when it is installed (a large file in a fraction of the time); a document it refuses is read
-again by the pure-Python parser, whose messages name the problem and its line. Aliases that
-expand too far or refer to themselves, nesting deeper than ``MAX_JSON_DEPTH`` and integers past
-Python's digit limit are each one :class:`~agent_contracts.errors.ConfigFileError`.
+The node tree is kept so that an error found in the data maps back to a line. Loaders build no
+Python objects and leave timestamps as strings. libyaml's C parser is used when installed; a
+document it refuses is read again by the pure-Python parser, whose messages name the line.
+Aliases that expand too far, too deep nesting and huge integers are each one
+:class:`~agent_contracts.errors.ConfigFileError`.
 """
 
 from __future__ import annotations
@@ -118,12 +116,7 @@ def _read_with(
 
 
 def _check_expansion(root: yaml.Node, source: str) -> None:
-    """Refuse documents whose aliases expand to a huge or endless value.
-
-    Raises:
-        ConfigFileError: An alias refers to a node that contains it, or the document, with its
-            aliases expanded, holds more than ``_MAX_VALUES`` values.
-    """
+    """Refuse documents whose aliases expand to a huge or endless value."""
     sizes: dict[int, tuple[int, bool]] = {}  # values once expanded; whether an alias is inside
     open_nodes: set[int] = set()
 

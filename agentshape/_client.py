@@ -8,10 +8,8 @@
         result = client.start_session("reviewer", "Review PR 1", output_type=Review)
         result.output  # a Review, validated by the service and again here
 
-The calls are written once, without I/O (:mod:`agentshape._client_calls`); this module and
-:mod:`agentshape._async_client` only send what they yield, blocking (httpx2's ``Client``) or
-awaiting (its ``AsyncClient``), and turn a request that gets no answer into
-:class:`~agentshape._client_errors.APIConnectionError`.
+It sends what :mod:`agentshape._client_calls` yields and turns a request that gets no answer
+into :class:`~agentshape._client_errors.APIConnectionError`.
 """
 
 from __future__ import annotations
@@ -430,7 +428,7 @@ class Agents:
         return self._client._send(self._client._calls.agent_get(name))
 
     def create(self, config: Mapping[str, JsonValue]) -> AgentInfo:
-        """Create an agent from its config (seed 000's blueprint, or the ``kb.agent/1`` form).
+        """Create an agent from its config (the blueprint or the ``kb.agent/1`` form).
 
         Raises:
             ConfigError: The config has problems ``agentshape list`` reports (all of them), or

@@ -1,16 +1,9 @@
 """Every call of the Python client, written once without I/O: requests out, answers in.
 
-Each call is a generator (:data:`Exchange`) that yields the requests it needs and is sent each
-answer; what it returns is the call's result, and it raises the call's typed error. The blocking
-:class:`~agentshape.Client` and the :class:`~agentshape.AsyncClient` only send what a call yields
-(:mod:`agentshape._client`, :mod:`agentshape._async_client`), so the two cannot drift apart. An
-answer that is not what the service sends (a proxy's page, a body of another shape) is an
-:class:`~agentshape._client_errors.APIError` too, never a bare parsing error.
-
-A waited run is one request when the service puts the ended run's result in its answer, and
-falls back to ``GET /sessions/{id}/result`` when it does not. A wait longer than the service's
-longest (``wait`` is at most 120 s a request) is the same request sent again: it carries an
-``Idempotency-Key``, so the service answers with the run already stored and waits for it again.
+Each call is a generator (:data:`Exchange`) that yields its requests and is sent each answer, so
+the blocking and async clients cannot drift apart. An answer of the wrong shape is an
+:class:`~agentshape._client_errors.APIError`. A wait longer than the service's longest per
+request is the same request sent again with its ``Idempotency-Key``.
 """
 
 from __future__ import annotations
@@ -376,11 +369,7 @@ def refused(calls: Calls, answer: httpx2.Response) -> Exchange[None]:
 
 
 def _parsed(adapter: TypeAdapter[T], value: JsonValue, answer: httpx2.Response) -> T:
-    """Return an answer's JSON read as ``adapter``'s type.
-
-    Raises:
-        APIError: The JSON is not of that shape (``UnexpectedAnswer``).
-    """
+    """Return an answer's JSON read as ``adapter``'s type."""
     try:
         return adapter.validate_python(value)
     except PydanticValidationError as error:

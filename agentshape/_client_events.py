@@ -45,7 +45,7 @@ class RunEvent:
 
 @dataclass(frozen=True)
 class RunResultEvent:
-    """A completed run's result (seed 000's ``result`` event): exactly one of the two is set.
+    """A completed run's result (the ``result`` event): exactly one of the two is set.
 
     Attributes:
         session_id: The run's session.

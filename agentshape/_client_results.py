@@ -55,7 +55,7 @@ class _Answer(BaseModel):
 
 
 class RunFailure(_Answer):
-    """Why a run failed (seed 000's failure shape)."""
+    """Why a run failed."""
 
     type: str
     """``output_schema_validation_failed``, ``provider_timeout``, ``cancelled``..."""
@@ -70,7 +70,7 @@ class RunFailure(_Answer):
 
 
 class ResultValidation(_Answer):
-    """How a result was validated: seed 001's ``schema_validation``."""
+    """How a result was validated (``schema_validation``)."""
 
     valid: bool
     """Whether the result met the schema."""

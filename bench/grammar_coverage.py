@@ -7,7 +7,7 @@ prints, per category and in total, the share of schemas whose every validation k
 grammar carries, so that nothing is left to validation and the re-ask:
 
 - agentshape: :func:`agent_core.gbnf_grammar.schema_to_gbnf` gives no notes;
-- llama.cpp: :func:`agent_core.grammar_limits.grammar_notes`, the keywords llama.cpp's own
+- llama.cpp: :func:`bench.llamacpp_grammar.grammar_notes`, the keywords llama.cpp's own
   ``json_schema_to_grammar`` is documented to leave out, gives none.
 
 Both count keywords, not decoding: a keyword is carried when the grammar enforces it. It also
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_core.gbnf_grammar import schema_to_gbnf
-from agent_core.grammar_limits import grammar_notes
+from bench.llamacpp_grammar import grammar_notes
 
 DEFAULT_DIR = (
     Path(os.environ.get("AGENTSHAPE_CONFORMANCE_DIR") or "/work/shared/conformance")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agent_core.grammar_limits import grammar_notes
+from bench.llamacpp_grammar import grammar_notes
 
 
 def test_a_schema_the_grammar_covers_has_no_notes() -> None:

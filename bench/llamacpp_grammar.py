@@ -1,4 +1,4 @@
-"""What llama.cpp's grammar cannot express of a schema: :func:`grammar_notes`.
+"""What llama.cpp's own schema-to-grammar converter leaves out of a schema: :func:`grammar_notes`.
 
 llama.cpp's servers turn a response schema (``{"type": "json_object", "schema": ...}``) into a
 grammar that constrains decoding. The grammar covers types, ``properties``/``required``/
@@ -13,12 +13,8 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
+from agent_core.gbnf_grammar import GRAMMAR_FORMATS
 from agent_core.schema_walk import subschemas
-
-__all__ = ["GRAMMAR_FORMATS", "grammar_notes"]
-
-GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid"})
-"""The string formats llama.cpp's grammar produces exactly."""
 
 _UNEXPRESSED = (
     "minimum",
