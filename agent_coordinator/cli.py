@@ -26,7 +26,7 @@ from agent_coordinator.call_limits import StoreCallLimiter
 from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
-from agent_coordinator.runner import Runner
+from agent_coordinator.runner import POLL_S, WOKEN_POLL_S, Runner
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
@@ -123,6 +123,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="most tokens one model's calls use a minute, across every process on the database",
     )
     parser.add_argument(
+        "--poll",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds an idle runner waits before looking for stored runs again when nothing "
+        f"wakes it (default {POLL_S} on SQLite; {WOKEN_POLL_S} on PostgreSQL, where "
+        "the database wakes it when a run is stored)",
+    )
+    parser.add_argument(
         "--max-claims",
         type=_positive,
         default=DEFAULT_MAX_CLAIMS,
@@ -135,6 +144,24 @@ def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    """Read a positive number of seconds (argparse reports a bad one and exits 2)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
+
+
+def _poll_s(args: argparse.Namespace, store: SqlStore) -> float:
+    """Return ``--poll``, or the default for a store that does or does not wake runners."""
+    if args.poll is not None:
+        return float(args.poll)
+    return WOKEN_POLL_S if store.wakes_runners else POLL_S
 
 
 def _http(parser: argparse.ArgumentParser, *, port: int, when: str = "") -> None:
@@ -329,6 +356,7 @@ def _services(args: argparse.Namespace) -> Services:
             execution,
             workers=args.workers,
             lease_s=args.lease,
+            poll_s=_poll_s(args, store),
             max_claims=args.max_claims,
             on_finished=services.notifier.notify,
         )
@@ -533,7 +561,12 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _log_to(err)
     store, execution = _open(args)
     runner = Runner(
-        store, execution, workers=args.workers, lease_s=args.lease, max_claims=args.max_claims
+        store,
+        execution,
+        workers=args.workers,
+        lease_s=args.lease,
+        poll_s=_poll_s(args, store),
+        max_claims=args.max_claims,
     )
     sweeper = None if args.retain_days is None else Sweeper(store, args.retain_days)
     out.write(

@@ -16,6 +16,7 @@ from pydantic import JsonValue
 
 from agent_coordinator.errors import Conflict, NotFound
 from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS, EXPIRED_CLAIMS, ClaimLog
+from agent_coordinator.store.listener import RUN_ENDED, RUN_QUEUED
 from agent_coordinator.store.records import (
     TERMINAL,
     Claim,
@@ -117,6 +118,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
         self._note_error(cursor, error)
         self._roll_up(cursor, run_id, run.agent_name, now)
         self._enqueue_webhook(cursor, run, now)
+        self._notify(cursor, RUN_ENDED, run_id)
 
     def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
         """Hand one particular waiting run to ``owner`` (a parent running its child itself).
@@ -138,32 +140,28 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
         lease_s: float,
         now: float,
     ) -> Claim | None:
+        # Each write returns what the claim hands over, so a claim is three statements.
         row = self._exec(
             cursor,
             "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
             "claims = claims + 1, started_at = COALESCE(started_at, ?) "
-            f"WHERE id = ({subquery}) RETURNING {RUN_COLUMNS}",
+            f"WHERE id = ({subquery}) RETURNING {RUN_COLUMNS}, progress",
             (owner, now + lease_s, now, *params),
         ).fetchone()
         if row is None:
             return None
-        run = run_record(row)
-        self._exec(
+        run = run_record(row[:-1])
+        progress = loads(row[-1])
+        found = self._exec(
             cursor,
-            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
+            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ? "
+            "RETURNING transcript",
             (now, run.session_id),
-        )
+        ).fetchone()
+        transcript = read_transcript(found[0]) if found is not None else []
         self._insert_events(
             cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
         )
-        found = self._exec(
-            cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
-        ).fetchone()
-        transcript = read_transcript(found[0]) if found is not None else []
-        recorded = self._exec(
-            cursor, "SELECT progress FROM runs WHERE id = ?", (run.id,)
-        ).fetchone()
-        progress = loads(recorded[0]) if recorded is not None else None
         return Claim(
             run=run,
             transcript=transcript,
@@ -295,13 +293,16 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
             status = ended.status
             session_id = ended.session_id
             self._enqueue_webhook(cursor, ended, now)
+            self._notify(cursor, RUN_ENDED, run_id)
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
-            for number, attempt in enumerate(attempts, start=1):
-                self._exec(
-                    cursor,
-                    "INSERT INTO attempts (run_id, number, data) VALUES (?, ?, ?)",
-                    (run_id, number, dumps(stored_attempt(attempt))),
-                )
+            self._insert_rows(
+                cursor,
+                "attempts (run_id, number, data)",
+                [
+                    (run_id, number, dumps(stored_attempt(attempt)))
+                    for number, attempt in enumerate(attempts, start=1)
+                ],
+            )
             self._insert_events(cursor, run_id, events, now)
             self._lean_attempt_events(cursor, run_id, attempts)
             self._note_error(cursor, error)
@@ -371,6 +372,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 (now, str(row[0])),
             )
             self._insert_events(cursor, run_id, [("run_requeued", {"reason": "shutdown"})], now)
+            self._notify(cursor, RUN_QUEUED, run_id)
         return True
 
     def request_cancel(self, run_id: str) -> RunRecord:
@@ -409,6 +411,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
                 self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
                 self._note_error(cursor, {"type": "cancelled"})
                 self._roll_up(cursor, run_id, agent_name, now)
+                self._notify(cursor, RUN_ENDED, run_id)
             else:
                 self._exec(
                     cursor,
@@ -449,12 +452,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups):
         events: Sequence[tuple[str, dict[str, JsonValue]]],
         now: float,
     ) -> None:
-        for kind, data in events:
-            self._exec(
-                cursor,
-                "INSERT INTO events (run_id, type, data, created_at) VALUES (?, ?, ?, ?)",
-                (run_id, kind, dumps(data), now),
-            )
+        self._insert_rows(
+            cursor,
+            "events (run_id, type, data, created_at)",
+            [(run_id, kind, dumps(data), now) for kind, data in events],
+        )
 
     def add_events(self, run_id: str, events: Sequence[tuple[str, dict[str, JsonValue]]]) -> None:
         """Append events to a run's log."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pydantic import JsonValue
 
 from agent_coordinator.errors import Conflict, NotFound
+from agent_coordinator.store.listener import RUN_QUEUED
 from agent_coordinator.store.records import NewRun, RunRecord, SessionRecord
 from agent_coordinator.store.sql import (
     RUN_COLUMNS,
@@ -105,11 +106,11 @@ class RunQueries(SqlBase):
                 ).rowcount
                 if updated == 0:  # deleted (PostgreSQL) since it was read above
                     raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
-            self._exec(
+            row = self._exec(
                 cursor,
                 f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
                 "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, 0, ?, NULL, "
-                "NULL)",
+                f"NULL) RETURNING {RUN_COLUMNS}",
                 (
                     new.id,
                     new.session_id,
@@ -120,10 +121,8 @@ class RunQueries(SqlBase):
                     new.request_hash,
                     now,
                 ),
-            )
-            row = self._exec(
-                cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (new.id,)
             ).fetchone()
+            self._notify(cursor, RUN_QUEUED, new.id)
         assert row is not None
         return run_record(row), True
 
