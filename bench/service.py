@@ -200,6 +200,8 @@ class Side:
         self.runs = 0
         self.seconds = 0.0
         self.cpu = 0.0
+        self.database_cpu = 0.0
+        """Of :attr:`cpu`, what the database server's processes spent."""
 
     @property
     def rate(self) -> float:
@@ -273,12 +275,12 @@ class Callers:
 
 
 async def throughput(
-    env: dict[str, str], url: str, cpu: Callable[[], float], runs: int
+    env: dict[str, str], url: str, cpu: Callable[[], tuple[float, float]], runs: int
 ) -> tuple[Side, Side]:
     """Measure both sides in alternating rounds, so both see the same load on a shared machine.
 
-    ``cpu`` reads the CPU seconds the service's side has spent so far (its processes, and the
-    database server's).
+    ``cpu`` reads the CPU seconds the service's processes and the database server's processes
+    have spent so far.
     """
     from agent_core.loading import load_agent_config
     from agent_executor import Agent, NullAnalytics, run_many
@@ -301,10 +303,12 @@ async def throughput(
             library.cpu += time.process_time() - own
             library.runs += share
             assert all(result.ok for result in results), "a library run failed"
-            started, spent = time.perf_counter(), cpu()
+            started, (spent, database) = time.perf_counter(), cpu()
             await callers.wave(share)
             service.seconds += time.perf_counter() - started
-            service.cpu += cpu() - spent
+            now_spent, now_database = cpu()
+            service.cpu += now_spent + now_database - spent - database
+            service.database_cpu += now_database - database
             service.runs += share
     finally:
         await callers.close()
@@ -394,7 +398,8 @@ def _report(name: str, library: Side, served: Side, workers: int) -> None:
     )
     print(
         f"service[{name}]: {served.rate:.1f} runs/s (HTTP + {name} + {workers} runners; "
-        f"{served.cpu / served.runs * 1000:.1f} ms of CPU a run, database server included)"
+        f"{served.cpu / served.runs * 1000:.1f} ms of CPU a run, of which the database server "
+        f"{served.database_cpu / served.runs * 1000:.1f})"
     )
     cpu_ratio = (served.cpu / served.runs) / (library.cpu / library.runs)
     print(f"service_cpu_vs_library[{name}]: {cpu_ratio:.2f} ({load_average()})")
@@ -433,7 +438,7 @@ def main() -> int:
             )
             try:
                 library, served = asyncio.run(
-                    throughput(env, url, lambda: tree_cpu(service.pid), args.runs)
+                    throughput(env, url, lambda: (tree_cpu(service.pid), 0.0), args.runs)
                 )
                 _report("sqlite", library, served, args.workers)
                 print(f"service_vs_library: {served.rate / library.rate:.2f} ({load_average()})")
@@ -450,7 +455,10 @@ def main() -> int:
                     try:
                         library, served = asyncio.run(
                             throughput(
-                                env, url, lambda: tree_cpu(service.pid, postmaster), args.runs
+                                env,
+                                url,
+                                lambda: (tree_cpu(service.pid), tree_cpu(postmaster)),
+                                args.runs,
                             )
                         )
                         _report("postgres", library, served, args.workers)
