@@ -27,6 +27,7 @@ from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
 from agent_coordinator.runner import POLL_S, WOKEN_POLL_S, Runner
+from agent_coordinator.runner_processes import RunnerProcesses
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
@@ -56,6 +57,9 @@ __all__ = [
 
 DEFAULT_PORT = 8600
 """The port ``serve`` listens on unless told otherwise."""
+_RUNNER_STOP_S = 30.0
+"""Seconds a runner process ``serve`` started has to stop (its runs in flight get the runner's
+grace period, then go back to the queue) before it is killed."""
 _SHUTDOWN_GRACE_S = 3
 """Seconds open HTTP responses get when the server is asked to stop."""
 DEFAULT_MCP_PORT = 8601
@@ -214,6 +218,14 @@ def register(commands: Subcommands) -> None:
     _common(serve)
     _http(serve, port=DEFAULT_PORT)
     serve.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
+    serve.add_argument(
+        "--processes",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="run runs in N processes: this one and N-1 runner processes it starts and stops, "
+        "each with --workers runners (default 1; about one a core)",
+    )
     serve.add_argument(
         "--webhook-secret",
         default=None,
@@ -463,11 +475,13 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     hosts = AllowedHosts.for_address(args.host, args.allowed_host)
     app = create_app(services, mcp_host=args.host if mcp else None, hosts=hosts)
     _settle(services.execution)
+    processes = _runner_processes(args)
     sock, url = _listen(args.host, args.port)
+    processes.start()
     out.write(
         f"agentshape serve: listening on {url} (docs at /docs)\n"
         + _describe(services.store, services.execution, args)
-        + f"  runners:  {args.workers} in this process\n"
+        + f"  runners:  {args.workers} in this process{_describe_processes(args, processes)}\n"
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
         + f"  webhooks: {webhooks}\n"
         + f"  hosts:    {hosts.describe()}\n"
@@ -479,9 +493,50 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     )
     out.flush()
-    _serve(app, sock, services)
+    try:
+        _serve(app, sock, services)
+    finally:
+        processes.stop()
     out.write("agentshape serve: stopped\n")
     return 0
+
+
+def _runner_processes(args: argparse.Namespace) -> RunnerProcesses:
+    """Return (not started) the runner processes ``--processes`` asks for, with serve's options.
+
+    Raises:
+        ConfigError: More processes than one were asked for without workers to run runs.
+    """
+    if args.processes > 1 and args.workers < 1:
+        raise ConfigError(
+            "--processes runs runs in more processes: it needs --workers of 1 or more"
+        )
+    argv = [
+        *("--agents-dir", str(args.agents_dir), "--registry", str(args.registry)),
+        *("--workspace", str(args.workspace), "--lease", str(args.lease)),
+        *("--max-claims", str(args.max_claims), "--workers", str(args.workers)),
+    ]
+    for option, value in (
+        ("--database", args.database),
+        ("--model", args.model),
+        ("--analytics-dir", args.analytics_dir),
+        ("--concurrency", args.concurrency),
+        ("--rpm", args.rpm),
+        ("--tpm", args.tpm),
+        ("--poll", args.poll),
+    ):
+        if value is not None:
+            argv += [option, str(value)]
+    if args.no_analytics:
+        argv.append("--no-analytics")
+    return RunnerProcesses(args.processes - 1, argv, stop_s=_RUNNER_STOP_S)
+
+
+def _describe_processes(args: argparse.Namespace, processes: RunnerProcesses) -> str:
+    if not processes.pids:
+        return ""
+    pids = ", ".join(str(pid) for pid in processes.pids)
+    return f", {args.workers} in each runner process ({pids})"
 
 
 def _describe_retention(args: argparse.Namespace) -> str:
