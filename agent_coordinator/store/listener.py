@@ -45,7 +45,9 @@ class Listener:
         name: Names the thread, for people reading a thread dump.
     """
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[tuple[object, ...]]], name: str):
+    def __init__(
+        self, connect: Callable[[], psycopg.Connection[tuple[object, ...]]], name: str
+    ) -> None:
         self._connect = connect
         self._name = name
         self._lock = threading.Lock()
