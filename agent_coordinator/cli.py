@@ -27,7 +27,7 @@ from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
 from agent_coordinator.runner import POLL_S, WOKEN_POLL_S, Runner
-from agent_coordinator.runner_processes import RunnerProcesses
+from agent_coordinator.runner_processes import EXIT_WITH_PARENT, RunnerProcesses, exit_with_parent
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
@@ -247,6 +247,7 @@ def register(commands: Subcommands) -> None:
     )
     _common(runner)
     runner.add_argument("--workers", type=int, default=4, help="runs executed at once")
+    runner.add_argument(EXIT_WITH_PARENT, type=int, default=None, help=argparse.SUPPRESS)
     _retention(runner)
     runner.set_defaults(handler=runner_command)
     mcp = commands.add_parser(
@@ -613,6 +614,8 @@ def _ignore_signal(signum: int, frame: object) -> None:
 
 def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run stored runs until SIGINT or SIGTERM, then requeue what is still running."""
+    if args.exit_with_parent is not None:  # a runner process serve --processes started
+        exit_with_parent(args.exit_with_parent)
     _log_to(err)
     store, execution = _open(args)
     runner = Runner(

@@ -4,19 +4,44 @@
 parsed and validated). Runner processes (``python -m agent_coordinator runner``) claim runs from
 the same store, so one host uses its cores. They get ``SIGTERM`` when ``serve`` stops, put the
 runs they still hold back in the queue (see :mod:`~agent_coordinator.runner`), and are waited
-for; one that outlives the wait is killed.
+for; one that outlives the wait is killed. On Linux they also get ``SIGTERM`` when ``serve``
+dies without stopping them (``SIGKILL``, a crash), so none is left behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 
-__all__ = ["RunnerProcesses"]
+__all__ = ["EXIT_WITH_PARENT", "RunnerProcesses", "exit_with_parent"]
 
 logger = logging.getLogger(__name__)
+
+EXIT_WITH_PARENT = "--exit-with-parent"
+"""The ``runner`` option (not in its help) naming the process whose death stops it."""
+_PR_SET_PDEATHSIG = 1
+"""Linux's ``prctl`` option: the signal a process gets when its parent dies."""
+
+
+def exit_with_parent(parent: int) -> None:
+    """Have this process get ``SIGTERM`` when process ``parent`` (its parent) dies.
+
+    On Linux, through ``prctl(PR_SET_PDEATHSIG)``; if the parent died already, at once.
+    Elsewhere nothing: ``serve`` still stops its runner processes when it stops.
+
+    Args:
+        parent: The pid of the process that started this one.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the call above: nothing would tell us
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class RunnerProcesses:
@@ -49,7 +74,10 @@ class RunnerProcesses:
             for _ in range(self.count):
                 self._processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "agent_coordinator", "runner", *self.argv],
+                        [
+                            *(sys.executable, "-m", "agent_coordinator", "runner", *self.argv),
+                            *(EXIT_WITH_PARENT, str(os.getpid())),
+                        ],
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,
                     )

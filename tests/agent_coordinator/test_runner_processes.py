@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -18,11 +17,12 @@ VALID = {"summary": "ok", "approval": "approve"}
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting to be reaped has stopped)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    return True
+    return state != "Z"
 
 
 def test_serve_runs_runs_in_each_process_it_starts_and_stops_them_all(
@@ -78,3 +78,20 @@ def test_processes_needs_workers(tmp_path: Path) -> None:
     process.stop()
     assert code == 2
     assert "--processes runs runs in more processes: it needs --workers" in process.rest
+
+
+def test_runner_processes_stop_when_serve_is_killed(tmp_path: Path) -> None:
+    """SIGKILL gives serve no chance to stop them: they stop themselves (Linux)."""
+    write_fleet(tmp_path / "agents")
+    database = str(tmp_path / "coordinator.db")
+    server, _ = serve(
+        tmp_path, database, {}, "--model", "test", "--workers", "1", "--processes", "2"
+    )
+    banner = server.read_until("runners:")
+    children = [int(pid) for pid in re.findall(r"\d+", banner.split("(", 1)[1])]
+    assert len(children) == 1 and _alive(children[0])
+    server.kill()
+    deadline = time.monotonic() + 60
+    while _alive(children[0]):
+        assert time.monotonic() < deadline, "the runner process outlived serve"
+        time.sleep(0.05)
