@@ -26,7 +26,8 @@ from agent_coordinator.call_limits import StoreCallLimiter
 from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.execution import Execution
 from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
-from agent_coordinator.runner import Runner
+from agent_coordinator.runner import POLL_S, WOKEN_POLL_S, Runner
+from agent_coordinator.runner_processes import EXIT_WITH_PARENT, RunnerProcesses, exit_with_parent
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
@@ -56,6 +57,9 @@ __all__ = [
 
 DEFAULT_PORT = 8600
 """The port ``serve`` listens on unless told otherwise."""
+_RUNNER_STOP_S = 30.0
+"""Seconds a runner process ``serve`` started has to stop (its runs in flight get the runner's
+grace period, then go back to the queue) before it is killed."""
 _SHUTDOWN_GRACE_S = 3
 """Seconds open HTTP responses get when the server is asked to stop."""
 DEFAULT_MCP_PORT = 8601
@@ -130,6 +134,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "each time, up to two minutes) (%(default)s)",
     )
     parser.add_argument(
+        "--poll",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds an idle runner waits before looking for stored runs again when nothing "
+        f"wakes it (default {POLL_S} on SQLite; {WOKEN_POLL_S} on PostgreSQL, where "
+        "the database wakes it when a run is stored)",
+    )
+    parser.add_argument(
         "--max-claims",
         type=_positive,
         default=DEFAULT_MAX_CLAIMS,
@@ -142,6 +155,24 @@ def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    """Read a positive number of seconds (argparse reports a bad one and exits 2)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
+
+
+def _poll_s(args: argparse.Namespace, store: SqlStore) -> float:
+    """Return ``--poll``, or the default for a store that does or does not wake runners."""
+    if args.poll is not None:
+        return float(args.poll)
+    return WOKEN_POLL_S if store.wakes_runners else POLL_S
 
 
 def _http(parser: argparse.ArgumentParser, *, port: int, when: str = "") -> None:
@@ -195,6 +226,14 @@ def register(commands: Subcommands) -> None:
     _http(serve, port=DEFAULT_PORT)
     serve.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
     serve.add_argument(
+        "--processes",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="run runs in N processes: this one and N-1 runner processes it starts and stops, "
+        "each with --workers runners (default 1; about one a core)",
+    )
+    serve.add_argument(
         "--webhook-secret",
         default=None,
         help=f"sign webhook deliveries with this HMAC-SHA256 key (default ${SECRET_ENV}); "
@@ -215,6 +254,7 @@ def register(commands: Subcommands) -> None:
     )
     _common(runner)
     runner.add_argument("--workers", type=int, default=4, help="runs executed at once")
+    runner.add_argument(EXIT_WITH_PARENT, type=int, default=None, help=argparse.SUPPRESS)
     _retention(runner)
     runner.set_defaults(handler=runner_command)
     mcp = commands.add_parser(
@@ -336,6 +376,7 @@ def _services(args: argparse.Namespace) -> Services:
             execution,
             workers=args.workers,
             lease_s=args.lease,
+            poll_s=_poll_s(args, store),
             max_claims=args.max_claims,
             on_finished=services.notifier.notify,
             batch_poll_s=args.batch_poll,
@@ -444,11 +485,13 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     hosts = AllowedHosts.for_address(args.host, args.allowed_host)
     app = create_app(services, mcp_host=args.host if mcp else None, hosts=hosts)
     _settle(services.execution)
+    processes = _runner_processes(args)
     sock, url = _listen(args.host, args.port)
+    processes.start()
     out.write(
         f"agentshape serve: listening on {url} (docs at /docs)\n"
         + _describe(services.store, services.execution, args)
-        + f"  runners:  {args.workers} in this process\n"
+        + f"  runners:  {args.workers} in this process{_describe_processes(args, processes)}\n"
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
         + f"  webhooks: {webhooks}\n"
         + f"  hosts:    {hosts.describe()}\n"
@@ -460,9 +503,51 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     )
     out.flush()
-    _serve(app, sock, services)
+    try:
+        _serve(app, sock, services)
+    finally:
+        processes.stop()
     out.write("agentshape serve: stopped\n")
     return 0
+
+
+def _runner_processes(args: argparse.Namespace) -> RunnerProcesses:
+    """Return (not started) the runner processes ``--processes`` asks for, with serve's options.
+
+    Raises:
+        ConfigError: More processes than one were asked for without workers to run runs.
+    """
+    if args.processes > 1 and args.workers < 1:
+        raise ConfigError(
+            "--processes runs runs in more processes: it needs --workers of 1 or more"
+        )
+    argv = [
+        *("--agents-dir", str(args.agents_dir), "--registry", str(args.registry)),
+        *("--workspace", str(args.workspace), "--lease", str(args.lease)),
+        *("--max-claims", str(args.max_claims), "--workers", str(args.workers)),
+        *("--batch-poll", str(args.batch_poll)),
+    ]
+    for option, value in (
+        ("--database", args.database),
+        ("--model", args.model),
+        ("--analytics-dir", args.analytics_dir),
+        ("--concurrency", args.concurrency),
+        ("--rpm", args.rpm),
+        ("--tpm", args.tpm),
+        ("--poll", args.poll),
+    ):
+        if value is not None:
+            argv += [option, str(value)]
+    if args.no_analytics:
+        argv.append("--no-analytics")
+    return RunnerProcesses(args.processes - 1, argv, stop_s=_RUNNER_STOP_S)
+
+
+def _describe_processes(args: argparse.Namespace, processes: RunnerProcesses) -> str:
+    if not processes.pids:
+        return ""
+    pids = ", ".join(str(pid) for pid in processes.pids)
+    return f", {args.workers} in each runner process ({pids})"
 
 
 def _describe_retention(args: argparse.Namespace) -> str:
@@ -539,6 +624,8 @@ def _ignore_signal(signum: int, frame: object) -> None:
 
 def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run stored runs until SIGINT or SIGTERM, then requeue what is still running."""
+    if args.exit_with_parent is not None:  # a runner process serve --processes started
+        exit_with_parent(args.exit_with_parent)
     _log_to(err)
     store, execution = _open(args)
     runner = Runner(
@@ -546,6 +633,7 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         execution,
         workers=args.workers,
         lease_s=args.lease,
+        poll_s=_poll_s(args, store),
         max_claims=args.max_claims,
         batch_poll_s=args.batch_poll,
     )

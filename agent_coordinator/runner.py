@@ -18,6 +18,10 @@ and the retry budget, the usage and the result are those of a run that never sto
 cannot be stored (the database is away) is logged and the run goes on, unprotected until the next
 store succeeds; a runner that finds the lease lost when it stores stops the run at once.
 
+Waking: a run stored by this process wakes its runner at once (:meth:`Runner.wake`); on
+PostgreSQL the database's notification of a queued run wakes the runners of every process, and
+``poll_s`` is only the fallback. On SQLite an idle runner looks for runs every ``poll_s``.
+
 A claim that fails (the database cannot be reached) is not retried at once: the claimer waits
 twice as long after each failure in a row, up to five seconds, and logs the first failure and
 the first claim after it.
@@ -66,6 +70,7 @@ from agent_coordinator.event_log import EventBuffer
 from agent_coordinator.execution import Execution
 from agent_coordinator.store.base import SqlStore
 from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS
+from agent_coordinator.store.listener import RUN_QUEUED
 from agent_coordinator.store.records import BatchClaim, Claim, RunRecord
 from agent_executor.batching import Batcher
 from agent_executor.tools import InputTool
@@ -74,6 +79,12 @@ __all__ = ["Runner", "runner_id"]
 
 logger = logging.getLogger(__name__)
 
+POLL_S = 0.5
+"""Seconds an idle runner waits before looking for work again, on a store that does not wake it
+when another process stores a run (SQLite)."""
+WOKEN_POLL_S = 5.0
+"""The same on a store that wakes it (PostgreSQL's notifications): only a fallback, for runs
+whose lease ran out and a notification lost while the listening connection was down."""
 _MAX_BACKOFF_S = 5.0
 """The longest pause between two claims while the store fails; a stored run wakes it sooner."""
 
@@ -142,7 +153,7 @@ class Runner:
         *,
         workers: int = 4,
         lease_s: float = 30.0,
-        poll_s: float = 0.5,
+        poll_s: float = POLL_S,
         grace_s: float = 10.0,
         tick_s: float = 0.25,
         max_claims: int = DEFAULT_MAX_CLAIMS,
@@ -170,6 +181,8 @@ class Runner:
         self._running: dict[str, _InFlight] = {}
         self._batches: set[str] = set()
         """The batches this runner holds, whose leases it renews."""
+        self._unlisten: Callable[[], None] | None = None
+        self._executing: set[str] = set()
 
     def wake(self) -> None:
         """Tell the runner there may be work (a run was just stored)."""
@@ -186,7 +199,12 @@ class Runner:
             flight.task.cancel()
 
     def start(self) -> None:
-        """Start claiming on the running event loop."""
+        """Start claiming on the running event loop (woken by the store when it can)."""
+        if self.store.wakes_runners:
+            loop = asyncio.get_running_loop()
+            self._unlisten = self.store.listen(
+                RUN_QUEUED, lambda _: loop.call_soon_threadsafe(self._wake.set)
+            )
         self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
         self._tender = asyncio.create_task(self._tend(), name=f"runner-{self.id}-tender")
 
@@ -194,6 +212,8 @@ class Runner:
         """Stop claiming, let runs in flight end within the grace period, requeue the rest."""
         self._stopping.set()
         self._wake.set()
+        if self._unlisten is not None:
+            self._unlisten()
         if self._dispatcher is not None:
             await self._dispatcher
         if self._active:
@@ -332,12 +352,19 @@ class Runner:
                 provider batches), or ``None``.
         """
         stage = ["starting the run"]
+        self._executing.add(claim.run.id)
         try:
             await self._execute(claim, stage, batcher)
         except asyncio.CancelledError:
             raise
         except Exception as error:
             await self._fail(claim.run.id, error, stage[-1])
+        finally:
+            self._executing.discard(claim.run.id)
+
+    def executes(self, run_id: str) -> bool:
+        """Whether this runner executes ``run_id`` now (its end then goes to ``on_finished``)."""
+        return run_id in self._executing
 
     async def _execute(self, claim: Claim, stage: list[str], batcher: Batcher | None) -> None:
         """Execute a claimed run; ``stage`` says what it is doing, for an error's ``where``."""

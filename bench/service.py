@@ -1,24 +1,31 @@
 """The coordinator service against direct library calls, over the same local provider server.
 
-    .venv/bin/python bench/service.py [--runs 900] [--burst 1000]
+    .venv/bin/python bench/service.py [--runs 900] [--burst 1000] [--postgres]
 
 ``bench/fleet_server.py`` (its own process) answers every Chat Completions call with a valid
-pr-reviewer result after 50 ms, so the model drops out. Two parts:
+pr-reviewer result after ``--latency`` ms (20), so the model drops out. Parts:
 
 1. throughput at concurrency 100: ``--runs`` runs through the service (``python -m
    agent_coordinator serve`` in its own process: HTTP, the SQLite store, in-process runners;
    each request waits for its run with ``?wait=``) against the same runs made directly with
    ``run_many`` over one kept ``Agent`` in this process; runs per second each, and
-   ``service_vs_library: R`` (the service's rate divided by the library's; the target is at
-   least 0.5). The two sides take turns, three rounds each, so a machine shared with other
-   work loads both alike;
-2. a burst: ``--burst`` runs submitted at once without waiting, then read back until every one
-   has ended; ``burst: N submitted, N completed, 0 lost`` when none is lost or run twice;
-3. storage: ``--sessions`` pr-reviewer sessions (one run each, the four-comment answer, analytics
+   ``service_vs_library: R`` (the service's rate divided by the library's; target at least
+   0.9). ``service_cpu_vs_library[sqlite]: C`` is the CPU the service's processes spend a run
+   (``serve`` and every process it started) over the CPU the library spends a run (target at
+   most 1.5). The two sides take turns, three rounds each, so a machine shared with other
+   work loads both alike; the load average is printed beside them;
+2. with ``--postgres``, the same against a throwaway PostgreSQL cluster (``initdb`` of the
+   Debian package): ``service_cpu_vs_library[postgres]: C`` counts the database server's
+   processes (the postmaster and its backends, from ``/proc``) with the service's (target at
+   most 2.0);
+3. a burst: ``--burst`` runs submitted at once without waiting, then read back until every one
+   has ended; ``burst: N submitted, N completed, 0 lost`` when none is lost or run twice
+   (``--burst 0`` leaves it out);
+4. storage: ``--sessions`` pr-reviewer sessions (one run each, the four-comment answer, analytics
    on) through a service of their own, on a SQLite file of their own; ``bytes_per_session: N``
    is the pages the store uses (after a checkpoint and ``VACUUM``: tables and indexes, page-level)
-   less those of an empty store, over the sessions (target at most 8192).
-   ``--bytes-only`` measures just this.
+   less those of an empty store, over the sessions (target at most 8192; ``--sessions 0``
+   leaves it out). ``--bytes-only`` measures just this.
 """
 
 from __future__ import annotations
@@ -32,15 +39,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' PostgreSQL cluster helper, run as a script
 SERVER = Path(__file__).resolve().parent / "fleet_server.py"
 MODEL = "openai:gpt-4.1-mini"
-LATENCY_MS = 50
+LATENCY_MS = 20
 CONCURRENCY = 100
 ROUNDS = 3
 """Library and service are measured in alternating rounds (the machine's load drifts)."""
@@ -55,6 +65,61 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> dict[int, list[int]]:
+    """Return every process's children, by parent pid (Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def tree_cpu(*roots: int) -> float:
+    """Return the CPU time of processes and all their descendants alive now.
+
+    A descendant that ended meanwhile takes its CPU with it: the service's runner processes
+    and PostgreSQL's pooled backends live as long as the measurement.
+    """
+    children = _children()
+    total, todo = 0.0, list(roots)
+    while todo:
+        pid = todo.pop()
+        total += cpu_seconds(pid)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def load_average() -> str:
+    """Return the 1, 5 and 15 minute load averages and the cores, for the printed lines."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[tuple[str, int]]:
+    """Yield a new database's URL in a throwaway PostgreSQL cluster, and its postmaster's pid."""
+    import shutil
+
+    from tests.agent_coordinator.harness import Postgres
+
+    root = Path(tempfile.mkdtemp(prefix="agentshape-bench-pg-"))
+    try:
+        cluster = Postgres(root)
+    except Exception:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    try:
+        postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+        yield cluster.new_database(), postmaster
+    finally:
+        cluster.stop()
 
 
 def start_provider() -> tuple[subprocess.Popen[str], int]:
@@ -72,8 +137,19 @@ def start_provider() -> tuple[subprocess.Popen[str], int]:
 
 
 def start_service(
-    env: dict[str, str], database: Path, workers: int, *, analytics: bool = False
+    env: dict[str, str],
+    database: Path,
+    workers: int,
+    *,
+    analytics: bool = False,
+    url: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> tuple[subprocess.Popen[str], str]:
+    """Start ``serve`` on a free port with ``workers`` in-process runners; return it and its URL.
+
+    ``database`` is the SQLite file (its directory holds the schema registry), unless ``url``
+    names a PostgreSQL database; ``extra`` are more ``serve`` options.
+    """
     process = subprocess.Popen(
         [
             sys.executable,
@@ -85,7 +161,7 @@ def start_service(
             "--workers",
             str(workers),
             "--database",
-            str(database),
+            url or str(database),
             "--registry",
             str(database.with_suffix(".schemas.db")),
             "--model",
@@ -94,6 +170,7 @@ def start_service(
             str(ROOT / "agents"),
             # the library side runs with NullAnalytics: the same work on both sides
             *(() if analytics else ("--no-analytics",)),
+            *extra,
         ],
         cwd=database.parent,
         env={**os.environ, **env},
@@ -123,6 +200,8 @@ class Side:
         self.runs = 0
         self.seconds = 0.0
         self.cpu = 0.0
+        self.database_cpu = 0.0
+        """Of :attr:`cpu`, what the database server's processes spent."""
 
     @property
     def rate(self) -> float:
@@ -195,8 +274,14 @@ class Callers:
         await asyncio.gather(*(connection.close() for connection in self.connections))
 
 
-async def throughput(env: dict[str, str], url: str, pid: int, runs: int) -> tuple[Side, Side]:
-    """Measure both sides in alternating rounds, so both see the same load on a shared machine."""
+async def throughput(
+    env: dict[str, str], url: str, cpu: Callable[[], tuple[float, float]], runs: int
+) -> tuple[Side, Side]:
+    """Measure both sides in alternating rounds, so both see the same load on a shared machine.
+
+    ``cpu`` reads the CPU seconds the service's processes and the database server's processes
+    have spent so far.
+    """
     from agent_core.loading import load_agent_config
     from agent_executor import Agent, NullAnalytics, run_many
 
@@ -212,16 +297,18 @@ async def throughput(env: dict[str, str], url: str, pid: int, runs: int) -> tupl
         await callers.wave(CONCURRENCY)  # warm
         for round_ in range(ROUNDS):
             share = runs // ROUNDS + (round_ < runs % ROUNDS)
-            started, cpu = time.perf_counter(), time.process_time()
+            started, own = time.perf_counter(), time.process_time()
             results = await run_many(agent, [TASK] * share, concurrency=CONCURRENCY, model=MODEL)
             library.seconds += time.perf_counter() - started
-            library.cpu += time.process_time() - cpu
+            library.cpu += time.process_time() - own
             library.runs += share
             assert all(result.ok for result in results), "a library run failed"
-            started, cpu = time.perf_counter(), cpu_seconds(pid)
+            started, (spent, database) = time.perf_counter(), cpu()
             await callers.wave(share)
             service.seconds += time.perf_counter() - started
-            service.cpu += cpu_seconds(pid) - cpu
+            now_spent, now_database = cpu()
+            service.cpu += now_spent + now_database - spent - database
+            service.database_cpu += now_database - database
             service.runs += share
     finally:
         await callers.close()
@@ -297,44 +384,88 @@ def bytes_per_session(env: dict[str, str], sessions: int) -> float:
         return (used_bytes(database) - used_bytes(empty)) / sessions
 
 
+def _stop(service: subprocess.Popen[str]) -> None:
+    service.terminate()
+    service.wait(30)
+    if service.stdout is not None:
+        service.stdout.close()
+
+
+def _report(name: str, library: Side, served: Side, workers: int) -> None:
+    print(
+        f"library: {library.rate:.1f} runs/s ({library.runs} runs, concurrency "
+        f"{CONCURRENCY}; {library.cpu / library.runs * 1000:.1f} ms of CPU a run)"
+    )
+    print(
+        f"service[{name}]: {served.rate:.1f} runs/s (HTTP + {name} + {workers} runners; "
+        f"{served.cpu / served.runs * 1000:.1f} ms of CPU a run, of which the database server "
+        f"{served.database_cpu / served.runs * 1000:.1f})"
+    )
+    cpu_ratio = (served.cpu / served.runs) / (library.cpu / library.runs)
+    print(f"service_cpu_vs_library[{name}]: {cpu_ratio:.2f} ({load_average()})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=900)
-    parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--burst", type=int, default=1000, help="0 leaves the burst out")
     parser.add_argument("--workers", type=int, default=CONCURRENCY)
+    parser.add_argument("--latency", type=int, default=LATENCY_MS, help="model latency, ms")
+    parser.add_argument("--postgres", action="store_true", help="also measure on PostgreSQL")
+    parser.add_argument(
+        "--serve-option",
+        action="append",
+        default=[],
+        help="one more option for serve (repeat: --serve-option=--processes --serve-option=2)",
+    )
     parser.add_argument("--sessions", type=int, default=200, help="sessions the storage part makes")
     parser.add_argument("--bytes-only", action="store_true", help="measure only bytes_per_session")
     args = parser.parse_args()
     provider, port = start_provider()
     env = {
         "OPENAI_API_KEY": "sk-bench",
-        "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/valid/{LATENCY_MS}/v1",
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/valid/{args.latency}/v1",
     }
+    extra = tuple(args.serve_option)
+    submitted = lost = 0
     try:
         if args.bytes_only:
             print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
             return 0
         with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as tmp:
-            service, url = start_service(env, Path(tmp) / "coordinator.db", args.workers)
+            service, url = start_service(
+                env, Path(tmp) / "coordinator.db", args.workers, extra=extra
+            )
             try:
-                library, served = asyncio.run(throughput(env, url, service.pid, args.runs))
-                print(
-                    f"library: {library.rate:.1f} runs/s ({library.runs} runs, concurrency "
-                    f"{CONCURRENCY}; {library.cpu / library.runs * 1000:.1f} ms of CPU a run)"
+                library, served = asyncio.run(
+                    throughput(env, url, lambda: (tree_cpu(service.pid), 0.0), args.runs)
                 )
-                print(
-                    f"service: {served.rate:.1f} runs/s (HTTP + SQLite + {args.workers} "
-                    f"runners; {served.cpu / served.runs * 1000:.1f} ms of service CPU a run)"
-                )
-                submitted, completed, lost = asyncio.run(burst(url, args.burst))
-                print(f"burst: {submitted} submitted, {completed} completed, {lost} lost")
+                _report("sqlite", library, served, args.workers)
+                print(f"service_vs_library: {served.rate / library.rate:.2f} ({load_average()})")
+                if args.burst:
+                    submitted, completed, lost = asyncio.run(burst(url, args.burst))
+                    print(f"burst: {submitted} submitted, {completed} completed, {lost} lost")
             finally:
-                service.terminate()
-                service.wait(30)
-                if service.stdout is not None:
-                    service.stdout.close()
-        print(f"service_vs_library: {served.rate / library.rate:.2f}")
-        print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
+                _stop(service)
+            if args.postgres:
+                with postgres_cluster() as (database, postmaster):
+                    service, url = start_service(
+                        env, Path(tmp) / "pg.db", args.workers, url=database, extra=extra
+                    )
+                    try:
+                        library, served = asyncio.run(
+                            throughput(
+                                env,
+                                url,
+                                lambda: (tree_cpu(service.pid), tree_cpu(postmaster)),
+                                args.runs,
+                            )
+                        )
+                        _report("postgres", library, served, args.workers)
+                    finally:
+                        _stop(service)
+        if args.sessions:
+            print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
     finally:
         if provider.stdin is not None:
             provider.stdin.close()

@@ -23,6 +23,8 @@ __all__ = ["checked_input", "new_id", "stored_run", "submit_run", "until_end", "
 
 _END_POLL_S = 0.5
 """How often a wait reads a run ended by another process's runner (this process's wake it)."""
+_WOKEN_END_POLL_S = 5.0
+"""The same when the store tells of runs ended in other processes (PostgreSQL): a fallback."""
 
 
 def new_id(prefix: str) -> str:
@@ -60,7 +62,8 @@ async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> Run
     """Wait up to ``timeout_s`` for a run to end; return it as it is then.
 
     Runs ended by this process's runners are handed over at once, without reading the store;
-    runs ended by other runners are seen by reading the store twice a second.
+    runs ended by other runners are read from the store when it tells of their end
+    (PostgreSQL), else twice a second.
 
     Args:
         services: The store and the notifier of this process's runners.
@@ -81,7 +84,7 @@ async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> Run
 
 
 async def until_end(
-    services: Services, run: RunRecord, ended: asyncio.Future[RunRecord], timeout_s: float
+    services: Services, run: RunRecord, ended: asyncio.Future[RunRecord | None], timeout_s: float
 ) -> RunRecord:
     """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``.
 
@@ -96,12 +99,17 @@ async def until_end(
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    poll_s = _WOKEN_END_POLL_S if services.store.wakes_runners else _END_POLL_S
     while run.status not in TERMINAL:
         left = deadline - loop.time()
         if left <= 0:
             break
-        await asyncio.wait((ended,), timeout=min(left, _END_POLL_S))
-        run = ended.result() if ended.done() else await stored_run(services, run.id)
+        if ended.done():  # told it ended, yet read before the end: read again after a poll
+            await asyncio.sleep(min(left, _END_POLL_S))
+        else:
+            await asyncio.wait((ended,), timeout=min(left, poll_s))
+        found = ended.result() if ended.done() else None
+        run = found if found is not None else await stored_run(services, run.id)
     return run
 
 
@@ -278,6 +286,8 @@ async def submit_run(
         request_hash=digest,
     )
     run, created = await services.store.call(services.store.create_run, new)
-    if created and services.runner is not None:
+    # A store that notifies wakes every process's runners, this one's too: waking it here as
+    # well would make it claim twice.
+    if created and services.runner is not None and not services.store.wakes_runners:
         services.runner.wake()
     return run

@@ -38,18 +38,26 @@ class Limits:
 
 
 class Notifier:
-    """Hands a run's end to the requests waiting for it (runs ended by this process's runners)."""
+    """Hands a run's end to the requests waiting for it.
+
+    A run ended by this process's runners is handed over whole (:meth:`notify`); one ended in
+    another process, told by the store, is handed over as ``None`` (:meth:`ended_elsewhere`):
+    the waiter reads it from the store.
+    """
 
     def __init__(self) -> None:
-        self._waiters: dict[str, list[asyncio.Future[RunRecord]]] = {}
+        self._waiters: dict[str, list[asyncio.Future[RunRecord | None]]] = {}
 
-    def subscribe(self, run_id: str) -> asyncio.Future[RunRecord]:
-        """Return a future that gets the run when it ends; pass it to :meth:`unsubscribe` after."""
-        future: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
+    def subscribe(self, run_id: str) -> asyncio.Future[RunRecord | None]:
+        """Return a future that gets the run when it ends; pass it to :meth:`unsubscribe` after.
+
+        Its result is ``None`` when the run ended in another process: read it from the store.
+        """
+        future: asyncio.Future[RunRecord | None] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(run_id, []).append(future)
         return future
 
-    def unsubscribe(self, run_id: str, future: asyncio.Future[RunRecord]) -> None:
+    def unsubscribe(self, run_id: str, future: asyncio.Future[RunRecord | None]) -> None:
         """Stop waiting for ``run_id`` with ``future``."""
         waiting = self._waiters.get(run_id)
         if waiting is None:
@@ -64,6 +72,13 @@ class Notifier:
         for future in self._waiters.pop(run.id, ()):
             if not future.done():
                 future.set_result(run)
+
+    def ended_elsewhere(self, run_id: str) -> None:
+        """Tell whoever waits for ``run_id`` that it ended (``""``: any run may have ended)."""
+        for waited in [run_id] if run_id else list(self._waiters):
+            for future in self._waiters.pop(waited, ()):
+                if not future.done():
+                    future.set_result(None)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pydantic import JsonValue
 
 from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS
 from agent_coordinator.store.leases import LeaseQueries
+from agent_coordinator.store.listener import RUN_QUEUED
 from agent_coordinator.store.records import (
     BatchClaim,
     BatchItem,
@@ -71,6 +72,8 @@ class BatchQueries(RunQueries, LeaseQueries):
                 "VALUES (?, ?, 'queued', ?, NULL, NULL, 0, ?, NULL)",
                 (batch_id, agent_name, dumps(listed), now),
             )
+            # Idle runners wake on a queued run; a batch is claimed by the same loop.
+            self._notify(cursor, RUN_QUEUED, batch_id)
             found = self._read_batch(cursor, batch_id)
         assert found is not None
         return found

@@ -16,6 +16,7 @@ from pydantic import JsonValue
 
 from agent_coordinator.errors import Conflict, NotFound
 from agent_coordinator.store.claims import DEFAULT_MAX_CLAIMS, EXPIRED_CLAIMS, ClaimLog
+from agent_coordinator.store.listener import RUN_ENDED, RUN_QUEUED
 from agent_coordinator.store.records import (
     TERMINAL,
     Claim,
@@ -123,6 +124,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         self._note_error(cursor, error)
         self._roll_up(cursor, run_id, run.agent_name, now)
         self._enqueue_webhook(cursor, run, now)
+        self._notify(cursor, RUN_ENDED, run_id)
 
     def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
         """Hand one particular waiting run to ``owner`` (a parent running its child itself).
@@ -144,6 +146,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         lease_s: float,
         now: float,
     ) -> Claim | None:
+        # Each write returns what the claim hands over, so a claim is three statements.
         row = self._exec(
             cursor,
             "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
@@ -154,18 +157,16 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         if row is None:
             return None
         run = run_record(row)
-        self._exec(
+        found = self._exec(
             cursor,
-            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ?",
+            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ? "
+            "RETURNING transcript",
             (now, run.session_id),
-        )
+        ).fetchone()
+        transcript = read_transcript(found[0]) if found is not None else []
         self._insert_events(
             cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
         )
-        found = self._exec(
-            cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
-        ).fetchone()
-        transcript = read_transcript(found[0]) if found is not None else []
         return Claim(run=run, transcript=transcript, progress=self._read_turns(cursor, run.id))
 
     def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
@@ -301,13 +302,16 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             session_id = ended.session_id
             self._enqueue_webhook(cursor, ended, now)
             self._drop_turns(cursor, run_id)
+            self._notify(cursor, RUN_ENDED, run_id)
             self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
-            for number, attempt in enumerate(attempts, start=1):
-                self._exec(
-                    cursor,
-                    "INSERT INTO attempts (run_id, number, data) VALUES (?, ?, ?)",
-                    (run_id, number, dumps(stored_attempt(attempt))),
-                )
+            self._insert_rows(
+                cursor,
+                "attempts (run_id, number, data)",
+                [
+                    (run_id, number, dumps(stored_attempt(attempt)))
+                    for number, attempt in enumerate(attempts, start=1)
+                ],
+            )
             self._insert_events(cursor, run_id, events, now)
             self._lean_attempt_events(cursor, run_id, attempts)
             self._note_error(cursor, error)
@@ -377,6 +381,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 (now, str(row[0])),
             )
             self._insert_events(cursor, run_id, [("run_requeued", {"reason": "shutdown"})], now)
+            self._notify(cursor, RUN_QUEUED, run_id)
         return True
 
     def request_cancel(self, run_id: str) -> RunRecord:
@@ -416,6 +421,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 self._drop_turns(cursor, run_id)  # a run put back in the queue may have some
                 self._note_error(cursor, {"type": "cancelled"})
                 self._roll_up(cursor, run_id, agent_name, now)
+                self._notify(cursor, RUN_ENDED, run_id)
             else:
                 self._exec(
                     cursor,
@@ -456,12 +462,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         events: Sequence[tuple[str, dict[str, JsonValue]]],
         now: float,
     ) -> None:
-        for kind, data in events:
-            self._exec(
-                cursor,
-                "INSERT INTO events (run_id, type, data, created_at) VALUES (?, ?, ?, ?)",
-                (run_id, kind, dumps(data), now),
-            )
+        self._insert_rows(
+            cursor,
+            "events (run_id, type, data, created_at)",
+            [(run_id, kind, dumps(data), now) for kind, data in events],
+        )
 
     def add_events(self, run_id: str, events: Sequence[tuple[str, dict[str, JsonValue]]]) -> None:
         """Append events to a run's log."""

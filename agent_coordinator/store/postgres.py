@@ -16,7 +16,7 @@ transaction answers 503 ``StoreUnavailable`` with the reason; a full disk answer
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from agent_contracts.errors import ConfigError
 from agent_coordinator.errors import StoreFull, StoreUnavailable
 from agent_coordinator.store.base import Cursor, SqlStore
+from agent_coordinator.store.listener import Listener
 
 if TYPE_CHECKING:
     import psycopg
@@ -69,6 +70,7 @@ class PostgresStore(SqlStore):
     skip_locked = " FOR UPDATE SKIP LOCKED"
     lock_rows = " FOR UPDATE"
     placeholder = "%s"
+    wakes_runners = True
 
     def __init__(self, url: str, *, max_connections: int = 32, wait_s: float = 3.0) -> None:
         super().__init__()
@@ -95,6 +97,26 @@ class PostgresStore(SqlStore):
             name="agentshape",
             open=True,
         )
+        self._listener = Listener(
+            lambda: psycopg.connect(url, autocommit=True, connect_timeout=max(2, round(wait_s))),
+            name="agentshape-listen",
+        )
+
+    def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
+        """Call ``subscriber`` (from the listening thread) on each notification on ``channel``.
+
+        Args:
+            channel: ``RUN_QUEUED`` or ``RUN_ENDED`` of :mod:`~agent_coordinator.store.listener`.
+            subscriber: Gets the payload (a run id, or ``""`` after the listening connection
+                was made again: anything may have happened meanwhile).
+
+        Returns:
+            What to call to stop.
+        """
+        return self._listener.subscribe(channel, subscriber)
+
+    def _notify(self, cursor: Cursor, channel: str, payload: str) -> None:
+        cursor.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
     @contextmanager
     def _checkout(self, *, write: bool) -> Iterator[object]:
@@ -152,5 +174,6 @@ class PostgresStore(SqlStore):
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
 
     def close(self) -> None:
-        """Close the pool and every connection in it."""
+        """Stop listening; close the pool and every connection in it."""
+        self._listener.close()
         self._pool.close()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pydantic import JsonValue
 
 from agent_coordinator.errors import Conflict, NotFound
+from agent_coordinator.store.listener import RUN_QUEUED
 from agent_coordinator.store.records import NewRun, RunRecord, SessionRecord
 from agent_coordinator.store.sql import (
     RUN_COLUMNS,
@@ -80,15 +81,16 @@ class RunQueries(SqlBase):
                 ).fetchone()
                 if row is not None:
                     return self._same_request(self._read(cursor, row), new), False
-            self._insert_run(cursor, new, now)
-            row = self._exec(
-                cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (new.id,)
-            ).fetchone()
+            row = self._insert_run(cursor, new, now)
+            self._notify(cursor, RUN_QUEUED, new.id)
         assert row is not None
         return run_record(row), True
 
-    def _insert_run(self, cursor: Cursor, new: NewRun, now: float) -> None:
+    def _insert_run(self, cursor: Cursor, new: NewRun, now: float) -> Sequence[object] | None:
         """Insert a new run, with the session it starts (or marking its session queued).
+
+        Returns:
+            The run's row as inserted (``RUN_COLUMNS``).
 
         Raises:
             SessionNotFound: A resume names a session that does not exist.
@@ -119,11 +121,11 @@ class RunQueries(SqlBase):
             ).rowcount
             if updated == 0:  # deleted (PostgreSQL) since it was read above
                 raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
-        self._exec(
+        return self._exec(
             cursor,
             f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
             "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, 0, ?, NULL, "
-            "NULL)",
+            f"NULL) RETURNING {RUN_COLUMNS}",
             (
                 new.id,
                 new.session_id,
@@ -134,7 +136,7 @@ class RunQueries(SqlBase):
                 new.request_hash,
                 now,
             ),
-        )
+        ).fetchone()
 
     def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
         """Return one run read from the ``runs`` table, its result whole (transcript too)."""

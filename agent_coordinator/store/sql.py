@@ -64,6 +64,8 @@ keys of its own, so it never has this one)."""
 _CONVERT_BATCH = 500
 """Runs one statement of the store-once conversion or of :meth:`SqlBase._complete` names."""
 
+_MAX_PARAMETERS = 2000
+"""Parameters one multi-row insert binds at most (SQLite allows 32,766, PostgreSQL 65,535)."""
 _FIRST_PAUSE_S = 0.05
 """The first pause before a transaction that failed on a lost connection is tried again."""
 
@@ -352,6 +354,9 @@ class SqlBase(ABC):
     its busy handler sleeps far longer than a lock hand-over takes)."""
     retry_s: float = 3.0
     """Seconds :meth:`call` goes on trying a transaction that failed on a lost connection."""
+    wakes_runners: bool = False
+    """Whether :meth:`listen` hands over runs queued and ended in other processes (PostgreSQL);
+    without it, runners and waiting requests in other processes only see them by polling."""
 
     def __init__(self) -> None:
         self._write_lock = threading.Lock()
@@ -389,6 +394,27 @@ class SqlBase(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close every connection this store opened."""
+
+    def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
+        """Call ``subscriber`` from another thread each time any process notifies ``channel``.
+
+        Here nothing is ever notified (see :attr:`wakes_runners`).
+
+        Args:
+            channel: ``RUN_QUEUED`` or ``RUN_ENDED`` of :mod:`~agent_coordinator.store.listener`.
+            subscriber: Gets the payload (a run id, or ``""``: anything may have happened).
+
+        Returns:
+            What to call to stop.
+        """
+        return _nothing
+
+    def _notify(self, cursor: Cursor, channel: str, payload: str) -> None:
+        """Notify ``channel`` with ``payload`` when the transaction of ``cursor`` commits.
+
+        Here nothing: no other process could be told (see :attr:`wakes_runners`).
+        """
+        return None
 
     def _q(self, query: str) -> str:
         return query if self.placeholder == "?" else query.replace("?", self.placeholder)
@@ -457,6 +483,30 @@ class SqlBase(ABC):
     def _exec(self, cursor: Cursor, query: str, params: Sequence[object] = ()) -> Cursor:
         cursor.execute(self._q(query), tuple(params))
         return cursor
+
+    def _insert_rows(self, cursor: Cursor, into: str, rows: Sequence[Sequence[object]]) -> None:
+        """Insert rows with as few statements as the parameter limit allows.
+
+        One multi-row ``INSERT`` costs the database one statement and one round trip where a
+        row each costs one per row (a run's end writes several events and attempts).
+
+        Args:
+            cursor: The transaction's cursor.
+            into: The table and its columns, such as ``events (run_id, type)``.
+            rows: The rows, each with one value a column.
+        """
+        if not rows:
+            return
+        width = len(rows[0])
+        mark = f"({', '.join('?' * width)})"
+        per = max(1, _MAX_PARAMETERS // width)
+        for start in range(0, len(rows), per):
+            chunk = rows[start : start + per]
+            self._exec(
+                cursor,
+                f"INSERT INTO {into} VALUES {', '.join([mark] * len(chunk))}",
+                [value for row in chunk for value in row],
+            )
 
     def ready(self) -> None:
         """Check that the database answers (``GET /ready``) with one small read.
@@ -684,6 +734,10 @@ class SqlBase(ABC):
                 )
                 current = version
         return current
+
+
+def _nothing() -> None:
+    """Stop a subscription that never gets anything."""
 
 
 def filters(*, after: int | None = None, **equal: str | None) -> tuple[str, list[object]]:

@@ -1,0 +1,77 @@
+"""Statements one run costs PostgreSQL, counted by the server's own statement log."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from tests.agent_coordinator.harness import Postgres, write_fleet
+from tests.agent_coordinator.processes import serve
+
+REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+STATEMENT = re.compile(r"\[(\d+)\] LOG:  (?:statement|execute [^:]*): (.*)")
+IDLE_CLAIM = "SELECT id, lease_owner, claims"
+"""Only a claim that found no queued run looks for runs whose lease ran out. An idle runner
+makes one after each run and when woken; whether it falls inside the counted window depends on
+timing, so it is not counted."""
+MOST_STATEMENTS_A_RUN = 24
+"""Measured: storing the run 5 (with its notification), claiming it 5, its end 14."""
+
+
+def _counted_database(postgres: Postgres) -> str:
+    """A new database owned by a role whose every statement the server logs."""
+    role = f"counted_{os.getpid()}_{postgres.new_database().rsplit('_', 1)[-1]}"
+    with psycopg.connect(postgres.url(), autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN")
+        connection.execute(f"CREATE DATABASE {role} OWNER {role}")
+        connection.execute(f"ALTER ROLE {role} SET log_statement = 'all'")
+    return f"postgresql://{role}@127.0.0.1:{postgres.port}/{role}"
+
+
+def _transactions(log: str) -> list[list[str]]:
+    """The transactions the log shows whole (``BEGIN`` to ``COMMIT``), each its statements."""
+    open_: dict[str, list[str]] = {}
+    whole: list[list[str]] = []
+    for backend, statement in STATEMENT.findall(log):
+        if statement == "BEGIN":
+            open_[backend] = [statement]
+        elif backend in open_:
+            open_[backend].append(statement)
+            if statement == "COMMIT":
+                whole.append(open_.pop(backend))
+    return whole
+
+
+def test_one_run_costs_postgresql_a_bounded_number_of_statements(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    """Storing, claiming, starting and ending one run (and answering ``?wait=``) is batched."""
+    database = _counted_database(postgres)
+    write_fleet(tmp_path / "agents")
+    server, url = serve(
+        tmp_path, database, {}, "--workers", "1", "--model", "test", "--poll", "3600"
+    )
+    log = postgres.root / "log"
+    try:
+        with httpx.Client(base_url=url, timeout=90) as client:
+            first = client.post("/runs", params={"wait": 60}, json=REVIEW).json()
+            start = log.stat().st_size
+            second = client.post("/runs", params={"wait": 60}, json=REVIEW).json()
+            with log.open("rb") as stream:
+                stream.seek(start)
+                logged = stream.read().decode(errors="replace")
+    finally:
+        server.stop()
+    assert (first["status"], second["status"]) == ("completed", "completed")
+    # The run's transactions begin after the second POST and commit before its answer.
+    transactions = [
+        statements
+        for statements in _transactions(logged)
+        if not any(statement.startswith(IDLE_CLAIM) for statement in statements)
+    ]
+    statements = [statement for transaction in transactions for statement in transaction]
+    assert 0 < len(statements) <= MOST_STATEMENTS_A_RUN, "\n".join(statements)
