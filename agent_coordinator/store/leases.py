@@ -167,7 +167,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         self._insert_events(
             cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
         )
-        return Claim(run=run, transcript=transcript, progress=self._read_turns(cursor, run.id))
+        # A run's first claim has no turns recorded yet: only a holder records them.
+        progress = self._read_turns(cursor, run.id) if run.claims > 1 else None
+        return Claim(run=run, transcript=transcript, progress=progress)
 
     def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
         """Keep the turns a run ``owner`` holds has finished, for a runner taking it over.

@@ -14,12 +14,13 @@ from tests.agent_coordinator.processes import serve
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
 STATEMENT = re.compile(r"\[(\d+)\] LOG:  (?:statement|execute [^:]*): (.*)")
-IDLE_CLAIM = "SELECT id, lease_owner, claims"
-"""Only a claim that found no queued run looks for runs whose lease ran out. An idle runner
-makes one after each run and when woken; whether it falls inside the counted window depends on
-timing, so it is not counted."""
-MOST_STATEMENTS_A_RUN = 24
-"""Measured: storing the run 5 (with its notification), claiming it 5, its end 14."""
+IDLE_CLAIMS = ("SELECT id, lease_owner, claims", "SELECT id, claims FROM batches")
+"""Only a claim that found no queued run looks for runs whose lease ran out, and a runner looks
+for batches to claim after its runs. An idle runner makes both after each run and when woken;
+whether they fall inside the counted window depends on timing, so they are not counted."""
+MOST_STATEMENTS_A_RUN = 25
+"""Measured: storing the run 5 (with its notification), claiming it 5, its end 15 (with the
+deletion of the turns it recorded)."""
 
 
 def _counted_database(postgres: Postgres) -> str:
@@ -71,7 +72,7 @@ def test_one_run_costs_postgresql_a_bounded_number_of_statements(
     transactions = [
         statements
         for statements in _transactions(logged)
-        if not any(statement.startswith(IDLE_CLAIM) for statement in statements)
+        if not any(statement.startswith(IDLE_CLAIMS) for statement in statements)
     ]
     statements = [statement for transaction in transactions for statement in transaction]
     assert 0 < len(statements) <= MOST_STATEMENTS_A_RUN, "\n".join(statements)
