@@ -274,8 +274,8 @@ def throwaway_cluster(prefix: str) -> Iterator[Postgres]:
 def remove_in_background(directory: Path) -> None:
     """Remove ``directory`` in a process of its own that outlives the tests.
 
-    A session's cluster holds a database a test, tens of thousands of files: removing them
-    took up to a minute at the end of a loaded run, with every test already done.
+    A session's cluster holds a database a test, tens of thousands of files: on a busy disk
+    removing them is slow, and nothing the tests check waits for it.
     """
     subprocess.run(
         ["sh", "-c", 'rm -rf -- "$0" &', str(directory)],
