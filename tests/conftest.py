@@ -13,7 +13,7 @@ from xdist.remote import Producer
 from xdist.scheduler.protocol import Scheduling
 
 from tests.fake_llm import FakeLLM
-from tests.strict_mypy import EXAMPLES, StrictMypy, docs_programs
+from tests.strict_mypy import EXAMPLES, StrictMypy, client_programs, docs_programs
 from tests.xdist_groups import GroupScheduling
 
 _ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "OLLAMA_", "AGENTSHAPE_")
@@ -73,9 +73,10 @@ def _isolate_provider_env(monkeypatch: pytest.MonkeyPatch, _empty_config_dir: Pa
 
 @pytest.fixture(scope="session")
 def strict_mypy(tmp_path_factory: pytest.TempPathFactory) -> StrictMypy:
-    """One ``mypy --strict`` over the docs' examples and ``examples/`` (tests/strict_mypy.py)."""
+    """One ``mypy --strict`` over the docs' examples, ``examples/`` and the client's programs."""
     directory = tmp_path_factory.mktemp("mypy")
-    return StrictMypy([*docs_programs(directory), *sorted(EXAMPLES.glob("*.py"))], directory)
+    programs = [*docs_programs(directory), *client_programs(directory)]
+    return StrictMypy([*programs, *sorted(EXAMPLES.glob("*.py"))], directory)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """One ``mypy --strict`` run over every user program the tests type-check.
 
-The docs' Python examples (one module a document) and the programs in ``examples/`` are checked
+The docs' Python examples (one module a document), the programs in ``examples/`` and the service
+client's programs (:func:`client_programs`) are checked
 as a user's programs would be: by the installed mypy, from an empty directory, with no project
 config, so only what the installed packages declare is seen. Checking them in one run costs one
 analysis of the packages they import instead of one a test; each test then reads what mypy said
@@ -9,6 +10,7 @@ about its own programs (see :meth:`StrictMypy.problems`).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -16,10 +18,19 @@ from pathlib import Path
 
 from tests.doc_blocks import DOCUMENTS, ROOT, blocks
 
-__all__ = ["EXAMPLES", "StrictMypy", "docs_programs"]
+__all__ = [
+    "CLIENT_PROGRAMS",
+    "DOCS_SUFFIX",
+    "EXAMPLES",
+    "StrictMypy",
+    "client_programs",
+    "docs_programs",
+]
 
 EXAMPLES = ROOT / "examples"
 """The runnable example programs."""
+DOCS_SUFFIX = "_examples.py"
+"""How the name of a document's module of examples ends (:func:`docs_programs`)."""
 
 
 def docs_programs(directory: Path) -> list[Path]:
@@ -37,9 +48,93 @@ def docs_programs(directory: Path) -> list[Path]:
     for document in DOCUMENTS:
         examples = blocks(document, "python")
         if examples:
-            program = directory / f"{document.stem.replace('-', '_')}_examples.py"
+            program = directory / f"{document.stem.replace('-', '_')}{DOCS_SUFFIX}"
             program.write_text("\n\n".join(code for _, code in examples), encoding="utf-8")
             programs.append(program)
+    return programs
+
+
+# The client's types ----------------------------------------------------------------------
+
+USER_PROGRAM = """
+from __future__ import annotations
+
+import asyncio
+from typing import assert_type
+
+from pydantic import BaseModel, JsonValue
+
+from agentshape import (
+    AsyncClient, Client, PartialOutput, RunEnded, SchemaInfo, SchemaNotFoundError, SessionResult,
+)
+
+
+class Review(BaseModel):
+    summary: str
+
+
+def review(client: Client) -> str:
+    result = client.start_session("writer", "Review PR 1", output_type=Review, wait=30)
+    assert_type(result, SessionResult[Review])
+    assert_type(result.output, Review)
+    plain = client.start_session("writer", "x", parameters={"a": 1}, model="test")
+    assert_type(plain.output, JsonValue)
+    for event in client.events(result.run_id):
+        if isinstance(event, PartialOutput):
+            print(event.data, event.attempt)
+        elif isinstance(event, RunEnded):
+            print(event.status)
+    try:
+        schema: SchemaInfo = client.schemas.get("review")
+    except SchemaNotFoundError as error:
+        print(error.suggestion)
+    else:
+        print(schema.schema_)
+    return result.output.summary + str(client.get_result(result.session_id, Review).output)
+
+
+async def review_async(client: AsyncClient) -> Review:
+    result = await client.resume_session("ses_1", "again", output_type=Review)
+    async for event in client.events(result.run_id):
+        print(event)
+    return result.output
+
+
+with Client("http://127.0.0.1:8600", token=None, timeout=10) as client:
+    print(review(client))
+print(asyncio.run(review_async(AsyncClient("http://127.0.0.1:8600"))))
+"""
+
+
+SERVICE_PAGE = ROOT / "docs" / "service.md"
+
+
+def _readme_client_program() -> str:
+    """The Python program of the service page's client example (a ``python - <<'EOF'`` block)."""
+    text = SERVICE_PAGE.read_text(encoding="utf-8")
+    [program] = re.findall(r"^python - <<'EOF'\n(.*?)^EOF$", text, re.MULTILINE | re.DOTALL)
+    return str(program)
+
+
+CLIENT_PROGRAMS = ("user_program.py", "docs_client.py", "wrong_program.py")
+"""The client programs :func:`client_programs` writes: the last one must fail, at one line."""
+
+
+def client_programs(directory: Path) -> list[Path]:
+    """Write a user's program of the service client, the service page's client example, and
+    the user's program with one wrong return type, in ``directory``.
+
+    Args:
+        directory: Where the programs are written.
+
+    Returns:
+        The programs written, named as in :data:`CLIENT_PROGRAMS`.
+    """
+    wrong = USER_PROGRAM.replace("-> Review:", "-> int:")
+    texts = (USER_PROGRAM, _readme_client_program(), wrong)
+    programs = [directory / name for name in CLIENT_PROGRAMS]
+    for program, text in zip(programs, texts, strict=True):
+        program.write_text(text, encoding="utf-8")
     return programs
 
 

@@ -20,9 +20,10 @@ GROUPS = {
     "test_editor": "editor-service",
     "test_hosts": "hosts-service",
     "test_store_faults": "restarted-cluster",
-    # the one mypy run over the docs' examples and examples/ (tests/strict_mypy.py)
+    # the one mypy run over the user programs (tests/strict_mypy.py)
     "test_readme_types": "mypy",
     "test_examples::test_examples_pass_mypy_strict": "mypy",
+    "test_client::test_a_user_program_and_the_docs_client_example_pass_mypy_strict": "mypy",
 }
 """Group of a test module (``test_x``) or of one test (``test_x::test_y``): a group's tests run
 on one worker, so a module- or session-scoped fixture they share is set up once."""
