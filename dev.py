@@ -2,9 +2,9 @@
 """Set-up and checks for agentshape, with nothing but Python installed.
 
     python3 dev.py demo    create .venv, install agentshape, run an agent end to end
-    python3 dev.py test    create .venv, install agentshape[dev], run ruff, mypy --strict,
-                           mkdocs build --strict (the docs site), pytest
-                           (in two processes); --fast skips the slow tests (PostgreSQL, the
+    python3 dev.py test    create .venv, install agentshape[dev], run pytest (in two
+                           processes) and beside it ruff, mypy --strict, mkdocs build --strict
+                           (the docs site); --fast skips the slow tests (PostgreSQL, the
                            browser, service processes, the archives); other arguments go to pytest
     python3 dev.py integration
                            also install llama-cpp-python's server (built from source the first
@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -109,10 +110,21 @@ def test_outcome(failed_checks: list[str], tests: int) -> int:
     return 1 if failed_checks else 0
 
 
+def _run_checks(checks: list[list[str]]) -> list[tuple[list[str], int, str]]:
+    """Run ``checks`` one after the other; return each with its exit code and its output."""
+    done = []
+    for step in checks:
+        ran = subprocess.run(step, cwd=ROOT, capture_output=True, text=True, check=False)
+        done.append((step, ran.returncode, ran.stdout + ran.stderr))
+    return done
+
+
 def test(args: list[str]) -> int:
     """Run every check CI runs: lint, format, types, the docs site, tests.
 
-    The exit code is :func:`test_outcome`'s.
+    The checks run beside the tests: they keep the CPU busy while the tests mostly wait (on
+    service processes, PostgreSQL, a browser). Their output is printed when the tests end, so
+    the two do not interleave. The exit code is :func:`test_outcome`'s.
     """
     ensure_env("dev")
     checks = [
@@ -121,8 +133,15 @@ def test(args: list[str]) -> int:
         [_bin("mypy"), "--strict", *PACKAGES],
         [_bin("mkdocs"), "build", "--strict", "--quiet", "--site-dir", str(SITE)],
     ]
-    failed = [" ".join(step[:2]) for step in checks if _run(*step) != 0]
-    tests = _run(_bin("python"), "-m", "pytest", *pytest_arguments(args))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        checked = pool.submit(_run_checks, checks)
+        tests = _run(_bin("python"), "-m", "pytest", *pytest_arguments(args))
+        failed = []
+        for step, code, output in checked.result():
+            print("+", " ".join(step), flush=True)
+            print(output, end="", flush=True)
+            if code != 0:
+                failed.append(" ".join(step[:2]))
     if tests != 0:
         failed.append(f"pytest (exit {tests})")
     if failed:

@@ -20,6 +20,7 @@ from agent_contracts.call_limits import CallLimits
 from agent_contracts.errors import ConfigError
 from agent_coordinator.errors import StoreUnavailable
 from agent_coordinator.store import DEFAULT_DATABASE, SqlStore, open_store
+from agent_coordinator.store.call_limits import RATE_WINDOW_S
 
 __all__ = ["SLOT_HOLD_S", "StoreCallLimiter", "register_run_many_limits"]
 
@@ -39,11 +40,16 @@ class StoreCallLimiter:
     Args:
         store: The store (SQLite or PostgreSQL).
         hold_s: Seconds a slot counts as in flight unless released.
+        window_s: The span ``requests_per_minute`` and ``tokens_per_minute`` count over (a
+            minute; the tests shorten it so a limit is seen without waiting one).
     """
 
-    def __init__(self, store: SqlStore, *, hold_s: float = SLOT_HOLD_S) -> None:
+    def __init__(
+        self, store: SqlStore, *, hold_s: float = SLOT_HOLD_S, window_s: float = RATE_WINDOW_S
+    ) -> None:
         self.store = store
         self.hold_s = hold_s
+        self.window_s = window_s
 
     async def acquire(self, key: str, limits: CallLimits) -> str:
         """Wait until ``limits`` let a call to ``key`` start, and take its slot.
@@ -56,7 +62,9 @@ class StoreCallLimiter:
             The slot's id.
         """
         while True:
-            slot = await self.store.call(self.store.take_call_slot, key, limits, self.hold_s)
+            slot = await self.store.call(
+                self.store.take_call_slot, key, limits, self.hold_s, self.window_s
+            )
             if slot is not None:
                 return slot
             await asyncio.sleep(_WAIT_S * (0.5 + random.random()))

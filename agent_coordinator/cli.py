@@ -29,6 +29,7 @@ from agent_coordinator.retention import DAY_S, Sweeper, parse_age, prune
 from agent_coordinator.runner import POLL_S, WOKEN_POLL_S, Runner
 from agent_coordinator.runner_processes import EXIT_WITH_PARENT, RunnerProcesses, exit_with_parent
 from agent_coordinator.store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
+from agent_coordinator.store.call_limits import RATE_WINDOW_S
 from agent_coordinator.webhooks import SECRET_ENV, WebhookSettings
 from agent_core.fleet import load_fleet
 from agent_core.registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
@@ -147,6 +148,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         default=DEFAULT_MAX_CLAIMS,
         help="times a run's lease may run out before it fails: lease_exhausted (%(default)s)",
+    )
+    # Not shown in --help: the tests shorten the minute --rpm and --tpm count over, to see the
+    # limit hold without waiting a real one.
+    parser.add_argument(
+        "--rate-window", type=_seconds, default=RATE_WINDOW_S, help=argparse.SUPPRESS
     )
 
 
@@ -306,7 +312,7 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         env=os.environ,
         workspace=args.workspace,
         analytics=None if args.no_analytics else JsonlAnalytics(_analytics_dir(args)),
-        limiter=StoreCallLimiter(store),
+        limiter=StoreCallLimiter(store, window_s=args.rate_window),
         call_limits=CallLimits(
             concurrency=args.concurrency,
             requests_per_minute=args.rpm,
@@ -525,7 +531,7 @@ def _runner_processes(args: argparse.Namespace) -> RunnerProcesses:
         *("--agents-dir", str(args.agents_dir), "--registry", str(args.registry)),
         *("--workspace", str(args.workspace), "--lease", str(args.lease)),
         *("--max-claims", str(args.max_claims), "--workers", str(args.workers)),
-        *("--batch-poll", str(args.batch_poll)),
+        *("--batch-poll", str(args.batch_poll), "--rate-window", str(args.rate_window)),
     ]
     for option, value in (
         ("--database", args.database),

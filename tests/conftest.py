@@ -9,8 +9,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler.protocol import Scheduling
 
 from tests.fake_llm import FakeLLM
+from tests.strict_mypy import EXAMPLES, StrictMypy, client_programs, docs_programs
+from tests.xdist_groups import GroupScheduling
 
 _ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "OLLAMA_", "AGENTSHAPE_")
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
@@ -67,6 +71,14 @@ def _isolate_provider_env(monkeypatch: pytest.MonkeyPatch, _empty_config_dir: Pa
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(_empty_config_dir))
 
 
+@pytest.fixture(scope="session")
+def strict_mypy(tmp_path_factory: pytest.TempPathFactory) -> StrictMypy:
+    """One ``mypy --strict`` over the docs' examples, ``examples/`` and the client's programs."""
+    directory = tmp_path_factory.mktemp("mypy")
+    programs = [*docs_programs(directory), *client_programs(directory)]
+    return StrictMypy([*programs, *sorted(EXAMPLES.glob("*.py"))], directory)
+
+
 @pytest.fixture
 def offline_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Name the offline test model as the default model (``AGENTSHAPE_MODEL=test``)."""
@@ -93,18 +105,28 @@ _SLOW_MODULES = frozenset(
 )
 """Modules whose every test is slow (``python3 dev.py test --fast`` skips them)."""
 
-_ONE_WORKER = {"test_dashboard_browser": "chromium", "test_conformance": "conformance"}
-"""Modules with costly module-scoped fixtures, kept on one xdist worker (``--dist loadgroup``)."""
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Scheduling | None:
+    """Form the groups of ``--dist loadgroup`` from tests/xdist_groups.py."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow tests: PostgreSQL, the browser, service processes (see ``_SLOW_MODULES``)."""
-    grouping = config.pluginmanager.hasplugin("xdist")
+    """Mark the slow tests: PostgreSQL, the browser, service processes (see ``_SLOW_MODULES``).
+
+    In an xdist worker, also put the slow tests first: xdist hands the tests out in this order,
+    so the last tests the two workers run are short ones and neither ends alone on a long one.
+    """
+    in_worker = hasattr(config, "workerinput")  # collecting in an xdist worker
     for item in items:
         module = item.path.stem
         callspec = getattr(item, "callspec", None)
         on_postgres = callspec is not None and "postgres" in callspec.params.values()
         if on_postgres or module in _SLOW_MODULES or "chromium" in item.name:
             item.add_marker(pytest.mark.slow)
-        if grouping and module in _ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(_ONE_WORKER[module]))
+    if in_worker:
+        # A stable sort: each module's tests keep their order (and a group stays together).
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -30,11 +30,13 @@ class LimitedLLM:
     Args:
         reply: What every request within the limits is answered.
         concurrency: Most requests in flight; one more is answered 429.
-        requests_per_minute: Most requests accepted in any 60 seconds; one more is answered 429.
+        requests_per_minute: Most requests accepted in any ``window_s``; one more is answered 429.
         delay_s: How long each accepted request takes.
         retry_after_s: The ``retry-after`` a 429 carries.
         sdk_retries: Let the SDKs retry a 429 themselves; ``False`` sends ``x-should-retry:
             false`` with it, so the client's own handling of the 429 is what is seen.
+        window_s: The span ``requests_per_minute`` counts over (a minute, as a provider's; a
+            test gives the client the same shorter one).
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class LimitedLLM:
         delay_s: float = 0.3,
         retry_after_s: float = 1.0,
         sdk_retries: bool = True,
+        window_s: float = 60.0,
     ) -> None:
         self.sdk_retries = sdk_retries
         self.reply = reply
@@ -53,6 +56,9 @@ class LimitedLLM:
         self.requests_per_minute = requests_per_minute
         self.delay_s = delay_s
         self.retry_after_s = retry_after_s
+        self.window_s = window_s
+        self.accepted_at: list[float] = []
+        """When each accepted request came (``time.monotonic()``), in order."""
         self.in_flight = 0
         self.max_in_flight = 0
         self.accepted = 0
@@ -82,12 +88,13 @@ class LimitedLLM:
         """Count a request in, or return ``False`` when it is above a limit (a 429)."""
         now = time.monotonic()
         with self._lock:
-            while self._started and self._started[0] <= now - 60.0:
+            while self._started and self._started[0] <= now - self.window_s:
                 self._started.popleft()
             if self.in_flight >= self.concurrency or len(self._started) >= self.requests_per_minute:
                 self.refused += 1
                 return False
             self._started.append(now)
+            self.accepted_at.append(now)
             self.in_flight += 1
             self.accepted += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)

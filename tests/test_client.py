@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 import sys
 import threading
@@ -45,6 +44,7 @@ from tests.agent_coordinator.harness import free_port, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.agent_coordinator.webhook_receiver import Receiver
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
+from tests.strict_mypy import CLIENT_PROGRAMS, StrictMypy
 
 pytest.importorskip("fastapi", reason="the service needs the server extra")
 
@@ -630,82 +630,16 @@ def test_a_result_event_is_typed(stub: str) -> None:
 
 # Types ------------------------------------------------------------------------------------------
 
-USER_PROGRAM = """
-from __future__ import annotations
 
-import asyncio
-from typing import assert_type
-
-from pydantic import BaseModel, JsonValue
-
-from agentshape import (
-    AsyncClient, Client, PartialOutput, RunEnded, SchemaInfo, SchemaNotFoundError, SessionResult,
-)
-
-
-class Review(BaseModel):
-    summary: str
-
-
-def review(client: Client) -> str:
-    result = client.start_session("writer", "Review PR 1", output_type=Review, wait=30)
-    assert_type(result, SessionResult[Review])
-    assert_type(result.output, Review)
-    plain = client.start_session("writer", "x", parameters={"a": 1}, model="test")
-    assert_type(plain.output, JsonValue)
-    for event in client.events(result.run_id):
-        if isinstance(event, PartialOutput):
-            print(event.data, event.attempt)
-        elif isinstance(event, RunEnded):
-            print(event.status)
-    try:
-        schema: SchemaInfo = client.schemas.get("review")
-    except SchemaNotFoundError as error:
-        print(error.suggestion)
-    else:
-        print(schema.schema_)
-    return result.output.summary + str(client.get_result(result.session_id, Review).output)
-
-
-async def review_async(client: AsyncClient) -> Review:
-    result = await client.resume_session("ses_1", "again", output_type=Review)
-    async for event in client.events(result.run_id):
-        print(event)
-    return result.output
-
-
-with Client("http://127.0.0.1:8600", token=None, timeout=10) as client:
-    print(review(client))
-print(asyncio.run(review_async(AsyncClient("http://127.0.0.1:8600"))))
-"""
-
-
-SERVICE_PAGE = Path(__file__).resolve().parents[1] / "docs" / "service.md"
-
-
-def _readme_client_program() -> str:
-    """The Python program of the service page's client example (a ``python - <<'EOF'`` block)."""
-    text = SERVICE_PAGE.read_text(encoding="utf-8")
-    [program] = re.findall(r"^python - <<'EOF'\n(.*?)^EOF$", text, re.MULTILINE | re.DOTALL)
-    return str(program)
-
-
-def test_a_user_program_and_the_docs_client_example_pass_mypy_strict(tmp_path: Path) -> None:
-    (tmp_path / "user_program.py").write_text(USER_PROGRAM, encoding="utf-8")
-    (tmp_path / "docs_client.py").write_text(_readme_client_program(), encoding="utf-8")
-    wrong = USER_PROGRAM.replace("-> Review:", "-> int:")
-    (tmp_path / "wrong_program.py").write_text(wrong, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "."],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    problems = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert len(problems) == 1, done.stdout + done.stderr  # the wrong program's only
-    assert problems[0].startswith("wrong_program.py:")
+def test_a_user_program_and_the_docs_client_example_pass_mypy_strict(
+    strict_mypy: StrictMypy,
+) -> None:
+    programs = [p for p in strict_mypy.programs if p.name in CLIENT_PROGRAMS]
+    assert sorted(p.name for p in programs) == sorted(CLIENT_PROGRAMS)
+    said = strict_mypy.problems(programs)
+    problems = [line for line in said.splitlines() if ": error:" in line]
+    assert len(problems) == 1, strict_mypy.output  # the wrong program's only
+    assert Path(problems[0].split(":", 1)[0]).name == "wrong_program.py"
     assert 'got "Review", expected "int"' in problems[0]
 
 

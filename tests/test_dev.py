@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import dev
 
 
@@ -30,3 +32,9 @@ def test_the_exit_code_is_pytests_when_the_tests_did_not_pass() -> None:
     assert dev.test_outcome([], 5) == 5  # no test was collected
     assert dev.test_outcome(["mypy --strict", "pytest (exit 1)"], 1) == 1
     assert dev.test_outcome([], 2) == 2  # interrupted
+
+
+def test_the_checks_run_in_order_and_each_keeps_its_output_and_exit_code() -> None:
+    say = [sys.executable, "-c", "import sys; print('first'); sys.exit(3)"]
+    err = [sys.executable, "-c", "import sys; print('second', file=sys.stderr)"]
+    assert dev._run_checks([say, err]) == [(say, 3, "first\n"), (err, 0, "second\n")]

@@ -13,9 +13,9 @@ import pytest
 
 from tests.agent_coordinator.processes import serve
 from tests.fake_llm import FakeLLM, openai_tool_call
+from tests.strict_mypy import EXAMPLES, StrictMypy
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -111,15 +111,7 @@ def test_local_model_on_a_compatible_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # mypy over every example
-def test_examples_pass_mypy_strict(tmp_path: Path) -> None:
-    programs = sorted(str(path) for path in EXAMPLES.glob("*.py"))
+def test_examples_pass_mypy_strict(strict_mypy: StrictMypy) -> None:
+    programs = [program for program in strict_mypy.programs if program.parent == EXAMPLES]
     assert len(programs) >= 5
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *programs],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert strict_mypy.problems(programs) == ""

@@ -15,16 +15,18 @@ import time
 from agent_contracts.call_limits import CallLimits
 from agent_coordinator.store.sql import SqlBase
 
-__all__ = ["CallLimitQueries"]
+__all__ = ["RATE_WINDOW_S", "CallLimitQueries"]
 
-_WINDOW_S = 60.0
-"""The span ``requests_per_minute`` and ``tokens_per_minute`` count over."""
+RATE_WINDOW_S = 60.0
+"""The span ``requests_per_minute`` and ``tokens_per_minute`` count over: a minute."""
 
 
 class CallLimitQueries(SqlBase):
     """Slots for model calls under limits shared through the store, and 429 pauses."""
 
-    def take_call_slot(self, key: str, limits: CallLimits, hold_s: float) -> str | None:
+    def take_call_slot(
+        self, key: str, limits: CallLimits, hold_s: float, window_s: float = RATE_WINDOW_S
+    ) -> str | None:
         """Take a slot for a call to ``key`` if ``limits`` allow one now.
 
         Args:
@@ -32,6 +34,8 @@ class CallLimitQueries(SqlBase):
             limits: The limits the call is held to.
             hold_s: Seconds the slot counts as in flight unless released first (so a worker
                 lost mid-call does not hold it for ever).
+            window_s: The span the per-minute limits count over (a minute; every process on
+                one store must use the same).
 
         Returns:
             The slot's id, or ``None`` when the key is paused or a limit is reached.
@@ -55,7 +59,7 @@ class CallLimitQueries(SqlBase):
                 cursor,
                 "DELETE FROM call_slots WHERE limit_key = ? AND counted_at <= ? "
                 "AND (expires_at IS NULL OR expires_at < ?)",
-                (key, now - _WINDOW_S, now),
+                (key, now - window_s, now),
             )
             counted = self._exec(
                 cursor,
@@ -63,7 +67,7 @@ class CallLimitQueries(SqlBase):
                 "COALESCE(SUM(CASE WHEN counted_at > ? OR expires_at >= ? THEN 1 ELSE 0 END), 0), "
                 "COALESCE(SUM(CASE WHEN counted_at > ? THEN tokens ELSE 0 END), 0) "
                 "FROM call_slots WHERE limit_key = ?",
-                (now, now - _WINDOW_S, now, now - _WINDOW_S, key),
+                (now, now - window_s, now, now - window_s, key),
             ).fetchone()
             in_flight, requests, tokens = (int(str(value)) for value in counted or (0, 0, 0))
             if (
@@ -85,7 +89,7 @@ class CallLimitQueries(SqlBase):
         return slot
 
     def release_call_slot(self, slot: str, tokens: int) -> None:
-        """End a slot's call: no longer in flight, it counts for the 60 seconds from now.
+        """End a slot's call: no longer in flight, it counts for the window (a minute) from now.
 
         Args:
             slot: The slot's id.

@@ -238,11 +238,17 @@ class Postgres:
         return self.url(name)
 
     def stop(self) -> None:
-        """Stop the server and remove its directory (a test session's cluster is 40 MB to 1 GB)."""
+        """Stop the server and remove its directory (a test session's cluster is 40 MB to 1 GB).
+
+        The directory is removed in the background (:func:`remove_in_background`) once the
+        server has stopped; at once when it could not be stopped.
+        """
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-        finally:
+        except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        remove_in_background(self.root)
 
 
 def throwaway_cluster(prefix: str) -> Iterator[Postgres]:
@@ -263,4 +269,18 @@ def throwaway_cluster(prefix: str) -> Iterator[Postgres]:
     finally:
         with contextlib.suppress(subprocess.CalledProcessError):
             cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_in_background(directory: Path) -> None:
+    """Remove ``directory`` in a process of its own that outlives the tests.
+
+    A session's cluster holds a database a test, tens of thousands of files: on a busy disk
+    removing them is slow, and nothing the tests check waits for it.
+    """
+    subprocess.run(
+        ["sh", "-c", 'rm -rf -- "$0" &', str(directory)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
+from agent_coordinator.cli import main
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import openai_tool_call
@@ -23,6 +25,8 @@ from tests.limited_llm import LimitedLLM
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
 VALID = {"summary": "ok", "approval": "approve"}
+RATE_WINDOW_S = 4.0
+"""The span ``--rpm`` counts over in these tests (``--rate-window``), not a real minute."""
 
 
 def _run_all(
@@ -144,10 +148,17 @@ def test_an_agent_files_llm_limits_hold_across_runners(tmp_path: Path, database:
 
 
 def test_requests_per_minute_hold_across_runners(tmp_path: Path, database: str) -> None:
+    # The server and the processes count the "minute" over the same 4 s (the hidden
+    # --rate-window), so the rule is seen without waiting a real minute.
     write_fleet(tmp_path / "agents")
     reply = openai_tool_call("submit_result", VALID)
     with LimitedLLM(
-        reply, concurrency=10, requests_per_minute=3, delay_s=0.05, sdk_retries=False
+        reply,
+        concurrency=10,
+        requests_per_minute=3,
+        delay_s=0.05,
+        sdk_retries=False,
+        window_s=RATE_WINDOW_S,
     ) as llm:
         statuses = _run_all(
             tmp_path,
@@ -155,11 +166,14 @@ def test_requests_per_minute_hold_across_runners(tmp_path: Path, database: str) 
             llm,
             runs=5,
             runners=[["--workers", "3"], ["--workers", "3"]],
-            flags=["--rpm", "3"],
+            flags=["--rpm", "3", "--rate-window", str(RATE_WINDOW_S)],
         )
-        # 3 calls in the first minute; the other 2 wait for it to pass, then complete
+        # 3 calls in the first window; the other 2 wait for it to pass, then complete
     assert statuses == ["completed"] * 5
     assert llm.refused == 0
+    assert llm.accepted == 5
+    first, fourth = llm.accepted_at[0], llm.accepted_at[3]
+    assert fourth - first >= RATE_WINDOW_S, llm.accepted_at
 
 
 def test_a_429_pauses_the_model_for_every_runner_and_the_call_is_made_again(
@@ -190,3 +204,17 @@ def test_a_429_pauses_the_model_for_every_runner_and_the_call_is_made_again(
     assert statuses == ["completed"] * 2
     assert llm.refused == 1
     assert llm.accepted == 2
+
+
+def test_the_rate_window_must_be_positive_and_is_not_in_the_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in ("serve", "runner"):
+        with pytest.raises(SystemExit) as exited:
+            main([command, "--rate-window", "0"])
+        assert exited.value.code == 2
+        assert "--rate-window: '0' is not a positive number of seconds" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        shown = capsys.readouterr().out
+        assert "--rpm" in shown and "--rate-window" not in shown
