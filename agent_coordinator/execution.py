@@ -82,11 +82,9 @@ _RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events"
 
 
 class _RunEvents:
-    """The analytics sink of the agents the service keeps: events to the current run's buffer.
+    """The analytics sink of the agents the service keeps: events to the current run's buffer."""
 
-    One agent serves many runs at once; the run a task executes is in :data:`_RUN_EVENTS`.
-    Every event also goes to ``log`` (the JSONL analytics log), when there is one.
-    """
+    # One agent serves many runs at once, so the run is found through ``_RUN_EVENTS``.
 
     def __init__(self, log: AnalyticsSink | None) -> None:
         self._log = log

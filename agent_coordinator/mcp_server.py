@@ -156,11 +156,7 @@ class _Server(MCPServer[Any]):
 
 
 async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord:
-    """Wait for a run to end, reporting progress; cancel the run when the call is cancelled.
-
-    The last progress report of a completed run carries seed 000's ``result`` event as its
-    message (JSON), as the run's server-sent events do.
-    """
+    """Wait for a run to end, reporting progress; cancel the run when the call is cancelled."""
     ticks = 0
     events_seen = 0
     latest = ""

@@ -108,11 +108,7 @@ _KEPT_REJECTED = 65_536
 
 
 def _bounded(event: BaseModel) -> BaseModel:
-    """Return the event with a long ``raw_output`` cut, so a line's cost does not grow with it.
-
-    An accepted attempt keeps its first 2,000 characters (the run's result holds the whole
-    output), a rejected one its first 64 Ki characters; the cut says how much was left out.
-    """
+    """Return the event with a long ``raw_output`` cut, so a line's cost does not grow with it."""
     # ``__dict__``: a missing attribute costs a Pydantic model an exception to say so.
     raw = event.__dict__.get("raw_output")
     if not isinstance(raw, str) or len(raw) <= _KEPT_ACCEPTED:
@@ -125,14 +121,11 @@ def _bounded(event: BaseModel) -> BaseModel:
 
 
 def _serialised(event: BaseModel) -> bytes:
-    """Return the event as compact JSON (UTF-8).
-
-    Text that is not encodable UTF-8 (a lone surrogate from a model or a file name) cannot be
-    written by Pydantic; such an event is written with ASCII escapes instead of being lost.
-    """
+    """Return the event as compact JSON (UTF-8)."""
     try:
         return event.__pydantic_serializer__.to_json(event)
     except ValueError:
+        # Pydantic cannot write a lone surrogate (from a model or a file name): escape it.
         payload = event.model_dump(mode="json")
         return json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode()
 

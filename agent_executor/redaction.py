@@ -246,13 +246,7 @@ def _escaped(literal: bytes) -> str:
 
 
 def _screen_validator() -> jsonschema_rs.Validator:
-    """Return the screen: one regular expression matching wherever any rule could match.
-
-    It is every rule's pattern (groups unnamed, the ``[redacted]`` look-aheads dropped, so it
-    matches a little more than the rules) and every remembered secret, run by the validation
-    engine's regular-expression engine (Rust), whose literal prefilters read text at memory
-    speed. Only a text it matches goes through the rules one by one.
-    """
+    """Return the screen: one regular expression matching wherever any rule could match."""
     global _screen
     with _lock:
         if _screen is None:

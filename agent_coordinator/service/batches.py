@@ -90,11 +90,7 @@ async def submit_batch(services: Services, body: BatchCreate) -> BatchRecord:
 
 
 def _check_shape(services: Services, body: BatchCreate) -> None:
-    """Check what a batch request's items and schema fields are, before checking each item.
-
-    Raises:
-        InvalidRequest: As :func:`submit_batch` says (422).
-    """
+    """Check what a batch request's items and schema fields are, before checking each item."""
     limit = services.limits.max_batch_items
     if not body.items:
         raise Unprocessable("InvalidRequest", "items is empty: a batch needs at least one item")

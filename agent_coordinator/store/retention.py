@@ -171,10 +171,7 @@ class RetentionQueries(SqlBase):
         return 0 if row is None else int(str(row[0]))
 
     def _delete(self, cursor: Cursor, tree: Sequence[str]) -> int:
-        """Delete the sessions of ``tree`` and what is stored under them; return the runs.
-
-        A batch (``POST /batches``) whose last item goes with them is deleted too.
-        """
+        """Delete the sessions of ``tree`` and what is stored under them; return the runs."""
         sessions = _marks(tree)
         runs = f"SELECT id FROM runs WHERE session_id IN ({sessions})"
         batches = [

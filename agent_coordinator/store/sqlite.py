@@ -165,11 +165,7 @@ class SqliteStore(SqlStore):
         return found.st_dev, found.st_ino
 
     def _check_file(self) -> None:
-        """Raise (and log once) when the database file is no longer the one first opened.
-
-        Raises:
-            StoreUnavailable: It was removed or replaced.
-        """
+        """Raise (and log once) when the database file is no longer the one first opened."""
         if self._lost is None and self._identity is not None:
             identity = self._file_identity()
             if identity != self._identity:

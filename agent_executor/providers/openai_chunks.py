@@ -110,11 +110,7 @@ class CompletionChunks:
         self.flush()
 
     def _read_pieces(self, datas: list[bytes], at: int) -> int:
-        """Take the pieces of the events from ``at`` on that have the last piece's shape.
-
-        Returns:
-            The index of the first event not taken (not of the shape, or not a whole string).
-        """
+        """Take the pieces of the events from ``at`` on that have the last piece's shape."""
         assert self._shape is not None
         before, after = self._shape
         fixed = len(before) + len(after)
@@ -178,14 +174,7 @@ class CompletionChunks:
                 self.finish_reason = finish
 
     def _went_on(self, chunk: dict[str, JsonValue]) -> bool:
-        """Read the commonest chunk fast: one more piece of the last tool call's arguments.
-
-        Most chunks of a tool call carry nothing else (``{"index": i, "function":
-        {"arguments": "..."}}``, no finish, no usage); anything else is read in full.
-
-        Returns:
-            Whether the chunk was such a piece (and is read).
-        """
+        """Read the commonest chunk fast: one more piece of the last tool call's arguments."""
         choices = chunk.get("choices")
         if type(choices) is not list or len(choices) != 1 or not self._calls:
             return False
@@ -320,11 +309,7 @@ _NOT_PLAIN_BUT_NUL = re.compile(rb'["\x01-\x1f]')
 
 
 def _shape_of(data: bytes, piece: str) -> tuple[bytes, bytes] | None:
-    """Return the bytes before and after the arguments string of a piece's event, if exact.
-
-    Only the last ``"arguments"`` string of the event is taken, and only when its content
-    reads back as exactly ``piece``.
-    """
+    """Return the bytes before and after the arguments string of a piece's event, if exact."""
     matches = list(_ARGUMENTS.finditer(data))
     if not matches:
         return None
@@ -345,12 +330,7 @@ def _escaped_quote(data: bytes, at: int) -> bool:
 
 
 def _pieces(contents: list[bytes]) -> list[str] | None:
-    """Return :func:`_piece` of each of ``contents``, read at once; ``None`` if one is not.
-
-    Checked together (no quote that is not escaped and no control character in any of them, a
-    NUL between each), they are decoded as one text, or parsed as one JSON array of strings
-    when they hold escapes (whose parse refuses a broken one).
-    """
+    """Return :func:`_piece` of each of ``contents``, read at once; ``None`` if one is not."""
     if not contents:
         return []
     joined = b"\x00".join(contents)
