@@ -388,7 +388,7 @@ class Execution:
                 task=run.prompt,
                 parameters=dict(run.parameters),
                 output_schema=run.output_schema,
-                # the inline schema wins over a name given beside it (seed 001's order)
+                # the inline schema wins over a name given beside it
                 schema_name=run.output_schema_name if run.output_schema is None else None,
                 # the content fixed when the run was stored: a schema replaced or deleted in
                 # the registry since does not change what this session is held to
@@ -471,10 +471,6 @@ def _failed(kind: str, message: str) -> RunResult:
 
 
 def child_result_text(result: Mapping[str, JsonValue]) -> str:
-    """Return a child run's stored result as its parent receives it (seed 000's callback).
-
-    ``result_data`` as indented JSON when present, else ``result_text``, else
-    ``(No result available)``.
-    """
+    """Return a child run's stored result as its parent receives it."""
     text: str = format_child_result(result)
     return text

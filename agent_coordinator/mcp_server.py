@@ -7,7 +7,7 @@ same session ``GET /sessions/{id}`` and the dashboard show. Tools:
 - ``start_agent_session`` / ``resume_agent_session`` store a run, wait for its end (reporting
   progress, cancelling the run when the client cancels the call) and answer with the body of
   ``GET /sessions/{id}/result`` as ``structuredContent``; a failed run is a result with
-  ``isError`` and seed 000's failure body, never a protocol error;
+  ``isError`` and the run's failure body, never a protocol error;
 - ``get_session_result``, ``list_agents``, ``list_schemas``.
 
 Errors a request can cause (unknown agent or schema, invalid schema, bad parameters) are tool

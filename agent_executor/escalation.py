@@ -1,4 +1,4 @@
-"""Model escalation (seed 004): which failures move a run to the next model tier, and the fold.
+"""Model escalation: which failures move a run to the next model tier, and the fold.
 
 An agent with ``model_tiers`` (YAML ``llm.tiers``) escalates a run that fails its *contract*
 (``output_schema_validation_failed``, ``output_tool_not_called``, ``no_json_found``,

@@ -222,7 +222,7 @@ def _delete(services: Services, name: str, version: str | None) -> None:
 async def create_agent(
     body: AgentCreate, services: ServicesDep, response: Response
 ) -> AgentWritten:
-    """Create an agent: write ``agents/<id>/agent.yml`` from seed 000's blueprint (or a file form).
+    """Create an agent: write ``agents/<id>/agent.yml`` from a blueprint (or a file form).
 
     The file gets ``agentshape list``'s checks (400 ``ConfigError`` with every problem, nothing
     kept); 409 ``AgentExists`` when the id is taken. The ``ETag`` is the file's version.
