@@ -9,8 +9,7 @@ object a line to ``<directory>/events-YYYY-MM-DD.jsonl`` (default directory
 The sink is generic over Pydantic models, so it does not depend on the exact event classes in
 :mod:`agent_contracts.events`. Before a line is written it passes the redaction every writer
 uses (:mod:`agent_executor.redaction`): no configured API key, no key-shaped or key-named value
-and no authorization header ever reaches the log. The line is serialised by Pydantic and
-redacted as JSON text in one screening pass, so the cost stays small however long the output.
+and no authorization header ever reaches the log.
 
 Writing never breaks a run: a failure (an unwritable directory, a full disk) is logged as a
 warning through :mod:`logging` and counted in :attr:`JsonlAnalytics.dropped`.

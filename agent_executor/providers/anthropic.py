@@ -10,12 +10,8 @@ error becomes a :class:`ProviderError` in :func:`translate_errors`.
 :class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
 assembles the message, which the same reply parser reads.
 
-The wire helpers sit below the provider: how the neutral conversation becomes the request's
-``messages`` (:func:`wire_messages`: one turn a role, thinking blocks put back before their tool
-calls), how a Messages reply becomes a :class:`ModelTurn` (text, tool calls, thinking
-blocks, the normalised stop reason and usage), and the SDK clients: asynchronous ones pooled per
-running loop and settings (:data:`CLIENTS`), synchronous ones for ``run_sync`` per settings and
-process (:data:`SYNC_CLIENTS`), with the one place the SDK's errors are translated.
+Below the provider sit its wire helpers (:func:`wire_messages`, the reply parser) and its SDK
+clients (:data:`CLIENTS` per running loop, :data:`SYNC_CLIENTS` for ``run_sync``).
 """
 
 from __future__ import annotations
