@@ -33,9 +33,6 @@ def as_utc(moment: datetime) -> datetime:
 
     Args:
         moment: An aware or naive time.
-
-    Returns:
-        The same instant, with ``tzinfo=UTC``.
     """
     return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 

@@ -24,9 +24,6 @@ class ModelTextResponse(JSONResponse):
 
         Args:
             content: The response's plain JSON data.
-
-        Returns:
-            The body.
         """
         try:
             return pydantic_core.to_json(content)

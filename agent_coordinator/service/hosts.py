@@ -82,9 +82,6 @@ class AllowedHosts:
             address: The address it listens on; when it is a specific address (not ``0.0.0.0``
                 or ``::``) it is allowed beside the loopback names.
             extra: Names given with ``--allowed-host`` (a port is ignored); ``*`` allows all.
-
-        Returns:
-            The allowed names.
         """
         names = set(LOOPBACK_NAMES)
         bound = _name(address)

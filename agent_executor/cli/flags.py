@@ -184,9 +184,6 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
     Args:
         args: The parsed command line.
 
-    Returns:
-        The overrides by profile field.
-
     Raises:
         UsageError: An override is not ``KEY=VALUE``.
     """

@@ -47,9 +47,6 @@ def output_fields(config: AgentConfig) -> list[str]:
 
     Args:
         config: The agent.
-
-    Returns:
-        The names, in the schema's order.
     """
     schema = config.output_schema
     if schema is None:

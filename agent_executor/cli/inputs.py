@@ -71,9 +71,6 @@ def find_agent_file(agent: str, agents_dir: Path) -> Path:
         agent: An agent id, a path to an ``agent.yml``, or a directory holding one.
         agents_dir: The fleet's directory.
 
-    Returns:
-        The agent file's path.
-
     Raises:
         UsageError: Neither exists; the message lists the ids that do.
     """

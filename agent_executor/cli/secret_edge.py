@@ -42,9 +42,6 @@ def hold_back(value: JsonValue) -> JsonValue:
 
     Args:
         value: A partial output's JSON value.
-
-    Returns:
-        The value as it may be shown.
     """
     if isinstance(value, str):
         return value[: _whole_words(value)]

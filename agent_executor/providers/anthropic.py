@@ -441,9 +441,6 @@ def wire_messages(messages: list[Message], names: ToolNameMap) -> list[JsonObjec
     Args:
         messages: The conversation.
         names: The wire names of the request's tools.
-
-    Returns:
-        The ``messages`` of the request body.
     """
     turns: list[tuple[str, list[JsonValue]]] = []
     for message in messages:
@@ -613,9 +610,6 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
     Args:
         **settings: The SDK client's keyword arguments.
 
-    Returns:
-        The client.
-
     Raises:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
@@ -629,9 +623,6 @@ def sync_client(**settings: Any) -> anthropic.Anthropic:
 
     Args:
         **settings: The SDK client's keyword arguments.
-
-    Returns:
-        The client.
 
     Raises:
         anthropic.AnthropicError: The settings are unusable.

@@ -51,9 +51,6 @@ class BatchAPI(Protocol):
 
         Args:
             turn: The call.
-
-        Returns:
-            The body, JSON bytes.
         """
         ...
 
@@ -77,9 +74,6 @@ class BatchAPI(Protocol):
         Args:
             batch_id: The id :meth:`submit` returned.
 
-        Returns:
-            Its status.
-
         Raises:
             ProviderError: The provider could not be asked.
         """
@@ -93,9 +87,6 @@ class BatchAPI(Protocol):
         Args:
             batch_id: The id :meth:`submit` returned.
             turns: Each item's call by custom id, to read its reply against.
-
-        Returns:
-            The outcome of every item that has ended, by custom id.
 
         Raises:
             ProviderError: The results could not be read.

@@ -232,9 +232,6 @@ def final_at_deadline(
         deadline: The run's end (``time.monotonic()``).
         earlier: The request's ``trace`` callback before this one, or ``None``.
         timed_out: Makes the timeout error the SDK does not retry.
-
-    Returns:
-        The callback.
     """
 
     def trace(name: str, info: Mapping[str, object]) -> None:

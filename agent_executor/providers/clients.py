@@ -109,11 +109,7 @@ def _drop(generator: AsyncGenerator[None, None]) -> None:
 
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
-    """Return the TLS context every SDK client shares, made once: loading CA certificates is slow.
-
-    Returns:
-        The context.
-    """
+    """Return the TLS context every SDK client shares, made once (loading CA files is slow)."""
     import httpx2  # installed with either SDK's extra, not without
 
     return httpx2.create_ssl_context()
@@ -143,9 +139,6 @@ class SyncClients(Generic[S]):
         Args:
             key: The client's settings.
             make: Makes the client.
-
-        Returns:
-            The client.
         """
         full = (os.getpid(), key)
         client = self._clients.get(full)

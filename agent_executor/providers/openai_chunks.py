@@ -216,9 +216,6 @@ class CompletionChunks:
         """Return the whole reply as the ``chat.completion`` body a non-streamed call gets.
 
         Pieces not handed over yet are handed over first.
-
-        Returns:
-            The body, for :func:`agent_executor.providers.openai_replies._turn`.
         """
         self.flush()
         message: JsonObject = {"role": "assistant", "content": "".join(self._text) or None}

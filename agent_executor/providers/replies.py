@@ -57,9 +57,6 @@ def parsed_turn(**fields: Any) -> ModelTurn:
     Args:
         fields: The turn's fields, as for ``ModelTurn(...)``.
 
-    Returns:
-        The turn.
-
     Raises:
         pydantic.ValidationError: A field is not of its type.
     """

@@ -15,9 +15,6 @@ def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
 
     Args:
         turn: The request.
-
-    Returns:
-        The map between the run loop's names and the wire's.
     """
     names = [tool.name for tool in turn.tools]
     for message in turn.messages:
