@@ -168,9 +168,6 @@ class Batcher:
 
         Called before any of them starts, so the first round waits for every item's first call
         instead of going out with the first item alone.
-
-        Args:
-            count: How many items.
         """
         self._active += count
 

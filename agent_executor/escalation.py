@@ -30,11 +30,7 @@ ESCALATING_ERRORS: frozenset[str] = frozenset(
 
 
 def should_escalate(result: RunResult) -> bool:
-    """Return whether ``result`` failed its output contract (and so may go up a tier).
-
-    Args:
-        result: One tier's result.
-    """
+    """Return whether ``result`` failed its output contract (and so may go up a tier)."""
     return escalates(result.error)
 
 

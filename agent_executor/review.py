@@ -617,9 +617,6 @@ _AGENT_HEADERS = (
 def format_review_table(result: Review) -> str:
     """Render a review as aligned plain-text tables for a terminal.
 
-    Args:
-        result: What :func:`review` returned.
-
     Returns:
         A header naming the source and what was skipped, one row per agent with a total row,
         the failures by type, and the runs per UTC day; ends without a newline.
@@ -970,10 +967,6 @@ def _card(label: str, value: str) -> str:
 
 def render_review_html(result: Review, *, title: str = "agentshape analytics") -> str:
     """Render a review as a self-contained HTML page (inline CSS and SVG, no scripts).
-
-    Args:
-        result: What :func:`agent_executor.review.review` returned.
-        title: The page title.
 
     Returns:
         The whole HTML document.

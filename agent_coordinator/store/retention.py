@@ -46,9 +46,6 @@ class RetentionQueries(SqlBase):
     def delete_session(self, session_id: str) -> tuple[tuple[str, ...], int]:
         """Delete a session, its child sessions, and their runs, attempts and events.
 
-        Args:
-            session_id: The session.
-
         Returns:
             The ids of the sessions deleted (the session first, then its descendants) and how
             many runs were deleted with them.

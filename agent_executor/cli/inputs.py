@@ -159,9 +159,6 @@ def read_schema_file(path: Path) -> JsonSchema:
 
     A ``.json`` file is read as JSON; anything else as YAML (which also reads JSON).
 
-    Args:
-        path: The file.
-
     Returns:
         The schema (an object or a boolean).
 

@@ -47,11 +47,7 @@ class BatchAPI(Protocol):
     """Whether a batch created by another process can be read again by its id."""
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the JSON body a live call for ``turn`` sends (one item of a batch).
-
-        Args:
-            turn: The call.
-        """
+        """Return the JSON body a live call for ``turn`` sends (one item of a batch)."""
         ...
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:

@@ -80,9 +80,6 @@ def can_block(provider: object) -> TypeGuard[BlockingProvider]:
     Only when one class defines both methods: a subclass that overrides ``request`` (to record
     or change calls) keeps getting every call through it.
 
-    Args:
-        provider: The provider.
-
     Returns:
         Whether its calls can go through ``request_blocking``.
     """

@@ -134,12 +134,7 @@ class SyncClients(Generic[S]):
         atexit.register(self.close_all)
 
     def get(self, key: Hashable, make: Callable[[], S]) -> S:
-        """Return the client for ``key``, made with ``make`` on first use in this process.
-
-        Args:
-            key: The client's settings.
-            make: Makes the client.
-        """
+        """Return the client for ``key``, made with ``make`` on first use in this process."""
         full = (os.getpid(), key)
         client = self._clients.get(full)
         if client is None:

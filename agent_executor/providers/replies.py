@@ -70,9 +70,6 @@ def read_json(text: str | bytes) -> Any:  # typed as json.loads is
     Python's parser accepts) is read by ``json.loads``, which also gives the error for text
     that is not JSON.
 
-    Args:
-        text: The JSON text.
-
     Returns:
         The value.
 

@@ -123,9 +123,6 @@ async def sse_data(response: httpx2.Response) -> AsyncIterator[list[bytes]]:
 def parse_data(datas: list[bytes]) -> list[JsonValue]:
     """Parse the data of events (from :func:`sse_data`) as JSON, all in one go.
 
-    Args:
-        datas: Each event's data.
-
     Returns:
         Each event's JSON value, in order.
 
