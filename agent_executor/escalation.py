@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from agent_contracts.runs import RunError, RunResult
 
-__all__ = ["ESCALATING_ERRORS", "escalates", "fold_escalation", "should_escalate"]
+__all__ = ["ESCALATING_ERRORS", "escalates", "fold_escalation"]
 
 ESCALATING_ERRORS: frozenset[str] = frozenset(
     {
@@ -27,11 +27,6 @@ ESCALATING_ERRORS: frozenset[str] = frozenset(
     }
 )
 """The failures of a run's output contract that escalate it to the agent's next model tier."""
-
-
-def should_escalate(result: RunResult) -> bool:
-    """Return whether ``result`` failed its output contract (and so may go up a tier)."""
-    return escalates(result.error)
 
 
 def escalates(error: RunError | None) -> bool:
