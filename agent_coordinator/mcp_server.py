@@ -324,9 +324,6 @@ def mcp_route(services: Services) -> tuple[Route, StreamableHTTPSessionManager]:
     manager (``async with manager.run()``) while the app serves, start the runners, and guard
     the ``Host`` with :class:`~agent_coordinator.service.hosts.HostGuard` (the SDK's own check is
     off, so one check with one ``--allowed-host`` list serves the API and ``/mcp`` alike).
-
-    Args:
-        services: What the tools use.
     """
     server = build_mcp_server(services)
     server.streamable_http_app(

@@ -23,10 +23,6 @@ __all__ = ["submit_batch"]
 async def submit_batch(services: Services, body: BatchCreate) -> BatchRecord:
     """Check a batch request, store it with a session and a queued run per item, wake runners.
 
-    Args:
-        services: The store, execution and runners.
-        body: The request.
-
     Returns:
         The stored batch.
 

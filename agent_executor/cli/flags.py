@@ -70,9 +70,6 @@ _FLAGS = {
 def run_options(args: argparse.Namespace) -> RunOptions:
     """Return the run options the flags set.
 
-    Args:
-        args: The parsed command line.
-
     Returns:
         The options; a flag not given leaves its option unset.
 
@@ -169,9 +166,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
     """Return the ``--profile KEY=VALUE`` overrides (``true``/``false`` read as booleans).
-
-    Args:
-        args: The parsed command line.
 
     Raises:
         UsageError: An override is not ``KEY=VALUE``.

@@ -607,9 +607,6 @@ SYNC_CLIENTS: SyncClients[anthropic.Anthropic] = SyncClients(lambda client: clie
 def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
     """Return a new asynchronous SDK client with ``settings`` (key, URL, retries, timeout...).
 
-    Args:
-        **settings: The SDK client's keyword arguments.
-
     Raises:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
@@ -620,9 +617,6 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
 
 def sync_client(**settings: Any) -> anthropic.Anthropic:
     """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
-
-    Args:
-        **settings: The SDK client's keyword arguments.
 
     Raises:
         anthropic.AnthropicError: The settings are unusable.

@@ -235,9 +235,6 @@ def connection_message(exc: BaseException) -> str:
     Running out of file descriptors makes every new connection fail; the SDK reports only
     "Connection error.", which sends the user looking at the provider. The cause is found in
     the exception chain and said instead.
-
-    Args:
-        exc: The SDK's connection error.
     """
     seen: set[int] = set()
     cause: BaseException | None = exc

@@ -146,9 +146,6 @@ class CompletionChunks:
         """Read one chunk: hand its pieces to the sink and keep them for the whole reply.
 
         Anything that is not a chunk's shape (a keep-alive object, a second choice) is skipped.
-
-        Args:
-            chunk: The chunk's JSON as parsed.
         """
         self._went = False
         if not isinstance(chunk, dict):

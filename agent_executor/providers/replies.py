@@ -38,10 +38,6 @@ MAX_ARGUMENT_CHARS = 8 * 1024 * 1024
 def call_usage(input_tokens: int = 0, output_tokens: int = 0) -> Usage:
     """Return the usage of one model call; equal counts share one (frozen) ``Usage``.
 
-    Args:
-        input_tokens: The prompt tokens billed.
-        output_tokens: The completion tokens billed.
-
     Returns:
         The usage (``requests`` is 1).
     """
