@@ -8,7 +8,7 @@ is the one to change.
 A run asked to stream (``RunInput.stream``) streams: :meth:`Execution.run` sets the library's
 ``STREAM_TO`` to the run's :class:`~agent_coordinator.event_log.EventBuffer`, so its log carries
 the events ``Agent.run_stream`` yields beside its analytics events. Only when asked: the model
-is then called with its streaming API, which costs a run about twice the CPU.
+is then called with its streaming API, which costs more CPU.
 
 Model choice, in order: the request's ``model``, the agent's ``llm.model``, the server's
 ``--model``; with none of them the library picks from the environment (and, once it stops falling
@@ -193,11 +193,11 @@ class Execution:
     def check(self, agent_name: str, run: RunInput) -> RunInput:
         """Check a run request before it is stored; return it with a named schema's content.
 
-        Seed 001's resolution order: the inline schema, then the named one, then the agent's
-        default. A request giving both runs on the inline one; the name is kept with the run
-        (unread, unchecked) so its result can say it was not used. A request that already holds
-        a named schema's content (``named_schema``: a resume continuing its session's contract)
-        keeps it; the registry is read only for a name alone.
+        The order: the inline schema, then the named one, then the agent's default. A request
+        giving both runs on the inline one; the name is kept with the run (unread, unchecked)
+        so its result can say it was not used. A request that already holds a named schema's
+        content (``named_schema``: a resume continuing its session's contract) keeps it; the
+        registry is read only for a name alone.
 
         Raises:
             AgentNotFound: No such agent (404).

@@ -264,7 +264,7 @@ class SessionPage(BaseModel):
 
 
 class SchemaValidationView(BaseModel):
-    """Seed 001's validation metadata of a result."""
+    """The validation metadata of a result."""
 
     valid: bool
     schema_name: str | None = None

@@ -233,7 +233,7 @@ class CallerSchema:
 
 
 def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema:
-    """Resolve ``--schema`` / ``--schema-file`` for an agent, in the seed's order.
+    """Resolve ``--schema`` / ``--schema-file`` for an agent.
 
     Inline first, then named, then the agent's default; an agent's own ``output_schema`` is its
     contract and is never replaced, so giving either flag for such an agent is an error (checked
