@@ -3,10 +3,9 @@
 :class:`CompletionChunks` reads each ``chat.completion.chunk`` as plain JSON, hands every text
 piece and every piece of a tool call's arguments to the run loop's sink as it comes, and at the
 end assembles the ``chat.completion`` body the same reply would have had without streaming, so
-the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both. Most events of
-a tool call are one more piece of its arguments, byte for byte the event before with another
-string: :meth:`CompletionChunks.read` takes such a piece straight from the bytes (a JSON parse of
-every event is most of a streamed reply's cost) and parses every other event.
+the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both. An event that
+is the one before with only its arguments string changed is read from its bytes, unparsed (see
+:meth:`CompletionChunks.read`).
 
 Compatible servers stream loosely, and every quirk is read as the non-streamed reply's would be:
 a tool call's arguments whole in one chunk (or as an object, not a string), tool-call entries
