@@ -104,11 +104,7 @@ def _same_scalar(old: object, new: object) -> bool:
 
 
 def _unshared(node: _Node, taken: set[int]) -> _Node:
-    """Return ``node``, or a copy of it (no anchors) when another place uses it too.
-
-    ``taken`` holds the nodes used elsewhere in the file and those this save has already
-    changed; the returned node is added to it.
-    """
+    """Return ``node``, or a copy of it (no anchors) when another place uses it too."""
     if id(node) in taken:
         node = copy.deepcopy(node)
         for part in _containers(node):
@@ -118,11 +114,9 @@ def _unshared(node: _Node, taken: set[int]) -> _Node:
 
 
 def _merge(old: object, new: JsonValue, taken: set[int]) -> object:
-    """Return ``new`` built into ``old``: unchanged members keep their node, order and comments.
-
-    A node in ``taken`` (shared with another field through a YAML alias, or already changed by
-    this merge) is copied before it is changed, so the save never edits another place in place.
-    """
+    """Return ``new`` built into ``old``: unchanged members keep their node, order and comments."""
+    # A node shared through a YAML alias (or already changed here) is in ``taken``: it is
+    # copied before it changes, so the save never edits another place in passing.
     if isinstance(old, CommentedMap) and isinstance(new, dict):
         old = _unshared(old, taken)
         for key in [key for key in old if key not in new]:
@@ -147,12 +141,7 @@ def _merge(old: object, new: JsonValue, taken: set[int]) -> object:
 def _containers(
     node: object, skip: tuple[object, object] | None = None
 ) -> list[CommentedMap | CommentedSeq]:
-    """Return every mapping and sequence reachable from ``node``, each once.
-
-    Args:
-        node: Where to start.
-        skip: A ``(mapping, key)`` slot not to follow.
-    """
+    """Return every mapping and sequence reachable from ``node``, each once."""
     found: dict[int, CommentedMap | CommentedSeq] = {}
     todo = [node]
     while todo:

@@ -4,9 +4,9 @@ An agent that lists the tool in its config (``tools: [agents:start_session]``) m
 an ``agent_name``, a ``prompt`` and optionally ``parameters``, an inline ``output_schema`` or an
 ``output_schema_name``. The child is stored like any run, linked to its parent session (the child's
 ``parent_session_id``, the parent's ``children``), and run by the parent's runner itself, so a
-parent waiting for a child never waits for a free worker. The parent receives the child's result
-in seed 000's callback format: ``result_data`` as indented JSON, else ``result_text``; a failed
-child is an error tool result naming its error type and problems.
+parent waiting for a child never waits for a free worker. The parent receives the child's
+``result_data`` as indented JSON, else its ``result_text``; a failed child is an error tool
+result naming its error type and problems.
 
 Depth (a child of a child...) and fan-out (children of one session) are bounded, by the limits
 ``agentshape run`` uses for the children it runs in-process (:mod:`agent_executor.child_sessions`).

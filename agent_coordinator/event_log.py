@@ -8,12 +8,9 @@ run's end):
   ``run_completed``, ``run_failed``), stored as they are;
 - for a run asked to stream, the events ``Agent.run_stream`` yields (:data:`STREAM_TYPES`), stored
   as their ``to_json()``: ``text_delta``, ``tool_call_started``, ``tool_call_finished``,
-  ``partial_output`` and ``retry_started``. The stream's ``RunStarted`` is left out: the analytics
-  ``run_started`` has the same name and says the same (the model, the output mode; all but the
-  tier number), once per model tier too (an escalated run starts again on the next tier, its
-  attempts numbered from 1 again, in the stream events as in the analytics ``attempt`` events).
-  ``RunFinished`` never reaches a sink: a run's end is its ``run_completed``/``run_failed`` event,
-  the server-sent ``end`` event, and its result at ``GET /sessions/{id}/result``.
+  ``partial_output`` and ``retry_started``. The stream's ``RunStarted`` is left out (the
+  analytics ``run_started`` says the same, once per model tier too), and ``RunFinished`` never
+  reaches a sink (a run's end is its ``run_completed``/``run_failed`` event).
 
 So that a streamed reply costs a few rows, not one per piece, each write coalesces what
 accumulated since the last one: consecutive ``text_delta`` events of one model turn become one,

@@ -8,7 +8,7 @@ is the one to change.
 A run asked to stream (``RunInput.stream``) streams: :meth:`Execution.run` sets the library's
 ``STREAM_TO`` to the run's :class:`~agent_coordinator.event_log.EventBuffer`, so its log carries
 the events ``Agent.run_stream`` yields beside its analytics events. Only when asked: the model
-is then called with its streaming API, which costs a run about twice the CPU.
+is then called with its streaming API, which costs more CPU.
 
 Model choice, in order: the request's ``model``, the agent's ``llm.model``, the server's
 ``--model``; with none of them the library picks from the environment (and, once it stops falling
@@ -82,11 +82,9 @@ _RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events"
 
 
 class _RunEvents:
-    """The analytics sink of the agents the service keeps: events to the current run's buffer.
+    """The analytics sink of the agents the service keeps: events to the current run's buffer."""
 
-    One agent serves many runs at once; the run a task executes is in :data:`_RUN_EVENTS`.
-    Every event also goes to ``log`` (the JSONL analytics log), when there is one.
-    """
+    # One agent serves many runs at once, so the run is found through ``_RUN_EVENTS``.
 
     def __init__(self, log: AnalyticsSink | None) -> None:
         self._log = log
@@ -195,11 +193,11 @@ class Execution:
     def check(self, agent_name: str, run: RunInput) -> RunInput:
         """Check a run request before it is stored; return it with a named schema's content.
 
-        Seed 001's resolution order: the inline schema, then the named one, then the agent's
-        default. A request giving both runs on the inline one; the name is kept with the run
-        (unread, unchecked) so its result can say it was not used. A request that already holds
-        a named schema's content (``named_schema``: a resume continuing its session's contract)
-        keeps it; the registry is read only for a name alone.
+        The order: the inline schema, then the named one, then the agent's default. A request
+        giving both runs on the inline one; the name is kept with the run (unread, unchecked)
+        so its result can say it was not used. A request that already holds a named schema's
+        content (``named_schema``: a resume continuing its session's contract) keeps it; the
+        registry is read only for a name alone.
 
         Raises:
             AgentNotFound: No such agent (404).
@@ -390,7 +388,7 @@ class Execution:
                 task=run.prompt,
                 parameters=dict(run.parameters),
                 output_schema=run.output_schema,
-                # the inline schema wins over a name given beside it (seed 001's order)
+                # the inline schema wins over a name given beside it
                 schema_name=run.output_schema_name if run.output_schema is None else None,
                 # the content fixed when the run was stored: a schema replaced or deleted in
                 # the registry since does not change what this session is held to
@@ -473,10 +471,6 @@ def _failed(kind: str, message: str) -> RunResult:
 
 
 def child_result_text(result: Mapping[str, JsonValue]) -> str:
-    """Return a child run's stored result as its parent receives it (seed 000's callback).
-
-    ``result_data`` as indented JSON when present, else ``result_text``, else
-    ``(No result available)``.
-    """
+    """Return a child run's stored result as its parent receives it."""
     text: str = format_child_result(result)
     return text

@@ -7,7 +7,7 @@ same session ``GET /sessions/{id}`` and the dashboard show. Tools:
 - ``start_agent_session`` / ``resume_agent_session`` store a run, wait for its end (reporting
   progress, cancelling the run when the client cancels the call) and answer with the body of
   ``GET /sessions/{id}/result`` as ``structuredContent``; a failed run is a result with
-  ``isError`` and seed 000's failure body, never a protocol error;
+  ``isError`` and the run's failure body, never a protocol error;
 - ``get_session_result``, ``list_agents``, ``list_schemas``.
 
 Errors a request can cause (unknown agent or schema, invalid schema, bad parameters) are tool
@@ -156,11 +156,7 @@ class _Server(MCPServer[Any]):
 
 
 async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord:
-    """Wait for a run to end, reporting progress; cancel the run when the call is cancelled.
-
-    The last progress report of a completed run carries seed 000's ``result`` event as its
-    message (JSON), as the run's server-sent events do.
-    """
+    """Wait for a run to end, reporting progress; cancel the run when the call is cancelled."""
     ticks = 0
     events_seen = 0
     latest = ""
@@ -328,9 +324,6 @@ def mcp_route(services: Services) -> tuple[Route, StreamableHTTPSessionManager]:
     manager (``async with manager.run()``) while the app serves, start the runners, and guard
     the ``Host`` with :class:`~agent_coordinator.service.hosts.HostGuard` (the SDK's own check is
     off, so one check with one ``--allowed-host`` list serves the API and ``/mcp`` alike).
-
-    Args:
-        services: What the tools use.
     """
     server = build_mcp_server(services)
     server.streamable_http_app(

@@ -87,12 +87,7 @@ def register_resume(commands: Subcommands) -> None:
 
 
 def _resume_command(args: argparse.Namespace, out: TextIO) -> int:
-    """Run ``agentshape run --resume``: 0 when the resumed run completed, 1 when it failed.
-
-    Raises:
-        UsageError: A flag that does not go with ``--resume``, an unknown session, or a
-            request the service would refuse (with its error code).
-    """
+    """Run ``agentshape run --resume``: 0 when the resumed run completed, 1 when it failed."""
     for name, flag in _NOT_WITH_RESUME.items():
         if getattr(args, name, None):
             raise UsageError(f"{flag} does not go with --resume: the session keeps its contract")
@@ -195,11 +190,9 @@ async def resume_session(
 
 
 async def _execute(store: SqlStore, runner: Runner, run_id: str) -> RunRecord:
-    """Execute the run here whenever it is waiting, until it has ended; return it then.
-
-    A service's runner may claim it first; the command then waits for that runner, and takes
-    the run back if it is requeued (a runner lost with it).
-    """
+    """Execute the run here whenever it is waiting, until it has ended; return it then."""
+    # A service's runner may claim it first: wait for that one, and take the run back if it
+    # is requeued (that runner was lost).
     while True:
         claim = await store.call(store.claim_run, run_id, runner.id, _LEASE_S)
         if claim is not None:

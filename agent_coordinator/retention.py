@@ -36,9 +36,6 @@ def parse_age(text: str) -> float:
     Args:
         text: A number followed by ``d`` (days), ``h`` (hours) or ``m`` (minutes).
 
-    Returns:
-        The age in seconds.
-
     Raises:
         ConfigError: ``text`` is not such an age.
     """

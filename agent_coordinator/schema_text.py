@@ -163,11 +163,7 @@ def _check_depth(text: str, budget: TextBudget) -> None:
 
 
 def _check_size(tree: yaml.Node, budget: TextBudget) -> None:
-    """Count the values ``tree`` stands for, a node shared through aliases once per use.
-
-    Each node's count is kept, so a shared node is walked once however often it is used; the
-    depth is already bounded, so the recursion is too.
-    """
+    """Count the values ``tree`` stands for, a node shared through aliases once per use."""
     counted: dict[int, int] = {}
 
     def count(node: yaml.Node) -> int:

@@ -9,8 +9,7 @@ object a line to ``<directory>/events-YYYY-MM-DD.jsonl`` (default directory
 The sink is generic over Pydantic models, so it does not depend on the exact event classes in
 :mod:`agent_contracts.events`. Before a line is written it passes the redaction every writer
 uses (:mod:`agent_executor.redaction`): no configured API key, no key-shaped or key-named value
-and no authorization header ever reaches the log. The line is serialised by Pydantic and
-redacted as JSON text in one screening pass, so the cost stays small however long the output.
+and no authorization header ever reaches the log.
 
 Writing never breaks a run: a failure (an unwritable directory, a full disk) is logged as a
 warning through :mod:`logging` and counted in :attr:`JsonlAnalytics.dropped`.
@@ -108,11 +107,7 @@ _KEPT_REJECTED = 65_536
 
 
 def _bounded(event: BaseModel) -> BaseModel:
-    """Return the event with a long ``raw_output`` cut, so a line's cost does not grow with it.
-
-    An accepted attempt keeps its first 2,000 characters (the run's result holds the whole
-    output), a rejected one its first 64 Ki characters; the cut says how much was left out.
-    """
+    """Return the event with a long ``raw_output`` cut, so a line's cost does not grow with it."""
     # ``__dict__``: a missing attribute costs a Pydantic model an exception to say so.
     raw = event.__dict__.get("raw_output")
     if not isinstance(raw, str) or len(raw) <= _KEPT_ACCEPTED:
@@ -125,14 +120,11 @@ def _bounded(event: BaseModel) -> BaseModel:
 
 
 def _serialised(event: BaseModel) -> bytes:
-    """Return the event as compact JSON (UTF-8).
-
-    Text that is not encodable UTF-8 (a lone surrogate from a model or a file name) cannot be
-    written by Pydantic; such an event is written with ASCII escapes instead of being lost.
-    """
+    """Return the event as compact JSON (UTF-8)."""
     try:
         return event.__pydantic_serializer__.to_json(event)
     except ValueError:
+        # Pydantic cannot write a lone surrogate (from a model or a file name): escape it.
         payload = event.model_dump(mode="json")
         return json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode()
 

@@ -29,14 +29,7 @@ _FILE_SUFFIX = ".jsonl"
 
 
 def as_utc(moment: datetime) -> datetime:
-    """Return ``moment`` as an aware time in UTC; a naive time is taken to be UTC already.
-
-    Args:
-        moment: An aware or naive time.
-
-    Returns:
-        The same instant, with ``tzinfo=UTC``.
-    """
+    """Return ``moment`` as an aware time in UTC; a naive time is taken to be UTC already."""
     return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 

@@ -97,11 +97,7 @@ async def run_many(
 
 
 def _batcher(agent: Agent[OutputT], model: Provider | str | None) -> Batcher:
-    """Return a batcher for the provider the agent's runs would call.
-
-    Raises:
-        ConfigError: The provider cannot be resolved or has no batch API.
-    """
+    """Return a batcher for the provider the agent's runs would call."""
     live = agent.provider(model)
     return Batcher(batch_api_for(live), live)
 
@@ -113,11 +109,7 @@ async def _run_batched(
     keys: Sequence[str] | None,
     on_result: Callable[[int, AgentResult[OutputT]], Awaitable[None] | None] | None,
 ) -> list[AgentResult[OutputT]]:
-    """Run every request at once, their model calls gathered into batches by ``batcher``.
-
-    Raises:
-        ConfigError: As :func:`run_many` says for ``batch``.
-    """
+    """Run every request at once, their model calls gathered into batches by ``batcher``."""
     if agent.tools or agent.config.mcp_servers:
         raise ConfigError(
             f"agent {agent.id}: --batch cannot run agents with input tools or MCP servers "

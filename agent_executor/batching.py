@@ -168,9 +168,6 @@ class Batcher:
 
         Called before any of them starts, so the first round waits for every item's first call
         instead of going out with the first item alone.
-
-        Args:
-            count: How many items.
         """
         self._active += count
 
@@ -328,11 +325,7 @@ class BatchedProvider:
 
 
 def _read_state(path: Path | None) -> dict[str, dict[str, str]]:
-    """Return the batches a state file records: each id with its items' body digests.
-
-    Raises:
-        ConfigError: The file cannot be read or a line is not a recorded batch.
-    """
+    """Return the batches a state file records: each id with its items' body digests."""
     if path is None or not path.exists():
         return {}
     recorded: dict[str, dict[str, str]] = {}

@@ -6,9 +6,9 @@ An agent whose config lists the tool (``tools: [agents:start_session]``) may cal
 (``agent_coordinator.children``); the command line runs it here, in the same process, with the
 same rules: the child's own contract (a caller's schema cannot replace an agent's fixed
 ``output_schema``), its ``parameters_schema``, at most :data:`MAX_DEPTH` levels of children and
-:data:`MAX_CHILDREN` children a session. The parent receives the child's result in seed 000's
-callback format (``result_data`` as indented JSON, else ``result_text``); a child that fails, or
-cannot start, is an error tool result naming why, which the parent's model reads.
+:data:`MAX_CHILDREN` children a session. The parent receives the child's ``result_data`` as
+indented JSON, else its ``result_text``; a child that fails, or cannot start, is an error tool
+result naming why, which the parent's model reads.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Model escalation (seed 004): which failures move a run to the next model tier, and the fold.
+"""Model escalation: which failures move a run to the next model tier, and the fold.
 
 An agent with ``model_tiers`` (YAML ``llm.tiers``) escalates a run that fails its *contract*
 (``output_schema_validation_failed``, ``output_tool_not_called``, ``no_json_found``,
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from agent_contracts.runs import RunError, RunResult
 
-__all__ = ["ESCALATING_ERRORS", "escalates", "fold_escalation", "should_escalate"]
+__all__ = ["ESCALATING_ERRORS", "escalates", "fold_escalation"]
 
 ESCALATING_ERRORS: frozenset[str] = frozenset(
     {
@@ -27,15 +27,6 @@ ESCALATING_ERRORS: frozenset[str] = frozenset(
     }
 )
 """The failures of a run's output contract that escalate it to the agent's next model tier."""
-
-
-def should_escalate(result: RunResult) -> bool:
-    """Return whether ``result`` failed its output contract (and so may go up a tier).
-
-    Args:
-        result: One tier's result.
-    """
-    return escalates(result.error)
 
 
 def escalates(error: RunError | None) -> bool:

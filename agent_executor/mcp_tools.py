@@ -30,10 +30,6 @@ __all__ = ["execute_with_mcp", "require_mcp_sdk"]
 def require_mcp_sdk(servers: Sequence[McpServer], agent_id: str) -> None:
     """Check that the ``mcp`` SDK is installed when an agent lists MCP servers, with distinct names.
 
-    Args:
-        servers: The agent's MCP servers.
-        agent_id: The agent, for the message.
-
     Raises:
         ConfigError: Servers are listed but the SDK is missing (the message names the extra),
             or two servers share a name.

@@ -13,11 +13,8 @@ Two kinds of secret are replaced with :data:`REDACTED`:
   ``"password": "..."``). A 32-digit hex value under a key named ``...id`` or ``...hash`` (a run
   id, a schema hash) is an identifier and is kept.
 
-The cost is kept small and nearly flat in the size of what is written: a text is lowered once
-(bytes, ASCII only, so positions do not move) and read by one screen, a single regular
-expression of every rule and remembered secret run by the validation engine's Rust regex engine,
-whose literal prefilters read text at memory speed; only a text the screen matches goes through
-the rules one by one. The hexadecimal rule reads a translated copy (one C pass). A text with
+A text is read once by one screen (a single regular expression of every rule and remembered
+secret); only a text the screen matches goes through the rules one by one, and a text with
 nothing to redact is returned as it was.
 
 JSON text is redacted as text (:func:`redact_json_bytes`), which keeps it valid JSON: a secret
@@ -246,13 +243,7 @@ def _escaped(literal: bytes) -> str:
 
 
 def _screen_validator() -> jsonschema_rs.Validator:
-    """Return the screen: one regular expression matching wherever any rule could match.
-
-    It is every rule's pattern (groups unnamed, the ``[redacted]`` look-aheads dropped, so it
-    matches a little more than the rules) and every remembered secret, run by the validation
-    engine's regular-expression engine (Rust), whose literal prefilters read text at memory
-    speed. Only a text it matches goes through the rules one by one.
-    """
+    """Return the screen: one regular expression matching wherever any rule could match."""
     global _screen
     with _lock:
         if _screen is None:

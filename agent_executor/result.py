@@ -249,7 +249,7 @@ class AgentResult(Generic[OutputT]):
 def format_child_result(
     result: RunResult | AgentResult[Any] | Mapping[str, JsonValue],
 ) -> str:
-    """Render a child run's result for its parent agent (seed 000's callback rule).
+    """Render a child run's result for its parent agent.
 
     ``result_data`` as indented JSON when present, otherwise ``result_text``, otherwise
     ``(No result available)``.

@@ -13,16 +13,10 @@ Bad input is never fatal: corrupt lines, a partial last line, and JSON objects t
 known event are skipped and counted in the review. A run with a ``run_started`` but no end event
 is counted as incomplete (still running, or its process died).
 
-Events are counted as they stream past (:class:`Tally`) and nothing is kept of them: a run still
-open keeps its agent, its day, its first attempt's outcome and its tokens so far; a run that
-ended is folded into its agent's totals and remembered only by its id (so events that arrive
-after its end are not taken for a new run). Durations are kept as 8-byte floats for exact
-percentiles.
-
-The HTML page has the per-agent table and three charts drawn as inline SVG: success and
-first-try-valid rate per agent, runs per UTC day (completed, failed, incomplete), and failures by
-error type. Styles are inline and there is no script, font, image or other resource to fetch, so
-the file opens in any browser without a network. Every value from the logs is HTML-escaped.
+Events are counted as they stream past (:class:`Tally`); an ended run is remembered only by
+its id, so events that arrive after its end are not taken for a new run. The HTML page (a
+table and three inline SVG charts) fetches nothing, so it opens without a network; every value
+from the logs is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -623,9 +617,6 @@ _AGENT_HEADERS = (
 def format_review_table(result: Review) -> str:
     """Render a review as aligned plain-text tables for a terminal.
 
-    Args:
-        result: What :func:`review` returned.
-
     Returns:
         A header naming the source and what was skipped, one row per agent with a total row,
         the failures by type, and the runs per UTC day; ends without a newline.
@@ -976,10 +967,6 @@ def _card(label: str, value: str) -> str:
 
 def render_review_html(result: Review, *, title: str = "agentshape analytics") -> str:
     """Render a review as a self-contained HTML page (inline CSS and SVG, no scripts).
-
-    Args:
-        result: What :func:`agent_executor.review.review` returned.
-        title: The page title.
 
     Returns:
         The whole HTML document.

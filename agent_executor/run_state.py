@@ -208,9 +208,6 @@ class RunState:
 def model_name(provider: Provider) -> str:
     """Return the model spec a provider stands for: ``openai:gpt-4.1-mini``, ``test``...
 
-    Args:
-        provider: The provider.
-
     Returns:
         ``name:model``, or just the name when the model repeats it or is empty.
     """
@@ -219,11 +216,7 @@ def model_name(provider: Provider) -> str:
 
 
 def raw_of_calls(calls: Sequence[ToolCall]) -> str:
-    """Return the raw arguments of tool calls, one call a line.
-
-    Args:
-        calls: The calls.
-    """
+    """Return the raw arguments of tool calls, one call a line."""
     return "\n".join(call.raw_arguments for call in calls)
 
 
@@ -233,9 +226,6 @@ def calls_block(state: RunState) -> bool:
     True when the model calls block within the run's deadline (``run_sync`` with a provider that
     has a synchronous path, not streamed) and there are no input tools to run in threads nor a
     turn recorder to await: such a run needs no timeout that cancels an await.
-
-    Args:
-        state: The run.
     """
     spec = state.spec
     return (
@@ -248,13 +238,7 @@ def calls_block(state: RunState) -> bool:
 
 
 def emit(state: RunState, kind: type[BaseModel], **fields: object) -> None:
-    """Send the analytics event ``kind(**fields)``; a failing sink never breaks the run.
-
-    Args:
-        state: The run.
-        kind: The event's class.
-        **fields: Its fields.
-    """
+    """Send the analytics event ``kind(**fields)``; a failing sink never breaks the run."""
     try:
         state.sink.emit(kind.model_validate(fields))
     except Exception:  # analytics must never break a run

@@ -72,22 +72,7 @@ def _changed(path: Path) -> Conflict:
 
 
 def _reload(services: Services, path: Path, before: bytes | None, agent_id: str) -> bool:
-    """Use the fleet on disk now; put ``path`` back and raise when it is what fails to load.
-
-    Args:
-        services: The service, whose running fleet is replaced.
-        path: The file just written.
-        before: Its bytes before (``None``: it was created).
-        agent_id: The id the file must load as.
-
-    Returns:
-        Whether the service now uses the fleet on disk (false while another file of the fleet
-        has an error: the file is kept, and used once that is fixed).
-
-    Raises:
-        BadRequest: ``ConfigError`` with every problem of ``path``, which is restored first.
-        Unprocessable: ``InvalidRequest`` when the file loads under another id (restored too).
-    """
+    """Use the fleet on disk now; put ``path`` back and raise when it is what fails to load."""
     try:
         fleet = load_checked(services.execution.fleet.directory)
     except FleetProblems as error:
@@ -237,7 +222,7 @@ def _delete(services: Services, name: str, version: str | None) -> None:
 async def create_agent(
     body: AgentCreate, services: ServicesDep, response: Response
 ) -> AgentWritten:
-    """Create an agent: write ``agents/<id>/agent.yml`` from seed 000's blueprint (or a file form).
+    """Create an agent: write ``agents/<id>/agent.yml`` from a blueprint (or a file form).
 
     The file gets ``agentshape list``'s checks (400 ``ConfigError`` with every problem, nothing
     kept); 409 ``AgentExists`` when the id is taken. The ``ETag`` is the file's version.

@@ -63,9 +63,6 @@ async def get_batch(batch_id: str, services: ServicesDep) -> BatchView:
 def batch_view(batch: BatchRecord) -> BatchView:
     """Return a stored batch as the API shows it.
 
-    Args:
-        batch: The batch as read.
-
     Returns:
         Its view, with its items counted by their runs' statuses.
     """

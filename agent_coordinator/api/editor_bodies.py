@@ -1,6 +1,6 @@
 """Bodies of the fleet and agent-editor endpoints (``/fleet``, ``/agents/{name}/source``...).
 
-Also the bodies of ``POST /agents`` and ``PATCH /agents/{name}`` (seed 000's ``AgentCreate`` and
+Also the bodies of ``POST /agents`` and ``PATCH /agents/{name}`` (``AgentCreate`` and
 ``AgentUpdate``) and what both answer (:class:`AgentWritten`).
 """
 

@@ -20,14 +20,7 @@ class ModelTextResponse(JSONResponse):
     """A JSON response that writes a lone surrogate as its escape instead of failing."""
 
     def render(self, content: object) -> bytes:
-        """Return ``content`` as compact UTF-8 JSON, lone surrogates escaped.
-
-        Args:
-            content: The response's plain JSON data.
-
-        Returns:
-            The body.
-        """
+        """Return ``content`` as compact UTF-8 JSON, lone surrogates escaped."""
         try:
             return pydantic_core.to_json(content)
         except ValueError:  # a lone surrogate: Pydantic refuses it, the library escapes it

@@ -185,7 +185,7 @@ async def run_events(
       the stream's own ``run_started`` and ``run_finished`` are left out (the analytics
       ``run_started``, the run's end and ``GET /sessions/{id}/result`` say the same). An
       escalated run has a ``run_started`` per model tier, each tier's attempts counted from 1;
-    - ``result``, once a run has completed: seed 000's result event, ``{"event_type":
+    - ``result``, once a run has completed: the result event, ``{"event_type":
       "result", "session_id", "run_id", "timestamp", "result_text", "result_data"}``, exactly
       one of the last two set (``result_text`` without a contract);
     - ``end`` (``status``), last, once the run has ended.

@@ -1,6 +1,6 @@
 """``/schemas``: the named output schema registry (the same one ``agentshape schemas`` uses).
 
-A name stands for one schema (seed 001: schemas are immutable). Registering the same schema
+A name stands for one schema (schemas are immutable). Registering the same schema
 again under its name is answered with the stored entry (200); a different schema under a taken
 name is 409 ``SchemaExists``. A session keeps the content of the named schema it started with,
 so deleting a name (or replacing it with ``replace``) changes what new runs get, never what a

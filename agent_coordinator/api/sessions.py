@@ -83,7 +83,7 @@ async def get_session(session_id: str, services: ServicesDep) -> SessionView:
 async def get_result(session_id: str, services: ServicesDep) -> SessionResult:
     """Return the session's latest result.
 
-    Seed 001's body with seed 000's ``result_text``/``result_data``, or seed 000's failure body;
+    The result with its ``result_text`` or ``result_data``, or the run's failure body;
     409 ``ResultNotReady`` while the latest run has not ended.
     """
     await _get(services, session_id)

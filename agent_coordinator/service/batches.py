@@ -23,10 +23,6 @@ __all__ = ["submit_batch"]
 async def submit_batch(services: Services, body: BatchCreate) -> BatchRecord:
     """Check a batch request, store it with a session and a queued run per item, wake runners.
 
-    Args:
-        services: The store, execution and runners.
-        body: The request.
-
     Returns:
         The stored batch.
 
@@ -90,11 +86,7 @@ async def submit_batch(services: Services, body: BatchCreate) -> BatchRecord:
 
 
 def _check_shape(services: Services, body: BatchCreate) -> None:
-    """Check what a batch request's items and schema fields are, before checking each item.
-
-    Raises:
-        InvalidRequest: As :func:`submit_batch` says (422).
-    """
+    """Check what a batch request's items and schema fields are, before checking each item."""
     limit = services.limits.max_batch_items
     if not body.items:
         raise Unprocessable("InvalidRequest", "items is empty: a batch needs at least one item")

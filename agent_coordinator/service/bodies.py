@@ -96,7 +96,7 @@ class RunCreate(BaseModel):
     output_schema: JsonSchema | None = Field(default=None, examples=[_PR_REVIEW])
     """An inline output schema for this run (agents without a fixed ``output_schema``)."""
     output_schema_name: str | None = Field(default=None, max_length=128)
-    """A registered schema's name. Beside an inline schema the inline one wins (seed 001's
+    """A registered schema's name. Beside an inline schema the inline one wins (the
     order: inline, named, the agent's default); the result's ``schema_validation`` then names
     it as ``unused_schema_name``."""
     output_schema_options: RunOptions | None = None
@@ -116,7 +116,7 @@ class RunCreate(BaseModel):
 
 
 class RunFailure(BaseModel):
-    """Why a run failed, in seed 000's failure shape."""
+    """Why a run failed."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -264,7 +264,7 @@ class SessionPage(BaseModel):
 
 
 class SchemaValidationView(BaseModel):
-    """Seed 001's validation metadata of a result."""
+    """The validation metadata of a result."""
 
     valid: bool
     schema_name: str | None = None
@@ -272,7 +272,7 @@ class SchemaValidationView(BaseModel):
     errors: list[str] = Field(default_factory=list)
     """The problems, when the result is invalid."""
     schema_source: Literal["inline", "named", "default", "agent"] | None = None
-    """Which schema the run was held to (seed 001's order: ``inline``, then ``named``, then the
+    """Which schema the run was held to (in order: ``inline``, then ``named``, then the
     agent's ``default``; ``agent`` for an agent's fixed ``output_schema``)."""
     unused_schema_name: str | None = None
     """The ``output_schema_name`` the request gave beside an inline schema, which won."""

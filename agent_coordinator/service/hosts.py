@@ -11,7 +11,6 @@ The guard wraps the whole app, ``/mcp`` included.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,15 +49,6 @@ def _name(host: str) -> str:
     return _host_port(host)[0]
 
 
-def _is_loopback(address: str) -> bool:
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
 @dataclass(frozen=True)
 class AllowedHosts:
     """The ``Host`` names a service answers to.
@@ -82,9 +72,6 @@ class AllowedHosts:
             address: The address it listens on; when it is a specific address (not ``0.0.0.0``
                 or ``::``) it is allowed beside the loopback names.
             extra: Names given with ``--allowed-host`` (a port is ignored); ``*`` allows all.
-
-        Returns:
-            The allowed names.
         """
         names = set(LOOPBACK_NAMES)
         bound = _name(address)
@@ -100,11 +87,6 @@ class AllowedHosts:
         return cls(
             names=frozenset(names | declared), declared=frozenset(declared), any_host=any_host
         )
-
-    @property
-    def loopback_only(self) -> bool:
-        """Whether only loopback names are allowed (so only this machine's clients reach it)."""
-        return not self.any_host and all(_is_loopback(name) for name in self.names)
 
     def allows(self, host: str | None) -> bool:
         """Tell whether a request with this ``Host`` header is answered."""

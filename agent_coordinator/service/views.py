@@ -40,7 +40,7 @@ __all__ = [
 
 
 def failure(error: dict[str, JsonValue] | None) -> RunFailure | None:
-    """Return a stored run error in seed 000's failure shape, with the structured issues beside."""
+    """Return a stored run error as a :class:`RunFailure`, with the structured issues beside."""
     if error is None:
         return None
     raw = error.get("issues")
@@ -196,7 +196,7 @@ def session_result(run: RunRecord) -> SessionResult:
 
 
 def result_event(run: RunRecord) -> dict[str, JsonValue] | None:
-    """Return seed 000's ``result`` event of a completed run (``None`` for any other run).
+    """Return the ``result`` event of a completed run (``None`` for any other run).
 
     ``{"event_type": "result", "session_id", "run_id", "timestamp", "result_text",
     "result_data"}``: exactly one of ``result_text`` (no contract) and ``result_data`` (the

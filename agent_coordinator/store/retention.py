@@ -46,9 +46,6 @@ class RetentionQueries(SqlBase):
     def delete_session(self, session_id: str) -> tuple[tuple[str, ...], int]:
         """Delete a session, its child sessions, and their runs, attempts and events.
 
-        Args:
-            session_id: The session.
-
         Returns:
             The ids of the sessions deleted (the session first, then its descendants) and how
             many runs were deleted with them.
@@ -171,10 +168,7 @@ class RetentionQueries(SqlBase):
         return 0 if row is None else int(str(row[0]))
 
     def _delete(self, cursor: Cursor, tree: Sequence[str]) -> int:
-        """Delete the sessions of ``tree`` and what is stored under them; return the runs.
-
-        A batch (``POST /batches``) whose last item goes with them is deleted too.
-        """
+        """Delete the sessions of ``tree`` and what is stored under them; return the runs."""
         sessions = _marks(tree)
         runs = f"SELECT id FROM runs WHERE session_id IN ({sessions})"
         batches = [

@@ -128,12 +128,7 @@ def _larger(one: float | None, other: float | None) -> float | None:
 def _run_figures(
     events: list[dict[str, JsonValue]], agent_name: str, ended: float
 ) -> Iterator[tuple[str, date, _Figures]]:
-    """What one run's events add, per agent: ``(agent, day, figures)``.
-
-    The day is the review's (the run's start, else its end); ``ended`` (epoch seconds) stands
-    in when neither event was stored. A run with no analytics event (cancelled before it
-    started: only events the review does not know) counts them under ``agent_name``.
-    """
+    """What one run's events add, per agent: ``(agent, day, figures)``."""
     review = review_events(events, source="")
     turns: dict[str, list[float]] = {}
     for data in events:

@@ -5,8 +5,8 @@ one-writer equivalent of PostgreSQL's ``FOR UPDATE SKIP LOCKED``: two runners, i
 several, never claim the same run. Readers never wait for the writer (WAL).
 
 From async code (:meth:`SqliteStore.call`) a call runs in place on the event loop's thread, on a
-connection of its own that never waits: a SQLite transaction takes tens of microseconds, less
-than handing it to a worker thread and back. When the write lock is taken (by a worker thread
+connection of its own that never waits: a SQLite transaction is shorter than handing it to a
+worker thread and back. When the write lock is taken (by a worker thread
 of this process or by another process) the call does not wait in place: it goes to a worker
 thread, which waits as long as ``timeout``. The in-place connection leaves WAL checkpoints (which
 write and sync the database file) to a worker thread too.
@@ -165,11 +165,7 @@ class SqliteStore(SqlStore):
         return found.st_dev, found.st_ino
 
     def _check_file(self) -> None:
-        """Raise (and log once) when the database file is no longer the one first opened.
-
-        Raises:
-            StoreUnavailable: It was removed or replaced.
-        """
+        """Raise (and log once) when the database file is no longer the one first opened."""
         if self._lost is None and self._identity is not None:
             identity = self._file_identity()
             if identity != self._identity:

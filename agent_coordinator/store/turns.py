@@ -42,16 +42,7 @@ class TurnLog(SqlBase):
     """Appending a run's recorded turns and reading them back whole."""
 
     def _append_turns(self, cursor: Cursor, run_id: str, progress: dict[str, JsonValue]) -> None:
-        """Store what ``progress`` adds to the run's recorded turns (in the caller's transaction).
-
-        A progress holding fewer messages or attempts than those recorded (it does not continue
-        them) replaces them.
-
-        Args:
-            cursor: A write transaction's cursor, the run's lease checked.
-            run_id: The run.
-            progress: The run's whole progress (the library's ``RunProgress`` as JSON).
-        """
+        """Store what ``progress`` adds to the run's turns, in the caller's transaction."""
         last = self._exec(
             cursor,
             "SELECT number, turns, attempts FROM run_turns WHERE run_id = ? "
@@ -98,12 +89,7 @@ class TurnLog(SqlBase):
                 self._exec(cursor, "UPDATE runs SET progress = NULL WHERE id = ?", (run_id,))
 
     def _read_turns(self, cursor: Cursor, run_id: str) -> dict[str, JsonValue] | None:
-        """Return the run's recorded progress as last recorded, or ``None`` when none is.
-
-        Args:
-            cursor: A transaction's cursor.
-            run_id: The run.
-        """
+        """Return the run's recorded progress as last recorded, or ``None`` when none is."""
         rows: Sequence[Sequence[object]] = self._exec(
             cursor, "SELECT data FROM run_turns WHERE run_id = ? ORDER BY number", (run_id,)
         ).fetchall()

@@ -273,11 +273,7 @@ def _run_batch(
 
 
 def _batcher(args: argparse.Namespace, provider: Provider, err: TextIO) -> Batcher:
-    """Return the batcher of ``--batch``: its state beside ``--out``, its progress on ``err``.
-
-    Raises:
-        ConfigError: The provider has no batch API, or the state file cannot be read.
-    """
+    """Return the batcher of ``--batch``: its state beside ``--out``, its progress on ``err``."""
 
     def show(progress: BatchProgress) -> None:
         status = progress.status

@@ -32,11 +32,7 @@ __all__ = [
 
 
 def add_option_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the run-option flags to ``parser``.
-
-    Args:
-        parser: The subcommand.
-    """
+    """Add the run-option flags to ``parser``."""
     parser.add_argument("--max-retries", type=int, help="re-prompts after a failed attempt")
     parser.add_argument(
         "--mode", choices=["tool", "native", "prompted"], help="how the output is asked for"
@@ -73,9 +69,6 @@ _FLAGS = {
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     """Return the run options the flags set.
-
-    Args:
-        args: The parsed command line.
 
     Returns:
         The options; a flag not given leaves its option unset.
@@ -119,11 +112,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
 
 
 def add_schema_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--schema NAME`` / ``--schema-file FILE`` (one of them) and ``--registry PATH``.
-
-    Args:
-        parser: The subcommand.
-    """
+    """Add ``--schema NAME`` / ``--schema-file FILE`` (one of them) and ``--registry PATH``."""
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--schema", metavar="NAME", help="a registered output schema (see 'agentshape schemas')"
@@ -144,9 +133,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the flags ``run`` and ``run-many`` share: model, workspace, analytics.
 
     The run-option flags are added by :func:`add_option_arguments`.
-
-    Args:
-        parser: The subcommand.
     """
     parser.add_argument(
         "--param", action="append", default=[], metavar="K=V", help="a run parameter (repeatable)"
@@ -180,12 +166,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, object]:
     """Return the ``--profile KEY=VALUE`` overrides (``true``/``false`` read as booleans).
-
-    Args:
-        args: The parsed command line.
-
-    Returns:
-        The overrides by profile field.
 
     Raises:
         UsageError: An override is not ``KEY=VALUE``.

@@ -44,12 +44,6 @@ def output_fields(config: AgentConfig) -> list[str]:
 
     Optional properties end with ``?``. The agent's ``output_schema`` is used, else its
     ``default_output_schema``; a schema without top-level ``properties`` gives an empty list.
-
-    Args:
-        config: The agent.
-
-    Returns:
-        The names, in the schema's order.
     """
     schema = config.output_schema
     if schema is None:

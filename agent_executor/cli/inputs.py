@@ -71,9 +71,6 @@ def find_agent_file(agent: str, agents_dir: Path) -> Path:
         agent: An agent id, a path to an ``agent.yml``, or a directory holding one.
         agents_dir: The fleet's directory.
 
-    Returns:
-        The agent file's path.
-
     Raises:
         UsageError: Neither exists; the message lists the ids that do.
     """
@@ -162,9 +159,6 @@ def read_schema_file(path: Path) -> JsonSchema:
 
     A ``.json`` file is read as JSON; anything else as YAML (which also reads JSON).
 
-    Args:
-        path: The file.
-
     Returns:
         The schema (an object or a boolean).
 
@@ -239,7 +233,7 @@ class CallerSchema:
 
 
 def caller_schema(args: argparse.Namespace, config: AgentConfig) -> CallerSchema:
-    """Resolve ``--schema`` / ``--schema-file`` for an agent, in the seed's order.
+    """Resolve ``--schema`` / ``--schema-file`` for an agent.
 
     Inline first, then named, then the agent's default; an agent's own ``output_schema`` is its
     contract and is never replaced, so giving either flag for such an agent is an error (checked

@@ -86,11 +86,6 @@ def fit_lines(text: str, columns: int, rows: int) -> list[str]:
     ends with ``…``) with control characters escaped; of more lines than ``rows - 1``, the last
     ones are kept (the end is where the text grows).
 
-    Args:
-        text: The text to show.
-        columns: The terminal's width.
-        rows: The terminal's height.
-
     Returns:
         The lines, none wider than ``columns - 1`` columns; none for an empty text.
     """

@@ -202,11 +202,7 @@ def write_result(run: RunResult, out: TextIO, *, as_json: bool) -> int:
 
 
 def _utf8_task(task: str) -> str:
-    """Return ``--task``, refusing bytes that are not UTF-8 (Python hands them over as surrogates).
-
-    Raises:
-        UsageError: The task is not UTF-8 text.
-    """
+    """Return ``--task``, refusing bytes that are not UTF-8 (passed on as surrogates)."""
     if problem := unencodable(task):
         raise UsageError(f"--task is not UTF-8 text ({problem})")
     return task
@@ -248,11 +244,7 @@ def _print_pretty(run: RunResult, out: TextIO) -> None:
 
 
 class _WarningLines(logging.Handler):
-    """Print the library's logged warnings on standard error, one line each.
-
-    agentshape's own (``agent_executor``, ``agent_core``...) as ``note: ...``, like the
-    command line's other notes; other libraries' with their logger's name.
-    """
+    """Print the library's logged warnings on standard error, one line each."""
 
     def emit(self, record: logging.LogRecord) -> None:
         """Write one warning line (standard error is looked up now, as a test replaces it)."""
@@ -324,11 +316,7 @@ def main(
 
 
 def _escape_unencodable(stream: TextIO) -> None:
-    """Make a real output stream write text it cannot encode as escapes instead of raising.
-
-    A file name with bytes that are not UTF-8, or a model's lone surrogate, then prints as
-    its backslash escape rather than ending the command with a traceback.
-    """
+    """Make a real output stream write text it cannot encode as escapes instead of raising."""
     reconfigure = getattr(stream, "reconfigure", None)
     if callable(reconfigure):
         with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):

@@ -55,11 +55,7 @@ class Progress:
             self._draw()
 
     def advance(self, *, failed: bool = False) -> None:
-        """Count one finished run and update the display.
-
-        Args:
-            failed: Whether the run failed.
-        """
+        """Count one finished run and update the display."""
         self.done += 1
         self.failed += int(failed)
         if self.interactive:

@@ -39,12 +39,6 @@ def hold_back(value: JsonValue) -> JsonValue:
     The last string in document order is the only one that may still grow; its characters
     after its last whitespace are left out. Nothing else changes, and ``value`` is not
     modified.
-
-    Args:
-        value: A partial output's JSON value.
-
-    Returns:
-        The value as it may be shown.
     """
     if isinstance(value, str):
         return value[: _whole_words(value)]

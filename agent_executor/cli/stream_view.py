@@ -193,12 +193,7 @@ class GrowingView:
             self.region.show("")
 
     def _grown(self, drawn: str, line: str = "") -> None:
-        """Show the output's new state: drawn now, or when the redraw interval has passed.
-
-        Args:
-            drawn: The state as the region shows it.
-            line: The state as one line, written after ``partial: `` without a region.
-        """
+        """Show the output's new state: drawn now, or when the redraw interval has passed."""
         self._pending = drawn if self.region is not None else f"partial: {line}"
         wait = self._drawn_at + REDRAW_INTERVAL_S - self._clock()
         if wait <= 0:
@@ -250,10 +245,7 @@ class GrowingView:
 
 
 def _call_later(delay: float, draw: Callable[[], None]) -> asyncio.TimerHandle | None:
-    """Call ``draw`` after ``delay`` seconds on the running event loop (none: not at all).
-
-    The run's events are shown on the loop that runs it, so the timer fires between them.
-    """
+    """Call ``draw`` after ``delay`` seconds on the running event loop (none: not at all)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:

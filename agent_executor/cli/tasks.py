@@ -102,9 +102,6 @@ def _line_problem(number: int, text: str) -> tuple[TaskItem | None, str | None]:
 def read_tasks(path: Path) -> list[TaskItem]:
     """Read a tasks file.
 
-    Args:
-        path: The JSONL file.
-
     Returns:
         The tasks, in file order.
 
@@ -243,10 +240,6 @@ def _record_of(line: str) -> Mapping[str, object] | None:
 
 def result_record(item: TaskItem, result: RunResult) -> dict[str, JsonValue]:
     """Return the results-file line for one finished task.
-
-    Args:
-        item: The task.
-        result: Its run's result.
 
     Returns:
         id, line, status, result_data, result_text, error, usage, model, model_tier, attempts,

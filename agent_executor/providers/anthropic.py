@@ -10,12 +10,8 @@ error becomes a :class:`ProviderError` in :func:`translate_errors`.
 :class:`~agent_executor.providers.anthropic_events.MessageEvents` reads them as plain JSON and
 assembles the message, which the same reply parser reads.
 
-The wire helpers sit below the provider: how the neutral conversation becomes the request's
-``messages`` (:func:`wire_messages`: one turn a role, thinking blocks put back before their tool
-calls), how a Messages reply becomes a :class:`ModelTurn` (text, tool calls, thinking
-blocks, the normalised stop reason and usage), and the SDK clients: asynchronous ones pooled per
-running loop and settings (:data:`CLIENTS`), synchronous ones for ``run_sync`` per settings and
-process (:data:`SYNC_CLIENTS`), with the one place the SDK's errors are translated.
+Below the provider sit its wire helpers (:func:`wire_messages`, the reply parser) and its SDK
+clients (:data:`CLIENTS` per running loop, :data:`SYNC_CLIENTS` for ``run_sync``).
 """
 
 from __future__ import annotations
@@ -411,17 +407,7 @@ class AnthropicProvider:
 
 
 async def _read_events(response: httpx2.Response, events: MessageEvents) -> None:
-    """Read a streamed reply's server-sent events into ``events``, a network read at a time.
-
-    The events of a read are parsed at once (:func:`~agent_executor.providers.sse.sse_batches`);
-    each event's data names its kind (``type``), as the event's name does.
-
-    Raises:
-        ProviderError: An event is not JSON, the server sent an ``error`` event, or the stream
-            ended before ``message_stop``.
-        anthropic.APIConnectionError: The connection broke off mid-stream (``APITimeoutError``
-            when it timed out), for :func:`translate_errors`.
-    """
+    """Read a streamed reply's server-sent events into ``events``, a network read at a time."""
     try:
         async for values in sse_batches(response):
             for data in values:
@@ -455,9 +441,6 @@ def wire_messages(messages: list[Message], names: ToolNameMap) -> list[JsonObjec
     Args:
         messages: The conversation.
         names: The wire names of the request's tools.
-
-    Returns:
-        The ``messages`` of the request body.
     """
     turns: list[tuple[str, list[JsonValue]]] = []
     for message in messages:
@@ -515,11 +498,7 @@ _THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 def _turn(provider: str, model: str, body: str, names: ToolNameMap, latency_ms: float) -> ModelTurn:
-    """Normalise a Messages response body.
-
-    Raises:
-        ProviderError: The body is not JSON or not a message.
-    """
+    """Normalise a Messages response body."""
     checked = read_checked_json(body)  # then no tool input needs walking for NaN or depth
     if checked is not None:
         return _turn_of(provider, model, checked[0], names, latency_ms, checked=True)
@@ -541,15 +520,7 @@ def _turn_of(
     *,
     checked: bool = False,
 ) -> ModelTurn:
-    """Normalise a Messages body already parsed (or assembled from a stream's events).
-
-    Its thinking blocks travel on the turn (see ``Message.thinking``) when it calls tools.
-    ``checked``: the body was read by :func:`~agent_core.json_text.read_checked_json`, so its
-    tool inputs hold no ``NaN`` and are not too deep.
-
-    Raises:
-        ProviderError: The body is not a message.
-    """
+    """Normalise a Messages body already parsed (or assembled from a stream's events)."""
     if not isinstance(raw, dict) or "content" not in raw:
         raise ProviderError("the reply has no content blocks", provider=provider, body=raw)
     if not isinstance(content := raw["content"], list):  # malformed: no blocks, re-prompted
@@ -603,13 +574,7 @@ def _usage(usage: JsonValue) -> Usage:
 def _tool_use(
     block: dict[str, JsonValue], names: ToolNameMap, index: int, *, checked: bool = False
 ) -> ToolCall:
-    """Return a ``tool_use`` block as a call; an ``input`` no run can use is kept as text.
-
-    Input nested too deep, holding ``NaN`` or not an object gives a call with ``parse_error``
-    (a failed attempt, re-prompted), and the block's ``input`` becomes that text so the raw
-    reply stays JSON data. An ``input`` that is text is read as JSON text, as a streamed
-    input whose pieces never made JSON is left (or a server that sends the text).
-    """
+    """Return a ``tool_use`` block as a call; an ``input`` no run can use is kept as text."""
     arguments = block.get("input")
     if isinstance(arguments, str):
         raw = arguments
@@ -642,12 +607,6 @@ SYNC_CLIENTS: SyncClients[anthropic.Anthropic] = SyncClients(lambda client: clie
 def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
     """Return a new asynchronous SDK client with ``settings`` (key, URL, retries, timeout...).
 
-    Args:
-        **settings: The SDK client's keyword arguments.
-
-    Returns:
-        The client.
-
     Raises:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
@@ -658,12 +617,6 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
 
 def sync_client(**settings: Any) -> anthropic.Anthropic:
     """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
-
-    Args:
-        **settings: The SDK client's keyword arguments.
-
-    Returns:
-        The client.
 
     Raises:
         anthropic.AnthropicError: The settings are unusable.

@@ -95,11 +95,7 @@ class MessageEvents:
             self.finished = True
 
     def message(self) -> JsonObject:
-        """Return the whole reply as the message body a non-streamed call gets.
-
-        Returns:
-            The body, for :func:`agent_executor.providers.anthropic._turn_of`.
-        """
+        """Return the whole reply as the message body a non-streamed call gets."""
         content: list[JsonValue] = []
         for _, part in sorted(self._blocks.items()):
             block = part.block

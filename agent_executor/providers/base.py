@@ -86,9 +86,6 @@ class ModelTurnRequest(BaseModel):
     def tool(self, name: str) -> ToolDefinition | None:
         """Return the offered tool called ``name``, or ``None``.
 
-        Args:
-            name: The tool's name.
-
         Returns:
             Its definition, or ``None`` when no offered tool has that name.
         """

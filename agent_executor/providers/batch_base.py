@@ -47,14 +47,7 @@ class BatchAPI(Protocol):
     """Whether a batch created by another process can be read again by its id."""
 
     def body(self, turn: ModelTurnRequest) -> bytes:
-        """Return the JSON body a live call for ``turn`` sends (one item of a batch).
-
-        Args:
-            turn: The call.
-
-        Returns:
-            The body, JSON bytes.
-        """
+        """Return the JSON body a live call for ``turn`` sends (one item of a batch)."""
         ...
 
     async def submit(self, items: Sequence[tuple[str, bytes]]) -> str:
@@ -77,9 +70,6 @@ class BatchAPI(Protocol):
         Args:
             batch_id: The id :meth:`submit` returned.
 
-        Returns:
-            Its status.
-
         Raises:
             ProviderError: The provider could not be asked.
         """
@@ -93,9 +83,6 @@ class BatchAPI(Protocol):
         Args:
             batch_id: The id :meth:`submit` returned.
             turns: Each item's call by custom id, to read its reply against.
-
-        Returns:
-            The outcome of every item that has ended, by custom id.
 
         Raises:
             ProviderError: The results could not be read.

@@ -80,9 +80,6 @@ def can_block(provider: object) -> TypeGuard[BlockingProvider]:
     Only when one class defines both methods: a subclass that overrides ``request`` (to record
     or change calls) keeps getting every call through it.
 
-    Args:
-        provider: The provider.
-
     Returns:
         Whether its calls can go through ``request_blocking``.
     """
@@ -232,9 +229,6 @@ def final_at_deadline(
         deadline: The run's end (``time.monotonic()``).
         earlier: The request's ``trace`` callback before this one, or ``None``.
         timed_out: Makes the timeout error the SDK does not retry.
-
-    Returns:
-        The callback.
     """
 
     def trace(name: str, info: Mapping[str, object]) -> None:

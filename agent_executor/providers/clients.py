@@ -109,11 +109,7 @@ def _drop(generator: AsyncGenerator[None, None]) -> None:
 
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
-    """Return the TLS context every SDK client shares, made once: loading CA certificates is slow.
-
-    Returns:
-        The context.
-    """
+    """Return the TLS context every SDK client shares, made once (loading CA files is slow)."""
     import httpx2  # installed with either SDK's extra, not without
 
     return httpx2.create_ssl_context()
@@ -138,15 +134,7 @@ class SyncClients(Generic[S]):
         atexit.register(self.close_all)
 
     def get(self, key: Hashable, make: Callable[[], S]) -> S:
-        """Return the client for ``key``, made with ``make`` on first use in this process.
-
-        Args:
-            key: The client's settings.
-            make: Makes the client.
-
-        Returns:
-            The client.
-        """
+        """Return the client for ``key``, made with ``make`` on first use in this process."""
         full = (os.getpid(), key)
         client = self._clients.get(full)
         if client is None:

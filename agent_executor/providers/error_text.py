@@ -208,9 +208,6 @@ def error_body(body: object) -> JsonValue:
 
     Args:
         body: The decoded body an SDK error carries (never headers).
-
-    Returns:
-        The body as a JSON value.
     """
     if body is None or isinstance(body, int | float | bool):
         return body
@@ -228,9 +225,6 @@ def error_text(error: BaseException | str) -> str:
 
     Args:
         error: The SDK's exception, or its message.
-
-    Returns:
-        The redacted message.
     """
     return redact_text(error if isinstance(error, str) else str(error))
 
@@ -241,12 +235,6 @@ def connection_message(exc: BaseException) -> str:
     Running out of file descriptors makes every new connection fail; the SDK reports only
     "Connection error.", which sends the user looking at the provider. The cause is found in
     the exception chain and said instead.
-
-    Args:
-        exc: The SDK's connection error.
-
-    Returns:
-        The message.
     """
     seen: set[int] = set()
     cause: BaseException | None = exc

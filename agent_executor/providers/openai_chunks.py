@@ -3,10 +3,9 @@
 :class:`CompletionChunks` reads each ``chat.completion.chunk`` as plain JSON, hands every text
 piece and every piece of a tool call's arguments to the run loop's sink as it comes, and at the
 end assembles the ``chat.completion`` body the same reply would have had without streaming, so
-the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both. Most events of
-a tool call are one more piece of its arguments, byte for byte the event before with another
-string: :meth:`CompletionChunks.read` takes such a piece straight from the bytes (a JSON parse of
-every event is most of a streamed reply's cost) and parses every other event.
+the one reply parser (:mod:`agent_executor.providers.openai_replies`) reads both. An event that
+is the one before with only its arguments string changed is read from its bytes, unparsed (see
+:meth:`CompletionChunks.read`).
 
 Compatible servers stream loosely, and every quirk is read as the non-streamed reply's would be:
 a tool call's arguments whole in one chunk (or as an object, not a string), tool-call entries
@@ -110,11 +109,7 @@ class CompletionChunks:
         self.flush()
 
     def _read_pieces(self, datas: list[bytes], at: int) -> int:
-        """Take the pieces of the events from ``at`` on that have the last piece's shape.
-
-        Returns:
-            The index of the first event not taken (not of the shape, or not a whole string).
-        """
+        """Take the pieces of the events from ``at`` on that have the last piece's shape."""
         assert self._shape is not None
         before, after = self._shape
         fixed = len(before) + len(after)
@@ -150,9 +145,6 @@ class CompletionChunks:
         """Read one chunk: hand its pieces to the sink and keep them for the whole reply.
 
         Anything that is not a chunk's shape (a keep-alive object, a second choice) is skipped.
-
-        Args:
-            chunk: The chunk's JSON as parsed.
         """
         self._went = False
         if not isinstance(chunk, dict):
@@ -178,14 +170,7 @@ class CompletionChunks:
                 self.finish_reason = finish
 
     def _went_on(self, chunk: dict[str, JsonValue]) -> bool:
-        """Read the commonest chunk fast: one more piece of the last tool call's arguments.
-
-        Most chunks of a tool call carry nothing else (``{"index": i, "function":
-        {"arguments": "..."}}``, no finish, no usage); anything else is read in full.
-
-        Returns:
-            Whether the chunk was such a piece (and is read).
-        """
+        """Read the commonest chunk fast: one more piece of the last tool call's arguments."""
         choices = chunk.get("choices")
         if type(choices) is not list or len(choices) != 1 or not self._calls:
             return False
@@ -227,9 +212,6 @@ class CompletionChunks:
         """Return the whole reply as the ``chat.completion`` body a non-streamed call gets.
 
         Pieces not handed over yet are handed over first.
-
-        Returns:
-            The body, for :func:`agent_executor.providers.openai_replies._turn`.
         """
         self.flush()
         message: JsonObject = {"role": "assistant", "content": "".join(self._text) or None}
@@ -320,11 +302,7 @@ _NOT_PLAIN_BUT_NUL = re.compile(rb'["\x01-\x1f]')
 
 
 def _shape_of(data: bytes, piece: str) -> tuple[bytes, bytes] | None:
-    """Return the bytes before and after the arguments string of a piece's event, if exact.
-
-    Only the last ``"arguments"`` string of the event is taken, and only when its content
-    reads back as exactly ``piece``.
-    """
+    """Return the bytes before and after the arguments string of a piece's event, if exact."""
     matches = list(_ARGUMENTS.finditer(data))
     if not matches:
         return None
@@ -345,12 +323,7 @@ def _escaped_quote(data: bytes, at: int) -> bool:
 
 
 def _pieces(contents: list[bytes]) -> list[str] | None:
-    """Return :func:`_piece` of each of ``contents``, read at once; ``None`` if one is not.
-
-    Checked together (no quote that is not escaped and no control character in any of them, a
-    NUL between each), they are decoded as one text, or parsed as one JSON array of strings
-    when they hold escapes (whose parse refuses a broken one).
-    """
+    """Return :func:`_piece` of each of ``contents``, read at once; ``None`` if one is not."""
     if not contents:
         return []
     joined = b"\x00".join(contents)

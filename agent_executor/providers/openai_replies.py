@@ -41,11 +41,7 @@ def _turn(
     position: int,
     latency_ms: float,
 ) -> ModelTurn:
-    """Normalise a Chat Completions response body (its text, or its UTF-8 bytes).
-
-    Raises:
-        ProviderError: The body is not a chat completion with at least one choice.
-    """
+    """Normalise a Chat Completions response body (its text, or its UTF-8 bytes)."""
     try:
         raw = read_json(body)
     except (ValueError, RecursionError) as exc:
@@ -59,11 +55,7 @@ def _turn(
 def _turn_of(
     provider: str, model: str, raw: JsonValue, names: ToolNameMap, position: int, latency_ms: float
 ) -> ModelTurn:
-    """Normalise a Chat Completions response body already parsed (or assembled from chunks).
-
-    Raises:
-        ProviderError: The body is not a chat completion with at least one choice.
-    """
+    """Normalise a Chat Completions response body already parsed (or assembled from chunks)."""
     if not isinstance(raw, dict):
         raise ProviderError("the reply has no choices", provider=provider, body=raw)
     choices = raw.get("choices")

@@ -38,10 +38,6 @@ MAX_ARGUMENT_CHARS = 8 * 1024 * 1024
 def call_usage(input_tokens: int = 0, output_tokens: int = 0) -> Usage:
     """Return the usage of one model call; equal counts share one (frozen) ``Usage``.
 
-    Args:
-        input_tokens: The prompt tokens billed.
-        output_tokens: The completion tokens billed.
-
     Returns:
         The usage (``requests`` is 1).
     """
@@ -57,9 +53,6 @@ def parsed_turn(**fields: Any) -> ModelTurn:
     Args:
         fields: The turn's fields, as for ``ModelTurn(...)``.
 
-    Returns:
-        The turn.
-
     Raises:
         pydantic.ValidationError: A field is not of its type.
     """
@@ -72,9 +65,6 @@ def read_json(text: str | bytes) -> Any:  # typed as json.loads is
     Pydantic's parser reads it first; text it refuses (an escaped lone surrogate, which
     Python's parser accepts) is read by ``json.loads``, which also gives the error for text
     that is not JSON.
-
-    Args:
-        text: The JSON text.
 
     Returns:
         The value.

@@ -65,11 +65,7 @@ NO_MODEL = (
 
 
 def _sdk_provider(module: str, extra: str) -> Any:
-    """Import a provider module whose SDK is an extra, or say which extra to install.
-
-    Raises:
-        ConfigError: The SDK is not installed (the message names the extra).
-    """
+    """Import a provider module whose SDK is an extra, or say which extra to install."""
     try:
         return importlib.import_module(f"agent_executor.providers.{module}")
     except ModuleNotFoundError as exc:
@@ -88,13 +84,7 @@ _SHARED_MAX = 64
 
 
 def _shared(key: tuple[str, ...], build: Callable[[], Provider]) -> Provider:
-    """Return the SDK-backed provider built for ``key`` before, or build and keep it.
-
-    SDK providers hold no per-run state (their pooled clients are kept per event loop), so one
-    object serves every run with the same model, key and URL, not one per run or escalation
-    tier. The test model keeps
-    per-run state (its scripted failures) and is never shared.
-    """
+    """Return the SDK-backed provider built for ``key`` before, or build and keep it."""
     found = _SHARED.get(key)
     if found is not None:
         _SHARED.move_to_end(key)
@@ -107,12 +97,7 @@ def _shared(key: tuple[str, ...], build: Callable[[], Provider]) -> Provider:
 
 
 def _url(env: Mapping[str, str], variable: str) -> str | None:
-    """Return a base URL from the environment, checked, or ``None`` when it is not set.
-
-    Raises:
-        ConfigError: It is not an ``http(s)://host[:port][/path]`` URL (the SDK would fail
-            later with a traceback, or try to connect somewhere unexpected).
-    """
+    """Return a base URL from the environment, checked, or ``None`` when it is not set."""
     value = env.get(variable)
     if not value:
         return None

@@ -123,9 +123,6 @@ async def sse_data(response: httpx2.Response) -> AsyncIterator[list[bytes]]:
 def parse_data(datas: list[bytes]) -> list[JsonValue]:
     """Parse the data of events (from :func:`sse_data`) as JSON, all in one go.
 
-    Args:
-        datas: Each event's data.
-
     Returns:
         Each event's JSON value, in order.
 
@@ -144,13 +141,7 @@ def parse_data(datas: list[bytes]) -> list[JsonValue]:
 
 
 def _split(events: bytes) -> tuple[list[bytes], bool]:
-    """Return the data of each event in ``events``, and whether ``[DONE]`` came.
-
-    Every provider writes an event's JSON on one ``data: `` line, so the events are split at
-    once when each is exactly that (every newline is one of those between events); otherwise
-    (a comment, a many-line event, an empty one, ``data:`` without its space) the events are
-    read the exact way.
-    """
+    """Return the data of each event in ``events``, and whether ``[DONE]`` came."""
     if not events.startswith(b"data: "):
         return _data_of(events)
     datas = events.split(b"\n\ndata: ")

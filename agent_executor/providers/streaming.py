@@ -74,12 +74,7 @@ class StreamingProvider(Provider, Protocol):
 
 
 def replay_turn(turn: ModelTurn, on_delta: DeltaSink) -> None:
-    """Hand a finished reply to ``on_delta`` whole: its text, then each tool call's arguments.
-
-    Args:
-        turn: The reply.
-        on_delta: Takes the pieces.
-    """
+    """Hand a finished reply to ``on_delta`` whole: its text, then each tool call's arguments."""
     if turn.text:
         on_delta(TurnDelta(text=turn.text))
     for index, call in enumerate(turn.tool_calls):

@@ -267,12 +267,7 @@ _PROMPTED_SCHEMA = re.compile(r"## Required Output Format.*?```json\n(.*?)\n```"
 
 
 def _answer_schema(turn: ModelTurnRequest) -> JsonValue | None:
-    """Return the schema a text answer must match.
-
-    Native ``response_format`` first, else the run's contract (prompted mode, whose prompt
-    shows the model only an outline of it), else a schema a hand-written system prompt's
-    "Required Output Format" section shows as JSON, else ``None``.
-    """
+    """Return the schema a text answer must match."""
     if turn.response_format is not None:
         return turn.response_format.json_schema
     if turn.answer_schema is not None:

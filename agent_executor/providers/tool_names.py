@@ -11,14 +11,7 @@ __all__ = ["tool_names_for"]
 
 
 def tool_names_for(turn: ModelTurnRequest) -> ToolNameMap:
-    """Return the wire names for every tool a request mentions: offered ones, then history's.
-
-    Args:
-        turn: The request.
-
-    Returns:
-        The map between the run loop's names and the wire's.
-    """
+    """Return the wire names for every tool a request mentions: offered ones, then history's."""
     names = [tool.name for tool in turn.tools]
     for message in turn.messages:
         if message.tool_calls:

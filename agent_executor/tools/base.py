@@ -22,11 +22,7 @@ deadline themselves (the context is copied into the thread)."""
 
 
 def tool_deadline(seconds: float) -> float:
-    """Return the deadline of a tool call: ``seconds`` from now, or the run's end if sooner.
-
-    Args:
-        seconds: The tool's own time budget.
-    """
+    """Return the deadline of a tool call: ``seconds`` from now, or the run's end if sooner."""
     own = time.monotonic() + seconds
     run = RUN_DEADLINE.get()
     return own if run is None else min(own, run)

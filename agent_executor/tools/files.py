@@ -64,12 +64,7 @@ class _FsTool(InputTool):
     def _walk(
         self, start: Path, *, recursive: bool, skipped: _Skipped, deadline: float
     ) -> Iterator[_Entry]:
-        """Yield the entries under ``start`` depth-first in name order, inside the workspace only.
-
-        Symlinks are yielded under their own name when their target is inside the workspace, and
-        a symlinked directory is never descended into. The walk stops (saying so in
-        ``skipped.stopped``) after :attr:`FsLimits.walk_entries` entries or at ``deadline``.
-        """
+        """Yield the entries under ``start`` depth-first in name order, inside the workspace."""
         stack = [self._entries(start, skipped)]
         visited = 0
         while stack:

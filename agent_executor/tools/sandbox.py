@@ -185,15 +185,7 @@ class HardLinkedError(OSError):
 
 
 def _open_regular(path: Path) -> BinaryIO | None:
-    """Open a resolved path for reading if it is a regular file; ``None`` otherwise.
-
-    The open is non-blocking (a FIFO swapped in cannot hang it) and refuses a final symlink.
-
-    Raises:
-        HardLinkedError: The file has more than one hard link (a hard link, unlike a symlink,
-            cannot be told from the file it names, so one to a file outside is refused too).
-        OSError: The file cannot be opened.
-    """
+    """Open a resolved path for reading if it is a regular file; ``None`` otherwise."""
     fd = os.open(path, _OPEN_FLAGS)
     try:
         info = os.fstat(fd)
