@@ -5,14 +5,14 @@ Pure Pydantic models and the error tree; no I/O and no imports from the other la
 
 from __future__ import annotations
 
-from agent_contracts.call_limits import CallLimits
-from agent_contracts.config import (
+from agent_contracts._call_limits import CallLimits
+from agent_contracts._config import (
     CONFIG_SCHEMA_ID,
     AgentConfig,
     AgentType,
     suggest_key,
 )
-from agent_contracts.errors import (
+from agent_contracts._errors import (
     AgentshapeError,
     ConfigError,
     ConfigFileError,
@@ -32,7 +32,7 @@ from agent_contracts.errors import (
     SchemaRegistryError,
     ToolExecutionError,
 )
-from agent_contracts.events import (
+from agent_contracts._events import (
     ANALYTICS_EVENT_ADAPTER,
     AnalyticsEvent,
     AttemptEvent,
@@ -44,14 +44,14 @@ from agent_contracts.events import (
     ToolCallEvent,
     parse_event,
 )
-from agent_contracts.messages import (
+from agent_contracts._messages import (
     Message,
     Role,
     ToolCall,
     ToolResult,
     Usage,
 )
-from agent_contracts.outputs import (
+from agent_contracts._outputs import (
     EXECUTION_AGENT_OUTPUTS,
     BaseAgentOutput,
     CodeQualityOutput,
@@ -64,7 +64,7 @@ from agent_contracts.outputs import (
     TaskSummary,
     TestResults,
 )
-from agent_contracts.runs import (
+from agent_contracts._runs import (
     ENV_EXTRACT_JSON,
     ENV_MAX_RETRIES,
     ENV_VALIDATION_MODE,
@@ -86,7 +86,7 @@ from agent_contracts.runs import (
     no_options,
     options_from_env,
 )
-from agent_contracts.validation import (
+from agent_contracts._validation import (
     ValidationIssue,
 )
 

@@ -5,6 +5,6 @@ The service's commands, without the ``agentshape`` entry point.
 
 import sys
 
-from agent_coordinator.cli import main
+from agent_coordinator._cli import main
 
 sys.exit(main())

@@ -5,8 +5,8 @@ Pure logic over ``agent_contracts``; no network.
 
 from __future__ import annotations
 
-from agent_core.compiled_schema import CompiledSchema, compile_schema
-from agent_core.dialects import (
+from agent_core._compiled_schema import CompiledSchema, compile_schema
+from agent_core._dialects import (
     DIALECTS,
     WRAPPER_PROPERTY,
     CompileReport,
@@ -15,20 +15,20 @@ from agent_core.dialects import (
     compile_for_provider,
     needs_wrapping,
 )
-from agent_core.extract import (
+from agent_core._extract import (
     ExtractionResult,
     ExtractionStrategy,
     extract_json,
     extract_json_detailed,
     find_json_candidates,
 )
-from agent_core.fleet import AGENT_FILE, Fleet, load_fleet
-from agent_core.json_paths import format_path
-from agent_core.loading import (
+from agent_core._fleet import AGENT_FILE, Fleet, load_fleet
+from agent_core._json_paths import format_path
+from agent_core._loading import (
     load_agent_config,
     parse_agent_config,
 )
-from agent_core.output_tool import (
+from agent_core._output_tool import (
     OUTPUT_TOOL_NAME,
     Contract,
     OutputTool,
@@ -37,41 +37,41 @@ from agent_core.output_tool import (
     json_schema_of,
     provider_tool_name,
 )
-from agent_core.output_validation import issues_from_pydantic, validate_output
-from agent_core.partial_output import PartialJson, partial_model, partial_value
-from agent_core.prompts import (
+from agent_core._output_validation import issues_from_pydantic, validate_output
+from agent_core._partial_output import PartialJson, partial_model, partial_value
+from agent_core._prompts import (
     PromptMode,
     enriched_system_prompt,
     text_retry_prompt,
     tool_not_called_prompt,
     tool_retry_prompt,
 )
-from agent_core.refs import (
+from agent_core._refs import (
     register_schema,
     registered_schemas,
     unregister_schema,
 )
-from agent_core.registry import (
+from agent_core._registry import (
     DEFAULT_REGISTRY_PATH,
     NamedSchema,
     ResolvedSchema,
     SchemaRegistry,
     check_schema_name,
 )
-from agent_core.schema_checks import (
+from agent_core._schema_checks import (
     SchemaFinding,
     Severity,
     check_output_schema,
     ensure_output_schema,
 )
-from agent_core.schema_documents import schema_hash
-from agent_core.schema_model import (
+from agent_core._schema_documents import schema_hash
+from agent_core._schema_model import (
     SchemaModel,
     SchemaRootModel,
     clear_caches,
     model_from_schema,
 )
-from agent_core.strict_plans import CompileNote, NoteAction
+from agent_core._strict_plans import CompileNote, NoteAction
 
 __all__ = [
     "AGENT_FILE",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_executor.agent import ENV_ANALYTICS_DIR, Agent
-from agent_executor.analytics import (
+from agent_executor._agent import ENV_ANALYTICS_DIR, Agent
+from agent_executor._analytics import (
     DEFAULT_ANALYTICS_DIR,
     AnalyticsSink,
     JsonlAnalytics,
@@ -18,11 +18,11 @@ from agent_executor.analytics import (
     ReadResult,
     read_events,
 )
-from agent_executor.batch import run_many
-from agent_executor.escalation import ESCALATING_ERRORS
-from agent_executor.providers import FunctionModel, Provider, TestModel, resolve_model
-from agent_executor.result import AgentResult, format_child_result
-from agent_executor.stream_events import (
+from agent_executor._batch import run_many
+from agent_executor._escalation import ESCALATING_ERRORS
+from agent_executor._providers import FunctionModel, Provider, TestModel, resolve_model
+from agent_executor._result import AgentResult, format_child_result
+from agent_executor._stream_events import (
     PartialOutput,
     RetryStarted,
     RunFinished,
@@ -32,18 +32,18 @@ from agent_executor.stream_events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from agent_executor.tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
-from agent_executor.tracing import TracingSink
+from agent_executor._tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
+from agent_executor._tracing import TracingSink
 
 if TYPE_CHECKING:
-    from agent_executor.providers.anthropic import AnthropicProvider
-    from agent_executor.providers.openai import OpenAIProvider
+    from agent_executor._providers.anthropic import AnthropicProvider
+    from agent_executor._providers.openai import OpenAIProvider
 
 
 def __getattr__(name: str) -> object:
     """Import the SDK-backed providers on first use (each SDK takes about a second to load)."""
     if name in ("AnthropicProvider", "OpenAIProvider"):
-        from agent_executor import providers
+        from agent_executor import _providers as providers
 
         return getattr(providers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

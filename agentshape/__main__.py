@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from agentshape.cli import main
+from agentshape._cli import main
 
 sys.exit(main())

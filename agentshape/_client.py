@@ -24,7 +24,7 @@ import httpx2
 from pydantic import BaseModel, JsonValue
 from typing_extensions import Unpack
 
-from agent_contracts.runs import JsonSchema
+from agent_contracts._runs import JsonSchema
 from agentshape._client_calls import Calls, Exchange, Reconnects, refused
 from agentshape._client_errors import connection_error, ended_early
 from agentshape._client_events import RunEnded, ServiceEvent, service_event

@@ -18,7 +18,7 @@ import httpx2
 from pydantic import BaseModel, JsonValue, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
-from agent_contracts.runs import JsonSchema
+from agent_contracts._runs import JsonSchema
 from agentshape._client_errors import APIError, api_error, library_error
 from agentshape._client_results import (
     TERMINAL_STATES,

@@ -1,6 +1,6 @@
 """The Python client's errors, and the service's error body turned into the library's errors.
 
-The client's two errors sit beside the library's (``agent_contracts.errors``), under
+The client's two errors sit beside the library's (``agent_contracts._errors``), under
 ``AgentshapeError``::
 
     AgentshapeError
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import httpx2
 from pydantic import JsonValue
 
-from agent_contracts.errors import (
+from agent_contracts._errors import (
     AgentshapeError,
     ConfigError,
     InputValidationError,
@@ -34,7 +34,7 @@ from agent_contracts.errors import (
     SchemaNotFoundError,
     SchemaRegistryError,
 )
-from agent_contracts.validation import ValidationIssue
+from agent_contracts._validation import ValidationIssue
 
 __all__ = [
     "APIConnectionError",

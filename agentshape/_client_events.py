@@ -1,8 +1,8 @@
 """A run's server-sent events (``GET /runs/{id}/events``) as the Python client yields them.
 
 A streamed run's events are the library's own stream events, as ``Agent.run_stream`` yields
-them in-process (:class:`~agent_executor.stream_events.TextDelta`,
-:class:`~agent_executor.stream_events.PartialOutput`...); the run's result is a
+them in-process (:class:`~agent_executor._stream_events.TextDelta`,
+:class:`~agent_executor._stream_events.PartialOutput`...); the run's result is a
 :class:`RunResultEvent` and its end a :class:`RunEnded`, always last. Every other event (the
 service's ``run_claimed``, the analytics ``attempt``...) is a :class:`RunEvent` with its type and
 data, so an event a newer service adds reaches the caller too.
@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 from pydantic import JsonValue
 
-from agent_executor.stream_events import (
+from agent_executor._stream_events import (
     PartialOutput,
     RetryStarted,
     TextDelta,

@@ -14,10 +14,10 @@ from typing import Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
-from agent_contracts.errors import ConfigError, OutputValidationError, RunFailedError
-from agent_contracts.runs import JsonSchema
-from agent_contracts.validation import ValidationIssue
-from agent_core.output_validation import issues_from_pydantic, validate_as_json
+from agent_contracts._errors import ConfigError, OutputValidationError, RunFailedError
+from agent_contracts._runs import JsonSchema
+from agent_contracts._validation import ValidationIssue
+from agent_core._output_validation import issues_from_pydantic, validate_as_json
 
 __all__ = [
     "TERMINAL_STATES",

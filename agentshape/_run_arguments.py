@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts.runs import JsonSchema, RunOptions
+from agent_contracts._runs import JsonSchema, RunOptions
 from agentshape._client_calls import Calls, Exchange, json_schema
 from agentshape._client_results import SessionResult
 

@@ -1,7 +1,7 @@
-"""The installed agentshape's version (written in :mod:`agent_contracts.version`)."""
+"""The installed agentshape's version (written in :mod:`agent_contracts._version`)."""
 
 from __future__ import annotations
 
-from agent_contracts.version import __version__
+from agent_contracts._version import __version__
 
 __all__ = ["__version__"]

@@ -25,7 +25,7 @@ from typing import Any
 # The double lives with the tests; the script runs from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_executor.cli import main
+from agent_executor._cli import main
 from tests.fake_batches import FakeBatches
 
 AGENT = """\

@@ -2,7 +2,7 @@
 
 ``python bench/conformance.py PATH [--draft D]`` runs one draft's directory of the official
 JSON-Schema-Test-Suite at ``PATH`` (``--draft`` 4, 6, 7, 2019-09, 2020-12 or ``all``; 7 by
-default) through :func:`~agent_core.schema_model.model_from_schema`: a test passes when
+default) through :func:`~agent_core._schema_model.model_from_schema`: a test passes when
 ``Model.model_validate(data)`` succeeds exactly when the suite says ``valid``. The suite's own
 rules apply: for draft-04/06/07 the runner names the draft (a root schema without ``$schema``
 gets that draft's URI), while 2019-09 and 2020-12 schemas say theirs. Each draft prints
@@ -39,10 +39,10 @@ import jsonschema_rs
 from jsonschema import Draft7Validator
 from pydantic import JsonValue, ValidationError
 
-from agent_contracts.errors import AgentshapeError, InvalidSchemaError
-from agent_core.refs import register_schema, registered_schemas, unregister_schema
-from agent_core.schema_documents import DRAFT_URIS, schema_draft
-from agent_core.schema_model import SchemaModel, SchemaRootModel, compile_schema, model_from_schema
+from agent_contracts._errors import AgentshapeError, InvalidSchemaError
+from agent_core._refs import register_schema, registered_schemas, unregister_schema
+from agent_core._schema_documents import DRAFT_URIS, schema_draft
+from agent_core._schema_model import SchemaModel, SchemaRootModel, compile_schema, model_from_schema
 
 __all__ = [
     "REMOTES_BASE_URI",
@@ -325,7 +325,7 @@ def suite_remotes(suite_dir: Path) -> Iterator[list[str]]:
     Raises:
         OSError: A remote file cannot be read.
         ValueError: A remote file is not JSON.
-        agent_contracts.errors.SchemaError: The registry refuses a remote schema.
+        agent_contracts._errors.SchemaError: The registry refuses a remote schema.
     """
     remotes = suite_dir / "remotes"
     already = set(registered_schemas())
@@ -409,7 +409,7 @@ def run_test_suite(suite_dir: Path, draft: str = "7") -> SuiteReport:
         FileNotFoundError: ``suite_dir`` has no ``tests/draft<draft>`` folder.
         OSError: A test file cannot be read.
         ValueError: A test file is not JSON.
-        agent_contracts.errors.SchemaError: A remote schema is refused by the registry.
+        agent_contracts._errors.SchemaError: A remote schema is refused by the registry.
     """
     number = SUITE_DRAFTS[draft]
     folder = suite_dir / "tests" / f"draft{draft}"

@@ -24,7 +24,7 @@ A second table gives each library's correct count per category.
 
 What each library is asked:
 
-- agentshape: ``agent_core.extract.extract_json(text, schema)``; ``NoJSONFoundError`` is a refusal.
+- agentshape: ``agent_core._extract.extract_json(text, schema)``; ``NoJSONFoundError`` is a refusal.
 - json_repair: ``json_repair.loads(text)`` as its README shows; ``""`` (what it returns when it
   finds nothing) or an exception is a refusal.
 - json_repair+schema: ``json_repair.repair_json(text, return_objects=True, schema=schema)`` for
@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 
 import jsonschema_rs  # noqa: E402
 
-from agent_contracts.errors import NoJSONFoundError  # noqa: E402
-from agent_core.extract import extract_json  # noqa: E402
+from agent_contracts._errors import NoJSONFoundError  # noqa: E402
+from agent_core._extract import extract_json  # noqa: E402
 
 CASES_DIR = Path(__file__).resolve().parent / "extract_cases"
 REFUSED = object()

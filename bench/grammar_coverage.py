@@ -6,7 +6,7 @@
 prints, per category and in total, the share of schemas whose every validation keyword the
 grammar carries, so that nothing is left to validation and the re-ask:
 
-- agentshape: :func:`agent_core.gbnf_grammar.schema_to_gbnf` gives no notes;
+- agentshape: :func:`agent_core._gbnf_grammar.schema_to_gbnf` gives no notes;
 - llama.cpp: :func:`bench.llamacpp_grammar.grammar_notes`, the keywords llama.cpp's own
   ``json_schema_to_grammar`` is documented to leave out, gives none.
 
@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_core.gbnf_grammar import schema_to_gbnf
+from agent_core._gbnf_grammar import schema_to_gbnf
 from bench.llamacpp_grammar import grammar_notes
 
 DEFAULT_DIR = (

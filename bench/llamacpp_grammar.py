@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
-from agent_core.gbnf_grammar import GRAMMAR_FORMATS
-from agent_core.schema_walk import subschemas
+from agent_core._gbnf_grammar import GRAMMAR_FORMATS
+from agent_core._schema_walk import subschemas
 
 _UNEXPRESSED = (
     "minimum",

@@ -84,11 +84,11 @@ from fleet_contenders import (
 )
 from pydantic import BaseModel
 
-from agent_contracts.config import AgentConfig
-from agent_executor.agent import Agent
-from agent_executor.analytics import JsonlAnalytics, NullAnalytics
-from agent_executor.batch import run_many
-from agent_executor.providers.openai import OpenAIProvider
+from agent_contracts._config import AgentConfig
+from agent_executor._agent import Agent
+from agent_executor._analytics import JsonlAnalytics, NullAnalytics
+from agent_executor._batch import run_many
+from agent_executor._providers.openai import OpenAIProvider
 
 SERVER = Path(__file__).resolve().parent / "fleet_server.py"
 FLOOR = FLOOR_NAME
@@ -503,10 +503,10 @@ def retry_path(port: int, config: AgentConfig, settings: Settings) -> list[Retry
 LOAD_SCRIPT = """
 import json, sys, time
 started = time.perf_counter()
-from agent_core.fleet import load_fleet
-from agent_executor.agent import Agent
-from agent_executor.analytics import NullAnalytics
-from agent_executor.tools import KNOWN_TOOLS
+from agent_core._fleet import load_fleet
+from agent_executor._agent import Agent
+from agent_executor._analytics import NullAnalytics
+from agent_executor._tools import KNOWN_TOOLS
 imported = time.perf_counter()
 fleet = load_fleet(sys.argv[1], known_tools=KNOWN_TOOLS)
 agents = [Agent(config, analytics=NullAnalytics()) for config in fleet.values()]
@@ -529,8 +529,8 @@ class LoadResult:
 
 def load_times(settings: Settings) -> LoadResult:
     """Part 4: the whole ``agents/`` fleet, in fresh processes and again from the cache."""
-    from agent_core.fleet import load_fleet
-    from agent_executor.tools import KNOWN_TOOLS
+    from agent_core._fleet import load_fleet
+    from agent_executor._tools import KNOWN_TOOLS
 
     folder = ROOT / "agents"
     process_ms, import_ms, cold_ms = [], [], []

@@ -13,7 +13,7 @@ PACKAGES = [
     "agent_contracts",
     "agent_core",
     "agent_executor",
-    "agent_executor.providers",
+    "agent_executor._providers",
     "agentshape",
 ]
 

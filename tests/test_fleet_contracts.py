@@ -1,6 +1,6 @@
 """The fleet's YAML output schemas say the same as the contracts they were written from.
 
-The five execution agents of seed 003 have a Pydantic twin in ``agent_contracts.outputs``: every
+The five execution agents of seed 003 have a Pydantic twin in ``agent_contracts._outputs``: every
 example of the seed, and every way of breaking one (a missing field, a wrong type, a wrong enum
 value, an extra key, a broken conditional rule), must get the same verdict from the agent's YAML
 schema (as ``validate_output`` and as the ``model_from_schema`` model) and from the Pydantic
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from agent_contracts.outputs import (
+from agent_contracts._outputs import (
     EXECUTION_AGENT_OUTPUTS,
     CodeQualityOutput,
     DoDOutput,
@@ -30,11 +30,11 @@ from agent_contracts.outputs import (
     TaskSummary,
     TestResults,
 )
-from agent_contracts.runs import merge_options
-from agent_core.fleet import load_fleet
-from agent_core.loading import load_agent_config
-from agent_core.output_validation import validate_output
-from agent_core.schema_model import model_from_schema
+from agent_contracts._runs import merge_options
+from agent_core._fleet import load_fleet
+from agent_core._loading import load_agent_config
+from agent_core._output_validation import validate_output
+from agent_core._schema_model import model_from_schema
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = REPO / "agents"
@@ -475,12 +475,12 @@ SEED_004: list[tuple[str, JsonValue, bool]] = [
             "findings": [
                 {
                     "description": "Every event goes through emit() in analytics.py",
-                    "files": ["agent_executor/analytics.py"],
+                    "files": ["agent_executor/_analytics.py"],
                     "evidence": "def emit(self, event: Event) -> None",
                     "confidence": "high",
                 }
             ],
-            "relevantFiles": ["agent_executor/analytics.py"],
+            "relevantFiles": ["agent_executor/_analytics.py"],
             "nextSteps": ["Check the run loop's calls to emit()"],
         },
         True,

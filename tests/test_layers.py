@@ -23,11 +23,11 @@ FORBIDDEN = {
 }
 SDK_HOMES = {
     "openai": {
-        "agent_executor/providers/openai.py",
+        "agent_executor/_providers/openai.py",
     },
     "anthropic": {
-        "agent_executor/providers/anthropic.py",
-        "agent_executor/providers/anthropic_batches.py",  # Message Batches: the adapter's too
+        "agent_executor/_providers/anthropic.py",
+        "agent_executor/_providers/anthropic_batches.py",  # Message Batches: the adapter's too
     },
 }
 
@@ -72,11 +72,11 @@ def test_provider_sdks_are_imported_only_in_their_adapter(sdk: str) -> None:
 PROVIDER_NAMES = {"openai", "anthropic", "ollama", "vllm", "llamacpp", "compatible"}
 DIALECT_NAMES = {"openai", "anthropic"}
 DIALECT_HOMES = {
-    "agent_contracts/profiles.py",  # the ToolDialect type
-    "agent_core/dialects.py",  # compiling a schema to each dialect's rules
-    "agent_core/output_tool.py",  # submit_result in each dialect
-    "agent_core/contract.py",  # a contract's tool in its bound dialect
-    "agent_executor/cli/inspect.py",  # `show` titles each dialect's tool
+    "agent_contracts/_profiles.py",  # the ToolDialect type
+    "agent_core/_dialects.py",  # compiling a schema to each dialect's rules
+    "agent_core/_output_tool.py",  # submit_result in each dialect
+    "agent_core/_contract.py",  # a contract's tool in its bound dialect
+    "agent_executor/_cli/inspect.py",  # `show` titles each dialect's tool
 }
 
 
@@ -102,7 +102,7 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
 def test_no_module_outside_the_providers_names_a_provider() -> None:
     """What a model is sent is decided by its provider's profile, never by a provider's name.
 
-    A provider name as a whole string literal is allowed only inside agent_executor/providers/;
+    A provider name as a whole string literal is allowed only inside agent_executor/_providers/;
     ``openai`` and ``anthropic`` are also the names of two *tool dialects* (which JSON Schema
     rules a tool is compiled for), allowed as such in the few modules that compile or show them.
     """
@@ -110,7 +110,7 @@ def test_no_module_outside_the_providers_names_a_provider() -> None:
     for package in ("agent_contracts", "agent_core", "agent_executor", "agent_coordinator"):
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if relative.startswith("agent_executor/providers/"):
+            if relative.startswith("agent_executor/_providers/"):
                 continue
             allowed = DIALECT_NAMES if relative in DIALECT_HOMES else set()
             found += [
@@ -125,8 +125,8 @@ def test_the_entry_points_stay_short() -> None:
     """``execute`` (the run loop) and ``Agent.run`` read in one screen, about 60 lines."""
     lengths = {}
     for relative, name in (
-        ("agent_executor/run.py", "execute"),
-        ("agent_executor/agent.py", "run"),
+        ("agent_executor/_run.py", "execute"),
+        ("agent_executor/_agent.py", "run"),
     ):
         tree = ast.parse((ROOT / relative).read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -27,7 +27,7 @@ def test_version_shows_the_running_code_even_with_stale_metadata(tmp_path: Path)
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
         "from importlib.metadata import version\n"
         "assert version('agentshape') == '0.0.1'\n"
-        "from agentshape.cli import main\n"
+        "from agentshape._cli import main\n"
         "sys.exit(main(['--version']))\n"
     )
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue, ValidationError
 
-from agent_contracts.config import AgentConfig, suggest_key
-from agent_contracts.runs import RunOptions
+from agent_contracts._config import AgentConfig, suggest_key
+from agent_contracts._runs import RunOptions
 
 REPORT_SCHEMA: dict[str, JsonValue] = {
     "type": "object",

@@ -7,7 +7,7 @@ from typing import get_args
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent_contracts.events import (
+from agent_contracts._events import (
     AnalyticsEvent,
     AttemptEvent,
     ModelTurnEvent,
@@ -17,8 +17,8 @@ from agent_contracts.events import (
     RunStartedEvent,
     parse_event,
 )
-from agent_contracts.messages import Usage
-from agent_contracts.validation import ValidationIssue
+from agent_contracts._messages import Usage
+from agent_contracts._validation import ValidationIssue
 
 TS = datetime(2026, 1, 19, 12, 30, tzinfo=UTC)
 COMMON = {"ts": TS, "run_id": "run_1", "agent_id": "researcher"}

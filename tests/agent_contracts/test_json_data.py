@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.json_data import PARSED_JSON
-from agent_contracts.messages import ToolCall
-from agent_contracts.runs import RunResult
+from agent_contracts._json_data import PARSED_JSON
+from agent_contracts._messages import ToolCall
+from agent_contracts._runs import RunResult
 
 
 def test_a_callers_value_is_checked_as_json() -> None:
@@ -48,7 +48,7 @@ def test_the_json_schema_is_a_json_value_s() -> None:
 def test_a_json_object_field_is_taken_whole_from_a_parser_and_checked_otherwise() -> None:
     from pydantic import BaseModel
 
-    from agent_contracts.json_data import JsonObjectData
+    from agent_contracts._json_data import JsonObjectData
 
     class Holder(BaseModel):
         body: JsonObjectData

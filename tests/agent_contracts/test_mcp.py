@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.config import AgentConfig
-from agent_contracts.mcp import McpServer, mcp_tool_name
+from agent_contracts._config import AgentConfig
+from agent_contracts._mcp import McpServer, mcp_tool_name
 
 STDIO = {"name": "time", "command": "uvx", "args": ["mcp-server-time"], "tools": ["now"]}
 HTTP = {"name": "docs", "url": "http://127.0.0.1:8000/mcp", "headers": {"X": "1"}, "tools": ["a"]}

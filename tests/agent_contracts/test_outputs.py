@@ -5,8 +5,8 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent_contracts import outputs
-from agent_contracts.outputs import (
+from agent_contracts import _outputs as outputs
+from agent_contracts._outputs import (
     EXECUTION_AGENT_OUTPUTS,
     CodeQualityOutput,
     DoDOutput,

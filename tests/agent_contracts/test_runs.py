@@ -5,9 +5,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.errors import ConfigError
-from agent_contracts.messages import Message, Usage
-from agent_contracts.runs import (
+from agent_contracts._errors import ConfigError
+from agent_contracts._messages import Message, Usage
+from agent_contracts._runs import (
     RUN_ERROR_TYPES,
     Attempt,
     RunError,
@@ -17,7 +17,7 @@ from agent_contracts.runs import (
     merge_options,
     options_from_env,
 )
-from agent_contracts.validation import ValidationIssue
+from agent_contracts._validation import ValidationIssue
 
 SEVERITY = ValidationIssue(
     path="$.severity", message="'critical' is not one of ['low', 'medium', 'high']"

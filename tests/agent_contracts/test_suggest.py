@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agent_contracts.suggest import did_you_mean, suggest
+from agent_contracts._suggest import did_you_mean, suggest
 
 
 def test_case_and_separators_match_first() -> None:

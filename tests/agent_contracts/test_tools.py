@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.tools import ToolChoice
+from agent_contracts._tools import ToolChoice
 
 
 def test_the_same_choice_is_the_same_frozen_object() -> None:

@@ -24,15 +24,15 @@ import httpx
 import pytest
 import uvicorn
 
-from agent_coordinator.api.app import create_app
-from agent_coordinator.execution import Execution
-from agent_coordinator.runner import Runner
-from agent_coordinator.service.services import Limits, Services
-from agent_coordinator.store import SqlStore, open_store
-from agent_coordinator.webhooks import WebhookSettings
-from agent_core.fleet import load_fleet
-from agent_core.registry import SchemaRegistry
-from agent_executor.tools import KNOWN_TOOLS
+from agent_coordinator._api.app import create_app
+from agent_coordinator._execution import Execution
+from agent_coordinator._runner import Runner
+from agent_coordinator._service.services import Limits, Services
+from agent_coordinator._store import SqlStore, open_store
+from agent_coordinator._webhooks import WebhookSettings
+from agent_core._fleet import load_fleet
+from agent_core._registry import SchemaRegistry
+from agent_executor._tools import KNOWN_TOOLS
 
 REVIEW_SCHEMA = {
     "type": "object",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent_coordinator.agent_files import FileChanged, file_version, read_agent_file, write_schema
+from agent_coordinator._agent_files import FileChanged, file_version, read_agent_file, write_schema
 
 FLAT = """\
 # top comment

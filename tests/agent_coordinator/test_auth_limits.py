@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from agent_coordinator.service.bodies import MAX_PROMPT_CHARS
-from agent_coordinator.service.services import Limits
+from agent_coordinator._service.bodies import MAX_PROMPT_CHARS
+from agent_coordinator._service.services import Limits
 from tests.agent_coordinator.conftest import ServiceFactory
 
 

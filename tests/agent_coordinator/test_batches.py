@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_coordinator.service.services import Limits
-from agent_coordinator.webhooks import WebhookSettings
+from agent_coordinator._service.services import Limits
+from agent_coordinator._webhooks import WebhookSettings
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_coordinator.cli import main
+from agent_coordinator._cli import main
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import openai_tool_call

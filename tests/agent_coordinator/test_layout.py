@@ -12,9 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
     "agent_coordinator",
-    "agent_coordinator.api",
-    "agent_coordinator.service",
-    "agent_coordinator.store",
+    "agent_coordinator._api",
+    "agent_coordinator._service",
+    "agent_coordinator._store",
 ]
 
 
@@ -42,9 +42,9 @@ def test_the_library_agent_is_called_from_execution_only() -> None:
     callers = [
         str(path.relative_to(ROOT))
         for path in sorted((ROOT / "agent_coordinator").rglob("*.py"))
-        if {"agent_executor.agent", "agent_core.contract"} & _imports(path)
+        if {"agent_executor._agent", "agent_core._contract"} & _imports(path)
     ]
-    assert callers == ["agent_coordinator/execution.py"]
+    assert callers == ["agent_coordinator/_execution.py"]
 
 
 def test_the_service_layer_and_the_mcp_server_never_import_the_http_api() -> None:
@@ -53,7 +53,7 @@ def test_the_service_layer_and_the_mcp_server_never_import_the_http_api() -> Non
     users = [
         str(path.relative_to(ROOT))
         for path in shared
-        if any(name.startswith("agent_coordinator.api") for name in _imports(path))
+        if any(name.startswith("agent_coordinator._api") for name in _imports(path))
     ]
     assert users == []
 
@@ -61,16 +61,16 @@ def test_the_service_layer_and_the_mcp_server_never_import_the_http_api() -> Non
 def test_only_the_app_mounts_the_mcp_server_and_no_router_imports_another() -> None:
     api = sorted((ROOT / "agent_coordinator" / "api").rglob("*.py"))
     routers = {
-        f"agent_coordinator.api.{path.stem}"
+        f"agent_coordinator._api.{path.stem}"
         for path in api
         if "APIRouter(" in path.read_text(encoding="utf-8")
     }
     mounting = [
         str(path.relative_to(ROOT))
         for path in api
-        if "agent_coordinator.mcp_server" in _imports(path)
+        if "agent_coordinator._mcp_server" in _imports(path)
     ]
-    assert mounting == ["agent_coordinator/api/app.py"]
+    assert mounting == ["agent_coordinator/_api/app.py"]
     crossing = {
         str(path.relative_to(ROOT)): sorted(_imports(path) & routers)
         for path in api

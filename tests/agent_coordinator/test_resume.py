@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshape.cli import main
+from agentshape._cli import main
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
 

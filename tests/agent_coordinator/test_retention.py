@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_coordinator.errors import Conflict, NotFound
-from agent_coordinator.retention import Sweeper, prune
-from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
-from agentshape.cli import main
+from agent_coordinator._errors import Conflict, NotFound
+from agent_coordinator._retention import Sweeper, prune
+from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agentshape._cli import main
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Postgres, Service, write_fleet
 from tests.agent_coordinator.processes import Process, serve
@@ -536,7 +536,7 @@ def test_a_sweep_that_fails_is_logged_and_the_sweeper_goes_on(
             stop.set()
             await asyncio.wait_for(task, 60)
 
-        with caplog.at_level(logging.WARNING, logger="agent_coordinator.retention"):
+        with caplog.at_level(logging.WARNING, logger="agent_coordinator._retention"):
             asyncio.run(sweep_until_logged())
         failed = [r for r in caplog.records if "a sweep failed" in r.getMessage()]
         assert "was removed while the service ran" in failed[0].getMessage()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_coordinator.store import open_store
-from agent_coordinator.store.migrations import MIGRATIONS
+from agent_coordinator._store import open_store
+from agent_coordinator._store.migrations import MIGRATIONS
 from bench.service_scale import build
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service

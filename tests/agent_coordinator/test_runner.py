@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_coordinator.store import open_store
+from agent_coordinator._store import open_store
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, write_fleet
 from tests.agent_coordinator.processes import Process, serve
@@ -157,7 +157,7 @@ def test_a_runner_that_lost_the_lease_sends_no_further_model_call(
     # Another runner takes the run over while the first turn is on its way back.
     assert service.store.release(run_id, held.lease_owner)
     assert service.store.claim("another-runner", 600) is not None
-    with caplog.at_level(logging.WARNING, logger="agent_coordinator.runner"):
+    with caplog.at_level(logging.WARNING, logger="agent_coordinator._runner"):
         answer.set()
         while not any("lost the lease" in r.getMessage() for r in caplog.records):
             assert time.monotonic() < deadline + 60, "the runner did not stop the run"

@@ -72,7 +72,7 @@ def test_an_error_after_a_claim_fails_the_run_with_where_it_happened(
         return finish(*args, **kwargs)
 
     monkeypatch.setattr(service.store, "finish", full_disk)
-    with caplog.at_level(logging.ERROR, logger="agent_coordinator.runner"):
+    with caplog.at_level(logging.ERROR, logger="agent_coordinator._runner"):
         run = service.run(REVIEW).json()
     assert run["status"] == "failed", run
     error = run["error"]
@@ -82,7 +82,7 @@ def test_an_error_after_a_claim_fails_the_run_with_where_it_happened(
     view = service.client.get(f"/runs/{run['run_id']}").json()
     assert view["claims"] == 1 and [c["ended"] for c in view["claim_history"]] == ["failed"]
     assert service.client.get(f"/sessions/{run['session_id']}").json()["status"] == "failed"
-    logged = [r for r in caplog.records if r.name == "agent_coordinator.runner"]
+    logged = [r for r in caplog.records if r.name == "agent_coordinator._runner"]
     assert any(run["run_id"] in r.getMessage() and r.exc_info is not None for r in logged), (
         "the failure and its traceback are not in the log"
     )

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent_coordinator.schema_text import (
+from agent_coordinator._schema_text import (
     TextBudget,
     TextOverBudget,
     line_of_path,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_coordinator.errors import Conflict, NotFound
-from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
-from agent_coordinator.store.migrations import MIGRATIONS
-from agent_coordinator.store.overview import error_types
+from agent_coordinator._errors import Conflict, NotFound
+from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator._store.migrations import MIGRATIONS
+from agent_coordinator._store.overview import error_types
 
 
 @pytest.fixture

@@ -207,7 +207,7 @@ def test_a_sqlite_file_removed_or_replaced_under_the_service_stops_writes(
         assert httpx.get(f"{url}/health").status_code == 200
     finally:
         log = _stop(process, stderr)
-    store_says = "agentshape: ERROR agent_coordinator.store.sqlite: the database file"
+    store_says = "agentshape: ERROR agent_coordinator._store.sqlite: the database file"
     errors = [line for line in log.splitlines() if line.startswith(store_says)]
     assert len(errors) == 1 and f"was {how}" in errors[0], log  # once, however many requests
 

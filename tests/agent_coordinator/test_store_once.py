@@ -18,11 +18,11 @@ from typing import cast
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts.messages import Message, ToolCall, ToolResult, Usage
-from agent_contracts.runs import Attempt, RunResult
-from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
-from agent_coordinator.store.sql import loads
-from agent_core.json_text import dump_json
+from agent_contracts._messages import Message, ToolCall, ToolResult, Usage
+from agent_contracts._runs import Attempt, RunResult
+from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator._store.sql import loads
+from agent_core._json_text import dump_json
 
 ANSWER: dict[str, JsonValue] = {
     "summary": "MARKER-7f3a: the retry loop backs off; one bound is off by one.",

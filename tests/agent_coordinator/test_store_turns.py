@@ -20,9 +20,9 @@ from typing import cast
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts.runs import RunProgress, RunRequest
-from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store, sql
-from agent_coordinator.store.migrations import MIGRATIONS
+from agent_contracts._runs import RunProgress, RunRequest
+from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store, sql
+from agent_coordinator._store.migrations import MIGRATIONS
 from tests.agent_executor.test_run import VALID, agent_for, call, provider_for
 from tests.fake_llm import FakeLLM
 
@@ -127,7 +127,7 @@ async def test_each_recorded_turn_writes_about_one_turn_and_a_takeover_reads_the
 def _at_version(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     """Make stores opened from now on migrate only up to ``version`` (as that release did)."""
     kept = tuple(item for item in MIGRATIONS if item[0] <= version)
-    monkeypatch.setattr("agent_coordinator.store.sql.MIGRATIONS", kept)
+    monkeypatch.setattr("agent_coordinator._store.sql.MIGRATIONS", kept)
 
 
 def _version(store: SqlStore) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_coordinator.store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
 
 
 @pytest.fixture

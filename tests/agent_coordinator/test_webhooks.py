@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_coordinator.webhooks import WebhookSettings, retry_delay, sign
+from agent_coordinator._webhooks import WebhookSettings, retry_delay, sign
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import serve

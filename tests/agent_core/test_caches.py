@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import agent_executor.run  # noqa: F401  (registers the executor's prompt cache too)
-from agent_contracts.config import AgentConfig
+import agent_executor._run  # noqa: F401  (registers the executor's prompt cache too)
+from agent_contracts._config import AgentConfig
 from agent_core import clear_caches, model_from_schema
-from agent_core.caches import cache_sizes, reserve_caches, schema_cache
-from agent_executor.agent import Agent
-from agent_executor.analytics import NullAnalytics
+from agent_core._caches import cache_sizes, reserve_caches, schema_cache
+from agent_executor._agent import Agent
+from agent_executor._analytics import NullAnalytics
 
 
 def test_clear_caches_empties_every_registered_cache() -> None:

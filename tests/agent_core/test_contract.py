@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigError, InvalidSchemaError
-from agent_contracts.messages import ToolCall
-from agent_contracts.profiles import ProviderProfile
-from agent_contracts.validation import ValidationIssue
-from agent_core.contract import CUT_OFF, OutputContract, Verdict, resolve_contract
-from agent_executor.providers.profiles import (
+from agent_contracts._config import AgentConfig
+from agent_contracts._errors import ConfigError, InvalidSchemaError
+from agent_contracts._messages import ToolCall
+from agent_contracts._profiles import ProviderProfile
+from agent_contracts._validation import ValidationIssue
+from agent_core._contract import CUT_OFF, OutputContract, Verdict, resolve_contract
+from agent_executor._providers.profiles import (
     ANTHROPIC_PROFILE,
     COMPATIBLE_PROFILE,
     OPENAI_PROFILE,
@@ -315,7 +315,7 @@ def test_config_time_checks_refuse_a_schema_no_value_can_meet() -> None:
 
 def test_config_time_checks_warn_about_a_likely_typo(caplog: pytest.LogCaptureFixture) -> None:
     schema = {"type": "object", "requried": ["a"], "properties": {"a": {"type": "string"}}}
-    with caplog.at_level("WARNING", logger="agent_core.contract"):
+    with caplog.at_level("WARNING", logger="agent_core._contract"):
         contract = resolve(config(output_schema=schema))
     assert contract is not None
     assert "did you mean 'required'" in caplog.text

@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent_contracts.errors import InvalidSchemaError
-from agent_core.dialects import (
+from agent_contracts._errors import InvalidSchemaError
+from agent_core._dialects import (
     CompileReport,
     ProviderSchema,
     compile_for_provider,
     needs_wrapping,
 )
-from agent_core.schema_documents import schema_draft
-from agent_core.schema_walk import offline_validator, resolve_local_ref, subschemas
-from agent_core.strict_mode import inferred_types
-from agent_core.strict_plans import CompileNote
+from agent_core._schema_documents import schema_draft
+from agent_core._schema_walk import offline_validator, resolve_local_ref, subschemas
+from agent_core._strict_mode import inferred_types
+from agent_core._strict_plans import CompileNote
 
 REPO = Path(__file__).parents[2]
 CONFORMANCE = Path(

@@ -5,16 +5,16 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from agent_core.compiled_schema import compile_schema
-from agent_core.dialects import compile_for_provider
-from agent_core.refs import register_schema, unregister_schema
-from agent_core.schema_documents import (
+from agent_core._compiled_schema import compile_schema
+from agent_core._dialects import compile_for_provider
+from agent_core._refs import register_schema, unregister_schema
+from agent_core._schema_documents import (
     DRAFT_URIS,
     custom_meta_schema,
     schema_draft,
     validation_vocabulary,
 )
-from agent_core.schema_model import model_from_schema
+from agent_core._schema_model import model_from_schema
 
 DEPENDENCIES = {"dependencies": {"bar": ["foo"], "baz": {"required": ["qux"]}}}
 

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts.errors import InvalidSchemaError, NoJSONFoundError, SchemaReferenceError
-from agent_core.extract import (
+from agent_contracts._errors import InvalidSchemaError, NoJSONFoundError, SchemaReferenceError
+from agent_core._extract import (
     DECODED_REPAIR,
     MAX_DEPTH,
     extract_json,
     extract_json_detailed,
     find_json_candidates,
 )
-from agent_core.refs import register_schema, unregister_schema
+from agent_core._refs import register_schema, unregister_schema
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "bench" / "extract_cases"
 PERSON: dict[str, JsonValue] = {

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agent_core.gbnf_patterns import pattern_to_gbnf
+from agent_core._gbnf_patterns import pattern_to_gbnf
 from tests.gbnf_recognizer import accepts
 
 _CHAR = 'char ::= [^"\\\\\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})\n'

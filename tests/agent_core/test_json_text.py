@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_contracts.errors import ConfigFileError
-from agent_core.json_text import (
+from agent_contracts._errors import ConfigFileError
+from agent_core._json_text import (
     MAX_JSON_DEPTH,
     dump_json,
     encodable,

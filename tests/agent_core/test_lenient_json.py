@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue
 
-from agent_core.lenient_json import (
+from agent_core._lenient_json import (
     MAX_DEPTH,
     STRICT_DECODER,
     HopelessInput,

@@ -6,15 +6,15 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_contracts.errors import ConfigError, InvalidSchemaError
-from agent_core.output_tool import (
+from agent_contracts._errors import ConfigError, InvalidSchemaError
+from agent_core._output_tool import (
     OUTPUT_TOOL_NAME,
     ToolNameMap,
     build_output_tool,
     json_schema_of,
     provider_tool_name,
 )
-from agent_core.schema_walk import offline_validator
+from agent_core._schema_walk import offline_validator
 
 CLOSED = {
     "type": "object",

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_core.compiled_schema import compile_schema
-from agent_core.dialects import compile_for_provider
-from agent_core.pattern_classes import explicit_classes
+from agent_core._compiled_schema import compile_schema
+from agent_core._dialects import compile_for_provider
+from agent_core._pattern_classes import explicit_classes
 
 PATTERNS = [
     r"^\w+$",

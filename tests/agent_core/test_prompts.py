@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts.errors import ConfigError, InvalidSchemaError
-from agent_contracts.validation import ValidationIssue
-from agent_core.prompts import (
+from agent_contracts._errors import ConfigError, InvalidSchemaError
+from agent_contracts._validation import ValidationIssue
+from agent_core._prompts import (
     enriched_system_prompt,
     text_retry_prompt,
     tool_not_called_prompt,

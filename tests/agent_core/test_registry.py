@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts.errors import (
+from agent_contracts._errors import (
     ConfigError,
     InvalidSchemaError,
     SchemaError,
@@ -19,14 +19,14 @@ from agent_contracts.errors import (
     SchemaReferenceError,
     SchemaRegistryError,
 )
-from agent_core.registry import (
+from agent_core._registry import (
     DEFAULT_REGISTRY_PATH,
     NamedSchema,
     ResolvedSchema,
     SchemaRegistry,
     check_schema_name,
 )
-from agent_core.schema_documents import schema_hash
+from agent_core._schema_documents import schema_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -252,8 +252,8 @@ def test_a_write_lock_held_too_long_is_a_clear_error(registry: SchemaRegistry) -
 _WORKER = textwrap.dedent(
     """
     import sys
-    from agent_contracts.errors import SchemaRegistryError
-    from agent_core.registry import SchemaRegistry
+    from agent_contracts._errors import SchemaRegistryError
+    from agent_core._registry import SchemaRegistry
 
     path, worker, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     registry = SchemaRegistry(path)

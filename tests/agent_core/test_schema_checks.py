@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
-from agent_core.schema_checks import SchemaFinding, check_output_schema, ensure_output_schema
+from agent_contracts._errors import InvalidSchemaError, SchemaReferenceError
+from agent_core._schema_checks import SchemaFinding, check_output_schema, ensure_output_schema
 
 
 def _found(schema: Any) -> list[tuple[str, str, str]]:
@@ -508,7 +508,7 @@ def test_the_checks_need_no_python_jsonschema() -> None:
     program = (
         "import sys\n"
         "sys.modules['jsonschema'] = None\n"
-        "from agent_core.schema_checks import check_output_schema\n"
+        "from agent_core._schema_checks import check_output_schema\n"
         "schema = {'$schema': 'http://json-schema.org/draft-04/schema#', 'type': 'object',\n"
         "          'properties': {'n': {'exclusiveMaximum': 5}, 'm': {'minLength': -1}}}\n"
         "for finding in check_output_schema(schema):\n"

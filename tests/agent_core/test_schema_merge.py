@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from agent_core.schema_merge import merge_schemas
-from agent_core.schema_walk import offline_validator
+from agent_core._schema_merge import merge_schemas
+from agent_core._schema_walk import offline_validator
 
 VALUES: list[Any] = [
     None,

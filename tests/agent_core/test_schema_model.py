@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from agent_contracts.errors import InvalidSchemaError, SchemaReferenceError
-from agent_core.compiled_schema import compile_schema
-from agent_core.refs import register_schema, unregister_schema
-from agent_core.schema_model import (
+from agent_contracts._errors import InvalidSchemaError, SchemaReferenceError
+from agent_core._compiled_schema import compile_schema
+from agent_core._refs import register_schema, unregister_schema
+from agent_core._schema_model import (
     SchemaModel,
     SchemaRootModel,
     clear_caches,

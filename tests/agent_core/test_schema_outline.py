@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from agent_core.schema_outline import schema_outline
+from agent_core._schema_outline import schema_outline
 
 REVIEW = {
     "type": "object",

@@ -3,8 +3,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agent_core.output_validation import validate_output
-from agent_core.schema_sample import generate_value, invalid_value
+from agent_core._output_validation import validate_output
+from agent_core._schema_sample import generate_value, invalid_value
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

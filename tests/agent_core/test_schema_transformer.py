@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
-from agent_core.schema_transformer import SchemaTransformer
-from agent_core.strict_plans import JsonDict, Plan, RefPlan
+from agent_core._schema_transformer import SchemaTransformer
+from agent_core._strict_plans import JsonDict, Plan, RefPlan
 
 
 class _Copy(SchemaTransformer):

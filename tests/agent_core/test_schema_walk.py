@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.schema_walk import (
+from agent_core._schema_walk import (
     child_path,
     fragment_keys,
     offline_validator,

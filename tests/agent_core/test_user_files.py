@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.user_files import read_user_file, writable_output, write_text_atomically
+from agent_core._user_files import read_user_file, writable_output, write_text_atomically
 
 
 def test_reads_a_regular_file(tmp_path: Path) -> None:

@@ -9,26 +9,26 @@ import pytest
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from agent_contracts.config import AgentConfig
-from agent_contracts.errors import (
+from agent_contracts._config import AgentConfig
+from agent_contracts._errors import (
     ConfigError,
     ConfigFileError,
     InvalidSchemaError,
     RunFailedError,
     SchemaNotFoundError,
 )
-from agent_contracts.messages import Message
-from agent_contracts.runs import RunError, RunOptions, RunRequest, RunResult
-from agent_core.output_validation import validate_output
-from agent_core.registry import SchemaRegistry
-from agent_executor.agent import Agent
-from agent_executor.analytics import MemoryAnalytics, read_events
-from agent_executor.batch import run_many
-from agent_executor.providers.base import ModelTurn, ModelTurnRequest
-from agent_executor.providers.function import FunctionModel
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.test import TestModel
-from agent_executor.result import AgentResult, format_child_result
+from agent_contracts._messages import Message
+from agent_contracts._runs import RunError, RunOptions, RunRequest, RunResult
+from agent_core._output_validation import validate_output
+from agent_core._registry import SchemaRegistry
+from agent_executor._agent import Agent
+from agent_executor._analytics import MemoryAnalytics, read_events
+from agent_executor._batch import run_many
+from agent_executor._providers.base import ModelTurn, ModelTurnRequest
+from agent_executor._providers.function import FunctionModel
+from agent_executor._providers.openai import OpenAIProvider
+from agent_executor._providers.test import TestModel
+from agent_executor._result import AgentResult, format_child_result
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

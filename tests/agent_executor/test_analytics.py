@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent_contracts.events import AttemptEvent
-from agent_contracts.validation import ValidationIssue
-from agent_executor.analytics import (
+from agent_contracts._events import AttemptEvent
+from agent_contracts._validation import ValidationIssue
+from agent_executor._analytics import (
     DEFAULT_ANALYTICS_DIR,
     REDACTED,
     AnalyticsSink,
@@ -193,7 +193,7 @@ def test_directory_that_cannot_be_created_drops_and_warns(
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the directory should be")
     sink = JsonlAnalytics(blocker / "analytics")
-    with caplog.at_level(logging.DEBUG, logger="agent_executor.analytics"):
+    with caplog.at_level(logging.DEBUG, logger="agent_executor._analytics"):
         sink.emit(Ping(seq=1))
         sink.emit(Ping(seq=2))
     assert sink.dropped == 2
@@ -214,7 +214,7 @@ def test_unwritable_day_file_does_not_raise(tmp_path: Path) -> None:
 def test_full_disk_does_not_raise(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / DAY_FILE).symlink_to("/dev/full")  # every write fails with ENOSPC
     sink = JsonlAnalytics(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="agent_executor.analytics"):
+    with caplog.at_level(logging.WARNING, logger="agent_executor._analytics"):
         sink.emit(Ping())
     assert sink.dropped == 1
     assert "No space left on device" in caplog.text
@@ -247,7 +247,7 @@ def test_writing_recovers_after_a_failure(tmp_path: Path, caplog: pytest.LogCapt
     blocker = tmp_path / DAY_FILE
     blocker.mkdir()
     sink = JsonlAnalytics(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="agent_executor.analytics"):
+    with caplog.at_level(logging.WARNING, logger="agent_executor._analytics"):
         sink.emit(Ping(seq=1))
         blocker.rmdir()
         sink.emit(Ping(seq=2))
@@ -264,7 +264,7 @@ WRITER_SCRIPT = """
 import sys
 from datetime import datetime, timezone
 from pydantic import BaseModel
-from agent_executor.analytics import JsonlAnalytics
+from agent_executor._analytics import JsonlAnalytics
 
 class Ping(BaseModel):
     event: str = "ping"
@@ -359,7 +359,7 @@ SHORT_WRITE_SCRIPT = """
 import logging, resource, signal, sys
 from datetime import datetime, timezone
 from pydantic import BaseModel
-from agent_executor.analytics import JsonlAnalytics
+from agent_executor._analytics import JsonlAnalytics
 
 class Ping(BaseModel):
     event: str = "ping"
@@ -402,7 +402,7 @@ EXIT_SCRIPT = """
 import sys
 from datetime import datetime, timezone
 from pydantic import BaseModel
-from agent_executor.analytics import JsonlAnalytics
+from agent_executor._analytics import JsonlAnalytics
 
 class Ping(BaseModel):
     event: str = "ping"

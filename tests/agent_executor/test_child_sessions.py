@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.cli import main
+from agent_executor._cli import main
 from tests.fake_llm import FakeLLM, openai_text, openai_tool_call, openai_tool_calls
 
 START = "agents_start_session"  # agents:start_session as the provider receives it

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_executor.evals import (
+from agent_executor._evals import (
     EvalRun,
     Price,
     evaluate_model,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_executor.cli import main
-from agent_executor.providers.profiles import LLAMACPP_PROFILE
+from agent_executor._cli import main
+from agent_executor._providers.profiles import LLAMACPP_PROFILE
 from tests.compatible_servers import llamacpp_python, ollama
 from tests.fake_llm import FakeLLM, ScriptedResponse, openai_text, openai_tool_call
 

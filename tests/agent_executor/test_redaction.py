@@ -5,7 +5,7 @@ import json
 import pytest
 from pydantic import JsonValue
 
-from agent_executor.redaction import (
+from agent_executor._redaction import (
     REDACTED,
     redact,
     redact_json_bytes,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts.errors import ConfigError
-from agent_contracts.events import (
+from agent_contracts._errors import ConfigError
+from agent_contracts._events import (
     AttemptEvent,
     ModelTurnEvent,
     RetryEvent,
@@ -24,11 +24,11 @@ from agent_contracts.events import (
     RunFailedEvent,
     RunStartedEvent,
 )
-from agent_contracts.messages import Usage
-from agent_contracts.runs import RunErrorType
-from agent_contracts.validation import ValidationIssue
-from agent_executor.analytics import JsonlAnalytics, event_file
-from agent_executor.review import (
+from agent_contracts._messages import Usage
+from agent_contracts._runs import RunErrorType
+from agent_contracts._validation import ValidationIssue
+from agent_executor._analytics import JsonlAnalytics, event_file
+from agent_executor._review import (
     ALL_AGENTS,
     AgentReview,
     DayTrend,

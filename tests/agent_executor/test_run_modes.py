@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.run_modes import MAX_INPUT_CALLS_PER_TURN
+from agent_executor._run_modes import MAX_INPUT_CALLS_PER_TURN
 from tests.agent_executor.test_run import (
     APIS,
     VALID,

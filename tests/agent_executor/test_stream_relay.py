@@ -8,15 +8,15 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigError
-from agent_contracts.messages import Message
-from agent_contracts.runs import RunOptions, RunRequest
-from agent_executor.agent import Agent
-from agent_executor.providers.base import ModelTurnRequest
-from agent_executor.providers.function import FunctionModel
-from agent_executor.providers.test import TestModel
-from agent_executor.stream_events import (
+from agent_contracts._config import AgentConfig
+from agent_contracts._errors import ConfigError
+from agent_contracts._messages import Message
+from agent_contracts._runs import RunOptions, RunRequest
+from agent_executor._agent import Agent
+from agent_executor._providers.base import ModelTurnRequest
+from agent_executor._providers.function import FunctionModel
+from agent_executor._providers.test import TestModel
+from agent_executor._stream_events import (
     PartialOutput,
     RetryStarted,
     RunFinished,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts.errors import ConfigError, ToolExecutionError
-from agent_executor.providers.base import ToolDefinition
-from agent_executor.tools import (
+from agent_contracts._errors import ConfigError, ToolExecutionError
+from agent_executor._providers.base import ToolDefinition
+from agent_executor._tools import (
     KNOWN_TOOLS,
     FsLimits,
     FsList,
@@ -21,7 +21,7 @@ from agent_executor.tools import (
     Workspace,
     build_input_tools,
 )
-from agent_executor.tools.base import RUN_DEADLINE
+from agent_executor._tools.base import RUN_DEADLINE
 
 SECRET = "TOP-SECRET-VALUE"
 

@@ -22,9 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import StatusCode
 
-from agent_executor.agent import Agent
-from agent_executor.analytics import MemoryAnalytics
-from agent_executor.tracing import CAPTURE_CONTENT_ENV, tracer_for
+from agent_executor._agent import Agent
+from agent_executor._analytics import MemoryAnalytics
+from agent_executor._tracing import CAPTURE_CONTENT_ENV, tracer_for
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 SCHEMA = {
@@ -204,7 +204,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from agent_executor.agent import Agent
+from agent_executor._agent import Agent
 
 schema = {"type": "object", "required": ["score"], "properties": {"score": {"type": "integer"}}}
 env = {"OPENAI_API_KEY": "sk-test-key", "OPENAI_BASE_URL": sys.argv[1]}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.cli import main
+from agent_executor._cli import main
 from tests.agent_executor.cli.test_main import AGENT_YML
 
 

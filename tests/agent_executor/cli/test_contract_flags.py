@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.cli import main
+from agent_executor._cli import main
 from tests.fake_llm import FakeLLM, openai_text, openai_tool_call
 
 AGENT_YML = """\

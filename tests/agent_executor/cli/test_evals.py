@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent_executor.cli import main
+from agent_executor._cli import main
 from tests.agent_executor.cli.test_main import AGENT_YML
 from tests.fake_llm import FakeLLM, openai_tool_call
 

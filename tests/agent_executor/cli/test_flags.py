@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from agent_executor.cli.commands import UsageError
-from agent_executor.cli.flags import run_options
+from agent_executor._cli.commands import UsageError
+from agent_executor._cli.flags import run_options
 
 
 def test_run_options() -> None:

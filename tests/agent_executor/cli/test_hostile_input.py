@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.cli import main
-from agent_executor.cli.tasks import results_lock
+from agent_executor._cli import main
+from agent_executor._cli.tasks import results_lock
 from tests.agent_executor.cli.test_main import AGENT_YML
 from tests.fake_llm import FakeLLM, openai_tool_call
 

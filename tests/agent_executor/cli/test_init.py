@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_executor.cli import main
-from agent_executor.cli.init import STARTER_ID
+from agent_executor._cli import main
+from agent_executor._cli.init import STARTER_ID
 
 AGENTSHAPE = [sys.executable, "-m", "agentshape"]
 

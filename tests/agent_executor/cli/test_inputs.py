@@ -5,17 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts.config import AgentConfig
-from agent_contracts.errors import (
+from agent_contracts._config import AgentConfig
+from agent_contracts._errors import (
     ConfigError,
     ConfigFileError,
     InvalidSchemaError,
     SchemaNotFoundError,
 )
-from agent_core.loading import load_agent_config
-from agent_core.registry import SchemaRegistry
-from agent_executor.cli.commands import UsageError
-from agent_executor.cli.inputs import caller_schema, read_json_file, read_schema_file
+from agent_core._loading import load_agent_config
+from agent_core._registry import SchemaRegistry
+from agent_executor._cli.commands import UsageError
+from agent_executor._cli.inputs import caller_schema, read_json_file, read_schema_file
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent_executor.cli import inspect as cli_inspect
-from agent_executor.cli import main
-from agent_executor.cli.inspect import class_name_for
+from agent_executor._cli import inspect as cli_inspect
+from agent_executor._cli import main
+from agent_executor._cli.inspect import class_name_for
 from tests.agent_executor.cli.test_main import AGENT_YML
 from tests.fake_llm import FakeLLM, anthropic_tool_use, openai_tool_call
 

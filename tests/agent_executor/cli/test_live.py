@@ -6,7 +6,7 @@ import io
 
 import pyte
 
-from agent_executor.cli.live import LiveRegion, fit_lines, paused, printable
+from agent_executor._cli.live import LiveRegion, fit_lines, paused, printable
 
 COLUMNS, ROWS = 20, 6
 

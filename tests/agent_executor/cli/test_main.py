@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts.errors import AgentshapeError
-from agent_contracts.runs import RunResult
-from agent_executor.cli import find_agent_file, main, parse_param
+from agent_contracts._errors import AgentshapeError
+from agent_contracts._runs import RunResult
+from agent_executor._cli import find_agent_file, main, parse_param
 from tests.fake_llm import FakeLLM, openai_tool_call, status_error
 
 pytestmark = pytest.mark.usefixtures("offline_model")

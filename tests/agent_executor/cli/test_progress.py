@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import io
 
-from agent_executor.cli.progress import Progress
+from agent_executor._cli.progress import Progress
 
 
 class Terminal(io.StringIO):

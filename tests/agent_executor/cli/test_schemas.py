@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.registry import SchemaRegistry
-from agent_executor.cli import main
+from agent_core._registry import SchemaRegistry
+from agent_executor._cli import main
 
 pytestmark = pytest.mark.usefixtures("offline_model")
 

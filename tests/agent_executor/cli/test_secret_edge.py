@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agent_executor.cli.secret_edge import EventJson, SecretEdge, hold_back
+from agent_executor._cli.secret_edge import EventJson, SecretEdge, hold_back
 
 KEY = "gsk_" + "Qw3rTy8uIoP4aSdF" * 3
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import io
 
-from agent_executor.cli.live import LiveRegion
-from agent_executor.cli.secret_edge import EventJson
-from agent_executor.cli.stream_view import REDRAW_INTERVAL_S, GrowingView, JsonLinesView
+from agent_executor._cli.live import LiveRegion
+from agent_executor._cli.secret_edge import EventJson
+from agent_executor._cli.stream_view import REDRAW_INTERVAL_S, GrowingView, JsonLinesView
 from tests.agent_executor.cli.test_live import Terminal
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_executor.cli.table import format_table
+from agent_executor._cli.table import format_table
 
 
 def test_columns_are_aligned_under_a_rule() -> None:

@@ -7,10 +7,10 @@ import anthropic
 import httpx2
 import pytest
 
-from agent_contracts.errors import ConfigError, ProviderError
-from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_executor.providers.anthropic import AnthropicProvider, translate_errors
-from agent_executor.providers.base import (
+from agent_contracts._errors import ConfigError, ProviderError
+from agent_contracts._messages import Message, ToolCall, ToolResult
+from agent_executor._providers.anthropic import AnthropicProvider, translate_errors
+from agent_executor._providers.base import (
     ModelTurnRequest,
     ResponseFormat,
     ToolChoice,

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from agent_contracts.errors import ProviderError
-from agent_contracts.messages import Message
-from agent_executor.providers.anthropic import AnthropicProvider
-from agent_executor.providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
-from agent_executor.providers.streaming import TurnDelta, stream_turn
+from agent_contracts._errors import ProviderError
+from agent_contracts._messages import Message
+from agent_executor._providers.anthropic import AnthropicProvider
+from agent_executor._providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
+from agent_executor._providers.streaming import TurnDelta, stream_turn
 from tests.fake_llm import (
     FakeLLM,
     Json,

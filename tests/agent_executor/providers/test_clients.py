@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from agent_executor.providers.clients import LoopClients
+from agent_executor._providers.clients import LoopClients
 
 
 class Client:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from agent_contracts.runs import RunOptions
-from agent_executor.agent import Agent
-from agent_executor.cli import main
-from agent_executor.providers.error_text import says_context_overflow, says_malformed
+from agent_contracts._runs import RunOptions
+from agent_executor._agent import Agent
+from agent_executor._cli import main
+from agent_executor._providers.error_text import says_context_overflow, says_malformed
 from tests.compatible_servers import SERVERS
 from tests.fake_llm import (
     FakeLLM,

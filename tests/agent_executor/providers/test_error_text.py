@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from agent_executor.providers.error_text import retry_after_s
+from agent_executor._providers.error_text import retry_after_s
 
 
 def test_retry_after_headers_in_the_order_the_sdks_read_them() -> None:

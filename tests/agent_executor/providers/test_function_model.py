@@ -5,15 +5,15 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts.errors import ConfigError
-from agent_contracts.messages import Message, ToolCall
-from agent_executor.providers.base import (
+from agent_contracts._errors import ConfigError
+from agent_contracts._messages import Message, ToolCall
+from agent_executor._providers.base import (
     ModelTurn,
     ModelTurnRequest,
     ToolChoice,
     ToolDefinition,
 )
-from agent_executor.providers.function import FunctionModel, FunctionReply
+from agent_executor._providers.function import FunctionModel, FunctionReply
 
 SUBMIT = ToolDefinition(name="submit_result", parameters={"type": "object"})
 READ = ToolDefinition(name="fs:read", parameters={"type": "object"})

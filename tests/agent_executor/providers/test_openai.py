@@ -17,19 +17,19 @@ import pytest
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
-from agent_contracts.errors import ConfigError, ProviderError
-from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_contracts.profiles import ProviderProfile
-from agent_contracts.tools import ResponseFormat, ToolChoice, ToolDefinition
-from agent_executor.providers.base import ModelTurnRequest, ToolNameMap
-from agent_executor.providers.openai import (
+from agent_contracts._errors import ConfigError, ProviderError
+from agent_contracts._messages import Message, ToolCall, ToolResult
+from agent_contracts._profiles import ProviderProfile
+from agent_contracts._tools import ResponseFormat, ToolChoice, ToolDefinition
+from agent_executor._providers.base import ModelTurnRequest, ToolNameMap
+from agent_executor._providers.openai import (
     TOOL_ERROR_PREFIX,
     OpenAIProvider,
     chat_body,
     chat_content,
     translate_errors,
 )
-from agent_executor.providers.tool_names import tool_names_for
+from agent_executor._providers.tool_names import tool_names_for
 from tests.fake_llm import (
     FakeLLM,
     ScriptedResponse,

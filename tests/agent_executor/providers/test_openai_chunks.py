@@ -10,11 +10,11 @@ from collections.abc import Callable
 import pytest
 from pydantic import JsonValue
 
-from agent_executor.providers import openai_chunks, sse
-from agent_executor.providers.base import ToolNameMap
-from agent_executor.providers.openai_chunks import CompletionChunks
-from agent_executor.providers.sse import MalformedEvent
-from agent_executor.providers.streaming import TurnDelta
+from agent_executor._providers import openai_chunks, sse
+from agent_executor._providers.base import ToolNameMap
+from agent_executor._providers.openai_chunks import CompletionChunks
+from agent_executor._providers.sse import MalformedEvent
+from agent_executor._providers.streaming import TurnDelta
 
 PIECES = ['{"summary": "', "fine ", 'a "quoted" ', "été ☃ ", "\n\t", "\\", '", "n": 4}', "\u2028"]
 Encoder = Callable[[JsonValue], str]

@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from agent_contracts.errors import ProviderError
-from agent_contracts.messages import Message, ToolResult
-from agent_executor.providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.streaming import TurnDelta, stream_turn
+from agent_contracts._errors import ProviderError
+from agent_contracts._messages import Message, ToolResult
+from agent_executor._providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
+from agent_executor._providers.openai import OpenAIProvider
+from agent_executor._providers.streaming import TurnDelta, stream_turn
 from tests.compatible_servers import SERVERS
 from tests.fake_llm import (
     FakeLLM,

@@ -7,19 +7,19 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.config import AgentConfig
-from agent_contracts.errors import ConfigError
-from agent_contracts.profiles import ProviderProfile, apply_profile_overrides
-from agent_contracts.runs import RunOptions
-from agent_executor.agent import Agent
-from agent_executor.analytics import NullAnalytics
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.profiles import (
+from agent_contracts._config import AgentConfig
+from agent_contracts._errors import ConfigError
+from agent_contracts._profiles import ProviderProfile, apply_profile_overrides
+from agent_contracts._runs import RunOptions
+from agent_executor._agent import Agent
+from agent_executor._analytics import NullAnalytics
+from agent_executor._providers.openai import OpenAIProvider
+from agent_executor._providers.profiles import (
     COMPATIBLE_PROFILE,
     LLAMACPP_PROFILE,
     OPENAI_PROFILE,
 )
-from agent_executor.providers.resolve import resolve_model
+from agent_executor._providers.resolve import resolve_model
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 SCHEMA: dict[str, Any] = {
@@ -180,7 +180,7 @@ def test_unknown_llm_profile_keys_are_config_errors_at_their_key() -> None:
 
 
 def test_the_cli_profile_flag(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from agent_executor.cli import main
+    from agent_executor._cli import main
 
     agent_dir = tmp_path / "agents" / "grader"
     agent_dir.mkdir(parents=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts.messages import Usage
-from agent_executor.providers.base import ModelTurn
-from agent_executor.providers.replies import call_usage, parsed_turn
+from agent_contracts._messages import Usage
+from agent_executor._providers.base import ModelTurn
+from agent_executor._providers.replies import call_usage, parsed_turn
 
 
 def test_a_turn_built_by_a_caller_has_its_raw_body_checked_as_json() -> None:

@@ -5,17 +5,17 @@ import sys
 
 import pytest
 
-from agent_contracts.errors import ConfigError
-from agent_contracts.messages import Message
-from agent_executor.providers.anthropic import AnthropicProvider
-from agent_executor.providers.base import ModelTurnRequest, ToolChoice, ToolDefinition
-from agent_executor.providers.openai import OpenAIProvider
-from agent_executor.providers.resolve import (
+from agent_contracts._errors import ConfigError
+from agent_contracts._messages import Message
+from agent_executor._providers.anthropic import AnthropicProvider
+from agent_executor._providers.base import ModelTurnRequest, ToolChoice, ToolDefinition
+from agent_executor._providers.openai import OpenAIProvider
+from agent_executor._providers.resolve import (
     DEFAULT_ANTHROPIC_MODEL,
     DEFAULT_OPENAI_MODEL,
     resolve_model,
 )
-from agent_executor.providers.test import TestModel
+from agent_executor._providers.test import TestModel
 from tests.fake_llm import FakeLLM, anthropic_text, openai_text
 
 OPENAI_ENV = {"OPENAI_API_KEY": "sk-test"}
@@ -207,8 +207,8 @@ class Absent(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Absent())
-from agent_contracts.errors import ConfigError
-from agent_executor.providers.resolve import resolve_model
+from agent_contracts._errors import ConfigError
+from agent_executor._providers.resolve import resolve_model
 try:
     resolve_model({spec!r}, env={env!r})
 except ConfigError as error:

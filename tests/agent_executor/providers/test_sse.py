@@ -10,8 +10,8 @@ import httpx2
 import pytest
 from pydantic import JsonValue
 
-from agent_executor.providers import sse
-from agent_executor.providers.sse import MalformedEvent, sse_batches
+from agent_executor._providers import sse
+from agent_executor._providers.sse import MalformedEvent, sse_batches
 
 
 async def serve_pieces(

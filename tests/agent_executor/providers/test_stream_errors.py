@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_executor.providers.stream_errors import stream_error, unfinished_stream
-from agent_executor.redaction import remember_secret
+from agent_executor._providers.stream_errors import stream_error, unfinished_stream
+from agent_executor._redaction import remember_secret
 from tests.fake_llm import Json
 
 

@@ -8,16 +8,16 @@ import jsonschema
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts.errors import ConfigError
-from agent_contracts.messages import Message, ToolCall, ToolResult
-from agent_executor.providers.base import (
+from agent_contracts._errors import ConfigError
+from agent_contracts._messages import Message, ToolCall, ToolResult
+from agent_executor._providers.base import (
     JsonObject,
     ModelTurnRequest,
     ResponseFormat,
     ToolChoice,
     ToolDefinition,
 )
-from agent_executor.providers.test import (
+from agent_executor._providers.test import (
     FAILURE_MODES,
     WRONG_TOOL_NAME,
     TestModel,
@@ -210,7 +210,7 @@ def test_generated_values_validate(name: str, seed: int) -> None:
 def test_unsatisfiable_schema_still_answers_and_warns(caplog: pytest.LogCaptureFixture) -> None:
     schema: JsonObject = {"type": "string", "minLength": 5, "maxLength": 2}
 
-    with caplog.at_level(logging.WARNING, logger="agent_executor.providers.test"):
+    with caplog.at_level(logging.WARNING, logger="agent_executor._providers.test"):
         value = generate_value(schema)
 
     assert isinstance(value, str)
@@ -345,7 +345,7 @@ async def test_forcing_another_tool_calls_that_tool() -> None:
 
 
 async def test_prompted_mode_answers_with_json_matching_the_run_contract() -> None:
-    from agent_core.prompts import enriched_system_prompt
+    from agent_core._prompts import enriched_system_prompt
 
     schema: JsonValue = {
         "type": "object",

@@ -1,0 +1,195 @@
+"""The FastAPI application: routers per resource, one error shape, runners in the lifespan.
+
+:func:`create_app` wires the services (store, fleet, registry, runners) into the app; every
+endpoint but ``GET /health`` and ``GET /ready`` requires the bearer token when one is set. Every
+error, whether the service's own, the library's, FastAPI's request validation or an unknown
+route, is rendered by one handler as :class:`ErrorBody` with a stable ``error`` code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match, Route
+
+from agent_contracts._errors import AgentshapeError
+from agent_coordinator._api import (
+    agent_writes,
+    agents,
+    batches,
+    editor,
+    reports,
+    runs,
+    schemas,
+    sessions,
+)
+from agent_coordinator._api.deps import require_token
+from agent_coordinator._api.limits import BodyLimit
+from agent_coordinator._dashboard import DashboardPages
+from agent_coordinator._errors import (
+    ErrorBody,
+    ErrorDetail,
+    ServiceError,
+    Unprocessable,
+    from_library,
+)
+from agent_coordinator._service.bodies import Health, Ready
+from agent_coordinator._service.hosts import AllowedHosts, HostGuard
+from agent_coordinator._service.lifespan import serving
+from agent_coordinator._service.services import Services
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
+
+_HTTP_CODES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+
+def _as_service_error(error: Exception) -> ServiceError:
+    if isinstance(error, ServiceError):
+        return error
+    if isinstance(error, AgentshapeError):
+        return from_library(error)
+    if isinstance(error, RequestValidationError):
+        return Unprocessable(
+            "InvalidRequest",
+            "the request is not valid",
+            details=[
+                ErrorDetail(
+                    path="$"
+                    + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]),
+                    message=str(e["msg"]),
+                )
+                for e in error.errors()
+            ],
+        )
+    if isinstance(error, HTTPException):
+        code = _HTTP_CODES.get(error.status_code, "HttpError")
+        message = str(error.detail)
+        if isinstance(error.__cause__, RecursionError):  # FastAPI's "error parsing the body"
+            message = "the request body is nested deeper than the JSON parser allows"
+        wrapped = ServiceError(code, message)
+        wrapped.status_code = error.status_code
+        return wrapped
+    logger.exception("unexpected error", exc_info=error)
+    return ServiceError("InternalError", "the service failed unexpectedly; see its log")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Return every method the request's path takes (Starlette names only the first route's)."""
+    routes: list[Route] = request.app.state.method_routes
+    methods: set[str] = set()
+    for route in routes:
+        if route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
+
+
+async def _render(request: Request, error: Exception) -> JSONResponse:
+    """The one exception handler: every error becomes the one error body."""
+    service_error = _as_service_error(error)
+    body: ErrorBody = service_error.body()
+    # HTTP's own headers stay with the error: a 405's Allow, a 401's WWW-Authenticate.
+    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else None
+    if headers is not None and service_error.status_code == 405:
+        headers["Allow"] = _allowed_methods(request)
+    return JSONResponse(
+        body.model_dump(mode="json"), status_code=service_error.status_code, headers=headers
+    )
+
+
+def create_app(
+    services: Services, *, mcp_host: str | None = None, hosts: AllowedHosts | None = None
+) -> FastAPI:
+    """Build the API over ``services``; its runner (if any) starts and stops with the app.
+
+    Args:
+        services: The store, execution, token, limits and in-process runner.
+        mcp_host: Also serve the MCP server at ``/mcp`` (streamable HTTP, the same token),
+            for this address; needs the ``mcp`` extra.
+        hosts: The ``Host`` names answered, ``/mcp`` included (421 for others; a browser's
+            cross-site POST, PUT, PATCH or DELETE is 403); if not given, the loopback names
+            and ``mcp_host``.
+
+    Returns:
+        The ASGI application.
+    """
+    routes: list[BaseRoute] = []
+    managers: list[StreamableHTTPSessionManager] = []
+    if mcp_host is not None:
+        # here, not at the top: the MCP server needs the optional ``mcp`` extra
+        from agent_coordinator._mcp_server import mcp_route
+
+        route, manager = mcp_route(services)
+        routes.append(route)
+        managers.append(manager)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with serving(services, managers):
+            yield
+
+    app = FastAPI(
+        title="agentshape coordinator",
+        version="0.1.0",
+        description="Runs, sessions, validated results and the schema registry of an agent fleet.",
+        lifespan=lifespan,
+        responses={"default": {"model": ErrorBody, "description": "Any error"}},
+    )
+    app.state.services = services
+    for kind in (ServiceError, AgentshapeError, RequestValidationError, HTTPException, Exception):
+        app.add_exception_handler(kind, _render)
+    app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
+    app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
+    # Outermost: a foreign Host or a cross-site change is refused before anything reads it.
+    if hosts is None:
+        hosts = AllowedHosts.for_address(mcp_host) if mcp_host else AllowedHosts()
+    app.add_middleware(HostGuard, allowed=hosts)
+    app.router.routes.extend(routes)
+    secured = [Depends(require_token)]
+    modules = (runs, sessions, batches, schemas, editor, agents, agent_writes, reports)
+    for module in modules:
+        app.include_router(module.router, dependencies=secured)
+
+    @app.get("/health", tags=["health"])
+    async def health() -> Health:
+        """Answer ``ok`` while the process is up, without asking the database (no token needed)."""
+        return Health()
+
+    @app.get(
+        "/ready",
+        tags=["health"],
+        responses={503: {"model": ErrorBody, "description": "StoreUnavailable, with the reason"}},
+    )
+    async def ready() -> Ready:
+        """Answer ``ready`` when the database answers too; 503 ``StoreUnavailable`` when not.
+
+        No token needed: for a load balancer, which takes the service out of rotation while the
+        database cannot be used (unreachable, or its file removed or replaced).
+        """
+        await services.store.call(services.store.ready)
+        return Ready()
+
+    # Every route by path and methods, for a 405's Allow (the app's own list holds the
+    # included routers as units).
+    every = [*app.router.routes, *(route for m in modules for route in m.router.routes)]
+    app.state.method_routes = [route for route in every if isinstance(route, Route)]
+    return app

@@ -1,0 +1,38 @@
+"""What every handler needs, as FastAPI dependencies: the services and auth."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from agent_coordinator._errors import Unauthorized
+from agent_coordinator._service.services import Services, bearer_matches
+
+__all__ = ["ServicesDep", "require_token"]
+
+
+async def _services(request: Request) -> Services:
+    # async, like require_token: FastAPI runs a plain-def dependency in a worker thread
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(_services)]
+"""The app's services, for a handler's signature."""
+
+
+async def require_token(request: Request, services: ServicesDep) -> None:
+    """Check the bearer token when the service has one (compared in constant time).
+
+    Args:
+        request: The request, whose ``Authorization`` header is read.
+        services: The app's services, holding the token.
+
+    Raises:
+        Unauthorized: The ``Authorization`` header is missing or holds another token.
+    """
+    if services.token is None:
+        return
+    if not bearer_matches(request.headers.get("authorization", ""), services.token):
+        raise Unauthorized("Unauthorized", "a valid 'Authorization: Bearer <token>' is required")

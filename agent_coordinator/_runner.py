@@ -1,0 +1,658 @@
+"""Runners: workers that claim stored runs with a lease, execute them, and write the result back.
+
+A worker claims the oldest waiting run (or one whose runner's lease ran out), runs it through
+:class:`Execution`, and ends the run with :meth:`SqlStore.finish`, which only succeeds while the
+lease is still its own. So a runner killed mid-run loses the run to the next runner once its lease
+expires, and a run is completed once. One task per runner tends the runs in flight: every tick it
+stores the library's events of all of them in one transaction, and every third of the lease it
+renews all their leases in one statement. A run's events are its analytics events and its
+stream events (partial outputs, text deltas...), coalesced per write by its
+:class:`~agent_coordinator._event_log.EventBuffer`.
+
+Finished turns: before each model call after the first, a run's runner stores the turns the run
+has finished (each model reply, the tool results answering it, the attempts, the usage) and waits
+for the write; a runner that claims the run after its runner died continues after the last stored
+turn. So a runner's death costs the model call it had in flight (sent, or answered but its turn
+not yet stored) and nothing before it: that call is the only one the next runner sends again,
+and the retry budget, the usage and the result are those of a run that never stopped. A turn that
+cannot be stored (the database is away) is logged and the run goes on, unprotected until the next
+store succeeds; a runner that finds the lease lost when it stores stops the run at once.
+
+Waking: a run stored by this process wakes its runner at once (:meth:`Runner.wake`); on
+PostgreSQL the database's notification of a queued run wakes the runners of every process, and
+``poll_s`` is only the fallback. On SQLite an idle runner looks for runs every ``poll_s``.
+
+A claim that fails (the database cannot be reached) is not retried at once: the claimer waits
+twice as long after each failure in a row, up to five seconds, and logs the first failure and
+the first claim after it.
+
+Cancel: the tender reads the cancel flags of the runs in flight every ``cancel_poll_s`` (and a
+cancel made in this process reaches its runner at once, :meth:`Runner.cancel`); the run's task
+is cancelled, which cancels the model call in flight, and the run ends ``cancelled``.
+Faults: whatever goes wrong after a claim (storing the result, the run loop, a bug) ends the run
+``failed`` with ``internal_error``, the error and where it happened on the run and the traceback
+in the log; a run is never left for its lease to run out. A run whose lease ran out
+``max_claims`` times is not claimed again (it ends ``lease_exhausted``).
+
+Batches (``POST /batches``): when no run waits, a worker claims a batch, and with it the leases
+of its runs not yet ended, renewed as any run's. Its runs are executed at once, their model calls
+gathered by the library's :class:`~agent_executor._batching.Batcher` into provider batches,
+recorded in the store as they are created (:class:`~agent_coordinator._batch_ledger.StoreLedger`):
+a runner taking over the batch after its runner died re-attaches to them. Each run ends as any
+run ends; a cancel stops its run at once (its item is left out of the next round).
+
+Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
+them and put them back in the queue (event ``run_requeued``), so another runner or the next start
+finishes them; nothing hangs and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import socket
+import traceback
+import uuid
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+
+from pydantic import JsonValue
+
+from agent_contracts._config import AgentConfig
+from agent_contracts._runs import RunError, RunResult
+from agent_coordinator._batch_ledger import StoreLedger
+from agent_coordinator._children import TOOL_NAME, StartSession
+from agent_coordinator._errors import ServiceError, StoreUnavailable
+from agent_coordinator._event_log import EventBuffer
+from agent_coordinator._execution import Execution
+from agent_coordinator._store.base import SqlStore
+from agent_coordinator._store.claims import DEFAULT_MAX_CLAIMS
+from agent_coordinator._store.listener import RUN_QUEUED
+from agent_coordinator._store.records import BatchClaim, Claim, RunRecord
+from agent_executor._batching import Batcher
+from agent_executor._tools import InputTool
+
+__all__ = ["Runner", "runner_id"]
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 0.5
+"""Seconds an idle runner waits before looking for work again, on a store that does not wake it
+when another process stores a run (SQLite)."""
+WOKEN_POLL_S = 5.0
+"""The same on a store that wakes it (PostgreSQL's notifications): only a fallback, for runs
+whose lease ran out and a notification lost while the listening connection was down."""
+_MAX_BACKOFF_S = 5.0
+"""The longest pause between two claims while the store fails; a stored run wakes it sooner."""
+
+_ENDING_RETRY_S = 600.0
+"""How long a runner keeps trying to store a run's end while the database is away.
+
+The run's model calls are paid for: giving up would leave the run to expire and be run again.
+``finish`` succeeds for as long as no other runner has claimed the run, and none can claim it
+while the database is away, so waiting for it to come back costs nothing but the worker slot.
+"""
+
+_NO_TOOLS = AgentConfig(id="none", name="none")
+"""Stands in for an agent that left the fleet (its run then fails with ``config_error``)."""
+
+
+async def _batched(
+    batcher: Batcher, key: str, execution: Coroutine[object, object, RunResult]
+) -> RunResult:
+    """Run ``execution`` as the batcher's item ``key`` (its model calls go into batches)."""
+    with batcher.item(key):
+        return await execution
+
+
+def runner_id() -> str:
+    """Return a new runner id naming its host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class _InFlight:
+    """A run this runner executes: its task, its events, and why it was stopped, if it was."""
+
+    __slots__ = ("events", "flushing", "stopped", "task")
+
+    def __init__(self, task: asyncio.Task[RunResult], events: EventBuffer) -> None:
+        self.task = task
+        self.events = events
+        self.stopped: str | None = None
+        """``lost`` (another runner has it), ``cancelled`` or ``shutdown``."""
+        self.flushing: asyncio.Future[None] | None = None
+        """The write of its events under way, which its end waits for (events stay in order)."""
+
+
+class Runner:
+    """A pool of workers over one store.
+
+    Args:
+        store: Where runs wait.
+        execution: How a run is executed.
+        workers: Runs executed at once (one claimer feeds them).
+        lease_s: Seconds a claim lasts without renewal.
+        poll_s: Seconds an idle worker waits before looking for work again.
+        grace_s: Seconds runs in flight may take to end at shutdown.
+        tick_s: Seconds between two writes of the events of runs in flight.
+        max_claims: Times a run's lease may run out before it fails with ``lease_exhausted``.
+        cancel_poll_s: Seconds between two reads of the cancel flags of the runs in flight.
+        on_finished: Called with the ended run when this runner ends one (wakes waiting
+            requests).
+        batch_poll_s: Seconds between the first two polls of a provider batch (each wait is
+            1.5 times the last, up to two minutes).
+    """
+
+    def __init__(
+        self,
+        store: SqlStore,
+        execution: Execution,
+        *,
+        workers: int = 4,
+        lease_s: float = 30.0,
+        poll_s: float = POLL_S,
+        grace_s: float = 10.0,
+        tick_s: float = 0.25,
+        max_claims: int = DEFAULT_MAX_CLAIMS,
+        cancel_poll_s: float = 0.5,
+        on_finished: Callable[[RunRecord], None] | None = None,
+        batch_poll_s: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.execution = execution
+        self.workers = workers
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.grace_s = grace_s
+        self.tick_s = tick_s
+        self.max_claims = max_claims
+        self.cancel_poll_s = cancel_poll_s
+        self.on_finished = on_finished
+        self.batch_poll_s = batch_poll_s
+        self.id = runner_id()
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._tender: asyncio.Task[None] | None = None
+        self._active: set[asyncio.Task[None]] = set()
+        self._running: dict[str, _InFlight] = {}
+        self._batches: set[str] = set()
+        """The batches this runner holds, whose leases it renews."""
+        self._unlisten: Callable[[], None] | None = None
+        self._executing: set[str] = set()
+
+    def wake(self) -> None:
+        """Tell the runner there may be work (a run was just stored)."""
+        self._wake.set()
+
+    def cancel(self, run_id: str) -> None:
+        """Stop a run this runner executes because it was asked to cancel (no-op otherwise).
+
+        Its model call in flight is cancelled and the run ends ``cancelled``.
+        """
+        flight = self._running.get(run_id)
+        if flight is not None and flight.stopped is None and not flight.task.done():
+            flight.stopped = "cancelled"
+            flight.task.cancel()
+
+    def start(self) -> None:
+        """Start claiming on the running event loop (woken by the store when it can)."""
+        if self.store.wakes_runners:
+            loop = asyncio.get_running_loop()
+            self._unlisten = self.store.listen(
+                RUN_QUEUED, lambda _: loop.call_soon_threadsafe(self._wake.set)
+            )
+        self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
+        self._tender = asyncio.create_task(self._tend(), name=f"runner-{self.id}-tender")
+
+    async def stop(self) -> None:
+        """Stop claiming, let runs in flight end within the grace period, requeue the rest."""
+        self._stopping.set()
+        self._wake.set()
+        if self._unlisten is not None:
+            self._unlisten()
+        if self._dispatcher is not None:
+            await self._dispatcher
+        if self._active:
+            await asyncio.wait(self._active, timeout=self.grace_s)
+        for run_id, flight in list(self._running.items()):
+            if not flight.task.done():
+                logger.info("runner %s: requeueing run %s at shutdown", self.id, run_id)
+                flight.stopped = flight.stopped or "shutdown"
+                flight.task.cancel()
+        if self._active:
+            await asyncio.gather(*self._active, return_exceptions=True)
+        if self._tender is not None:
+            self._tender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tender
+
+    async def run_until(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set, then shut down as :meth:`stop` does."""
+        self.start()
+        await stop.wait()
+        await self.stop()
+
+    async def _dispatch(self) -> None:
+        """Claim runs one at a time while a worker slot is free.
+
+        One claimer per runner, so a new run costs one claim, not one per idle worker.
+        """
+        slots = asyncio.Semaphore(self.workers)
+        failures = 0
+        while not self._stopping.is_set():
+            await slots.acquire()
+            if self._stopping.is_set():
+                break
+            self._wake.clear()
+            claim: Claim | BatchClaim | None
+            try:
+                claim = await self.store.call(
+                    self.store.claim, self.id, self.lease_s, self.max_claims
+                )
+                if claim is None:
+                    claim = await self.store.call(
+                        self.store.claim_batch, self.id, self.lease_s, self.max_claims
+                    )
+            except StoreUnavailable as error:
+                if failures == 0:
+                    logger.error("runner %s: cannot claim runs: %s", self.id, error.message)
+                failures += 1
+                claim = None
+            except Exception:
+                logger.exception("runner %s: cannot claim a run", self.id)
+                failures += 1
+                claim = None
+            else:
+                if failures:
+                    logger.warning("runner %s: claiming runs again", self.id)
+                failures = 0
+            if claim is None:
+                slots.release()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._pause(failures))
+                continue
+            work = self.execute(claim) if isinstance(claim, Claim) else self.execute_batch(claim)
+            task = asyncio.create_task(work)
+            self._active.add(task)
+            task.add_done_callback(self._active.discard)
+            task.add_done_callback(lambda _: slots.release())
+
+    def _pause(self, failures: int) -> float:
+        """Seconds to wait before the next claim: the poll, doubled for each failure in a row."""
+        return min(self.poll_s * 2.0 ** min(failures, 16), max(self.poll_s, _MAX_BACKOFF_S))
+
+    async def execute_batch(self, claim: BatchClaim) -> None:
+        """Execute a claimed batch's runs through the provider's batch API, then end the batch.
+
+        Never raises but for cancel: each run ends as :meth:`execute` ends it, and a batch that
+        cannot run (its agent left the fleet or gained tools, its model has no batch API) fails
+        each run with ``config_error``.
+        """
+        batch = claim.batch
+        self._batches.add(batch.id)
+        try:
+            if claim.runs:
+                await self._execute_batch(claim)
+            ended = await self.store.call(self.store.end_batch, batch.id, self.id)
+            if not ended and self._stopping.is_set():
+                await self.store.call(self.store.release_batch, batch.id, self.id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("runner %s: cannot end batch %s", self.id, batch.id)
+        finally:
+            self._batches.discard(batch.id)
+
+    async def _execute_batch(self, claim: BatchClaim) -> None:
+        """Run every claimed run of a batch at once, their model calls batched."""
+        ledger = StoreLedger(self.store, claim.batch)
+        try:
+            batcher = self.execution.batcher(
+                claim.batch.agent_name,
+                claim.runs[0].run.input,
+                ledger=ledger,
+                poll_interval_s=self.batch_poll_s,
+                on_progress=ledger.progress,
+            )
+        except ServiceError as error:
+            failed = RunResult(
+                status="failed", error=RunError(type="config_error", message=error.message)
+            )
+            for run in claim.runs:
+                ended = await self._store_result(run.run.id, failed, EventBuffer())
+                if ended is not None and self.on_finished is not None:
+                    self.on_finished(ended)
+            return
+        logger.info(
+            "runner %s: batch %s: %d runs through the %s batch API",
+            self.id,
+            claim.batch.id,
+            len(claim.runs),
+            batcher.api.provider,
+        )
+        batcher.expect(len(claim.runs))
+        try:
+            await asyncio.gather(*(self.execute(run, batcher=batcher) for run in claim.runs))
+        finally:
+            batcher.cancel()  # a round left polling once its runs were stopped
+
+    async def execute(self, claim: Claim, *, batcher: Batcher | None = None) -> None:
+        """Execute a claimed run to its end and store how it ended; never raise but for cancel.
+
+        A parent's ``agents:start_session`` tool calls this for its child, in the parent's task.
+        Anything that goes wrong ends the run ``failed`` with ``internal_error``.
+
+        Args:
+            claim: The run.
+            batcher: The batcher of the batch the run belongs to (its model calls go into
+                provider batches), or ``None``.
+        """
+        stage = ["starting the run"]
+        self._executing.add(claim.run.id)
+        try:
+            await self._execute(claim, stage, batcher)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            await self._fail(claim.run.id, error, stage[-1])
+        finally:
+            self._executing.discard(claim.run.id)
+
+    def executes(self, run_id: str) -> bool:
+        """Whether this runner executes ``run_id`` now (its end then goes to ``on_finished``)."""
+        return run_id in self._executing
+
+    async def _execute(self, claim: Claim, stage: list[str], batcher: Batcher | None) -> None:
+        """Execute a claimed run; ``stage`` says what it is doing, for an error's ``where``."""
+        run = claim.run
+        events = EventBuffer()
+        if batcher is not None:
+            self._start(
+                run.id,
+                events,
+                _batched(
+                    batcher,
+                    run.id,
+                    # No progress is recorded: a run taken over starts afresh, so its calls get
+                    # the same custom ids and bodies and re-attach to the recorded batches.
+                    self.execution.run(
+                        run.agent_name,
+                        run.input,
+                        claim.transcript,
+                        events,
+                        run_id=run.id,
+                        model=batcher.provider,
+                    ),
+                ),
+            )
+            await self._until_end(run, stage)
+            return
+        tools: list[InputTool] = []
+        if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
+            session = await self.store.call(self.store.get_session, run.session_id)
+            tools.append(StartSession(self, run, session.depth if session is not None else 0))
+        if claim.progress is not None:
+            logger.info(
+                "runner %s: run %s continues after its %s recorded model calls",
+                self.id,
+                run.id,
+                claim.progress.get("steps"),
+            )
+        self._start(
+            run.id,
+            events,
+            self.execution.run(
+                run.agent_name,
+                run.input,
+                claim.transcript,
+                events,
+                tools=tools,
+                run_id=run.id,
+                progress=claim.progress,
+                on_turn=functools.partial(self._record_turns, run.id),
+            ),
+        )
+        await self._until_end(run, stage)
+
+    def _start(
+        self, run_id: str, events: EventBuffer, execution: Coroutine[object, object, RunResult]
+    ) -> None:
+        """Start a run's execution as a task this runner tends."""
+        self._running[run_id] = _InFlight(asyncio.create_task(execution), events)
+
+    async def _until_end(self, run: RunRecord, stage: list[str]) -> None:
+        """Wait for a started run to end, then store how it ended."""
+        flight = self._running[run.id]
+        task, events = flight.task, flight.events
+        stage.append("running the agent")
+        try:
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise  # this call was cancelled, not the run
+        finally:
+            self._running.pop(run.id, None)
+        stopped = flight.stopped or ("shutdown" if task.cancelled() else None)
+        if flight.flushing is not None:
+            await flight.flushing
+        if stopped == "lost":
+            logger.warning(
+                "runner %s: lost the lease on run %s; dropping its result", self.id, run.id
+            )
+            return
+        if stopped == "shutdown":
+            await self.store.call(self.store.release, run.id, self.id)
+            return
+        if stopped == "cancelled":
+            stage.append("storing the result")
+            ended = await self._finish(
+                run.id,
+                functools.partial(
+                    self.store.finish,
+                    run.id,
+                    self.id,
+                    status="cancelled",
+                    result=None,
+                    error={"type": "cancelled", "message": "the run was cancelled while it ran"},
+                    events=[*events.drain(), ("run_cancelled", {})],
+                ),
+            )
+        else:
+            result = task.result()  # raises what the run loop raised, in "running the agent"
+            stage.append("storing the result")
+            ended = await self._store_result(run.id, result, events)
+        if ended is not None and self.on_finished is not None:
+            self.on_finished(ended)
+
+    async def _fail(self, run_id: str, error: Exception, stage: str) -> None:
+        """End a run that raised ``error`` while ``stage`` ``failed`` with ``internal_error``.
+
+        If even that cannot be stored (the database is gone), the lease runs out and the
+        claim cap bounds what the run costs.
+        """
+        frame = traceback.extract_tb(error.__traceback__)[-1:]
+        at = (
+            f" at {Path(frame[0].filename).name}:{frame[0].lineno} in {frame[0].name}"
+            if frame
+            else ""
+        )
+        where = f"{stage}{at}"
+        logger.error(
+            "runner %s: run %s failed while %s: %r", self.id, run_id, where, error, exc_info=error
+        )
+        failure: dict[str, JsonValue] = {
+            "type": "internal_error",
+            "message": f"the run failed unexpectedly while {stage}: {error!r}",
+            "where": where,
+        }
+        try:
+            ended = await self._finish(
+                run_id,
+                functools.partial(
+                    self.store.finish,
+                    run_id,
+                    self.id,
+                    status="failed",
+                    result=None,
+                    error=failure,
+                    events=[("run_failed", {"error": failure})],
+                ),
+            )
+        except Exception:
+            logger.exception("runner %s: cannot store the failure of run %s", self.id, run_id)
+            return
+        if ended is not None and self.on_finished is not None:
+            self.on_finished(ended)
+
+    async def _record_turns(self, run_id: str, progress: dict[str, JsonValue]) -> None:
+        """Store a run's finished turns before its next model call (called in the run's task).
+
+        Raises:
+            asyncio.CancelledError: The lease is lost: the run stops before calling the model.
+        """
+        try:
+            held = await self.store.call(self.store.record_progress, run_id, self.id, progress)
+        except Exception:
+            logger.exception("runner %s: cannot store the turns of run %s", self.id, run_id)
+            return
+        if not held:
+            flight = self._running.get(run_id)
+            if flight is not None and flight.stopped is None:
+                flight.stopped = "lost"
+            # Raised, not a cancel() that lands at some later await: the next request must
+            # not be sent for a run another runner now holds.
+            raise asyncio.CancelledError
+
+    async def _tend(self) -> None:
+        """Store the events of the runs in flight every tick; renew their leases in time."""
+        tick_s = min(self.tick_s, self.lease_s / 3, self.cancel_poll_s)
+        renew_every = max(1, round((self.lease_s / 3) / tick_s))
+        poll_every = max(1, round(self.cancel_poll_s / tick_s))
+        ticks = 0
+        while True:
+            await asyncio.sleep(tick_s)
+            ticks += 1
+            try:
+                await self._flush()
+                if ticks % renew_every == 0:
+                    await self._renew()
+                elif ticks % poll_every == 0:
+                    await self._poll_cancels()
+            except StoreUnavailable as error:
+                logger.warning(
+                    "runner %s: cannot store events or renew leases: %s", self.id, error.message
+                )
+            except Exception:
+                logger.exception("runner %s: cannot store events or renew leases", self.id)
+
+    async def _flush(self) -> None:
+        """Store the events the runs in flight emitted since the last tick, in one transaction."""
+        batch: dict[str, list[tuple[str, dict[str, JsonValue]]]] = {}
+        flights: list[_InFlight] = []
+        for run_id, flight in self._running.items():
+            pending = flight.events.drain()
+            if pending:
+                batch[run_id] = pending
+                flights.append(flight)
+        if not batch:
+            return
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for flight in flights:
+            flight.flushing = written
+        try:
+            await self.store.call(self.store.add_events_many, batch)
+        finally:
+            written.set_result(None)
+
+    async def _renew(self) -> None:
+        """Renew the leases of the batches held and runs in flight; stop those lost or cancelled."""
+        if self._batches:
+            await self.store.call(
+                self.store.renew_batches, list(self._batches), self.id, self.lease_s
+            )
+        flights = dict(self._running)
+        if not flights:
+            return
+        states = await self.store.call(self.store.renew_many, list(flights), self.id, self.lease_s)
+        for run_id, state in states.items():
+            flight = flights[run_id]
+            if state.held and not state.cancel_requested:
+                continue
+            if flight.stopped is None and not flight.task.done():
+                flight.stopped = "lost" if not state.held else "cancelled"
+                flight.task.cancel()
+
+    async def _poll_cancels(self) -> None:
+        """Stop the runs in flight someone asked to cancel (a renewal does this too)."""
+        if not self._running:
+            return
+        asked = await self.store.call(self.store.cancel_requests, list(self._running))
+        for run_id in asked:
+            self.cancel(run_id)
+
+    async def _finish(
+        self, run_id: str, ending: Callable[[], RunRecord | None]
+    ) -> RunRecord | None:
+        """Store a run's end, waiting out a database that is away.
+
+        Args:
+            run_id: The run.
+            ending: The :meth:`SqlStore.finish` call that ends it.
+
+        Returns:
+            The ended run, or ``None`` when another runner holds it now.
+
+        Raises:
+            StoreUnavailable: The database stayed away for ``_ENDING_RETRY_S`` seconds.
+            StoreFull: The disk is full.
+        """
+        deadline = asyncio.get_running_loop().time() + _ENDING_RETRY_S
+        pause = self.poll_s
+        while True:
+            try:
+                return await self.store.call(ending)
+            except StoreUnavailable as error:
+                if asyncio.get_running_loop().time() + pause > deadline:
+                    raise
+                logger.warning(
+                    "runner %s: cannot store the end of run %s (%s); trying again in %.1f s",
+                    self.id,
+                    run_id,
+                    error.message,
+                    pause,
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _MAX_BACKOFF_S)
+
+    async def _store_result(
+        self, run_id: str, result: RunResult, events: EventBuffer
+    ) -> RunRecord | None:
+        data: dict[str, JsonValue] = result.model_dump(mode="json")
+        data["schema_validation"] = (
+            None
+            if result.schema_validation is None
+            else result.schema_validation.model_dump(mode="json")
+        )
+        error = data["error"] if isinstance(data.get("error"), dict) else None
+        listed = data.get("attempts")
+        attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
+        transcript = data.get("transcript")
+        return await self._finish(
+            run_id,
+            functools.partial(
+                self.store.finish,
+                run_id,
+                self.id,
+                status=result.status,
+                result=data,
+                error=error,  # type: ignore[arg-type]
+                attempts=attempts,
+                events=events.drain(),
+                transcript=transcript if isinstance(transcript, list) else None,
+            ),
+        )

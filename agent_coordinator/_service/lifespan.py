@@ -1,0 +1,71 @@
+"""What runs while the service serves, whichever front (HTTP API or MCP server) it has."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
+
+from agent_coordinator._service.services import Services
+from agent_coordinator._store.listener import RUN_ENDED
+from agent_coordinator._webhooks import Deliverer
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+__all__ = ["serving"]
+
+
+def _ended_elsewhere(services: Services, run_id: str) -> None:
+    """Wake the requests waiting for a run the store says ended, unless this process ended it.
+
+    This process's runner hands its runs over whole (the notifier's ``notify``), sparing the
+    waiting requests a read of the store.
+    """
+    if run_id and services.runner is not None and services.runner.executes(run_id):
+        return
+    services.notifier.ended_elsewhere(run_id)
+
+
+@asynccontextmanager
+async def serving(
+    services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
+) -> AsyncIterator[None]:
+    """Run what an app needs while it serves: store threads, MCP sessions and background tasks.
+
+    Args:
+        services: The services; their runner and retention sweeper (if any) start, and stop at
+            the end, and so does a webhook deliverer when they have webhook settings.
+        managers: MCP session managers to run alongside.
+    """
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=32, thread_name_prefix="store"))
+    async with AsyncExitStack() as stack:
+        if services.store.wakes_runners:  # requests waiting for runs other processes end
+            stack.callback(
+                services.store.listen(
+                    RUN_ENDED,
+                    lambda run_id: loop.call_soon_threadsafe(_ended_elsewhere, services, run_id),
+                )
+            )
+        for manager in managers:
+            await stack.enter_async_context(manager.run())
+        if services.runner is not None:
+            services.runner.start()
+        deliverer = None
+        if services.webhooks is not None:
+            deliverer = Deliverer(services.store, services.webhooks)
+            deliverer.start()
+        if services.sweeper is not None:
+            services.sweeper.start()
+        try:
+            yield
+        finally:
+            if services.sweeper is not None:
+                await services.sweeper.stop()
+            if deliverer is not None:
+                await deliverer.stop()
+            if services.runner is not None:
+                await services.runner.stop()

@@ -1,0 +1,293 @@
+"""Submitting runs and waiting for them: what the HTTP API and the MCP server both call.
+
+:func:`submit_run` checks a start or resume request and stores it (once per idempotency key);
+:func:`wait_for_end` waits for a run to end, woken at once by this process's runners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+
+from pydantic import JsonValue
+
+from agent_contracts._runs import JsonSchema, RunOptions
+from agent_coordinator._errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator._service.bodies import RunCreate
+from agent_coordinator._service.services import Services
+from agent_coordinator._store.records import TERMINAL, NewRun, RunInput, RunRecord
+from agent_coordinator._webhooks import check_webhook_url
+
+__all__ = ["checked_input", "new_id", "stored_run", "submit_run", "until_end", "wait_for_end"]
+
+_END_POLL_S = 0.5
+"""How often a wait reads a run ended by another process's runner (this process's wake it)."""
+_WOKEN_END_POLL_S = 5.0
+"""The same when the store tells of runs ended in other processes (PostgreSQL): a fallback."""
+
+
+def new_id(prefix: str) -> str:
+    """Return a new id for a run (``run``) or a session (``ses``): the prefix and 16 hex digits.
+
+    Args:
+        prefix: ``run`` or ``ses``.
+
+    Returns:
+        The id, such as ``run_1f0c9a...``.
+    """
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+async def stored_run(services: Services, run_id: str) -> RunRecord:
+    """Return the stored run ``run_id``.
+
+    Args:
+        services: The store.
+        run_id: The run's id.
+
+    Returns:
+        The run as the store has it now.
+
+    Raises:
+        RunNotFound: No such run (404).
+    """
+    run = await services.store.call(services.store.get_run, run_id)
+    if run is None:
+        raise NotFound("RunNotFound", f"no run {run_id!r}")
+    return run
+
+
+async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> RunRecord:
+    """Wait up to ``timeout_s`` for a run to end; return it as it is then.
+
+    Runs ended by this process's runners are handed over at once, without reading the store;
+    runs ended by other runners are read from the store when it tells of their end
+    (PostgreSQL), else twice a second.
+
+    Args:
+        services: The store and the notifier of this process's runners.
+        run_id: The run.
+        timeout_s: The longest wait.
+
+    Returns:
+        The run, ended or not.
+
+    Raises:
+        RunNotFound: No such run (404).
+    """
+    ended = services.notifier.subscribe(run_id)
+    try:
+        return await until_end(services, await stored_run(services, run_id), ended, timeout_s)
+    finally:
+        services.notifier.unsubscribe(run_id, ended)
+
+
+async def until_end(
+    services: Services, run: RunRecord, ended: asyncio.Future[RunRecord | None], timeout_s: float
+) -> RunRecord:
+    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``.
+
+    Args:
+        services: The store.
+        run: The run as last read.
+        ended: The notifier's future for its end, subscribed before ``run`` was read.
+        timeout_s: The longest wait.
+
+    Returns:
+        The run as it is when it ends or the time is up.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    poll_s = _WOKEN_END_POLL_S if services.store.wakes_runners else _END_POLL_S
+    while run.status not in TERMINAL:
+        left = deadline - loop.time()
+        if left <= 0:
+            break
+        if ended.done():  # told it ended, yet read before the end: read again after a poll
+            await asyncio.sleep(min(left, _END_POLL_S))
+        else:
+            await asyncio.wait((ended,), timeout=min(left, poll_s))
+        found = ended.result() if ended.done() else None
+        run = found if found is not None else await stored_run(services, run.id)
+    return run
+
+
+async def _inherit(
+    services: Services, body: RunCreate, session_id: str
+) -> tuple[RunCreate, JsonSchema | None]:
+    """A resume keeps what it leaves out from the run that started the session.
+
+    Without ``parameters`` it keeps the session's parameters; without ``output_schema`` and
+    ``output_schema_name`` it keeps the session's contract (and its options), so a session
+    started with an inline or named schema stays held to it: a named one as the content the
+    session started with (returned beside the body), whatever the registry holds under that
+    name now.
+    """
+    given = body.model_fields_set
+    keeps_contract = not given & {"output_schema", "output_schema_name"}
+    if "parameters" in given and not keeps_contract:
+        return body, None
+    earlier = await services.store.call(services.store.session_runs, session_id)
+    if not earlier:
+        return body, None
+    first = earlier[0].input
+    update: dict[str, object] = {}
+    if "parameters" not in given:
+        update["parameters"] = first.parameters
+    if keeps_contract:
+        update["output_schema"] = first.output_schema
+        update["output_schema_name"] = first.output_schema_name
+        if "output_schema_options" not in given and first.options:
+            update["output_schema_options"] = RunOptions.model_validate(first.options)
+    held = first.named_schema if keeps_contract else None
+    return body.model_copy(update=update), held
+
+
+def _webhook(services: Services, given: str | None, agent_name: str) -> str | None:
+    """Return the webhook a run's end goes to (the request's, else its agent file's), checked.
+
+    Raises:
+        InvalidWebhook: It is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: The service has no webhook secret to sign with (400).
+    """
+    from_agent = given is None
+    webhook = services.execution.config(agent_name).webhook if from_agent else given
+    if webhook is None:
+        return None
+    source = f"the webhook of agent {agent_name!r}" if from_agent else "webhook"
+    if services.webhooks is None:
+        raise BadRequest(
+            "WebhooksNotConfigured",
+            f"{source} {webhook!r} needs a webhook secret to sign deliveries with, and this "
+            "service has none; start it with --webhook-secret (or AGENTSHAPE_WEBHOOK_SECRET)",
+        )
+    check_webhook_url(webhook, services.webhooks.allow, source=source)
+    return webhook
+
+
+async def checked_input(
+    services: Services,
+    body: RunCreate,
+    agent_name: str,
+    parameters: dict[str, JsonValue],
+    held: JsonSchema | None = None,
+) -> RunInput:
+    """Return a run request as stored, checked against the agent, its schema and the limits.
+
+    Args:
+        services: The execution and the limits.
+        body: The request.
+        agent_name: The agent it runs.
+        parameters: Its parameters (a resume's may come from its session).
+        held: A resumed session's named schema, as it started with it.
+
+    Raises:
+        SchemaTooLarge: The inline schema is over the size limit (413).
+        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
+        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
+    """
+    if body.output_schema is not None:
+        limit = services.limits.max_schema_bytes
+        size = len(body.model_dump_json(include={"output_schema"}))
+        if size > limit:
+            raise PayloadTooLarge(
+                "SchemaTooLarge", f"output_schema is {size} bytes; the limit is {limit}"
+            )
+    webhook = _webhook(services, body.webhook, agent_name)
+    options = body.output_schema_options
+    wanted = RunInput(
+        prompt=body.prompt or "",
+        parameters=parameters,
+        output_schema=body.output_schema,
+        output_schema_name=body.output_schema_name,
+        named_schema=held if body.output_schema_name is not None else None,
+        options=options.model_dump(mode="json", exclude_unset=True) if options else {},
+        model=body.model,
+        stream=body.stream,
+        webhook=webhook,
+    )
+    if wanted.output_schema_name is None and wanted.output_schema is None:
+        # the agent's own contract, compiled and cached at load: cheap, so in place
+        checked = services.execution.check(agent_name, wanted)
+    else:
+        checked = await asyncio.to_thread(services.execution.check, agent_name, wanted)
+    return checked
+
+
+async def submit_run(
+    services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
+) -> RunRecord:
+    """Check a run request, store it (once per idempotency ``key``) and wake the runners.
+
+    The HTTP API and the MCP server both start and resume sessions through here.
+
+    Args:
+        services: The store, execution and runners.
+        body: The request.
+        key: Its ``Idempotency-Key``, if any.
+        run_id: The id to store a new run under (default: a new one); a caller that waits
+            for the end subscribes to it before the run is stored.
+
+    Raises:
+        InvalidRequest: The request's fields do not fit together (422).
+        SessionNotFound: ``resume_session`` of an unknown session (404).
+        SchemaTooLarge: The inline schema is over the size limit (413).
+        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
+        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
+        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
+    """
+    parameters = body.parameters
+    held: JsonSchema | None = None  # a resumed session's named schema, as it started with it
+    if body.type == "start_session":
+        if body.agent_name is None:
+            raise Unprocessable("InvalidRequest", "start_session needs agent_name")
+        if body.session_id is not None:
+            raise Unprocessable(
+                "InvalidRequest", "start_session starts a new session; leave out session_id"
+            )
+        if body.prompt is None and not body.parameters:
+            raise Unprocessable(
+                "InvalidRequest",
+                "start_session needs a prompt, or the agent's parameters (they are then the task)",
+            )
+        agent_name, session_id = body.agent_name, new_id("ses")
+    else:
+        if body.session_id is None:
+            raise Unprocessable("InvalidRequest", "resume_session needs session_id")
+        if body.prompt is None:
+            raise Unprocessable("InvalidRequest", "resume_session needs a prompt")
+        session = await services.store.call(services.store.get_session, body.session_id)
+        if session is None:
+            raise NotFound("SessionNotFound", f"no session {body.session_id!r}")
+        if body.agent_name is not None and body.agent_name != session.agent_name:
+            raise Unprocessable(
+                "InvalidRequest",
+                f"session {session.id} belongs to agent {session.agent_name!r}, "
+                f"not {body.agent_name!r}",
+            )
+        agent_name, session_id = session.agent_name, session.id
+        body, held = await _inherit(services, body, session_id)
+        parameters = body.parameters
+    checked = await checked_input(services, body, agent_name, parameters, held)
+    digest = (
+        hashlib.sha256(body.model_dump_json(exclude_unset=True).encode()).hexdigest()
+        if key is not None
+        else None
+    )
+    new = NewRun(
+        id=run_id or new_id("run"),
+        session_id=session_id,
+        kind=body.type,
+        agent_name=agent_name,
+        input=checked,
+        idempotency_key=key,
+        request_hash=digest,
+    )
+    run, created = await services.store.call(services.store.create_run, new)
+    # A store that notifies wakes every process's runners, this one's too: waking it here as
+    # well would make it claim twice.
+    if created and services.runner is not None and not services.store.wakes_runners:
+        services.runner.wake()
+    return run

@@ -1,0 +1,112 @@
+"""What the service runs on, shared by both fronts: its store, execution, limits and token.
+
+One :class:`Services` per server, built by the command line (or a test) and handed to the HTTP
+API and the MCP server alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+from dataclasses import dataclass, field
+
+from agent_coordinator._execution import Execution
+from agent_coordinator._retention import Sweeper
+from agent_coordinator._runner import Runner
+from agent_coordinator._store.base import SqlStore
+from agent_coordinator._store.records import RunRecord
+from agent_coordinator._webhooks import WebhookSettings
+
+__all__ = ["Limits", "Notifier", "Services", "bearer_matches"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The sizes the API accepts."""
+
+    max_body_bytes: int = 1024 * 1024
+    """The largest request body (413 above it)."""
+    max_schema_bytes: int = 256 * 1024
+    """The largest output schema (413 above it)."""
+    max_page: int = 200
+    """The most items a page may ask for (422 above it)."""
+    max_wait_s: float = 120.0
+    """The longest ``wait`` a ``POST /runs`` may ask for (422 above it)."""
+    max_batch_items: int = 1000
+    """The most items one ``POST /batches`` may hold (422 above it)."""
+
+
+class Notifier:
+    """Hands a run's end to the requests waiting for it.
+
+    A run ended by this process's runners is handed over whole (:meth:`notify`); one ended in
+    another process, told by the store, is handed over as ``None`` (:meth:`ended_elsewhere`):
+    the waiter reads it from the store.
+    """
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, list[asyncio.Future[RunRecord | None]]] = {}
+
+    def subscribe(self, run_id: str) -> asyncio.Future[RunRecord | None]:
+        """Return a future that gets the run when it ends; pass it to :meth:`unsubscribe` after.
+
+        Its result is ``None`` when the run ended in another process: read it from the store.
+        """
+        future: asyncio.Future[RunRecord | None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(run_id, []).append(future)
+        return future
+
+    def unsubscribe(self, run_id: str, future: asyncio.Future[RunRecord | None]) -> None:
+        """Stop waiting for ``run_id`` with ``future``."""
+        waiting = self._waiters.get(run_id)
+        if waiting is None:
+            return
+        with contextlib.suppress(ValueError):
+            waiting.remove(future)
+        if not waiting:
+            del self._waiters[run_id]
+
+    def notify(self, run: RunRecord) -> None:
+        """Give the ended ``run`` to whoever waits for it."""
+        for future in self._waiters.pop(run.id, ()):
+            if not future.done():
+                future.set_result(run)
+
+    def ended_elsewhere(self, run_id: str) -> None:
+        """Tell whoever waits for ``run_id`` that it ended (``""``: any run may have ended)."""
+        for waited in [run_id] if run_id else list(self._waiters):
+            for future in self._waiters.pop(waited, ()):
+                if not future.done():
+                    future.set_result(None)
+
+
+@dataclass
+class Services:
+    """Everything the handlers use; one per app, kept on ``app.state.services``."""
+
+    store: SqlStore
+    execution: Execution
+    token: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    runner: Runner | None = None
+    sweeper: Sweeper | None = None
+    notifier: Notifier = field(default_factory=Notifier)
+    webhooks: WebhookSettings | None = None
+    """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""
+
+
+def bearer_matches(header: str, token: str) -> bool:
+    """Tell whether an ``Authorization`` header holds ``Bearer <token>`` (constant-time).
+
+    Args:
+        header: The ``Authorization`` header's value (empty when there is none).
+        token: The service's token.
+
+    Returns:
+        Whether the header names the bearer scheme with exactly ``token``.
+    """
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    )

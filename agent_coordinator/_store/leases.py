@@ -1,0 +1,509 @@
+"""Runners' side of the store: claims with a lease, renewals, the one finish, cancel, events.
+
+A claim that finds a run's lease run out records it (event ``claim_expired``); a run whose lease
+ran out ``max_claims`` times is not claimed again: it ends ``failed`` with ``lease_exhausted``,
+so a run no runner can finish costs at most that many model calls (see
+:mod:`~agent_coordinator._store.claims` for the claim log).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from pydantic import JsonValue
+
+from agent_coordinator._errors import Conflict, NotFound
+from agent_coordinator._store.claims import DEFAULT_MAX_CLAIMS, EXPIRED_CLAIMS, ClaimLog
+from agent_coordinator._store.listener import RUN_ENDED, RUN_QUEUED
+from agent_coordinator._store.records import (
+    TERMINAL,
+    Claim,
+    EventRecord,
+    LeaseState,
+    RunRecord,
+    RunState,
+)
+from agent_coordinator._store.rollups import Rollups
+from agent_coordinator._store.sql import (
+    RUN_COLUMNS,
+    Cursor,
+    dumps,
+    loads,
+    read_transcript,
+    run_record,
+    stored_attempt,
+    stored_result,
+    stored_transcript,
+)
+from agent_coordinator._store.turns import TurnLog
+from agent_coordinator._store.webhooks import WebhookQueries
+
+__all__ = ["LeaseQueries"]
+
+_ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
+_BATCH = 500
+"""Run ids one statement names at most (SQLite allows 32,766 parameters)."""
+
+
+class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
+    """Claims, leases, recorded turns, a run's end (webhook, day's rollup), cancel, events."""
+
+    def claim(
+        self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
+    ) -> Claim | None:
+        """Hand the oldest waiting run (or one whose runner's lease ran out) to ``owner``.
+
+        A run whose lease ran out ``max_claims`` times is ended ``failed`` with
+        ``lease_exhausted`` on the way instead of being handed over once more.
+
+        Args:
+            owner: The runner's id.
+            lease_s: Seconds the lease lasts unless renewed.
+            max_claims: Times a run's lease may run out before the run fails.
+
+        Returns:
+            The claimed run, its session's transcript and the turns an earlier claim recorded,
+            or ``None`` when nothing waits.
+        """
+        now = time.time()
+        with self._tx() as cursor:
+            # Waiting runs first, then runs whose runner's lease ran out; separate statements,
+            # so each one walks the (status, seq) index instead of scanning every run.
+            # A batch's runs are claimed with their batch (store/batches.py), never one by one.
+            subquery = (
+                "SELECT id FROM runs WHERE status = 'queued' AND batch_id IS NULL "
+                "ORDER BY seq LIMIT 1"
+            )
+            subquery += self.skip_locked
+            claim = self._take(cursor, subquery, (), owner, lease_s, now)
+            if claim is not None:
+                return claim
+            for _ in range(_BATCH):  # bounded: each exhausted run found leaves 'running'
+                row = self._exec(
+                    cursor,
+                    f"SELECT id, lease_owner, claims, ({EXPIRED_CLAIMS}) FROM runs "
+                    "WHERE status = 'running' AND lease_expires_at < ? AND batch_id IS NULL "
+                    f"ORDER BY seq LIMIT 1{self.skip_locked}",
+                    (now,),
+                ).fetchone()
+                if row is None:
+                    return None
+                run_id, expired = str(row[0]), int(str(row[3])) + 1  # this one ran out too
+                ran_out: dict[str, JsonValue] = {"runner": str(row[1]), "claim": int(str(row[2]))}
+                self._insert_events(cursor, run_id, [("claim_expired", ran_out)], now)
+                if expired < max_claims:
+                    subquery = "SELECT id FROM runs WHERE id = ?"
+                    return self._take(cursor, subquery, (run_id,), owner, lease_s, now)
+                self._exhaust(cursor, run_id, expired, now)
+        return None
+
+    def _exhaust(self, cursor: Cursor, run_id: str, expired: int, now: float) -> None:
+        """End a run whose lease ran out ``expired`` times ``failed``, without running it."""
+        message = (
+            f"the run's lease ran out {expired} times without a runner finishing it (each "
+            "claim's end is in claim_history); it is not run again"
+        )
+        error: dict[str, JsonValue] = {"type": "lease_exhausted", "message": message}
+        row = self._exec(
+            cursor,
+            "UPDATE runs SET status = 'failed', error = ?, finished_at = ?, lease_owner = NULL, "
+            f"lease_expires_at = NULL WHERE id = ? RETURNING {RUN_COLUMNS}",
+            (dumps(error), now, run_id),
+        ).fetchone()
+        assert row is not None
+        run = run_record(row)
+        self._drop_turns(cursor, run_id)
+        self._exec(
+            cursor,
+            "UPDATE sessions SET status = 'failed', updated_at = ? WHERE id = ?",
+            (now, run.session_id),
+        )
+        self._insert_events(cursor, run_id, [("run_failed", {"error": error})], now)
+        self._note_error(cursor, error)
+        self._roll_up(cursor, run_id, run.agent_name, now)
+        self._enqueue_webhook(cursor, run, now)
+        self._notify(cursor, RUN_ENDED, run_id)
+
+    def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
+        """Hand one particular waiting run to ``owner`` (a parent running its child itself).
+
+        Returns:
+            The claim, or ``None`` when the run is no longer waiting (another runner has it).
+        """
+        now = time.time()
+        with self._tx() as cursor:
+            subquery = f"SELECT id FROM runs WHERE id = ? AND status = 'queued'{self.skip_locked}"
+            return self._take(cursor, subquery, (run_id,), owner, lease_s, now)
+
+    def _take(
+        self,
+        cursor: Cursor,
+        subquery: str,
+        params: Sequence[object],
+        owner: str,
+        lease_s: float,
+        now: float,
+    ) -> Claim | None:
+        # Each write returns what the claim hands over, so a claim is three statements.
+        row = self._exec(
+            cursor,
+            "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, "
+            "claims = claims + 1, started_at = COALESCE(started_at, ?) "
+            f"WHERE id = ({subquery}) RETURNING {RUN_COLUMNS}",
+            (owner, now + lease_s, now, *params),
+        ).fetchone()
+        if row is None:
+            return None
+        run = run_record(row)
+        found = self._exec(
+            cursor,
+            "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ? "
+            "RETURNING transcript",
+            (now, run.session_id),
+        ).fetchone()
+        transcript = read_transcript(found[0]) if found is not None else []
+        self._insert_events(
+            cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
+        )
+        # A run's first claim has no turns recorded yet: only a holder records them.
+        progress = self._read_turns(cursor, run.id) if run.claims > 1 else None
+        return Claim(run=run, transcript=transcript, progress=progress)
+
+    def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
+        """Keep the turns a run ``owner`` holds has finished, for a runner taking it over.
+
+        Args:
+            run_id: The run.
+            owner: The runner's id.
+            progress: The run's progress (the library's ``RunProgress`` as JSON).
+
+        Only what ``progress`` adds to the turns recorded before is written
+        (:mod:`~agent_coordinator._store.turns`), so each turn's write is that turn's size.
+
+        Returns:
+            ``False`` when the lease was lost (another runner has the run, or it has ended),
+            in which case nothing is written.
+        """
+        with self._tx() as cursor:
+            # Locked (on PostgreSQL) so a claim or finish racing the record waits for it.
+            row = self._exec(
+                cursor,
+                "SELECT id FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
+                f"{self.lock_rows}",
+                (run_id, owner),
+            ).fetchone()
+            if row is None:
+                return False
+            self._append_turns(cursor, run_id, progress)
+        return True
+
+    def renew(self, run_id: str, owner: str, lease_s: float) -> LeaseState:
+        """Extend ``owner``'s lease on a run and say whether it was asked to cancel."""
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? "
+                "AND status = 'running' RETURNING cancel_requested",
+                (time.time() + lease_s, run_id, owner),
+            ).fetchone()
+        if row is None:
+            return LeaseState(held=False)
+        return LeaseState(held=True, cancel_requested=bool(row[0]))
+
+    def renew_many(
+        self, run_ids: Sequence[str], owner: str, lease_s: float
+    ) -> dict[str, LeaseState]:
+        """Extend ``owner``'s leases on several runs in one transaction (a runner's tick).
+
+        Returns:
+            Each run's lease state: not held when another runner has it or it has ended.
+        """
+        states = {run_id: LeaseState(held=False) for run_id in run_ids}
+        expires = time.time() + lease_s
+        with self._tx() as cursor:
+            for start in range(0, len(run_ids), _BATCH):
+                chunk = list(run_ids[start : start + _BATCH])
+                marks = ", ".join("?" * len(chunk))
+                rows = self._exec(
+                    cursor,
+                    f"UPDATE runs SET lease_expires_at = ? WHERE id IN ({marks}) "
+                    "AND lease_owner = ? AND status = 'running' RETURNING id, cancel_requested",
+                    (expires, *chunk, owner),
+                ).fetchall()
+                for row in rows:
+                    states[str(row[0])] = LeaseState(held=True, cancel_requested=bool(row[1]))
+        return states
+
+    def finish(
+        self,
+        run_id: str,
+        owner: str,
+        *,
+        status: RunState,
+        result: dict[str, JsonValue] | None,
+        error: dict[str, JsonValue] | None,
+        attempts: Sequence[dict[str, JsonValue]] = (),
+        events: Sequence[tuple[str, dict[str, JsonValue]]] = (),
+        transcript: Sequence[JsonValue] | None = None,
+    ) -> RunRecord | None:
+        """End a run ``owner`` still holds, with its attempts, last events and transcript.
+
+        A run asked to cancel while it ran ends ``cancelled`` whatever ``status`` says, keeping
+        the result, attempts and transcript it produced (event ``run_cancelled``).
+
+        Returns:
+            The ended run; ``None`` when the lease was lost (another runner has the run), in
+            which case nothing is written.
+        """
+        now = time.time()
+        kept = transcript if transcript else ()
+        # The stored result leaves out an error the error column holds, unless the run ends
+        # cancelled (decided by the statement below): then the column holds the cancel's.
+        stored = None if result is None else dumps(stored_result(result, attempts, kept))
+        lean = None if result is None else dumps(stored_result(result, attempts, kept, error))
+        cancelled = dumps(
+            {
+                "type": "cancelled",
+                "message": "the run was cancelled while it ran; what it produced is kept",
+            }
+        )
+        with self._tx() as cursor:
+            # One statement reads the cancel flag and writes the end, so a cancel accepted
+            # before it is never lost to a finish racing it.
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
+                "ELSE ? END, result = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "error = CASE WHEN cancel_requested = 1 THEN ? ELSE ? END, "
+                "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE id = ? AND lease_owner = ? "
+                # result and error are the values just written: not read back and parsed again
+                f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
+                (
+                    status,
+                    stored,
+                    lean,
+                    cancelled,
+                    None if error is None else dumps(error),
+                    now,
+                    run_id,
+                    owner,
+                ),
+            ).fetchone()
+            if row is None:
+                return None
+            ended = run_record(row)
+            if ended.status == "cancelled":  # the stored error is the cancel's
+                error = cast("dict[str, JsonValue]", loads(cancelled))
+                if status != "cancelled":
+                    events = [*events, ("run_cancelled", {})]
+            ended.result, ended.error = result, error
+            status = ended.status
+            session_id = ended.session_id
+            self._enqueue_webhook(cursor, ended, now)
+            self._drop_turns(cursor, run_id)
+            self._notify(cursor, RUN_ENDED, run_id)
+            self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
+            self._insert_rows(
+                cursor,
+                "attempts (run_id, number, data)",
+                [
+                    (run_id, number, dumps(stored_attempt(attempt)))
+                    for number, attempt in enumerate(attempts, start=1)
+                ],
+            )
+            self._insert_events(cursor, run_id, events, now)
+            self._lean_attempt_events(cursor, run_id, attempts)
+            self._note_error(cursor, error)
+            self._roll_up(cursor, run_id, ended.agent_name, now)
+            if transcript:
+                self._keep_earlier_transcripts(cursor, session_id, run_id, transcript)
+                self._exec(
+                    cursor,
+                    "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? WHERE id = ?",
+                    (status, stored_transcript(transcript), now, session_id),
+                )
+            else:
+                self._exec(
+                    cursor,
+                    "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
+                    (status, now, session_id),
+                )
+        return ended
+
+    def _keep_earlier_transcripts(
+        self, cursor: Cursor, session_id: str, run_id: str, transcript: Sequence[JsonValue]
+    ) -> None:
+        """Give the session's earlier runs their transcripts back where the new one differs.
+
+        An earlier run's result keeps only how many of the session's messages are its
+        transcript; a transcript that does not begin with the session's would change them, so
+        those runs get their own copy first.
+        """
+        row = self._exec(
+            cursor, "SELECT transcript FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        old = read_transcript(row[0]) if row is not None else []
+        if list(transcript[: len(old)]) == old:
+            return
+        rows = self._exec(
+            cursor,
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? AND id <> ? "
+            "AND result IS NOT NULL",
+            (session_id, run_id),
+        ).fetchall()
+        for found in rows:
+            run = run_record(found)
+            length = (run.result or {}).get("transcript")
+            if isinstance(length, int) and run.result is not None:
+                run.result["transcript"] = old[:length]
+                self._exec(
+                    cursor,
+                    "UPDATE runs SET result = ? WHERE id = ?",
+                    (dumps(run.result), run.id),
+                )
+
+    def release(self, run_id: str, owner: str) -> bool:
+        """Put a run ``owner`` holds back in the queue (a runner shutting down)."""
+        now = time.time()
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor,
+                "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE id = ? AND lease_owner = ? AND status = 'running' RETURNING session_id",
+                (run_id, owner),
+            ).fetchone()
+            if row is None:
+                return False
+            self._exec(
+                cursor,
+                "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
+                (now, str(row[0])),
+            )
+            self._insert_events(cursor, run_id, [("run_requeued", {"reason": "shutdown"})], now)
+            self._notify(cursor, RUN_QUEUED, run_id)
+        return True
+
+    def request_cancel(self, run_id: str) -> RunRecord:
+        """Cancel a queued run at once, or ask the runner of a running one to stop it.
+
+        Raises:
+            RunNotFound: No run has this id.
+            RunNotCancellable: The run has already ended.
+        """
+        now = time.time()
+        error = dumps({"type": "cancelled", "message": "the run was cancelled before it started"})
+        with self._tx() as cursor:
+            row = self._exec(
+                cursor, "SELECT status, session_id, agent_name FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound("RunNotFound", f"no run {run_id!r}")
+            status, session_id, agent_name = str(row[0]), str(row[1]), str(row[2])
+            if status in TERMINAL:
+                raise Conflict("RunNotCancellable", f"run {run_id!r} has already {status}")
+            # Each write names the state it expects: a runner may claim or end the run meanwhile.
+            if (
+                status == "queued"
+                and self._exec(
+                    cursor,
+                    "UPDATE runs SET status = 'cancelled', error = ?, finished_at = ? "
+                    "WHERE id = ? AND status = 'queued' RETURNING id",
+                    (error, now, run_id),
+                ).fetchone()
+            ):
+                self._exec(
+                    cursor,
+                    "UPDATE sessions SET status = 'cancelled', updated_at = ? WHERE id = ?",
+                    (now, session_id),
+                )
+                self._insert_events(cursor, run_id, [("run_cancelled", {})], now)
+                self._drop_turns(cursor, run_id)  # a run put back in the queue may have some
+                self._note_error(cursor, {"type": "cancelled"})
+                self._roll_up(cursor, run_id, agent_name, now)
+                self._notify(cursor, RUN_ENDED, run_id)
+            else:
+                self._exec(
+                    cursor,
+                    "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
+                    (run_id,),
+                )
+            found = self._exec(
+                cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            assert found is not None
+            run = run_record(found)
+            self._complete(cursor, [run], transcripts=True)
+            if status == "queued" and run.status == "cancelled":  # cancelled here, not by a runner
+                self._enqueue_webhook(cursor, run, now)
+        if run.status in TERMINAL and run.status != "cancelled":  # it ended in the meantime
+            raise Conflict("RunNotCancellable", f"run {run_id!r} has already {run.status}")
+        return run
+
+    def cancel_requests(self, run_ids: Sequence[str]) -> set[str]:
+        """Return which of these runs someone asked to cancel (a runner's short poll)."""
+        asked: set[str] = set()
+        with self._tx(write=False) as cursor:
+            for start in range(0, len(run_ids), _BATCH):
+                chunk = list(run_ids[start : start + _BATCH])
+                marks = ", ".join("?" * len(chunk))
+                rows = self._exec(
+                    cursor,
+                    f"SELECT id FROM runs WHERE id IN ({marks}) AND cancel_requested = 1",
+                    chunk,
+                ).fetchall()
+                asked.update(str(row[0]) for row in rows)
+        return asked
+
+    def _insert_events(
+        self,
+        cursor: Cursor,
+        run_id: str,
+        events: Sequence[tuple[str, dict[str, JsonValue]]],
+        now: float,
+    ) -> None:
+        self._insert_rows(
+            cursor,
+            "events (run_id, type, data, created_at)",
+            [(run_id, kind, dumps(data), now) for kind, data in events],
+        )
+
+    def add_events(self, run_id: str, events: Sequence[tuple[str, dict[str, JsonValue]]]) -> None:
+        """Append events to a run's log."""
+        if events:
+            with self._tx() as cursor:
+                self._insert_events(cursor, run_id, events, time.time())
+
+    def add_events_many(
+        self, events: Mapping[str, Sequence[tuple[str, dict[str, JsonValue]]]]
+    ) -> None:
+        """Append the events of several runs (by run id) in one transaction."""
+        if any(events.values()):
+            now = time.time()
+            with self._tx() as cursor:
+                for run_id, kept in events.items():
+                    self._insert_events(cursor, run_id, kept, now)
+
+    def events_after(self, run_id: str, after: int = 0, limit: int = 500) -> list[EventRecord]:
+        """Return a run's events with an id above ``after``, oldest first."""
+        with self._tx(write=False) as cursor:
+            rows = self._exec(
+                cursor,
+                "SELECT id, run_id, type, data, created_at FROM events "
+                "WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (run_id, after, limit),
+            ).fetchall()
+            data = [loads(row[3]) for row in rows]
+            self._read_events(cursor, run_id, data)
+        return [
+            EventRecord(
+                id=int(str(row[0])),
+                run_id=str(row[1]),
+                type=str(row[2]),
+                data=cast("dict[str, JsonValue]", value),
+                created_at=float(str(row[4])),
+            )
+            for row, value in zip(rows, data, strict=True)
+        ]

@@ -1,0 +1,754 @@
+"""The store's SQL plumbing: transactions, their errors, migrations, row decoding.
+
+:class:`SqlBase` says nothing about runs; a subclass (SQLite, PostgreSQL) only says where a
+transaction's connection comes from, which driver errors mean the database cannot be used (503
+``StoreUnavailable``, 507 ``StoreFull``), how a write transaction begins, how parameters are
+written and how a claim skips rows other runners hold. Every query is written once, with ``?``
+parameters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from typing import ParamSpec, Protocol, TypeVar, cast
+
+from pydantic import JsonValue
+from pydantic_core import from_json, to_json
+
+from agent_coordinator._errors import StoreFull, StoreUnavailable
+from agent_coordinator._store.migrations import MIGRATIONS
+from agent_coordinator._store.records import (
+    RunInput,
+    RunKind,
+    RunRecord,
+    RunState,
+    SessionRecord,
+)
+from agent_core._json_text import dump_json
+from agent_core._odd_keys import NOT_READ, surrogate_json
+
+__all__ = [
+    "RUN_COLUMNS",
+    "SESSION_COLUMNS",
+    "STORE_ONCE_VERSION",
+    "Cursor",
+    "SqlBase",
+    "dumps",
+    "filters",
+    "loads",
+    "read_attempt",
+    "read_transcript",
+    "run_record",
+    "session_record",
+    "stored_attempt",
+    "stored_result",
+    "stored_transcript",
+]
+
+logger = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+STORE_ONCE_VERSION = 8
+"""The migration after which a run's result no longer repeats its attempts and transcript."""
+_ELSEWHERE = "stored_elsewhere"
+"""The key of a stored result naming what it leaves out (the library's ``RunResult`` forbids
+keys of its own, so it never has this one)."""
+_CONVERT_BATCH = 500
+"""Runs one statement of the store-once conversion or of :meth:`SqlBase._complete` names."""
+
+_MAX_PARAMETERS = 2000
+"""Parameters one multi-row insert binds at most (SQLite allows 32,766, PostgreSQL 65,535)."""
+_FIRST_PAUSE_S = 0.05
+"""The first pause before a transaction that failed on a lost connection is tried again."""
+
+RUN_COLUMNS = (
+    "id, seq, session_id, kind, agent_name, status, input, idempotency_key, request_hash, "
+    "result, error, lease_owner, lease_expires_at, claims, cancel_requested, created_at, "
+    "started_at, finished_at"
+)
+SESSION_COLUMNS = (
+    "id, seq, agent_name, status, transcript, parent_session_id, depth, created_at, updated_at"
+)
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the store uses."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+
+    def execute(self, query: str, params: Sequence[object] = ..., /) -> object:
+        """Run one statement."""
+
+    def fetchone(self) -> Sequence[object] | None:
+        """Return the next row."""
+
+    def fetchall(self) -> Sequence[Sequence[object]]:
+        """Return the remaining rows."""
+
+
+def dumps(value: object) -> str:
+    r"""Return ``value`` as compact JSON text (UTF-8, not ASCII-escaped), for a TEXT column.
+
+    Text UTF-8 cannot carry (a lone surrogate such as a model's cut emoji, ``"\ud83d"``) is
+    written as its ``\uXXXX`` escape, the library's policy (:func:`dump_json`), so it is
+    stored and read back equal.
+    """
+    try:
+        return to_json(value).decode()
+    except ValueError:  # Pydantic refuses a lone surrogate; the library's writer escapes it
+        return dump_json(value, compact=True)
+
+
+def loads(value: object) -> JsonValue:
+    """Return a TEXT column's JSON value (``NULL`` gives ``None``).
+
+    Raises:
+        ValueError: The column does not hold JSON.
+    """
+    if value is None:
+        return None
+    text = str(value)
+    try:
+        return cast("JsonValue", from_json(text))
+    except ValueError:
+        read = surrogate_json(text)  # Pydantic refuses an escaped lone surrogate
+        if read is NOT_READ:
+            raise
+        return cast("JsonValue", read)
+
+
+def run_record(row: Sequence[object]) -> RunRecord:
+    """Return a row of :data:`RUN_COLUMNS` as a run.
+
+    The row is the store's own writing: ``input`` is validated again and the JSON columns
+    parsed, and the record is built without checking each column's type once more.
+    """
+    (
+        run_id,
+        seq,
+        session_id,
+        kind,
+        agent_name,
+        status,
+        raw_input,
+        idempotency_key,
+        request_hash,
+        result,
+        error,
+        lease_owner,
+        lease_expires_at,
+        claims,
+        cancel_requested,
+        created_at,
+        started_at,
+        finished_at,
+    ) = row
+    return RunRecord.model_construct(
+        id=cast("str", run_id),
+        seq=cast("int", seq),
+        session_id=cast("str", session_id),
+        kind=cast("RunKind", kind),
+        agent_name=cast("str", agent_name),
+        status=cast("RunState", status),
+        input=RunInput.model_validate_json(str(raw_input)),
+        idempotency_key=cast("str | None", idempotency_key),
+        request_hash=cast("str | None", request_hash),
+        result=cast("dict[str, JsonValue] | None", loads(result)),
+        error=cast("dict[str, JsonValue] | None", loads(error)),
+        lease_owner=cast("str | None", lease_owner),
+        lease_expires_at=cast("float | None", lease_expires_at),
+        claims=cast("int", claims),
+        cancel_requested=bool(cancel_requested),
+        created_at=cast("float", created_at),
+        started_at=cast("float | None", started_at),
+        finished_at=cast("float | None", finished_at),
+    )
+
+
+def _same_json(a: JsonValue, b: JsonValue) -> bool:
+    return dumps(a) == dumps(b)
+
+
+def _parsed(raw: JsonValue) -> JsonValue | None:
+    """Return what an attempt's ``raw_output`` parses to as JSON, or ``None`` if it does not."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return loads(raw)
+    except ValueError:
+        return None
+
+
+def stored_attempt(attempt: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """Return an attempt as the ``attempts`` table keeps it: its raw output, not what it parsed to.
+
+    ``parsed`` is left out where it is exactly what ``raw_output`` reads as JSON (it is kept
+    where the JSON was dug out of prose, or nothing parsed); :func:`read_attempt` puts it back.
+    """
+    parsed = attempt.get("parsed")
+    if parsed is None or not _same_json(_parsed(attempt.get("raw_output")), parsed):
+        return attempt
+    return {key: value for key, value in attempt.items() if key != "parsed"}
+
+
+def read_attempt(data: JsonValue) -> dict[str, JsonValue]:
+    """Return an ``attempts`` row's data as the library's ``Attempt`` JSON.
+
+    Args:
+        data: The row's data, as :func:`stored_attempt` left it (``parsed`` may be missing).
+    """
+    attempt = cast("dict[str, JsonValue]", data)
+    if "parsed" not in attempt:
+        attempt["parsed"] = _parsed(attempt.get("raw_output"))
+    return attempt
+
+
+def _calls(message: JsonValue) -> list[dict[str, JsonValue]]:
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+
+
+def stored_transcript(transcript: Sequence[JsonValue]) -> str:
+    """Return a session's transcript as the ``sessions`` table keeps it (JSON text).
+
+    A tool call keeps the text the model sent (``raw_arguments``) and leaves out ``arguments``
+    where that is exactly what the text reads as JSON; :func:`read_transcript` puts it back.
+    """
+    kept: list[JsonValue] = []
+    for message in transcript:
+        calls = _calls(message)
+        if isinstance(message, dict) and calls:
+            lean: list[JsonValue] = []
+            for call in calls:
+                arguments = call.get("arguments")
+                if arguments is not None and _same_json(
+                    _parsed(call.get("raw_arguments")), arguments
+                ):
+                    call = {key: value for key, value in call.items() if key != "arguments"}
+                lean.append(call)
+            message = {**message, "tool_calls": lean}
+        kept.append(message)
+    return dumps(kept)
+
+
+def read_transcript(value: object) -> list[JsonValue]:
+    """Return a ``sessions.transcript`` column as the library's messages (JSON).
+
+    Args:
+        value: The column, as :func:`stored_transcript` wrote it (``arguments`` may be missing).
+    """
+    transcript = loads(value)
+    if not isinstance(transcript, list):
+        return []
+    for message in transcript:
+        for call in _calls(message):
+            if "arguments" not in call:
+                call["arguments"] = _parsed(call.get("raw_arguments"))
+    return transcript
+
+
+def stored_result(
+    result: dict[str, JsonValue],
+    attempts: Sequence[dict[str, JsonValue]],
+    transcript: Sequence[JsonValue],
+    error: JsonValue = None,
+) -> dict[str, JsonValue]:
+    """Return a run's result as the ``runs`` table keeps it: without what is stored elsewhere.
+
+    The attempts live in the ``attempts`` table and the transcript with the session, so each is
+    written once: where the result's ``attempts`` equal the attempt rows, the result keeps their
+    number instead, and leaves out ``result_data`` where it is the last attempt's ``parsed``
+    (named under a key the library's result never has, as what follows is);
+    where its ``transcript`` equals the one the session is given, the result keeps its length
+    (the session's first that many messages); it leaves out its ``error`` where that is the
+    run's ``error`` column. :meth:`SqlBase._complete` puts them back.
+
+    Args:
+        result: The library's ``RunResult`` as JSON.
+        attempts: The attempts written beside it (whole, as the library gives them).
+        transcript: The transcript the session holds after this run.
+        error: What the run's ``error`` column holds.
+    """
+    kept = dict(result)
+    elsewhere: list[JsonValue] = []
+    if attempts and kept.get("attempts") == list(attempts):
+        kept["attempts"] = len(attempts)
+        data = kept.get("result_data")
+        if data is not None and _same_json(attempts[-1].get("parsed"), data):
+            del kept["result_data"]
+            elsewhere.append("result_data")
+    if kept.get("transcript") == list(transcript):
+        kept["transcript"] = len(transcript)
+    if error is not None and kept.get("error") == error:
+        del kept["error"]
+        elsewhere.append("error")
+    if elsewhere:
+        kept[_ELSEWHERE] = elsewhere
+    return kept
+
+
+def session_record(row: Sequence[object]) -> SessionRecord:
+    """Return a row of :data:`SESSION_COLUMNS` as a session (built as :func:`run_record` is)."""
+    (
+        session_id,
+        seq,
+        agent_name,
+        status,
+        transcript,
+        parent_session_id,
+        depth,
+        created_at,
+        updated_at,
+    ) = row
+    return SessionRecord.model_construct(
+        id=cast("str", session_id),
+        seq=cast("int", seq),
+        agent_name=cast("str", agent_name),
+        status=cast("RunState", status),
+        transcript=read_transcript(transcript),
+        parent_session_id=cast("str | None", parent_session_id),
+        depth=cast("int", depth),
+        created_at=cast("float", created_at),
+        updated_at=cast("float", updated_at),
+    )
+
+
+class SqlBase(ABC):
+    """A SQL database the store talks to.
+
+    Subclasses set :attr:`url`, :attr:`serial`, :attr:`error_type`, :attr:`skip_locked`,
+    :attr:`begin_write` and :attr:`placeholder`, and say how a transaction gets a connection
+    (:meth:`_checkout`) and which of the driver's errors mean the database cannot be used
+    (:meth:`_unusable`).
+    """
+
+    url: str
+    """Where the data is, for people (a file path or a ``postgresql://`` URL without password)."""
+    serial: str
+    """The column type of an auto-numbered 64-bit primary key."""
+    error_type: str
+    """The SQL expression for the ``type`` of the JSON in a run's ``error`` column (``r.error``)."""
+    skip_locked: str = ""
+    """What a claim's row selection ends with so concurrent runners skip each other's rows."""
+    lock_rows: str = ""
+    """What a selection ends with to lock its rows until the transaction ends (SQLite's write
+    transactions already hold the only write lock)."""
+    begin_write: str = "BEGIN"
+    """The statement that starts a write transaction."""
+    placeholder: str = "?"
+    """How the driver writes a query parameter."""
+    integrity_errors: tuple[type[Exception], ...] = ()
+    """The driver's unique-constraint violation exceptions."""
+    serialize_writes: bool = False
+    """Queue this process's write transactions behind one lock (SQLite has one writer anyway, and
+    its busy handler sleeps far longer than a lock hand-over takes)."""
+    retry_s: float = 3.0
+    """Seconds :meth:`call` goes on trying a transaction that failed on a lost connection."""
+    wakes_runners: bool = False
+    """Whether :meth:`listen` hands over runs queued and ended in other processes (PostgreSQL);
+    without it, runners and waiting requests in other processes only see them by polling."""
+
+    def __init__(self) -> None:
+        self._write_lock = threading.Lock()
+
+    # -- connections and transactions ---------------------------------------------------------
+
+    @abstractmethod
+    def _checkout(self, *, write: bool) -> AbstractContextManager[object]:
+        """Lend the calling thread a connection for one transaction.
+
+        Raises:
+            StoreUnavailable: No connection to the database can be had.
+        """
+
+    @abstractmethod
+    def _cursor(self, connection: object) -> Cursor:
+        """Return a cursor of ``connection``."""
+
+    @abstractmethod
+    def _lock_migrations(self, cursor: Cursor) -> None:
+        """Keep two processes from migrating at once, inside the migration's transaction."""
+
+    @abstractmethod
+    def _unusable(
+        self, error: Exception, connection: object, *, committing: bool
+    ) -> StoreUnavailable | StoreFull | None:
+        """Say what a driver's error means for the service, or ``None`` for an ordinary error.
+
+        Args:
+            error: What a statement of a transaction on ``connection`` raised.
+            connection: The transaction's connection.
+            committing: The error came from ``COMMIT``: the transaction may have been applied.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close every connection this store opened."""
+
+    def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
+        """Call ``subscriber`` from another thread each time any process notifies ``channel``.
+
+        Here nothing is ever notified (see :attr:`wakes_runners`).
+
+        Args:
+            channel: ``RUN_QUEUED`` or ``RUN_ENDED`` of :mod:`~agent_coordinator._store.listener`.
+            subscriber: Gets the payload (a run id, or ``""``: anything may have happened).
+
+        Returns:
+            What to call to stop.
+        """
+        return _nothing
+
+    def _notify(self, cursor: Cursor, channel: str, payload: str) -> None:
+        """Notify ``channel`` with ``payload`` when the transaction of ``cursor`` commits.
+
+        Here nothing: no other process could be told (see :attr:`wakes_runners`).
+        """
+        return None
+
+    def _q(self, query: str) -> str:
+        return query if self.placeholder == "?" else query.replace("?", self.placeholder)
+
+    async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Call one of this store's (blocking) methods from async code.
+
+        Here in a worker thread, so the event loop never waits on the database; a subclass
+        whose calls take microseconds (SQLite) runs them in place when they cannot wait. A call
+        whose transaction failed on a lost connection before anything was committed is made
+        again, after a pause that doubles each time, for up to :attr:`retry_s` seconds.
+
+        Args:
+            method: A method of this store, such as ``store.get_run``.
+            *args: Its positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What the method returns.
+
+        Raises:
+            StoreUnavailable: The database stayed unreachable.
+            Exception: Whatever else the method raises.
+        """
+        deadline = time.monotonic() + self.retry_s
+        pause = _FIRST_PAUSE_S
+        while True:
+            try:
+                return await asyncio.to_thread(method, *args, **kwargs)
+            except StoreUnavailable as error:
+                if not error.retryable or time.monotonic() + pause > deadline:
+                    raise
+                logger.warning("%s; trying again in %.2f s", error.message, pause)
+            await asyncio.sleep(pause)
+            pause *= 2
+
+    def _holding_writes(self) -> AbstractContextManager[object]:
+        """Hold this process's write lock (when writes are serialized) for one transaction."""
+        return self._write_lock if self.serialize_writes else nullcontext()
+
+    def _begin(self, cursor: Cursor, *, write: bool) -> None:
+        cursor.execute(self.begin_write if write else "BEGIN")
+
+    @contextmanager
+    def _tx(self, *, write: bool = True) -> Iterator[Cursor]:
+        with self._checkout(write=write) as connection:
+            committing = False
+            try:
+                cursor = self._cursor(connection)
+                with self._holding_writes() if write else nullcontext():
+                    self._begin(cursor, write=write)
+                    try:
+                        yield cursor
+                    except BaseException:
+                        with suppress(Exception):
+                            cursor.execute("ROLLBACK")
+                        raise
+                    committing = True
+                    cursor.execute("COMMIT")
+            except Exception as error:
+                unusable = self._unusable(error, connection, committing=committing)
+                if unusable is None:
+                    raise
+                raise unusable from error
+
+    def _exec(self, cursor: Cursor, query: str, params: Sequence[object] = ()) -> Cursor:
+        cursor.execute(self._q(query), tuple(params))
+        return cursor
+
+    def _insert_rows(self, cursor: Cursor, into: str, rows: Sequence[Sequence[object]]) -> None:
+        """Insert rows with as few statements as the parameter limit allows.
+
+        One multi-row ``INSERT`` costs the database one statement and one round trip where a
+        row each costs one per row (a run's end writes several events and attempts).
+
+        Args:
+            cursor: The transaction's cursor.
+            into: The table and its columns, such as ``events (run_id, type)``.
+            rows: The rows, each with one value a column.
+        """
+        if not rows:
+            return
+        width = len(rows[0])
+        mark = f"({', '.join('?' * width)})"
+        per = max(1, _MAX_PARAMETERS // width)
+        for start in range(0, len(rows), per):
+            chunk = rows[start : start + per]
+            self._exec(
+                cursor,
+                f"INSERT INTO {into} VALUES {', '.join([mark] * len(chunk))}",
+                [value for row in chunk for value in row],
+            )
+
+    def ready(self) -> None:
+        """Check that the database answers (``GET /ready``) with one small read.
+
+        The read is tried a second time (at once) when it failed on a connection lost before,
+        which says nothing about the database now.
+
+        Raises:
+            StoreUnavailable: It does not answer; the message says why.
+            StoreFull: Its disk is full.
+        """
+        for last in (False, True):
+            try:
+                with self._tx(write=False) as cursor:
+                    self._exec(cursor, "SELECT 1").fetchone()
+            except StoreUnavailable as error:
+                if last or not error.retryable:
+                    raise
+            else:
+                return
+
+    def _after_migration(self, cursor: Cursor, version: int) -> None:
+        """Fill what a migration created from the data already stored (in its transaction)."""
+        if version == STORE_ONCE_VERSION:
+            self._store_once(cursor)
+
+    def _store_once(self, cursor: Cursor) -> None:
+        """Keep each thing once: the stored rows rewritten as the store now writes them.
+
+        Each ended run's result drops its copies of its attempts and transcript
+        (:func:`stored_result`), each attempt its ``parsed`` (:func:`stored_attempt`), each
+        ``attempt`` event its raw output (:meth:`_lean_attempt_events`), each
+        session's tool calls their ``arguments`` (:func:`stored_transcript`). Rows are read a
+        batch at a time in ``seq`` order; a copy that differs from what the attempts table or
+        the session holds is kept where it is.
+        """
+        after = 0
+        while True:
+            rows = self._exec(
+                cursor,
+                "SELECT r.seq, r.id, r.result, s.transcript, r.error FROM runs r "
+                "JOIN sessions s ON s.id = r.session_id "
+                "WHERE r.seq > ? AND r.result IS NOT NULL ORDER BY r.seq LIMIT ?",
+                (after, _CONVERT_BATCH),
+            ).fetchall()
+            if not rows:
+                break
+            after = int(str(rows[-1][0]))
+            for _, run_id, raw, session_transcript, run_error in rows:
+                result = loads(raw)
+                messages = read_transcript(session_transcript)
+                if not isinstance(result, dict):
+                    continue
+                attempts = [
+                    (int(str(row[0])), read_attempt(loads(row[1])))
+                    for row in self._exec(
+                        cursor,
+                        "SELECT number, data FROM attempts WHERE run_id = ? ORDER BY number",
+                        (run_id,),
+                    ).fetchall()
+                ]
+                for number, attempt in attempts:
+                    lean = stored_attempt(attempt)
+                    if lean is not attempt:
+                        self._exec(
+                            cursor,
+                            "UPDATE attempts SET data = ? WHERE run_id = ? AND number = ?",
+                            (dumps(lean), run_id, number),
+                        )
+                transcript = result.get("transcript")
+                prefix = messages[: len(transcript)] if isinstance(transcript, list) else messages
+                whole = [attempt for _, attempt in attempts]
+                self._lean_attempt_events(cursor, str(run_id), whole)
+                kept = stored_result(result, whole, prefix, loads(run_error))
+                if kept != result:
+                    self._exec(
+                        cursor, "UPDATE runs SET result = ? WHERE id = ?", (dumps(kept), run_id)
+                    )
+        after = 0
+        while True:
+            rows = self._exec(
+                cursor,
+                "SELECT seq, id, transcript FROM sessions WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, _CONVERT_BATCH),
+            ).fetchall()
+            if not rows:
+                return
+            after = int(str(rows[-1][0]))
+            for _, session_id, text in rows:
+                rewritten = stored_transcript(read_transcript(text))
+                if rewritten != text:
+                    self._exec(
+                        cursor,
+                        "UPDATE sessions SET transcript = ? WHERE id = ?",
+                        (rewritten, session_id),
+                    )
+
+    def _lean_attempt_events(
+        self, cursor: Cursor, run_id: str, attempts: Sequence[dict[str, JsonValue]]
+    ) -> None:
+        """Leave out of a run's stored ``attempt`` events the raw output its attempt rows hold.
+
+        An event whose ``raw_output`` is exactly its attempt's (the analytics sink cuts a long
+        one, which is then kept) drops it; :meth:`_read_events` puts it back.
+
+        Args:
+            cursor: The ending transaction's cursor, after the attempts were written.
+            run_id: The run.
+            attempts: Its attempts, whole, in order.
+        """
+        raws = {number: attempt.get("raw_output") for number, attempt in enumerate(attempts, 1)}
+        rows = self._exec(
+            cursor,
+            "SELECT id, data FROM events WHERE run_id = ? AND type = 'attempt'",
+            (run_id,),
+        ).fetchall()
+        for event_id, data in rows:
+            event = loads(data)
+            if not isinstance(event, dict):
+                continue
+            raw = raws.get(cast("int", event.get("number")))
+            if isinstance(raw, str) and raw and event.get("raw_output") == raw:
+                del event["raw_output"]
+                self._exec(
+                    cursor, "UPDATE events SET data = ? WHERE id = ?", (dumps(event), event_id)
+                )
+
+    def _read_events(self, cursor: Cursor, run_id: str, events: list[JsonValue]) -> None:
+        """Put back into a run's ``attempt`` events (in place) the raw output they left out."""
+        lean = [
+            event
+            for event in events
+            if isinstance(event, dict)
+            and event.get("event") == "attempt"
+            and "raw_output" not in event
+        ]
+        if not lean:
+            return
+        raws = {
+            int(str(number)): read_attempt(loads(data)).get("raw_output")
+            for number, data in self._exec(
+                cursor, "SELECT number, data FROM attempts WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        }
+        for event in lean:
+            assert isinstance(event, dict)
+            event["raw_output"] = raws.get(cast("int", event.get("number")), "")
+
+    def _complete(self, cursor: Cursor, runs: Sequence[RunRecord], *, transcripts: bool) -> None:
+        """Put back into ended runs' results what :func:`stored_result` left out.
+
+        A result is then the library's ``RunResult`` JSON as the runner stored it, key order
+        aside.
+
+        Args:
+            cursor: The reading transaction's cursor.
+            runs: Runs as read from the ``runs`` table; their results are completed in place.
+            transcripts: Also put back each result's transcript (from its session); otherwise
+                a result whose transcript is kept with the session goes without one.
+        """
+        counted = [run for run in runs if isinstance((run.result or {}).get("attempts"), int)]
+        attempts: dict[str, list[dict[str, JsonValue]]] = {run.id: [] for run in counted}
+        for start in range(0, len(counted), _CONVERT_BATCH):
+            chunk = [run.id for run in counted[start : start + _CONVERT_BATCH]]
+            for run_id, data in self._exec(
+                cursor,
+                f"SELECT run_id, data FROM attempts WHERE run_id IN ({', '.join('?' * len(chunk))})"
+                " ORDER BY run_id, number",
+                chunk,
+            ).fetchall():
+                attempts[str(run_id)].append(read_attempt(loads(data)))
+        sessions: dict[str, list[JsonValue]] = {}
+        for run in runs:
+            result = run.result
+            if result is None:
+                continue
+            elsewhere = result.pop(_ELSEWHERE, [])
+            if isinstance(elsewhere, list) and "error" in elsewhere:
+                result["error"] = cast("JsonValue", run.error)
+            if run.id in attempts:
+                whole = attempts[run.id]
+                result["attempts"] = cast("list[JsonValue]", whole)
+                if isinstance(elsewhere, list) and "result_data" in elsewhere:
+                    result["result_data"] = whole[-1].get("parsed") if whole else None
+            length = result.get("transcript")
+            if not isinstance(length, int):
+                continue
+            if not transcripts:
+                del result["transcript"]
+                continue
+            if run.session_id not in sessions:
+                row = self._exec(
+                    cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
+                ).fetchone()
+                sessions[run.session_id] = read_transcript(row[0]) if row is not None else []
+            result["transcript"] = sessions[run.session_id][:length]
+
+    def migrate(self) -> int:
+        """Create or upgrade the tables, applying every migration not yet recorded.
+
+        Returns:
+            The schema version now in place.
+        """
+        with self._tx() as cursor:
+            self._lock_migrations(cursor)
+            self._exec(
+                cursor,
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)",
+            )
+            row = self._exec(cursor, "SELECT MAX(version) FROM schema_migrations").fetchone()
+            current = int(str(row[0])) if row is not None and row[0] is not None else 0
+            for version, statements in MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in statements:
+                    self._exec(
+                        cursor, statement.format(serial=self.serial, error_type=self.error_type)
+                    )
+                self._after_migration(cursor, version)
+                self._exec(
+                    cursor,
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                    (version, time.time()),
+                )
+                current = version
+        return current
+
+
+def _nothing() -> None:
+    """Stop a subscription that never gets anything."""
+
+
+def filters(*, after: int | None = None, **equal: str | None) -> tuple[str, list[object]]:
+    """Return a ``WHERE`` clause (or nothing) and its parameters: ``seq < after``, columns equal."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if after is not None:
+        clauses.append("seq < ?")
+        params.append(after)
+    for column, value in equal.items():
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

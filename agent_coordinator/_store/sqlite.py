@@ -1,0 +1,266 @@
+"""The embedded store: one SQLite file in WAL mode, the default with no configuration.
+
+Writes take SQLite's single write lock up front (``BEGIN IMMEDIATE``), which makes a claim the
+one-writer equivalent of PostgreSQL's ``FOR UPDATE SKIP LOCKED``: two runners, in one process or
+several, never claim the same run. Readers never wait for the writer (WAL).
+
+From async code (:meth:`SqliteStore.call`) a call runs in place on the event loop's thread, on a
+connection of its own that never waits: a SQLite transaction is shorter than handing it to a
+worker thread and back. When the write lock is taken (by a worker thread
+of this process or by another process) the call does not wait in place: it goes to a worker
+thread, which waits as long as ``timeout``. The in-place connection leaves WAL checkpoints (which
+write and sync the database file) to a worker thread too.
+
+A file removed or replaced under the running service (its device and inode no longer those it
+opened) would take every later write with it: each write transaction (and ``GET /ready``) looks
+first, and from then on every transaction answers 503 ``StoreUnavailable`` and the error is
+logged once. A full disk answers 507 ``StoreFull``.
+
+A new file is made with ``auto_vacuum = INCREMENTAL``, so the pages a prune frees can be handed
+back to the file system (:meth:`SqliteStore.reclaim_space`), and 8 KiB pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from agent_coordinator._errors import StoreFull, StoreUnavailable
+from agent_coordinator._store.base import Cursor, SqlStore
+
+__all__ = ["DEFAULT_DATABASE", "SqliteStore"]
+
+logger = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+DEFAULT_DATABASE = Path(".agentshape/coordinator.db")
+"""Where the service keeps its data when given no ``--database``."""
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+PAGE_SIZE = 8192
+"""Bytes a page of a file this store makes holds (an existing file keeps its own)."""
+_CHECKPOINT_EVERY = 200
+"""In-place write transactions between two checkpoints run in a worker thread."""
+
+
+class _WouldWait(Exception):
+    """An in-place call would have to wait for the write lock; it goes to a worker thread."""
+
+
+class SqliteStore(SqlStore):
+    """Runs and sessions in one SQLite file.
+
+    Args:
+        path: The file; it and its directory are created when missing.
+        timeout: Seconds a write waits for another process's lock.
+    """
+
+    serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    error_type = "json_extract(r.error, '$.type')"
+    begin_write = "BEGIN IMMEDIATE"
+    serialize_writes = True
+    integrity_errors = (sqlite3.IntegrityError,)
+
+    def __init__(self, path: str | Path = DEFAULT_DATABASE, *, timeout: float = 30.0) -> None:
+        super().__init__()
+        self.path = Path(path).absolute()
+        self.url = str(self.path)
+        self.timeout = timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._writes_in_place = 0
+        self._checkpoints: set[asyncio.Future[None]] = set()
+        self._identity: tuple[int, int] | None = None
+        """The file's device and inode, from the first connection on."""
+        self._lost: str | None = None
+        """Why the file can no longer be used, once it was found removed or replaced."""
+
+    async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Call a store method in place, or in a worker thread when it would wait for a lock.
+
+        Args:
+            method: A method of this store, such as ``store.get_run``.
+            *args: Its positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What the method returns.
+
+        Raises:
+            Exception: Whatever the method raises.
+        """
+        if not getattr(self._local, "in_place", False):
+            self._local.in_place = True
+            try:
+                return method(*args, **kwargs)
+            except _WouldWait:
+                pass  # nothing was written: the transaction never began
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode not in _BUSY_CODES:
+                    raise
+                # busy: rolled back by the transaction's exit, so the call can be made again
+            finally:
+                self._local.in_place = False
+                self._checkpoint_now_and_then()
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    def _checkpoint_now_and_then(self) -> None:
+        if self._writes_in_place < _CHECKPOINT_EVERY:
+            return
+        self._writes_in_place = 0
+        done = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        self._checkpoints.add(done)
+        done.add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, done: asyncio.Future[None]) -> None:
+        self._checkpoints.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            logger.warning("WAL checkpoint of %s failed", self.path, exc_info=done.exception())
+
+    def _checkpoint(self) -> None:
+        cursor = self._cursor(self._connection())
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        cursor.fetchone()
+
+    def _connection(self) -> sqlite3.Connection:
+        """Return the calling thread's connection (a second one for in-place calls)."""
+        slot = "in_place_connection" if getattr(self._local, "in_place", False) else "connection"
+        connection: sqlite3.Connection | None = getattr(self._local, slot, None)
+        if connection is None:
+            # Connecting to a missing file would make a new, empty one: look first.
+            self._check_file()
+            connection = self._connect(wait=slot == "connection")
+            if self._identity is None:
+                self._identity = self._file_identity()
+            setattr(self._local, slot, connection)
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    @contextmanager
+    def _checkout(self, *, write: bool) -> Iterator[object]:
+        if self._lost is not None:
+            raise StoreUnavailable(self._lost)
+        connection = self._connection()
+        if write:
+            self._check_file()
+        yield connection
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _check_file(self) -> None:
+        """Raise (and log once) when the database file is no longer the one first opened."""
+        if self._lost is None and self._identity is not None:
+            identity = self._file_identity()
+            if identity != self._identity:
+                how = "removed" if identity is None else "replaced by another file"
+                with self._lock:  # logged once, by whichever thread sees it first
+                    if self._lost is None:
+                        self._lost = (
+                            f"the database file {self.path} was {how} while the service ran; "
+                            "nothing more is written to it: restore the file or restart the "
+                            "service"
+                        )
+                        logger.error("%s", self._lost)
+        if self._lost is not None:
+            raise StoreUnavailable(self._lost)
+
+    def ready(self) -> None:
+        """Check that the database file is the one opened and answers (``GET /ready``).
+
+        Raises:
+            StoreUnavailable: It was removed or replaced, or cannot be read.
+        """
+        self._check_file()
+        super().ready()
+
+    def _unusable(
+        self, error: Exception, connection: object, *, committing: bool
+    ) -> StoreUnavailable | StoreFull | None:
+        code = getattr(error, "sqlite_errorcode", None)
+        if (
+            isinstance(error, sqlite3.Error)
+            and code is not None
+            and code & 0xFF == sqlite3.SQLITE_FULL
+        ):
+            return StoreFull(f"the disk holding the database {self.path} is full: {error}")
+        return None
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            with suppress(Exception):
+                connection.close()
+        self._local = threading.local()
+
+    def _holding_writes(self) -> AbstractContextManager[object]:
+        if getattr(self._local, "in_place", False):
+            return self._write_lock_now()
+        return super()._holding_writes()
+
+    @contextmanager
+    def _write_lock_now(self) -> Iterator[None]:
+        if not self._write_lock.acquire(blocking=False):
+            raise _WouldWait
+        try:
+            self._writes_in_place += 1
+            yield
+        finally:
+            self._write_lock.release()
+
+    def _connect(self, *, wait: bool = True) -> sqlite3.Connection:
+        timeout = self.timeout if wait else 0.0
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        connection = sqlite3.connect(
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        if new:
+            # Only a new file takes it (before its first table); an existing one keeps its mode
+            # until a VACUUM (see the README), and asking there writes (failing on a full disk).
+            # A session's row (its transcript) is a few KiB: two rarely fit a 4 KiB page, which
+            # then stands half empty; an 8 KiB page holds three. (Set first: auto_vacuum fixes
+            # the page size.)
+            connection.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        if not wait:
+            connection.execute("PRAGMA wal_autocheckpoint = 0")
+        return connection
+
+    def reclaim_space(self) -> None:
+        """Return the pages deleted rows left free to the file system (``incremental_vacuum``).
+
+        The file shrinks only where it was made with ``auto_vacuum = INCREMENTAL`` (every file
+        this store creates); an older file keeps its free pages for new rows.
+        """
+        with self._checkout(write=True) as connection, self._holding_writes():
+            assert isinstance(connection, sqlite3.Connection)
+            # executescript steps the pragma to its end; a cursor's execute frees one page.
+            connection.executescript("PRAGMA incremental_vacuum")
+
+    def _lock_migrations(self, cursor: Cursor) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` already holds the only write lock."""
+
+    def _cursor(self, connection: object) -> Cursor:
+        assert isinstance(connection, sqlite3.Connection)
+        return connection.cursor()

@@ -1,0 +1,718 @@
+"""A JSON Schema as a GBNF grammar for llama.cpp's servers: :func:`schema_to_gbnf`.
+
+The grammar accepts every instance the schema accepts (properties in the schema's order) and
+rejects what breaks a keyword it carries. A keyword it cannot carry (``uniqueItems``, ``pattern``
+beyond the subset of :mod:`agent_core._gbnf_patterns`, number ranges...) is left out and named in
+the result's notes; agentshape's validation still enforces it. The same schema always gives the
+same text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from pydantic import JsonValue
+
+from agent_core._gbnf_patterns import pattern_to_gbnf
+from agent_core._json_values import json_type
+from agent_core._schema_walk import child_path, fragment_keys, resolve_local_ref
+
+__all__ = ["GbnfGrammar", "schema_to_gbnf"]
+
+
+@dataclass(frozen=True)
+class GbnfGrammar:
+    """A schema's grammar and what it leaves to validation."""
+
+    text: str
+    """The GBNF text; its start rule is ``root``."""
+    notes: tuple[str, ...]
+    """What the grammar does not carry, one note a keyword at its JSON path
+    (``$.properties.tags: uniqueItems is not in the grammar``), in the order compiled."""
+
+
+_TYPES = ("object", "array", "string", "number", "boolean", "null")
+
+GRAMMAR_FORMATS = frozenset({"date", "time", "date-time", "uuid"})
+"""The string formats llama.cpp's grammar produces exactly."""
+
+# Keywords that constrain an instance; any other key is an annotation or unknown, and
+# validation ignores those too.
+_VALIDATION = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "format",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "contains",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "propertyNames",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$ref",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_NEVER = (
+    "multipleOf",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minProperties",
+    "maxProperties",
+    "patternProperties",
+    "propertyNames",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
+# A keyword whose meaning depends on others in the same schema object.
+_READS = {
+    "additionalProperties": ("properties", "patternProperties"),
+    "additionalItems": ("items",),
+    "items": ("prefixItems",),
+    "then": ("if",),
+    "else": ("if",),
+}
+_MAX_INLINED = 16  # put-together schemas inside each other, so a cycle of $refs ends
+_RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_OBJECT_KEYS = frozenset(("properties", "required", "additionalProperties", "patternProperties"))
+_ARRAY_KEYS = frozenset(("items", "prefixItems", "additionalItems", "minItems", "maxItems"))
+_STRING_KEYS = frozenset(("minLength", "maxLength", "format", "pattern"))
+_NUMBER_KEYS = frozenset(_RANGE)
+
+# The JSON text rules every grammar ends with. Whitespace is bounded so that a model cannot
+# spend its tokens on blanks.
+_BASE_RULES = {
+    "ws": '| " " | "\\n" [ \\t]{0,20}',
+    "char": '[^"\\\\\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
+    "string": '"\\"" char* "\\""',
+    "integer": '"-"? ("0" | [1-9] [0-9]*)',
+    "number": 'integer ("." [0-9]+)? ([eE] [-+]? [0-9]+)?',
+    "boolean": '"true" | "false"',
+    "null": '"null"',
+    "value": "any-object | any-array | string | number | boolean | null",
+    "any-object": '"{" ws (string ws ":" ws value ws ("," ws string ws ":" ws value ws)*)? "}"',
+    "any-array": '"[" ws (value ws ("," ws value ws)*)? "]"',
+    "digit2": "[0-9]{2}",
+    "date": '[0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])',
+    "time": '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" ([0-5] [0-9] | "60") '
+    '("." [0-9]+)? ([zZ] | [-+] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])',
+    "date-time": "date [tT] time",
+    "uuid": '[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} '
+    '"-" [0-9a-fA-F]{12}',
+}
+
+
+def schema_to_gbnf(schema: JsonValue) -> GbnfGrammar:
+    """Compile ``schema`` to a GBNF grammar whose ``root`` is one JSON value of the schema.
+
+    Args:
+        schema: A JSON Schema document (any draft); ``$ref`` is followed within the document
+            only.
+
+    Returns:
+        The grammar and the notes on what it does not carry.
+    """
+    return _Compiler(schema).compile()
+
+
+def _literal(text: str) -> str:
+    """Return ``text`` as a GBNF string literal."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):02X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _class_char(char: str) -> str:
+    """Return ``char`` as it is written inside a GBNF character class."""
+    if char in "]\\[":
+        return "\\" + char
+    if char in "-^":  # llama.cpp's parser knows no escape for these: spelled by code
+        return f"\\x{ord(char):02X}"
+    if ord(char) < 0x20 or ord(char) == 0x7F:
+        return f"\\x{ord(char):02X}"
+    return char
+
+
+def _json_text(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _repeat(item: str, low: int, high: int | None) -> str:
+    """Return ``item`` repeated ``low`` to ``high`` (``None``: unbounded) times."""
+    if high is not None and high <= 0:
+        return ""
+    if (low, high) == (0, None):
+        return f"{item}*"
+    if (low, high) == (1, None):
+        return f"{item}+"
+    if (low, high) == (0, 1):
+        return f"{item}?"
+    if (low, high) == (1, 1):
+        return item
+    if high is None:
+        return f"{item}{{{low},}}"
+    if low == high:
+        return f"{item}{{{low}}}"
+    return f"{item}{{{low},{high}}}"
+
+
+def _same_length(low: str, high: str) -> list[str]:
+    """Return sequences matching the digit strings from ``low`` to ``high``, both one length."""
+    if not low:
+        return [""]
+    if low == high:
+        return [_literal(low)]
+    rest = len(low) - 1
+    if low[0] == high[0]:
+        return [f"{_literal(low[0])} {tail}".strip() for tail in _same_length(low[1:], high[1:])]
+    if low[1:] == "0" * rest and high[1:] == "9" * rest:
+        return [f"[{low[0]}-{high[0]}] {_repeat('[0-9]', rest, rest)}".strip()]
+    parts = [f"{_literal(low[0])} {t}".strip() for t in _same_length(low[1:], "9" * rest)]
+    first, last = int(low[0]) + 1, int(high[0]) - 1
+    if first <= last:
+        digits = f"[{first}-{last}]" if first < last else _literal(str(first))
+        parts.append(f"{digits} {_repeat('[0-9]', rest, rest)}".strip())
+    parts += [f"{_literal(high[0])} {t}".strip() for t in _same_length("0" * rest, high[1:])]
+    return parts
+
+
+def _magnitudes(low: int, high: int | None) -> list[str]:
+    """Return sequences matching the unsigned integers from ``low`` to ``high`` (or above)."""
+    top = high if high is not None else 10 ** len(str(low)) - 1
+    parts: list[str] = []
+    for width in range(len(str(low)), len(str(top)) + 1):
+        start = max(low, 10 ** (width - 1) if width > 1 else 0)
+        end = min(top, 10**width - 1)
+        if start <= end:
+            parts += _same_length(str(start), str(end))
+    if high is None:
+        parts.append(f"[1-9] {_repeat('[0-9]', len(str(low)), None)}")
+    return parts
+
+
+def _integer_range(low: int | None, high: int | None) -> str:
+    """Return an expression matching the JSON integers from ``low`` to ``high`` (``None``: open)."""
+    parts: list[str] = []
+    if low is None or low < 0:
+        # Negative numbers: "-" and a magnitude from max(1, -high) to -low.
+        top = None if low is None else -low
+        bottom = 1 if high is None or high >= 0 else -high
+        if top is None or bottom <= top:
+            parts.append('"-" (' + " | ".join(_magnitudes(bottom, top)) + ")")
+    if high is None or high >= 0:
+        parts += _magnitudes(max(low or 0, 0), high)
+    return "(" + " | ".join(parts) + ")"
+
+
+@dataclass
+class _Compiler:
+    root: JsonValue
+    rules: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # rule body -> rule name
+    refs: dict[str, str] = field(default_factory=dict)  # JSON pointer -> rule name
+    notes: list[str] = field(default_factory=list)
+    depth: int = 0
+
+    def compile(self) -> GbnfGrammar:
+        body = self.value(self.root, "$")
+        lines = [f"root ::= {body}"]
+        lines += [f"{name} ::= {rule}" for name, rule in self.rules.items()]
+        needed = self._base_closure(" ".join(lines))
+        lines += [f"{name} ::= {rule}" for name, rule in _BASE_RULES.items() if name in needed]
+        return GbnfGrammar(text="\n".join(lines) + "\n", notes=tuple(dict.fromkeys(self.notes)))
+
+    def _base_closure(self, text: str) -> set[str]:
+        needed: set[str] = set()
+        pending = [text]
+        while pending:
+            words = set(re.findall(r"(?<![\w\"\\\[-])[a-z][a-z0-9-]*", pending.pop()))
+            for name in sorted(words & _BASE_RULES.keys() - needed):
+                needed.add(name)
+                pending.append(_BASE_RULES[name])
+        return needed
+
+    def note(self, path: str, text: str) -> None:
+        self.notes.append(f"{path}: {text}")
+
+    def rule(self, hint: str, body: str) -> str:
+        """Return the name of a rule with ``body``, made once per body."""
+        if body in self.names:
+            return self.names[body]
+        base = re.sub(r"[^a-z0-9]+", "-", hint.lower()).strip("-") or "node"
+        name, count = base, 1
+        while name in self.rules or name in _BASE_RULES or name == "root":
+            count += 1
+            name = f"{base}-{count}"
+        self.rules[name] = body
+        self.names[body] = name
+        return name
+
+    def value(self, node: JsonValue, path: str) -> str:
+        """Return an expression matching the instances of ``node``."""
+        if node is True or node == {}:
+            return "value"
+        if not isinstance(node, dict):
+            self.note(path, "a false (or non-object) schema is not in the grammar")
+            return "value"
+        checked = {key for key in node if key in _VALIDATION}
+        for key in _NEVER:
+            if key in node:
+                if key == "patternProperties" and node.get("additionalProperties") is False:
+                    self.note(
+                        path,
+                        "patternProperties is not in the grammar (nor, beside "
+                        "it, additionalProperties false)",
+                    )
+                else:
+                    self.note(path, f"{key} is not in the grammar")
+        if "$ref" in node:
+            self._beside(node, path, "$ref", checked - {"$ref"})
+            return self.ref(node["$ref"], path)
+        all_of = node.get("allOf")
+        if isinstance(all_of, list) and all_of:
+            rest = {key: item for key, item in node.items() if key != "allOf"}
+            merged = self.merged([rest, *all_of])
+            if merged is not None:
+                return self.inlined(merged, path)
+            self.note(path, "allOf is not in the grammar")
+            if not checked - {"allOf"} - set(_NEVER):
+                return self.value(all_of[0], child_path(child_path(path, "allOf"), 0))
+            node = rest
+        for choice in ("anyOf", "oneOf"):
+            branches = node.get(choice)
+            if isinstance(branches, list) and branches:
+                if choice == "oneOf":
+                    self.note(
+                        path,
+                        "oneOf is read as anyOf (that only one branch matches "
+                        "is not in the grammar)",
+                    )
+                siblings = {
+                    key: item for key, item in node.items() if key in _VALIDATION and key != choice
+                }
+                paths = [
+                    child_path(child_path(path, choice), index) for index in range(len(branches))
+                ]
+                # Each branch with the keywords beside it, where they can be put together.
+                parts = [
+                    self.merged([siblings, branch]) if siblings else branch for branch in branches
+                ]
+                if all(part is not None for part in parts):
+                    alternatives = [
+                        self.inlined(part, at) if siblings else self.value(part, at)
+                        for part, at in zip(parts, paths, strict=True)
+                    ]
+                else:
+                    self._beside(node, path, choice, checked - {"anyOf", "oneOf"})
+                    alternatives = [
+                        self.value(branch, at) for branch, at in zip(branches, paths, strict=True)
+                    ]
+                return "(" + " | ".join(dict.fromkeys(alternatives)) + ")"
+        if "const" in node or "enum" in node:
+            return self.choices(node, path, checked)
+        return self.typed(node, path)
+
+    def inlined(self, node: JsonValue, path: str) -> str:
+        """Return :meth:`value` of a schema put together from others, to a bounded depth."""
+        self.depth += 1
+        try:
+            return self.value(node, path) if self.depth <= _MAX_INLINED else "value"
+        finally:
+            self.depth -= 1
+
+    def merged(self, parts: list[JsonValue]) -> dict[str, JsonValue] | None:
+        """Return one schema that means all of ``parts``, or ``None`` where that is unsafe.
+
+        Keywords apply each on its own, so schemas with different keywords are put together
+        by taking them all; a same-document ``$ref`` part is replaced by its target. Parts
+        that give one keyword different values, or split a keyword from the one it reads
+        (``additionalProperties`` from ``properties``...), are not put together.
+        """
+        if self.depth >= _MAX_INLINED:
+            return None
+        merged: dict[str, JsonValue] = {}
+        origin: dict[str, int] = {}
+        for index, part in enumerate(parts):
+            if part is True:
+                continue
+            if not isinstance(part, dict):
+                return None
+            if "$ref" in part:
+                ref = part["$ref"]
+                found = resolve_local_ref(self.root, ref) if isinstance(ref, str) else None
+                if found is None or set(part) & _VALIDATION != {"$ref"}:
+                    return None
+                part = found[0]
+                if not isinstance(part, dict) or "$ref" in part:
+                    return None
+            if "allOf" in part and index:
+                return None
+            for key, item in part.items():
+                if key not in _VALIDATION:
+                    continue
+                if key in merged and merged[key] != item:
+                    return None
+                merged[key] = item
+                origin.setdefault(key, index)
+        for key, neighbours in _READS.items():
+            if key in merged and any(
+                other in merged and origin[other] != origin[key] for other in neighbours
+            ):
+                return None
+        return merged
+
+    def _beside(self, node: dict[str, JsonValue], path: str, first: str, keys: set[str]) -> None:
+        beside = sorted(keys - set(_NEVER))
+        if beside:
+            verb = "is" if len(beside) == 1 else "are"
+            self.note(path, f"{', '.join(beside)} beside {first} {verb} not in the grammar")
+
+    def ref(self, ref: JsonValue, path: str) -> str:
+        found = resolve_local_ref(self.root, ref) if isinstance(ref, str) else None
+        if found is None:
+            self.note(path, f"$ref {ref!r} leaves the document; it is not in the grammar")
+            return "value"
+        target, pointer = found
+        if pointer in self.refs:
+            return self.refs[pointer]
+        keys = fragment_keys(pointer)
+        name = self.rule("ref-" + (keys[-1] if keys else "root"), f"<{pointer}>")
+        self.refs[pointer] = name
+        target_path = "$"
+        for key in keys:
+            target_path = child_path(target_path, key)
+        body = self.value(target, target_path)
+        del self.names[f"<{pointer}>"]
+        self.rules[name] = body
+        return name
+
+    def choices(self, node: dict[str, JsonValue], path: str, checked: set[str]) -> str:
+        enum = node.get("enum")
+        values: list[JsonValue] = list(enum) if isinstance(enum, list) else []
+        if "const" in node:
+            values = [node["const"]] if enum is None or node["const"] in values else []
+        types = node.get("type")
+        if types is not None:
+            allowed = {types} if isinstance(types, str) else set(_strings(types))
+            values = [
+                v
+                for v in values
+                if json_type(v) in allowed or (json_type(v) == "integer" and "number" in allowed)
+            ]
+        self._beside(
+            node, path, "enum" if "enum" in node else "const", checked - {"enum", "const", "type"}
+        )
+        literals = list(dict.fromkeys(_literal(_json_text(v)) for v in values))
+        if not literals:
+            self.note(path, "no value fits; the grammar cannot say so")
+            return "value"
+        return "(" + " | ".join(literals) + ")"
+
+    def typed(self, node: dict[str, JsonValue], path: str) -> str:
+        declared = node.get("type")
+        if isinstance(declared, str):
+            types = [declared]
+        elif isinstance(declared, list):
+            types = _strings(declared)
+        else:
+            keys = node.keys()
+            if not keys & (_OBJECT_KEYS | _ARRAY_KEYS | _STRING_KEYS | _NUMBER_KEYS):
+                return "value"
+            types = list(_TYPES)
+        if "number" in types and "integer" in types:
+            types.remove("integer")
+        parts = [self.of_type(t, node, path) for t in types]
+        if not parts:
+            return "value"
+        return parts[0] if len(parts) == 1 else "(" + " | ".join(dict.fromkeys(parts)) + ")"
+
+    def of_type(self, kind: str, node: dict[str, JsonValue], path: str) -> str:
+        if kind == "object":
+            return self.object(node, path)
+        if kind == "array":
+            return self.array(node, path)
+        if kind == "string":
+            return self.string(node, path)
+        if kind == "integer":
+            return self.integer(node, path)
+        if kind == "number":
+            if node.keys() & _NUMBER_KEYS:
+                ranges = sorted(node.keys() & _NUMBER_KEYS)
+                self.note(path, f"{', '.join(ranges)} on a number is not in the grammar")
+            return "number"
+        if kind in ("boolean", "null"):
+            return kind
+        self.note(path, f"type {kind!r} is not in the grammar")
+        return "value"
+
+    def integer(self, node: dict[str, JsonValue], path: str) -> str:
+        low: int | None = None
+        high: int | None = None
+        for key in _RANGE:
+            bound = node.get(key)
+            if isinstance(bound, bool) or not isinstance(bound, int | float):
+                continue
+            if not math.isfinite(bound):
+                continue
+            if key == "minimum":
+                exclusive = node.get("exclusiveMinimum") is True  # draft 4's spelling
+                value = math.floor(bound) + 1 if exclusive else math.ceil(bound)
+                low = value if low is None else max(low, value)
+            elif key == "exclusiveMinimum":
+                value = math.floor(bound) + 1
+                low = value if low is None else max(low, value)
+            elif key == "maximum":
+                exclusive = node.get("exclusiveMaximum") is True
+                value = math.ceil(bound) - 1 if exclusive else math.floor(bound)
+                high = value if high is None else min(high, value)
+            else:
+                value = math.ceil(bound) - 1
+                high = value if high is None else min(high, value)
+        if low is None and high is None:
+            return "integer"
+        if low is not None and high is not None and low > high:
+            self.note(path, "no integer is in range; the grammar cannot say so")
+            return "integer"
+        hint = f"int-{low if low is not None else 'min'}-{high if high is not None else 'max'}"
+        return self.rule(hint.replace("-" + "-", "-neg-"), _integer_range(low, high))
+
+    def string(self, node: dict[str, JsonValue], path: str) -> str:
+        fmt = node.get("format")
+        lengths = [key for key in ("minLength", "maxLength") if key in node]
+        pattern = node.get("pattern")
+        if pattern is not None:
+            expr = pattern_to_gbnf(pattern) if isinstance(pattern, str) else None
+            if expr is None:
+                self.note(path, "pattern is not in the grammar")
+            else:
+                beside = [*lengths, *(["format"] if fmt is not None else [])]
+                if beside:
+                    self.note(
+                        path,
+                        f"{' and '.join(beside)} beside pattern "
+                        f"{'are' if len(beside) > 1 else 'is'} not in the grammar",
+                    )
+                return self.rule("pattern-string", f'"\\"" {expr} "\\""')
+        if isinstance(fmt, str) and fmt in GRAMMAR_FORMATS:
+            if lengths:
+                self.note(
+                    path,
+                    f"{' and '.join(lengths)} beside format {fmt!r} "
+                    f"{'are' if len(lengths) > 1 else 'is'} not in the grammar",
+                )
+            return self.rule(f"{fmt}-string", f'"\\"" {fmt} "\\""')
+        if fmt is not None:
+            self.note(path, f"format {fmt!r} is not in the grammar")
+        low = node.get("minLength")
+        high = node.get("maxLength")
+        low = low if isinstance(low, int) and not isinstance(low, bool) else 0
+        high = high if isinstance(high, int) and not isinstance(high, bool) else None
+        if low == 0 and high is None:
+            return "string"
+        chars = _repeat("char", low, high)
+        return self.rule(
+            f"string-{low}-{high if high is not None else 'max'}",
+            f'"\\"" {chars} "\\""'.replace("  ", " "),
+        )
+
+    def array(self, node: dict[str, JsonValue], path: str) -> str:
+        items = node.get("items")
+        prefix_nodes: list[JsonValue] = []
+        rest: JsonValue = True
+        if isinstance(items, list):  # drafts 4 to 7: a tuple, then additionalItems
+            prefix_nodes, rest = items, node.get("additionalItems", True)
+            prefix_key = "items"
+        else:
+            prefix = node.get("prefixItems")
+            prefix_nodes = prefix if isinstance(prefix, list) else []
+            rest = items if items is not None else True
+            prefix_key = "prefixItems"
+        rest_key = "additionalItems" if prefix_key == "items" else "items"
+        prefix_exprs = [
+            self.value(item, child_path(child_path(path, prefix_key), index))
+            for index, item in enumerate(prefix_nodes)
+        ]
+        rest_expr = None if rest is False else self.value(rest, child_path(path, rest_key))
+        low = node.get("minItems")
+        high = node.get("maxItems")
+        low = low if isinstance(low, int) and not isinstance(low, bool) else 0
+        high = high if isinstance(high, int) and not isinstance(high, bool) else None
+        if not prefix_exprs and rest_expr == "value" and low == 0 and high is None:
+            return "any-array"
+        body = f'"[" ws {self._elements(prefix_exprs, rest_expr, low, high, 0)} "]"'
+        return self.rule("array", re.sub(r" +", " ", body))
+
+    def _elements(
+        self, prefix: list[str], rest: str | None, low: int, high: int | None, index: int
+    ) -> str:
+        """Return the elements from position ``index`` on, each followed by its blanks."""
+        sep = '"," ws ' if index else ""
+        if high is not None and index >= high:
+            return ""
+        if index >= len(prefix):
+            if rest is None:
+                return ""
+            need = max(low - index, 0)
+            left = None if high is None else high - index
+            if index == 0:
+                more = _repeat(
+                    f'("," ws {rest} ws)', max(need - 1, 0), None if left is None else left - 1
+                )
+                body = f"{rest} ws {more}".strip()
+                return body if need else f"({body})?"
+            return _repeat(f'("," ws {rest} ws)', need, left)
+        part = f"{sep}{prefix[index]} ws {self._elements(prefix, rest, low, high, index + 1)}"
+        return part.strip() if index < low else f"({part.strip()})?"
+
+    def object(self, node: dict[str, JsonValue], path: str) -> str:
+        properties = node.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        required_list = node.get("required")
+        required = (
+            [r for r in required_list if isinstance(r, str)]
+            if isinstance(required_list, list)
+            else []
+        )
+        extra: JsonValue = node.get("additionalProperties", True)
+        if "patternProperties" in node:
+            extra = True  # which keys the patterns take is not in the grammar
+        members: list[tuple[str, str, bool]] = []
+        for name, sub in properties.items():
+            if sub is False:
+                continue
+            expr = self.value(sub, child_path(child_path(path, "properties"), name))
+            members.append((name, expr, name in required))
+        extra_expr = (
+            None if extra is False else self.value(extra, child_path(path, "additionalProperties"))
+        )
+        for name in required:
+            if name not in properties:
+                members.append((name, extra_expr or "value", True))
+        if not members and extra_expr == "value":
+            return "any-object"
+        pairs = [
+            self.rule(f"{name}-kv", f'{_literal(_json_text(name))} ws ":" ws {expr} ws')
+            for name, expr, _ in members
+        ]
+        extra_pair = None
+        if extra_expr is not None:
+            key = self.excluding(list(properties) + [n for n, _, _ in members])
+            extra_pair = self.rule("extra-kv", f'{key} ws ":" ws {extra_expr} ws')
+        flags = [needed for _, _, needed in members]
+        tail = f' ("," ws {extra_pair})*' if extra_pair else ""
+
+        def after(index: int) -> str:
+            parts = [
+                f'"," ws {pair}' if needed else f'("," ws {pair})?'
+                for pair, needed in zip(pairs[index:], flags[index:], strict=True)
+            ]
+            return " ".join(parts) + tail
+
+        # start(i): the members from i on when none has been written yet, so the first one
+        # written takes no comma.
+        start = f"({extra_pair}{tail})?" if extra_pair else ""
+        for index in range(len(pairs) - 1, -1, -1):
+            first = re.sub(r" +", " ", f"{pairs[index]} {after(index + 1)}".strip())
+            if flags[index]:
+                start = first
+            elif start:
+                # The rest is named only here, where an alternative refers to it.
+                later = start if re.fullmatch(r"[a-z0-9-]+", start) else self.rule("members", start)
+                start = f"{first} | {later}"
+            else:
+                start = f"({first})?"
+        if "|" in start:
+            start = f"({start})"
+        body = f'"{{" ws {start} "}}"'.replace("  ", " ")
+        return self.rule("object", re.sub(r" +", " ", body))
+
+    def excluding(self, names: list[str]) -> str:
+        """Return a rule matching a JSON string key that is none of ``names``."""
+        names = sorted(set(names))
+        if not names:
+            return "string"
+        trie = _Trie()
+        for name in names:
+            node = trie
+            for char in name:
+                node = node.children.setdefault(char, _Trie())
+            node.ends_name = True
+
+        def rest_of(node: _Trie, prefix: str) -> str:
+            children = sorted(node.children)
+            others = "".join(_class_char(c) for c in children)
+            alternatives = []
+            if not node.ends_name:
+                alternatives.append('"\\""')
+            other = f'[^"\\\\\\x00-\\x1F{others}]'
+            alternatives.append(
+                f'({other} | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{{4}})) char* "\\""'
+            )
+            for char in children:
+                name = self.rule(
+                    f"key-not-{prefix + char}", rest_of(node.children[char], prefix + char)
+                )
+                alternatives.append(f"{_literal(char)} {name}")
+            return " | ".join(alternatives)
+
+        return self.rule("other-key", f'"\\"" ({rest_of(trie, "")})')
+
+
+@dataclass
+class _Trie:
+    """The declared property names, a character a level."""
+
+    children: dict[str, _Trie] = field(default_factory=dict)
+    ends_name: bool = False
+
+
+def _strings(value: JsonValue) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []

@@ -1,0 +1,311 @@
+"""What an OpenAI-compatible server accepts, found by asking: :func:`probe_profile`.
+
+No model name or URL tells what a local server can be sent, so the prober makes a handful of
+tiny requests, each through the provider's own wire code with one feature turned on: a tool
+offered; a tool forced by name; ``tool_choice: "required"``; a strict tool; native output as
+``json_schema`` and as ``json_object`` with a schema (llama.cpp's dialect); and a conversation
+that carries a tool call and its error result, as a re-prompt does, sent twice with results
+of different lengths: a server that drops ``tool`` messages before the model sees them (a chat
+template that keeps only user and assistant turns) reports the same prompt length for both.
+Each answer is recorded (accepted, refused with the server's words, or accepted without doing
+what was asked), and the profile that follows is what a run on that server should use: a
+capability is on only when its probe saw it work, and re-prompts go as user messages unless a
+tool message was seen to reach the model (``reprompt_as``). Whether a server that accepts a
+strict tool also enforces it cannot be seen from its answers, so ``strict_tools`` is left as
+the model string's profile has it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from agent_contracts._errors import ProviderError
+from agent_contracts._messages import Message, ToolCall, ToolResult
+from agent_contracts._profiles import ProviderProfile
+from agent_contracts._tools import ResponseFormat, ToolChoice, ToolDefinition
+from agent_executor._providers.base import ModelTurn, ModelTurnRequest
+
+__all__ = ["PROBE_REQUESTS", "Probe", "ProbeReport", "ProbeTarget", "probe_profile"]
+
+_TOOL = ToolDefinition(
+    name="record_answer",
+    description="Record the answer.",
+    parameters={
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    },
+)
+_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+_ASK = [
+    Message.system("You answer briefly."),
+    Message.user("What is the capital of France? Record the answer."),
+]
+_MAX_TOKENS = 64
+_PADDING = " The check found one more problem in the answer." * 12
+"""Added to the long tool result: some 100 tokens in any tokenizer."""
+_REACHED_TOKENS = 40
+"""How many more prompt tokens the long tool result must make for it to have reached the model."""
+PROBE_REQUESTS = 8
+"""How many requests a probe makes (the tool conversation is sent twice)."""
+_UNREACHABLE = frozenset(
+    {"provider_connection_error", "provider_timeout", "provider_authentication_error"}
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe's outcome.
+
+    Attributes:
+        name: What was tried (``named_tool_choice``, ``required_tool_choice``...).
+        accepted: The server answered 2xx.
+        honoured: It also did what was asked (called the tool, answered in JSON).
+        detail: The server's refusal, or what it did instead, in a line.
+    """
+
+    name: str
+    accepted: bool
+    honoured: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """Every probe's outcome and the profile they add up to.
+
+    Attributes:
+        model: The model spec probed.
+        probes: The outcomes, in the order they were tried.
+        profile: The profile a run on this server should use.
+    """
+
+    model: str
+    probes: list[Probe] = field(default_factory=list)
+    profile: ProviderProfile = field(default_factory=ProviderProfile)
+
+    def overrides(self) -> dict[str, object]:
+        """Return the profile as ``llm.profile`` fields (every field, so nothing is assumed)."""
+        return dict(self.profile.model_dump())
+
+    def flags(self, given: ProviderProfile) -> dict[str, object]:
+        """Return the fields to pass as ``--profile`` flags next to the model string.
+
+        Those the probes changed from ``given``: a capability turned off because it was seen to
+        fail, or on because it was seen to work; never a native format that was not seen to
+        work.
+
+        Args:
+            given: The profile the model string gives.
+        """
+        fields = self.overrides()
+        if not self.profile.native_output:
+            fields.pop("native_format")
+        return {key: value for key, value in fields.items() if getattr(given, key) != value}
+
+    @property
+    def drops_tool_messages(self) -> bool:
+        """Whether the server was seen to drop the tool message of a conversation."""
+        return any(
+            probe.name == "tool_conversation" and probe.accepted and not probe.honoured
+            for probe in self.probes
+        )
+
+
+ProbeTarget = Callable[[ProviderProfile], Callable[[ModelTurnRequest], Awaitable[ModelTurn]]]
+"""Gives the request function of the probed provider sending by a given profile."""
+
+
+_Send = Callable[[ModelTurnRequest], Awaitable[ModelTurn]]
+
+
+async def _send(name: str, send: _Send, request: ModelTurnRequest) -> ModelTurn | Probe:
+    """Send one request: the reply, or the refusal as a probe outcome."""
+    try:
+        return await send(request)
+    except ProviderError as exc:
+        if exc.kind in _UNREACHABLE:
+            raise  # no answer at all says nothing about what the server accepts
+        status = f"{exc.status} " if exc.status else ""
+        return Probe(name, accepted=False, honoured=False, detail=f"{status}{exc}"[:300])
+
+
+async def _try(
+    name: str,
+    send: _Send,
+    request: ModelTurnRequest,
+    honoured: Callable[[ModelTurn], str | None],
+) -> Probe:
+    """Send one probe; ``honoured`` returns ``None`` when the reply did as asked, else why not."""
+    turn = await _send(name, send, request)
+    if isinstance(turn, Probe):
+        return turn
+    why_not = honoured(turn)
+    return Probe(name, accepted=True, honoured=why_not is None, detail=why_not or "")
+
+
+def _conversation(nonce: str, result: str) -> list[Message]:
+    """A conversation with a refused tool call, as a re-prompt sends it.
+
+    ``nonce`` starts the prompt, so that a server's prompt cache cannot make two
+    conversations' counts differ for another reason than their tool results.
+    """
+    call = ToolCall(id="call_probe1", name=_TOOL.name, arguments={}, raw_arguments="{}")
+    refused = ToolResult(tool_call_id=call.id, name=_TOOL.name, content=result, is_error=True)
+    return [
+        Message.system(f"Request {nonce}. You answer briefly."),
+        _ASK[1],
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", tool_results=[refused]),
+    ]
+
+
+async def _tool_conversation(
+    send: _Send, request: Callable[[list[Message]], ModelTurnRequest]
+) -> Probe:
+    """Send a conversation with a tool result, then with a longer one, and compare the prompts.
+
+    The server's prompt token count is the one thing a reply says about what the model was
+    shown: a longer tool result that does not lengthen it did not reach the model.
+    """
+    name = "tool_conversation"
+    error = "$: 'answer' is a required property"
+    short = await _send(name, send, request(_conversation("A", error)))
+    if isinstance(short, Probe):
+        return short
+    long = await _send(name, send, request(_conversation("B", error + _PADDING)))
+    if isinstance(long, Probe):
+        return Probe(
+            name,
+            accepted=True,
+            honoured=False,
+            detail=f"a longer tool result was refused: {long.detail}",
+        )
+    before, after = short.usage.input_tokens, long.usage.input_tokens
+    if before == after == 0:
+        detail = "the server reports no prompt tokens: whether it kept the tool message is unknown"
+        return Probe(name, accepted=True, honoured=False, detail=detail)
+    if after - before < _REACHED_TOKENS:
+        detail = (
+            f"the tool message did not reach the model (a tool result {len(_PADDING.split())} "
+            f"words longer made the prompt {after - before} tokens longer)"
+        )
+        return Probe(name, accepted=True, honoured=False, detail=detail)
+    return Probe(name, accepted=True, honoured=True)
+
+
+def _called_tool(turn: ModelTurn) -> str | None:
+    if any(call.name == _TOOL.name for call in turn.tool_calls):
+        return None
+    return f"answered in text instead of calling the tool: {turn.text[:80]!r}"
+
+
+def _answered_json(turn: ModelTurn) -> str | None:
+    try:
+        value = json.loads(turn.text)
+    except (ValueError, RecursionError):  # a model can send anything
+        return f"the reply is not JSON: {turn.text[:80]!r}"
+    return None if isinstance(value, dict) and "answer" in value else "the JSON misses 'answer'"
+
+
+def _any_reply(turn: ModelTurn) -> str | None:
+    return None
+
+
+async def probe_profile(
+    model: str, target: ProbeTarget, base: ProviderProfile, *, timeout_s: float | None = None
+) -> ProbeReport:
+    """Probe a server and return what it accepts and the profile that follows.
+
+    Args:
+        model: The model spec, for the report.
+        target: The probed provider's request function for a given profile (the wire form of
+            each probe is the provider's own).
+        base: The profile the model string gives (its ``tool_dialect`` is kept when strict
+            tools are refused).
+        timeout_s: Each probe's timeout (``None``: the provider's).
+
+    Returns:
+        The report. A server that refuses tools altogether gets ``supports_tools: false``.
+
+    Raises:
+        ProviderError: The server could not be reached, did not answer in time, or refused
+            the key: no probe can tell anything then.
+    """
+    neutral = base.model_copy(update={"strict_tools": False, "native_output": True})
+    forced = ToolChoice.tool(_TOOL.name)
+    strict = _TOOL.model_copy(update={"strict": True})
+    native = ResponseFormat(name="answer", json_schema=_SCHEMA, strict=True)
+    # (name, profile, messages, tools, tool choice, response format, what counts as honoured)
+    plan: list[tuple[str, ProviderProfile, list[Message], list[ToolDefinition], ToolChoice,
+                     ResponseFormat | None, Callable[[ModelTurn], str | None]]] = [
+        ("tools", neutral, _ASK, [_TOOL], ToolChoice.auto(), None, _any_reply),
+        ("named_tool_choice", neutral, _ASK, [_TOOL], forced, None, _called_tool),
+        ("required_tool_choice", neutral, _ASK, [_TOOL], ToolChoice.required(), None,
+         _called_tool),
+        ("strict_tools", neutral, _ASK, [strict], forced, None, _called_tool),
+        ("json_schema_format", neutral.model_copy(update={"native_format": "json_schema"}),
+         _ASK, [], ToolChoice.auto(), native, _answered_json),
+        ("json_object_schema_format",
+         neutral.model_copy(update={"native_format": "json_object_schema"}),
+         _ASK, [], ToolChoice.auto(), native, _answered_json),
+    ]  # fmt: skip
+    probes = []
+    for name, profile, messages, tools, choice, response_format, honoured in plan:
+        request = ModelTurnRequest(
+            messages=messages,
+            tools=tools,
+            tool_choice=choice,
+            response_format=response_format,
+            max_tokens=_MAX_TOKENS,
+            timeout_s=timeout_s,
+        )
+        probes.append(await _try(name, target(profile), request, honoured))
+
+    def conversation(messages: list[Message]) -> ModelTurnRequest:
+        return ModelTurnRequest(
+            messages=messages,
+            tools=[_TOOL],
+            tool_choice=forced,
+            max_tokens=_MAX_TOKENS,
+            timeout_s=timeout_s,
+        )
+
+    probes.append(await _tool_conversation(target(neutral), conversation))
+    return ProbeReport(model=model, probes=probes, profile=_profile(base, probes))
+
+
+def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
+    """Return the profile the probes add up to."""
+    # Every capability from what the server did (honoured), never from a 2xx alone.
+    got = {probe.name: probe for probe in probes}
+    tools = got["tools"].honoured
+    json_schema = got["json_schema_format"].honoured  # accepted, and answered in JSON
+    json_object = got["json_object_schema_format"].honoured
+    # A strict tool the server accepts may still not be enforced, and nothing a probe sees
+    # tells: strict_tools stays as the model string's profile has it (the probe informs).
+    return base.model_copy(
+        update={
+            "supports_tools": tools,
+            "can_force_tool": tools and got["named_tool_choice"].honoured,
+            "supports_required_tool_choice": tools and got["required_tool_choice"].honoured,
+            "native_output": json_schema or json_object,
+            "native_format": "json_schema"
+            if json_schema or not json_object
+            else "json_object_schema",
+            # A user message reaches the model on every server; a tool message only where a
+            # longer tool result was seen to lengthen the prompt.
+            "reprompt_as": "tool" if got["tool_conversation"].honoured else "user",
+            # json_object with a schema is llama.cpp's dialect, which it turns into a grammar;
+            # a json_schema answer does not show how it was made.
+            "grammar_output": base.grammar_output or (json_object and not json_schema),
+        }
+    )

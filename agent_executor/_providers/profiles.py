@@ -1,0 +1,126 @@
+"""Provider profiles: the one each kind of provider starts from, and a provider's own.
+
+The model string's prefix picks a starting profile; :func:`profile_of` reads a provider's,
+:func:`with_profile` gives a provider that spells its requests by another.
+
+Overrides (an agent's ``llm.profile``, the command line's ``--profile``) are applied on top by
+:func:`agent_contracts._profiles.apply_profile_overrides`.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from agent_contracts._profiles import ProviderProfile
+from agent_executor._providers.base import Provider
+
+__all__ = [
+    "ANTHROPIC_PROFILE",
+    "COMPATIBLE_PROFILE",
+    "LLAMACPP_PROFILE",
+    "OPENAI_PROFILE",
+    "TEST_PROFILE",
+    "profile_of",
+    "with_profile",
+]
+
+OPENAI_PROFILE = ProviderProfile(
+    tool_dialect="openai",
+    strict_tools=True,
+    can_force_tool=True,
+    supports_required_tool_choice=True,
+    native_output=True,
+)
+"""OpenAI itself (``openai:``): strict function tools, ``json_schema`` response formats; no
+stop sequences (its reasoning models refuse ``stop``)."""
+
+ANTHROPIC_PROFILE = ProviderProfile(
+    tool_dialect="anthropic",
+    strict_tools=True,
+    can_force_tool=True,
+    supports_required_tool_choice=True,
+    native_output=True,
+    stop_sequences=True,
+)
+"""Anthropic Messages (``anthropic:``); with extended thinking, ``can_force_tool`` is off."""
+
+COMPATIBLE_PROFILE = ProviderProfile(
+    tool_dialect="neutral",
+    strict_tools=False,
+    can_force_tool=True,
+    supports_required_tool_choice=False,
+    native_output=False,
+    stop_sequences=True,
+)
+"""An OpenAI-compatible server (``ollama:``, ``vllm:``, ``compatible:``): the schema as
+written, no strict mode, a tool forced by name only (several servers refuse ``required``), no
+native structured output unless overridden; ``stop`` is taken (llama.cpp's servers, Ollama and
+vLLM all read it)."""
+
+LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
+    update={
+        "native_output": True,
+        "native_format": "json_object_schema",
+        "grammar_output": True,
+        "takes_grammar": True,
+        "reprompt_as": "user",
+    }
+)
+"""llama.cpp's servers (``llamacpp:``): as a compatible server (a tool forced by name, never
+``required``), and native output as a GBNF ``grammar`` agentshape compiles from the schema
+(:func:`agent_core._gbnf_grammar.schema_to_gbnf`; its notes say what stays with validation;
+with ``takes_grammar`` off, ``{"type": "json_object", "schema": ...}``, which the server
+turns into a grammar itself): an agent without input tools runs in native mode unless it
+asks for another. Re-prompts go as user messages: llama-cpp-python's fallback chat formats
+(Llama 2's, for a model file without a chat template) keep only user and assistant turns."""
+
+TEST_PROFILE = ProviderProfile(
+    tool_dialect="neutral",
+    strict_tools=False,
+    can_force_tool=True,
+    supports_required_tool_choice=True,
+    native_output=True,
+    stop_sequences=True,
+)
+"""The offline test model and ``FunctionModel``: neutral tools; every mode is answered."""
+
+
+def profile_of(provider: Provider) -> ProviderProfile:
+    """Return a provider's profile; one without a profile gets a neutral one.
+
+    Args:
+        provider: The provider.
+
+    Returns:
+        ``provider.profile``, or a neutral profile; a provider whose ``supports_tools`` is
+        false never gets a profile that offers it tools.
+    """
+    tools = bool(getattr(provider, "supports_tools", True))
+    profile = getattr(provider, "profile", None)
+    if not isinstance(profile, ProviderProfile):
+        return ProviderProfile(supports_tools=tools)
+    return (
+        profile
+        if tools or not profile.supports_tools
+        else profile.model_copy(update={"supports_tools": False})
+    )
+
+
+def with_profile(provider: Provider, profile: ProviderProfile) -> Provider:
+    """Return ``provider``, or a copy of it that spells its requests by ``profile``.
+
+    A provider spells the wire by its own profile (how native output is asked for, whether a
+    grammar is sent); overrides (``llm.profile``, ``--profile``) reach the wire through a copy
+    made by the provider's ``variant(profile=...)``, where it has one.
+
+    Args:
+        provider: The provider.
+        profile: The profile after overrides.
+
+    Returns:
+        ``provider`` when its profile is ``profile`` or it cannot be copied; else the copy.
+    """
+    variant = getattr(provider, "variant", None)
+    if profile == profile_of(provider) or not callable(variant):
+        return provider
+    return cast("Provider", variant(profile=profile))
