@@ -126,6 +126,9 @@ def suggest_key(key: str, known: list[str] | tuple[str, ...]) -> str | None:
     Args:
         key: The key that was written.
         known: The keys accepted at that place.
+
+    Returns:
+        The nearest known key, or ``None`` when none is near enough.
     """
     return suggest(key, known)
 

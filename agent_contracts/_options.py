@@ -104,7 +104,11 @@ _NO_OPTIONS = RunOptions()
 
 
 def no_options() -> RunOptions:
-    """Return the one empty options layer (sets nothing): what a request that gives none has."""
+    """Return the one empty options layer (sets nothing): what a request that gives none has.
+
+    Returns:
+        The shared empty :class:`RunOptions`.
+    """
     return _NO_OPTIONS
 
 

@@ -6,7 +6,7 @@ The entry points are :class:`Agent` (``Agent.from_yaml(path)``, ``await agent.ru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing
 
 from agent_executor._agent import ENV_ANALYTICS_DIR, Agent
 from agent_executor._analytics import (
@@ -35,18 +35,37 @@ from agent_executor._stream_events import (
 from agent_executor._tools import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
 from agent_executor._tracing import TracingSink
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from agent_executor._providers.anthropic import AnthropicProvider
     from agent_executor._providers.openai import OpenAIProvider
 
 
+# The SDK-backed providers are imported on first use: each SDK takes about a second to load.
+_PROVIDER_NAMES = ("AnthropicProvider", "OpenAIProvider")
+
+
 def __getattr__(name: str) -> object:
-    """Import the SDK-backed providers on first use (each SDK takes about a second to load)."""
-    if name in ("AnthropicProvider", "OpenAIProvider"):
+    """Import an SDK-backed provider class when it is first asked for.
+
+    Args:
+        name: The attribute asked for.
+
+    Returns:
+        The provider class.
+
+    Raises:
+        AttributeError: ``name`` is not one of the package's names.
+    """
+    if name in _PROVIDER_NAMES:
         from agent_executor import _providers as providers
 
         return getattr(providers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """List the package's names, the providers imported on first use included."""
+    return sorted({*globals(), *_PROVIDER_NAMES})
 
 
 __all__ = [

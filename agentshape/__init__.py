@@ -23,7 +23,7 @@ package's own (``agentshape._client``), imported on first use.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import typing
 
 from agent_contracts import (
     AgentConfig,
@@ -90,7 +90,7 @@ from agent_executor import (
 )
 from agentshape._version import __version__
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from agentshape._async_client import AsyncClient
     from agentshape._client import Client
     from agentshape._client_errors import APIConnectionError, APIError

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -13,7 +15,7 @@ PACKAGES = [
     "agent_contracts",
     "agent_core",
     "agent_executor",
-    "agent_executor._providers",
+    "agent_coordinator",
     "agentshape",
 ]
 
@@ -106,3 +108,39 @@ def test_version_is_the_installed_distribution_version() -> None:
     import agentshape
 
     assert agentshape.__version__ == version("agentshape")
+
+
+def _raises_itself(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function's own body (not a nested function's) has a ``raise``."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Raise):
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_exported_function_documents_its_args_returns_and_raises(name: str) -> None:
+    """Google-style sections: Args when it takes any, Returns unless it returns None, Raises
+    when its own body raises."""
+    package = importlib.import_module(name)
+    missing = []
+    for item in package.__all__:
+        obj = getattr(package, item)
+        if not inspect.isfunction(obj):
+            continue
+        node = ast.parse(textwrap.dedent(inspect.getsource(obj))).body[0]
+        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        doc = obj.__doc__ or ""
+        parameters = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        if (parameters or node.args.vararg or node.args.kwarg) and "Args:" not in doc:
+            missing.append(f"{item}: Args")
+        returns_none = isinstance(node.returns, ast.Constant) and node.returns.value is None
+        if not returns_none and "Returns:" not in doc and "Yields:" not in doc:
+            missing.append(f"{item}: Returns")
+        if _raises_itself(node) and "Raises:" not in doc:
+            missing.append(f"{item}: Raises")
+    assert missing == []
