@@ -10,7 +10,6 @@ which this package does not import until it is used).
 
 from __future__ import annotations
 
-from agent_coordinator._cli import register
 from agent_coordinator._execution import Execution
 from agent_coordinator._runner import Runner
 from agent_coordinator._store import PostgresStore, SqliteStore, SqlStore, open_store
@@ -22,5 +21,4 @@ __all__ = [
     "SqlStore",
     "SqliteStore",
     "open_store",
-    "register",
 ]
