@@ -23,6 +23,7 @@ from agent_core._extract import (
     find_json_candidates,
 )
 from agent_core._fleet import AGENT_FILE, Fleet, load_fleet
+from agent_core._gbnf_grammar import GbnfGrammar, schema_to_gbnf
 from agent_core._json_paths import format_path
 from agent_core._loading import (
     load_agent_config,
@@ -87,6 +88,7 @@ __all__ = [
     "ExtractionResult",
     "ExtractionStrategy",
     "Fleet",
+    "GbnfGrammar",
     "NamedSchema",
     "NoteAction",
     "OutputTool",
@@ -125,6 +127,7 @@ __all__ = [
     "register_schema",
     "registered_schemas",
     "schema_hash",
+    "schema_to_gbnf",
     "text_retry_prompt",
     "tool_not_called_prompt",
     "tool_retry_prompt",

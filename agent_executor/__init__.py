@@ -19,6 +19,7 @@ from agent_executor._analytics import (
     read_events,
 )
 from agent_executor._batch import run_many
+from agent_executor._call_limits import CallLimiter, LocalCallLimiter
 from agent_executor._escalation import ESCALATING_ERRORS
 from agent_executor._providers import FunctionModel, Provider, TestModel, resolve_model
 from agent_executor._result import AgentResult, format_child_result
@@ -77,10 +78,12 @@ __all__ = [
     "AgentResult",
     "AnalyticsSink",
     "AnthropicProvider",
+    "CallLimiter",
     "FsLimits",
     "FunctionModel",
     "InputTool",
     "JsonlAnalytics",
+    "LocalCallLimiter",
     "MemoryAnalytics",
     "NullAnalytics",
     "OpenAIProvider",

@@ -39,10 +39,17 @@ import jsonschema_rs
 from jsonschema import Draft7Validator
 from pydantic import JsonValue, ValidationError
 
-from agent_contracts._errors import AgentshapeError, InvalidSchemaError
-from agent_core._refs import register_schema, registered_schemas, unregister_schema
+from agent_contracts import AgentshapeError, InvalidSchemaError
+from agent_core import (
+    SchemaModel,
+    SchemaRootModel,
+    compile_schema,
+    model_from_schema,
+    register_schema,
+    registered_schemas,
+    unregister_schema,
+)
 from agent_core._schema_documents import DRAFT_URIS, schema_draft
-from agent_core._schema_model import SchemaModel, SchemaRootModel, compile_schema, model_from_schema
 
 __all__ = [
     "REMOTES_BASE_URI",

@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 
 import jsonschema_rs  # noqa: E402
 
-from agent_contracts._errors import NoJSONFoundError  # noqa: E402
-from agent_core._extract import extract_json  # noqa: E402
+from agent_contracts import NoJSONFoundError  # noqa: E402
+from agent_core import extract_json  # noqa: E402
 
 CASES_DIR = Path(__file__).resolve().parent / "extract_cases"
 REFUSED = object()

@@ -42,15 +42,16 @@ import httpx2
 import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._events import AttemptEvent, ModelTurnEvent, RunCompletedEvent, RunStartedEvent
-from agent_contracts._messages import Usage
-from agent_core._loading import load_agent_config
-from agent_core._prompts import enriched_system_prompt
-from agent_executor._agent import Agent
-from agent_executor._analytics import AnalyticsSink, NullAnalytics
-from agent_executor._providers.openai import OpenAIProvider
-from agent_executor._stream_events import RunFinished
+from agent_contracts import (
+    AgentConfig,
+    AttemptEvent,
+    ModelTurnEvent,
+    RunCompletedEvent,
+    RunStartedEvent,
+    Usage,
+)
+from agent_core import enriched_system_prompt, load_agent_config
+from agent_executor import Agent, AnalyticsSink, NullAnalytics, OpenAIProvider, RunFinished
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_FILE = ROOT / "agents" / "pr-reviewer" / "agent.yml"

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_core._gbnf_grammar import schema_to_gbnf
+from agent_core import schema_to_gbnf
 from bench.llamacpp_grammar import grammar_notes
 
 DEFAULT_DIR = (

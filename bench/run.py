@@ -84,11 +84,8 @@ from fleet_contenders import (
 )
 from pydantic import BaseModel
 
-from agent_contracts._config import AgentConfig
-from agent_executor._agent import Agent
-from agent_executor._analytics import JsonlAnalytics, NullAnalytics
-from agent_executor._batch import run_many
-from agent_executor._providers.openai import OpenAIProvider
+from agent_contracts import AgentConfig
+from agent_executor import Agent, JsonlAnalytics, NullAnalytics, OpenAIProvider, run_many
 
 SERVER = Path(__file__).resolve().parent / "fleet_server.py"
 FLOOR = FLOOR_NAME
@@ -529,8 +526,8 @@ class LoadResult:
 
 def load_times(settings: Settings) -> LoadResult:
     """Part 4: the whole ``agents/`` fleet, in fresh processes and again from the cache."""
-    from agent_core._fleet import load_fleet
-    from agent_executor._tools import KNOWN_TOOLS
+    from agent_core import load_fleet
+    from agent_executor import KNOWN_TOOLS
 
     folder = ROOT / "agents"
     process_ms, import_ms, cold_ms = [], [], []

@@ -37,9 +37,9 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from agent_contracts._config import AgentConfig
+from agent_contracts import AgentConfig
+from agent_core import clear_caches, model_from_schema
 from agent_core._contract import resolve_contract
-from agent_core._schema_model import clear_caches, model_from_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = Path(

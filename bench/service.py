@@ -282,7 +282,7 @@ async def throughput(
     ``cpu`` reads the CPU seconds the service's processes and the database server's processes
     have spent so far.
     """
-    from agent_core._loading import load_agent_config
+    from agent_core import load_agent_config
     from agent_executor import Agent, NullAnalytics, run_many
 
     agent = Agent(
@@ -367,7 +367,7 @@ async def _sessions(url: str, count: int) -> None:
 
 def bytes_per_session(env: dict[str, str], sessions: int) -> float:
     """Return the store's bytes per pr-reviewer session (one run, four comments, analytics on)."""
-    from agent_coordinator._store import open_store
+    from agent_coordinator import open_store
 
     with tempfile.TemporaryDirectory(prefix="agentshape-bytes-") as tmp:
         empty = Path(tmp) / "empty.db"

@@ -46,7 +46,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's packages, and bench.service, run as a script
 
-from agent_coordinator._store import SqlStore, open_store  # noqa: E402
+from agent_coordinator import SqlStore, open_store  # noqa: E402
 from agent_coordinator._store.sql import dumps, stored_attempt, stored_result  # noqa: E402
 from bench.service import cpu_seconds, start_service  # noqa: E402
 

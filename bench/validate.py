@@ -26,8 +26,7 @@ from typing import Literal
 from jsonschema import Draft7Validator
 from pydantic import BaseModel, Field, JsonValue
 
-from agent_core._output_validation import validate_output
-from agent_core._schema_model import model_from_schema
+from agent_core import model_from_schema, validate_output
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"

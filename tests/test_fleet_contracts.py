@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from agent_contracts._outputs import (
+from agent_contracts import (
     EXECUTION_AGENT_OUTPUTS,
     CodeQualityOutput,
     DoDOutput,
@@ -29,12 +29,9 @@ from agent_contracts._outputs import (
     QualityIssue,
     TaskSummary,
     TestResults,
+    merge_options,
 )
-from agent_contracts._runs import merge_options
-from agent_core._fleet import load_fleet
-from agent_core._loading import load_agent_config
-from agent_core._output_validation import validate_output
-from agent_core._schema_model import model_from_schema
+from agent_core import load_agent_config, load_fleet, model_from_schema, validate_output
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = REPO / "agents"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts._call_limits import CallLimits
-from agent_contracts._config import AgentConfig
+from agent_contracts import AgentConfig, CallLimits
 
 
 def test_llm_limits_in_the_file_form_and_call_limits_in_the_blueprint_form() -> None:

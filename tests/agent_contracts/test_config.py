@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import JsonValue, ValidationError
 
-from agent_contracts._config import AgentConfig, suggest_key
-from agent_contracts._runs import RunOptions
+from agent_contracts import AgentConfig, RunOptions, suggest_key
 
 REPORT_SCHEMA: dict[str, JsonValue] = {
     "type": "object",

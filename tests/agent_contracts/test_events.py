@@ -7,7 +7,7 @@ from typing import get_args
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent_contracts._events import (
+from agent_contracts import (
     AnalyticsEvent,
     AttemptEvent,
     ModelTurnEvent,
@@ -15,10 +15,10 @@ from agent_contracts._events import (
     RunCompletedEvent,
     RunFailedEvent,
     RunStartedEvent,
+    Usage,
+    ValidationIssue,
     parse_event,
 )
-from agent_contracts._messages import Usage
-from agent_contracts._validation import ValidationIssue
 
 TS = datetime(2026, 1, 19, 12, 30, tzinfo=UTC)
 COMMON = {"ts": TS, "run_id": "run_1", "agent_id": "researcher"}

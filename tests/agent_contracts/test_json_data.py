@@ -3,9 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from agent_contracts import RunResult, ToolCall
 from agent_contracts._json_data import PARSED_JSON
-from agent_contracts._messages import ToolCall
-from agent_contracts._runs import RunResult
 
 
 def test_a_callers_value_is_checked_as_json() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts._config import AgentConfig
+from agent_contracts import AgentConfig
 from agent_contracts._mcp import McpServer, mcp_tool_name
 
 STDIO = {"name": "time", "command": "uvx", "args": ["mcp-server-time"], "tools": ["now"]}

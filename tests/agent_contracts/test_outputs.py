@@ -5,8 +5,7 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from agent_contracts import _outputs as outputs
-from agent_contracts._outputs import (
+from agent_contracts import (
     EXECUTION_AGENT_OUTPUTS,
     CodeQualityOutput,
     DoDOutput,
@@ -14,6 +13,7 @@ from agent_contracts._outputs import (
     ManagerOutput,
     QAOutput,
 )
+from agent_contracts import _outputs as outputs
 
 # The example outputs of the design's contract document, verbatim.
 IMPLEMENTER_EXAMPLES = [

@@ -5,19 +5,20 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts._errors import ConfigError
-from agent_contracts._messages import Message, Usage
-from agent_contracts._runs import (
+from agent_contracts import (
     RUN_ERROR_TYPES,
     Attempt,
+    ConfigError,
+    Message,
     RunError,
     RunOptions,
     RunRequest,
     RunResult,
+    Usage,
+    ValidationIssue,
     merge_options,
     options_from_env,
 )
-from agent_contracts._validation import ValidationIssue
 
 SEVERITY = ValidationIssue(
     path="$.severity", message="'critical' is not one of ['low', 'medium', 'high']"

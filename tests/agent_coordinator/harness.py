@@ -24,15 +24,12 @@ import httpx
 import pytest
 import uvicorn
 
+from agent_coordinator import Execution, Runner, SqlStore, open_store
 from agent_coordinator._api.app import create_app
-from agent_coordinator._execution import Execution
-from agent_coordinator._runner import Runner
 from agent_coordinator._service.services import Limits, Services
-from agent_coordinator._store import SqlStore, open_store
 from agent_coordinator._webhooks import WebhookSettings
-from agent_core._fleet import load_fleet
-from agent_core._registry import SchemaRegistry
-from agent_executor._tools import KNOWN_TOOLS
+from agent_core import SchemaRegistry, load_fleet
+from agent_executor import KNOWN_TOOLS
 
 REVIEW_SCHEMA = {
     "type": "object",

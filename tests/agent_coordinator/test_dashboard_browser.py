@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_coordinator._store import open_store
+from agent_coordinator import open_store
 from bench.service_scale import build
 from tests.agent_coordinator.harness import Service
 from tests.agent_coordinator.test_dashboard_api import fill_sessions

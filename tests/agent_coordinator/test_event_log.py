@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from agent_contracts._events import ModelTurnEvent
-from agent_contracts._runs import RunRequest, RunResult
+from agent_contracts import ModelTurnEvent, RunRequest, RunResult
 from agent_coordinator._event_log import STREAM_TYPES, EventBuffer
-from agent_executor import Agent, NullAnalytics
-from agent_executor._stream_events import (
+from agent_executor import (
+    Agent,
+    NullAnalytics,
     PartialOutput,
     RetryStarted,
     RunStarted,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from agent_coordinator._store import open_store
+from agent_coordinator import open_store
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call

@@ -21,7 +21,7 @@ import httpx
 import jsonschema
 import pytest
 
-from agent_core._registry import SchemaRegistry
+from agent_core import SchemaRegistry
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, free_port, write_fleet
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from agent_coordinator._store import open_store
+from agent_coordinator import open_store
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call

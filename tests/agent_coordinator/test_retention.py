@@ -20,9 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agent_coordinator import SqlStore, open_store
 from agent_coordinator._errors import Conflict, NotFound
 from agent_coordinator._retention import Sweeper, prune
-from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput
 from agentshape._cli import main
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Postgres, Service, write_fleet

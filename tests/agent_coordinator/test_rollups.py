@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_coordinator._store import open_store
+from agent_coordinator import open_store
 from agent_coordinator._store.migrations import MIGRATIONS
 from bench.service_scale import build
 from tests.agent_coordinator.conftest import ServiceFactory

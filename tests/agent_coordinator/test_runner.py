@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_coordinator._store import open_store
+from agent_coordinator import open_store
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, write_fleet
 from tests.agent_coordinator.processes import Process, serve

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_coordinator import SqlStore, open_store
 from agent_coordinator._errors import Conflict, NotFound
-from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput
 from agent_coordinator._store.migrations import MIGRATIONS
 from agent_coordinator._store.overview import error_types
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_contracts._call_limits import CallLimits
-from agent_coordinator._store import SqlStore, open_store
+from agent_contracts import CallLimits
+from agent_coordinator import SqlStore, open_store
 
 KEY = "openai:gpt-test"
 

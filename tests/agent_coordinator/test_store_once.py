@@ -18,9 +18,9 @@ from typing import cast
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._messages import Message, ToolCall, ToolResult, Usage
-from agent_contracts._runs import Attempt, RunResult
-from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agent_contracts import Attempt, Message, RunResult, ToolCall, ToolResult, Usage
+from agent_coordinator import SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput
 from agent_coordinator._store.sql import loads
 from agent_core._json_text import dump_json
 

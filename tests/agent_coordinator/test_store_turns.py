@@ -20,8 +20,9 @@ from typing import cast
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._runs import RunProgress, RunRequest
-from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store, sql
+from agent_contracts import RunProgress, RunRequest
+from agent_coordinator import SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput, sql
 from agent_coordinator._store.migrations import MIGRATIONS
 from tests.agent_executor.test_run import VALID, agent_for, call, provider_for
 from tests.fake_llm import FakeLLM

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_coordinator._store import NewRun, RunInput, SqlStore, open_store
+from agent_coordinator import SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import agent_executor._run  # noqa: F401  (registers the executor's prompt cache too)
-from agent_contracts._config import AgentConfig
+from agent_contracts import AgentConfig
 from agent_core import clear_caches, model_from_schema
 from agent_core._caches import cache_sizes, reserve_caches, schema_cache
-from agent_executor._agent import Agent
-from agent_executor._analytics import NullAnalytics
+from agent_executor import Agent, NullAnalytics
 
 
 def test_clear_caches_empties_every_registered_cache() -> None:

@@ -6,15 +6,15 @@ import json
 import pytest
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from agent_contracts._errors import (
-    InvalidSchemaError,
-    OutputValidationError,
-    SchemaReferenceError,
+from agent_contracts import InvalidSchemaError, OutputValidationError, SchemaReferenceError
+from agent_core import (
+    compile_schema,
+    issues_from_pydantic,
+    model_from_schema,
+    schema_hash,
+    validate_output,
 )
-from agent_core._compiled_schema import compile_schema
-from agent_core._output_validation import issues_from_pydantic, validate_output
-from agent_core._schema_documents import node_at, resolve_pointer, schema_draft, schema_hash
-from agent_core._schema_model import model_from_schema
+from agent_core._schema_documents import node_at, resolve_pointer, schema_draft
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 DRAFT6 = "http://json-schema.org/draft-06/schema#"

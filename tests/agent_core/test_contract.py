@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError, InvalidSchemaError
-from agent_contracts._messages import ToolCall
+from agent_contracts import AgentConfig, ConfigError, InvalidSchemaError, ToolCall, ValidationIssue
 from agent_contracts._profiles import ProviderProfile
-from agent_contracts._validation import ValidationIssue
 from agent_core._contract import CUT_OFF, OutputContract, Verdict, resolve_contract
 from agent_executor._providers.profiles import (
     ANTHROPIC_PROFILE,

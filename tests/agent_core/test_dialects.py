@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent_contracts._errors import InvalidSchemaError
-from agent_core._dialects import (
+from agent_contracts import InvalidSchemaError
+from agent_core import (
+    CompileNote,
     CompileReport,
     ProviderSchema,
     compile_for_provider,
@@ -22,7 +23,6 @@ from agent_core._dialects import (
 from agent_core._schema_documents import schema_draft
 from agent_core._schema_walk import offline_validator, resolve_local_ref, subschemas
 from agent_core._strict_mode import inferred_types
-from agent_core._strict_plans import CompileNote
 
 REPO = Path(__file__).parents[2]
 CONFORMANCE = Path(

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis_jsonschema import from_schema
 
-from agent_core._compiled_schema import compile_schema
-from agent_core._dialects import compile_for_provider
+from agent_core import compile_for_provider, compile_schema
 from tests.agent_core.test_dialects import check_exact, mutations
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"

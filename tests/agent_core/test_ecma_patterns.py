@@ -5,9 +5,8 @@ import re
 import pytest
 from pydantic import JsonValue
 
-from agent_core._compiled_schema import compile_schema
+from agent_core import compile_schema, model_from_schema
 from agent_core._ecma_patterns import annex_b_escaped, designer_parts, rewrite_schema_patterns
-from agent_core._schema_model import model_from_schema
 
 
 @pytest.mark.parametrize(

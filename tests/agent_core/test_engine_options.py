@@ -5,16 +5,19 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from agent_core._compiled_schema import compile_schema
-from agent_core._dialects import compile_for_provider
-from agent_core._refs import register_schema, unregister_schema
+from agent_core import (
+    compile_for_provider,
+    compile_schema,
+    model_from_schema,
+    register_schema,
+    unregister_schema,
+)
 from agent_core._schema_documents import (
     DRAFT_URIS,
     custom_meta_schema,
     schema_draft,
     validation_vocabulary,
 )
-from agent_core._schema_model import model_from_schema
 
 DEPENDENCIES = {"dependencies": {"bar": ["foo"], "baz": {"required": ["qux"]}}}
 

@@ -4,8 +4,7 @@ import jsonschema
 import pytest
 from pydantic import JsonValue
 
-from agent_core._compiled_schema import compile_schema
-from agent_core._error_messages import format_path
+from agent_core import compile_schema, format_path
 
 # (schema, instance, every issue as "path: message"), in python-jsonschema's wording.
 MESSAGES: list[tuple[JsonValue, JsonValue, list[str]]] = [

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._errors import InvalidSchemaError, NoJSONFoundError, SchemaReferenceError
-from agent_core._extract import (
-    DECODED_REPAIR,
-    MAX_DEPTH,
+from agent_contracts import InvalidSchemaError, NoJSONFoundError, SchemaReferenceError
+from agent_core import (
     extract_json,
     extract_json_detailed,
     find_json_candidates,
+    register_schema,
+    unregister_schema,
 )
-from agent_core._refs import register_schema, unregister_schema
+from agent_core._extract import DECODED_REPAIR, MAX_DEPTH
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "bench" / "extract_cases"
 PERSON: dict[str, JsonValue] = {

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts._errors import ConfigError, ConfigFileError, FleetProblems
+from agent_contracts import ConfigError, ConfigFileError, FleetProblems
+from agent_core import Fleet, load_fleet
 from agent_core._caches import cache_sizes
-from agent_core._fleet import Fleet, load_fleet
-from agent_executor._tools import KNOWN_TOOLS
+from agent_executor import KNOWN_TOOLS
 
 REPO_AGENTS = Path(__file__).resolve().parents[2] / "agents"
 TOOLS = ("fs:list", "fs:read", "fs:search")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts._errors import FleetProblems
-from agent_core._fleet import load_fleet
+from agent_contracts import FleetProblems
+from agent_core import load_fleet
 
 
 def test_mcp_entries_are_loaded_and_their_problems_reported_at_their_lines(tmp_path: Path) -> None:

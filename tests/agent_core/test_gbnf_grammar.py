@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from agent_core._gbnf_grammar import schema_to_gbnf
+from agent_core import schema_to_gbnf
 from tests.gbnf_recognizer import accepts, parse_grammar
 
 # (name, schema, instances the grammar accepts, instances it rejects); all written as the

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_contracts._errors import ConfigFileError
+from agent_contracts import ConfigFileError
 from agent_core._json_text import (
     MAX_JSON_DEPTH,
     dump_json,

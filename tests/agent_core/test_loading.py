@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts._errors import ConfigFileError, ConfigProblems
-from agent_core._loading import load_agent_config, parse_agent_config
+from agent_contracts import ConfigFileError, ConfigProblems
+from agent_core import load_agent_config, parse_agent_config
 
 FILE_FORM = """\
 # .kb/agents/researcher/agent.yml

@@ -6,8 +6,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_contracts._errors import ConfigError, InvalidSchemaError
-from agent_core._output_tool import (
+from agent_contracts import ConfigError, InvalidSchemaError
+from agent_core import (
     OUTPUT_TOOL_NAME,
     ToolNameMap,
     build_output_tool,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, JsonValue
 
-from agent_core._partial_output import PartialJson, partial_model, partial_value
+from agent_core import PartialJson, partial_model, partial_value
 
 
 def is_prefix(partial: JsonValue, final: JsonValue) -> bool:

@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_core._compiled_schema import compile_schema
-from agent_core._dialects import compile_for_provider
+from agent_core import compile_for_provider, compile_schema
 from agent_core._pattern_classes import explicit_classes
 
 PATTERNS = [

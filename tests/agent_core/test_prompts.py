@@ -3,9 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts._errors import ConfigError, InvalidSchemaError
-from agent_contracts._validation import ValidationIssue
-from agent_core._prompts import (
+from agent_contracts import ConfigError, InvalidSchemaError, ValidationIssue
+from agent_core import (
     enriched_system_prompt,
     text_retry_prompt,
     tool_not_called_prompt,

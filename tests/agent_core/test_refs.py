@@ -7,9 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from agent_contracts._errors import ConfigError, InvalidSchemaError, SchemaReferenceError
-from agent_core._compiled_schema import compile_schema
-from agent_core._refs import register_schema, registered_schemas, unregister_schema
+from agent_contracts import ConfigError, InvalidSchemaError, SchemaReferenceError
+from agent_core import compile_schema, register_schema, registered_schemas, unregister_schema
 
 BASE = "https://schemas.agentshape.test/refs"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._errors import (
+from agent_contracts import (
     ConfigError,
     InvalidSchemaError,
     SchemaError,
@@ -19,14 +19,14 @@ from agent_contracts._errors import (
     SchemaReferenceError,
     SchemaRegistryError,
 )
-from agent_core._registry import (
+from agent_core import (
     DEFAULT_REGISTRY_PATH,
     NamedSchema,
     ResolvedSchema,
     SchemaRegistry,
     check_schema_name,
+    schema_hash,
 )
-from agent_core._schema_documents import schema_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._errors import InvalidSchemaError, SchemaReferenceError
-from agent_core._schema_checks import SchemaFinding, check_output_schema, ensure_output_schema
+from agent_contracts import InvalidSchemaError, SchemaReferenceError
+from agent_core import SchemaFinding, check_output_schema, ensure_output_schema
 
 
 def _found(schema: Any) -> list[tuple[str, str, str]]:

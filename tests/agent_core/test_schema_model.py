@@ -7,14 +7,15 @@ from collections.abc import Iterator
 import pytest
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from agent_contracts._errors import InvalidSchemaError, SchemaReferenceError
-from agent_core._compiled_schema import compile_schema
-from agent_core._refs import register_schema, unregister_schema
-from agent_core._schema_model import (
+from agent_contracts import InvalidSchemaError, SchemaReferenceError
+from agent_core import (
     SchemaModel,
     SchemaRootModel,
     clear_caches,
+    compile_schema,
     model_from_schema,
+    register_schema,
+    unregister_schema,
 )
 
 PR_REVIEW = {

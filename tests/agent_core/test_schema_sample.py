@@ -3,7 +3,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agent_core._output_validation import validate_output
+from agent_core import validate_output
 from agent_core._schema_sample import generate_value, invalid_value
 
 SCHEMA: dict[str, Any] = {

@@ -6,10 +6,7 @@ from typing import Any
 import pytest
 from pydantic import JsonValue, ValidationError
 
-from agent_core._compiled_schema import compile_schema
-from agent_core._json_paths import format_path
-from agent_core._output_validation import validate_output
-from agent_core._schema_model import model_from_schema
+from agent_core import compile_schema, format_path, model_from_schema, validate_output
 from agent_core._surrogates import (
     escape_surrogates,
     has_surrogates,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_contracts._errors import ConfigError
-from agent_core._tool_names import ToolNameMap, provider_tool_name
+from agent_contracts import ConfigError
+from agent_core import ToolNameMap, provider_tool_name
 
 
 def test_one_map_for_the_wire_and_for_show() -> None:

@@ -9,26 +9,32 @@ import pytest
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import (
+from agent_contracts import (
+    AgentConfig,
     ConfigError,
     ConfigFileError,
     InvalidSchemaError,
+    Message,
+    RunError,
     RunFailedError,
+    RunOptions,
+    RunRequest,
+    RunResult,
     SchemaNotFoundError,
 )
-from agent_contracts._messages import Message
-from agent_contracts._runs import RunError, RunOptions, RunRequest, RunResult
-from agent_core._output_validation import validate_output
-from agent_core._registry import SchemaRegistry
-from agent_executor._agent import Agent
-from agent_executor._analytics import MemoryAnalytics, read_events
-from agent_executor._batch import run_many
+from agent_core import SchemaRegistry, validate_output
+from agent_executor import (
+    Agent,
+    AgentResult,
+    FunctionModel,
+    MemoryAnalytics,
+    OpenAIProvider,
+    TestModel,
+    format_child_result,
+    read_events,
+    run_many,
+)
 from agent_executor._providers.base import ModelTurn, ModelTurnRequest
-from agent_executor._providers.function import FunctionModel
-from agent_executor._providers.openai import OpenAIProvider
-from agent_executor._providers.test import TestModel
-from agent_executor._result import AgentResult, format_child_result
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

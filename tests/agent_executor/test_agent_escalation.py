@@ -5,15 +5,17 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError, ProviderError
-from agent_contracts._events import RunCompletedEvent, RunFailedEvent, RunStartedEvent
-from agent_contracts._messages import Message
-from agent_executor._agent import Agent
-from agent_executor._analytics import MemoryAnalytics
-from agent_executor._escalation import ESCALATING_ERRORS
+from agent_contracts import (
+    AgentConfig,
+    ConfigError,
+    Message,
+    ProviderError,
+    RunCompletedEvent,
+    RunFailedEvent,
+    RunStartedEvent,
+)
+from agent_executor import ESCALATING_ERRORS, Agent, FunctionModel, MemoryAnalytics
 from agent_executor._providers.base import ModelTurnRequest
-from agent_executor._providers.function import FunctionModel
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -12,18 +12,16 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent_contracts._events import AttemptEvent
-from agent_contracts._validation import ValidationIssue
-from agent_executor._analytics import (
+from agent_contracts import AttemptEvent, ValidationIssue
+from agent_executor import (
     DEFAULT_ANALYTICS_DIR,
-    REDACTED,
     AnalyticsSink,
     JsonlAnalytics,
     MemoryAnalytics,
     NullAnalytics,
     read_events,
-    redact,
 )
+from agent_executor._analytics import REDACTED, redact
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = datetime(2026, 1, 19, 12, 30, tzinfo=UTC)

@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-from agent_executor._analytics import JsonlAnalytics
-from agent_executor._analytics_read import as_utc, event_file, read_events
+from agent_executor import JsonlAnalytics, read_events
+from agent_executor._analytics_read import as_utc, event_file
 from tests.agent_executor.test_analytics import DAY, DAY_FILE, Ping
 
 

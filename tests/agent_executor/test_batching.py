@@ -10,15 +10,10 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError
-from agent_executor._agent import Agent
-from agent_executor._batch import run_many
+from agent_contracts import AgentConfig, ConfigError
+from agent_executor import Agent, AnthropicProvider, OpenAIProvider, Provider, run_many
 from agent_executor._batching import Batcher, BatchProgress
-from agent_executor._providers.anthropic import AnthropicProvider
-from agent_executor._providers.base import Provider
 from agent_executor._providers.batches import batch_api_for
-from agent_executor._providers.openai import OpenAIProvider
 from tests.fake_batches import FakeBatches, ItemFault
 
 SCHEMA = {

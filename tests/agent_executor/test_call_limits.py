@@ -6,13 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from agent_contracts._call_limits import CallLimits
-from agent_contracts._errors import ProviderError
-from agent_contracts._messages import Message
-from agent_executor._call_limits import RATE_LIMIT_RETRIES, LimitedProvider, LocalCallLimiter
-from agent_executor._providers.anthropic import AnthropicProvider
-from agent_executor._providers.base import ModelTurnRequest, Provider
-from agent_executor._providers.openai import OpenAIProvider
+from agent_contracts import CallLimits, Message, ProviderError
+from agent_executor import AnthropicProvider, LocalCallLimiter, OpenAIProvider, Provider
+from agent_executor._call_limits import RATE_LIMIT_RETRIES, LimitedProvider
+from agent_executor._providers.base import ModelTurnRequest
 from tests.fake_llm import ScriptedResponse, anthropic_text, openai_text
 from tests.limited_llm import LimitedLLM
 

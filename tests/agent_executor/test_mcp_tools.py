@@ -21,13 +21,9 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError
-from agent_contracts._messages import Message, ToolCall, ToolResult
-from agent_executor._agent import Agent
-from agent_executor._analytics import MemoryAnalytics
+from agent_contracts import AgentConfig, ConfigError, Message, ToolCall, ToolResult
+from agent_executor import Agent, FunctionModel, MemoryAnalytics
 from agent_executor._providers.base import ModelTurn, ModelTurnRequest
-from agent_executor._providers.function import FunctionModel
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed (pip install 'agentshape[mcp]')")
 

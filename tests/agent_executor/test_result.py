@@ -5,14 +5,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import RunFailedError
-from agent_contracts._events import RunCompletedEvent
-from agent_contracts._runs import RunError, RunResult
-from agent_executor._agent import Agent
-from agent_executor._analytics import MemoryAnalytics
-from agent_executor._providers.test import TestModel
-from agent_executor._result import AgentResult
+from agent_contracts import AgentConfig, RunCompletedEvent, RunError, RunFailedError, RunResult
+from agent_executor import Agent, AgentResult, MemoryAnalytics, TestModel
 from agent_executor._run import RunOutcome
 from tests.fake_llm import FakeLLM, openai_tool_call
 

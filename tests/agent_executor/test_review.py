@@ -15,19 +15,20 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts._errors import ConfigError
-from agent_contracts._events import (
+from agent_contracts import (
     AttemptEvent,
+    ConfigError,
     ModelTurnEvent,
     RetryEvent,
     RunCompletedEvent,
+    RunErrorType,
     RunFailedEvent,
     RunStartedEvent,
+    Usage,
+    ValidationIssue,
 )
-from agent_contracts._messages import Usage
-from agent_contracts._runs import RunErrorType
-from agent_contracts._validation import ValidationIssue
-from agent_executor._analytics import JsonlAnalytics, event_file
+from agent_executor import JsonlAnalytics
+from agent_executor._analytics import event_file
 from agent_executor._review import (
     ALL_AGENTS,
     AgentReview,

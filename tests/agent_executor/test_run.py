@@ -12,26 +12,33 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError
-from agent_contracts._events import (
+from agent_contracts import (
+    AgentConfig,
     AttemptEvent,
+    ConfigError,
+    Message,
     ModelTurnEvent,
     RetryEvent,
     RunCompletedEvent,
     RunFailedEvent,
+    RunOptions,
     RunStartedEvent,
+    ToolCall,
 )
-from agent_contracts._messages import Message, ToolCall
-from agent_contracts._runs import RunOptions
+from agent_executor import (
+    Agent,
+    AgentResult,
+    AnthropicProvider,
+    FunctionModel,
+    JsonlAnalytics,
+    MemoryAnalytics,
+    OpenAIProvider,
+    Provider,
+    read_events,
+)
 from agent_executor import _run as run_module
-from agent_executor._agent import Agent
-from agent_executor._analytics import JsonlAnalytics, MemoryAnalytics, read_events
-from agent_executor._providers.anthropic import AnthropicProvider
-from agent_executor._providers.base import ModelTurn, ModelTurnRequest, Provider
-from agent_executor._providers.function import FunctionModel
-from agent_executor._providers.openai import TOOL_ERROR_PREFIX, OpenAIProvider
-from agent_executor._result import AgentResult
+from agent_executor._providers.base import ModelTurn, ModelTurnRequest
+from agent_executor._providers.openai import TOOL_ERROR_PREFIX
 from agent_executor._run import FORCE_REMINDER, TOOLS_REQUIRED_REMINDER, model_name
 from tests.fake_llm import (
     FakeLLM,
@@ -1226,7 +1233,7 @@ async def test_a_failing_analytics_sink_does_not_break_the_run(fake_llm: FakeLLM
 
 
 def test_model_name_is_the_model_spec(fake_llm: FakeLLM) -> None:
-    from agent_executor._providers.test import TestModel
+    from agent_executor import TestModel
 
     assert model_name(TestModel()) == "test"
     assert model_name(provider_for("openai", fake_llm)) == "openai:gpt-test"

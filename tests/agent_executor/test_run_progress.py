@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._runs import RunOptions, RunProgress, RunRequest, RunResult
-from agent_executor._agent import Agent
+from agent_contracts import RunOptions, RunProgress, RunRequest, RunResult
+from agent_executor import Agent
 from tests.agent_executor.test_run import (
     APIS,
     INVALID,

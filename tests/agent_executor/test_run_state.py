@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from agent_contracts._messages import Message
+from agent_contracts import Message
+from agent_executor import FunctionModel
 from agent_executor._providers.base import ModelTurnRequest
-from agent_executor._providers.function import FunctionModel
 from tests.agent_executor.test_run import (
     APIS,
     agent_for,

@@ -6,9 +6,9 @@ import json
 
 from pydantic import BaseModel
 
-from agent_contracts._runs import RunResult
-from agent_executor._result import AgentResult
-from agent_executor._stream_events import (
+from agent_contracts import RunResult
+from agent_executor import (
+    AgentResult,
     PartialOutput,
     RetryStarted,
     RunFinished,

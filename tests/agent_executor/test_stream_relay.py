@@ -8,24 +8,21 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, JsonValue
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError
-from agent_contracts._messages import Message
-from agent_contracts._runs import RunOptions, RunRequest
-from agent_executor._agent import Agent
-from agent_executor._providers.base import ModelTurnRequest
-from agent_executor._providers.function import FunctionModel
-from agent_executor._providers.test import TestModel
-from agent_executor._stream_events import (
+from agent_contracts import AgentConfig, ConfigError, Message, RunOptions, RunRequest
+from agent_executor import (
+    Agent,
+    FunctionModel,
     PartialOutput,
     RetryStarted,
     RunFinished,
     RunStarted,
     StreamEvent,
+    TestModel,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
+from agent_executor._providers.base import ModelTurnRequest
 from tests.agent_core.test_partial_output import is_prefix
 
 SCHEMA: dict[str, Any] = {

@@ -10,11 +10,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError
-from agent_executor._agent import Agent
-from agent_executor._analytics import NullAnalytics
-from agent_executor._providers.openai import OpenAIProvider
+from agent_contracts import AgentConfig, ConfigError
+from agent_executor import Agent, NullAnalytics, OpenAIProvider
 from agent_executor._sync import run_coroutine_sync, shutdown_sync_loop
 from tests.fake_llm import FakeLLM, openai_tool_call
 
@@ -122,7 +119,7 @@ def test_exceptions_come_back_to_the_caller() -> None:
 
 
 def test_the_anthropic_adapter_keeps_its_client_too(fake_llm: FakeLLM) -> None:
-    from agent_executor._providers.anthropic import AnthropicProvider
+    from agent_executor import AnthropicProvider
     from tests.fake_llm import anthropic_tool_use
 
     fake_llm.respond_always(anthropic_tool_use("submit_result", {"n": 3}))
@@ -166,8 +163,8 @@ async def their_call_elsewhere() -> str:
 def test_a_run_that_suspends_goes_on_in_a_task_with_its_timeout() -> None:
     # A model that awaits (suspends) is handed to a task of the kept loop; the run's timeout
     # then cancels the await, as it does for await run().
-    from agent_contracts._runs import RunOptions
-    from agent_executor._providers.function import FunctionModel
+    from agent_contracts import RunOptions
+    from agent_executor import FunctionModel
 
     async def slow(messages: Any, request: Any) -> dict[str, int]:
         await asyncio.sleep(30)
@@ -213,7 +210,7 @@ def test_an_error_after_suspending_comes_back_and_the_loop_stays_usable() -> Non
 def test_a_blocking_tier_then_a_suspending_one(fake_llm: FakeLLM) -> None:
     # Tier 0 (the SDK's sync client) fails its contract twice; the escalation to a model that
     # awaits goes on, and the run ends there.
-    from agent_executor._providers.function import FunctionModel
+    from agent_executor import FunctionModel
 
     fake_llm.respond_always(openai_tool_call("submit_result", {"n": "four"}))
     provider = OpenAIProvider("gpt-x", api_key="k", base_url=fake_llm.openai_base_url)

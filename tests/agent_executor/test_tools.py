@@ -9,18 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._errors import ConfigError, ToolExecutionError
+from agent_contracts import ConfigError, ToolExecutionError
+from agent_executor import KNOWN_TOOLS, FsLimits, InputTool, build_input_tools
 from agent_executor._providers.base import ToolDefinition
-from agent_executor._tools import (
-    KNOWN_TOOLS,
-    FsLimits,
-    FsList,
-    FsRead,
-    FsSearch,
-    InputTool,
-    Workspace,
-    build_input_tools,
-)
+from agent_executor._tools import FsList, FsRead, FsSearch, Workspace
 from agent_executor._tools.base import RUN_DEADLINE
 
 SECRET = "TOP-SECRET-VALUE"

@@ -22,8 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import StatusCode
 
-from agent_executor._agent import Agent
-from agent_executor._analytics import MemoryAnalytics
+from agent_executor import Agent, MemoryAnalytics
 from agent_executor._tracing import CAPTURE_CONTENT_ENV, tracer_for
 from tests.fake_llm import FakeLLM, openai_tool_call
 

@@ -8,17 +8,13 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._messages import Message
-from agent_contracts._runs import RunRequest
-from agent_executor._agent import Agent
-from agent_executor._analytics import MemoryAnalytics
+from agent_contracts import AgentConfig, Message, RunRequest
+from agent_executor import Agent, FunctionModel, MemoryAnalytics
 from agent_executor._cli import main
 from agent_executor._cli.batch import TaskItem, read_done, read_tasks, run_tasks
 from agent_executor._cli.commands import UsageError
 from agent_executor._cli.progress import Progress
 from agent_executor._providers.base import ModelTurnRequest
-from agent_executor._providers.function import FunctionModel
 from tests.agent_executor.cli.test_main import AGENT_YML, GROQ_STYLE_KEY, PARAMS_YML
 from tests.fake_llm import FakeLLM, status_error
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts._config import AgentConfig
+from agent_contracts import AgentConfig
 from agent_executor._cli import main
 from agent_executor._cli.fleet import output_fields
 from tests.agent_executor.cli.test_main import AGENT_YML

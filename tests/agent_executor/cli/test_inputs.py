@@ -5,15 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import (
+from agent_contracts import (
+    AgentConfig,
     ConfigError,
     ConfigFileError,
     InvalidSchemaError,
     SchemaNotFoundError,
 )
-from agent_core._loading import load_agent_config
-from agent_core._registry import SchemaRegistry
+from agent_core import SchemaRegistry, load_agent_config
 from agent_executor._cli.commands import UsageError
 from agent_executor._cli.inputs import caller_schema, read_json_file, read_schema_file
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_contracts._errors import AgentshapeError
-from agent_contracts._runs import RunResult
+from agent_contracts import AgentshapeError, RunResult
 from agent_executor._cli import find_agent_file, main, parse_param
 from tests.fake_llm import FakeLLM, openai_tool_call, status_error
 

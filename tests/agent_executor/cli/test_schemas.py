@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core._registry import SchemaRegistry
+from agent_core import SchemaRegistry
 from agent_executor._cli import main
 
 pytestmark = pytest.mark.usefixtures("offline_model")

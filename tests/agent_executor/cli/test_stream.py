@@ -23,14 +23,13 @@ import pyte
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._messages import Message
-from agent_contracts._runs import RunRequest
+from agent_contracts import Message, RunRequest
 from agent_core._json_text import dump_json
-from agent_executor._agent import Agent
+from agent_executor import Agent, FunctionModel
 from agent_executor._cli import main
 from agent_executor._cli.stream import run_streamed
 from agent_executor._providers.base import ModelTurn, ModelTurnRequest
-from agent_executor._providers.function import FunctionModel, FunctionReply
+from agent_executor._providers.function import FunctionReply
 from agent_executor._providers.streaming import DeltaSink, TurnDelta
 from tests.fake_llm import FakeLLM, delayed, openai_text, openai_tool_call
 

@@ -7,9 +7,9 @@ import anthropic
 import httpx2
 import pytest
 
-from agent_contracts._errors import ConfigError, ProviderError
-from agent_contracts._messages import Message, ToolCall, ToolResult
-from agent_executor._providers.anthropic import AnthropicProvider, translate_errors
+from agent_contracts import ConfigError, Message, ProviderError, ToolCall, ToolResult
+from agent_executor import AnthropicProvider
+from agent_executor._providers.anthropic import translate_errors
 from agent_executor._providers.base import (
     ModelTurnRequest,
     ResponseFormat,

@@ -8,9 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from agent_contracts._errors import ProviderError
-from agent_contracts._messages import Message
-from agent_executor._providers.anthropic import AnthropicProvider
+from agent_contracts import Message, ProviderError
+from agent_executor import AnthropicProvider
 from agent_executor._providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
 from agent_executor._providers.streaming import TurnDelta, stream_turn
 from tests.fake_llm import (

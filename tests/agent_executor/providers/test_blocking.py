@@ -12,11 +12,11 @@ from typing import TypeVar
 import httpcore2
 import pytest
 
+from agent_executor import OpenAIProvider
 from agent_executor._providers.anthropic import SYNC_CLIENTS as ANTHROPIC_CLIENTS
 from agent_executor._providers.base import ModelTurn, ModelTurnRequest
 from agent_executor._providers.blocking import can_block, final_at_deadline, past_deadline
 from agent_executor._providers.openai import SYNC_CLIENTS as OPENAI_CLIENTS
-from agent_executor._providers.openai import OpenAIProvider
 from tests.agent_executor.test_run import (
     APIS,
     INVALID,

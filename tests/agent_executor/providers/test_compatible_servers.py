@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agent_contracts._runs import RunOptions
-from agent_executor._agent import Agent
+from agent_contracts import RunOptions
+from agent_executor import Agent
 from agent_executor._cli import main
 from agent_executor._providers.error_text import says_context_overflow, says_malformed
 from tests.compatible_servers import SERVERS

@@ -5,15 +5,15 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from agent_contracts._errors import ConfigError
-from agent_contracts._messages import Message, ToolCall
+from agent_contracts import ConfigError, Message, ToolCall
+from agent_executor import FunctionModel
 from agent_executor._providers.base import (
     ModelTurn,
     ModelTurnRequest,
     ToolChoice,
     ToolDefinition,
 )
-from agent_executor._providers.function import FunctionModel, FunctionReply
+from agent_executor._providers.function import FunctionReply
 
 SUBMIT = ToolDefinition(name="submit_result", parameters={"type": "object"})
 READ = ToolDefinition(name="fs:read", parameters={"type": "object"})

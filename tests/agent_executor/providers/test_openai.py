@@ -17,14 +17,13 @@ import pytest
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
-from agent_contracts._errors import ConfigError, ProviderError
-from agent_contracts._messages import Message, ToolCall, ToolResult
+from agent_contracts import ConfigError, Message, ProviderError, ToolCall, ToolResult
 from agent_contracts._profiles import ProviderProfile
 from agent_contracts._tools import ResponseFormat, ToolChoice, ToolDefinition
+from agent_executor import OpenAIProvider
 from agent_executor._providers.base import ModelTurnRequest, ToolNameMap
 from agent_executor._providers.openai import (
     TOOL_ERROR_PREFIX,
-    OpenAIProvider,
     chat_body,
     chat_content,
     translate_errors,

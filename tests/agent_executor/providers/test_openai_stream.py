@@ -9,10 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from agent_contracts._errors import ProviderError
-from agent_contracts._messages import Message, ToolResult
+from agent_contracts import Message, ProviderError, ToolResult
+from agent_executor import OpenAIProvider
 from agent_executor._providers.base import ModelTurn, ModelTurnRequest, ToolChoice, ToolDefinition
-from agent_executor._providers.openai import OpenAIProvider
 from agent_executor._providers.streaming import TurnDelta, stream_turn
 from tests.compatible_servers import SERVERS
 from tests.fake_llm import (

@@ -7,19 +7,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts._config import AgentConfig
-from agent_contracts._errors import ConfigError
+from agent_contracts import AgentConfig, ConfigError, RunOptions
 from agent_contracts._profiles import ProviderProfile, apply_profile_overrides
-from agent_contracts._runs import RunOptions
-from agent_executor._agent import Agent
-from agent_executor._analytics import NullAnalytics
-from agent_executor._providers.openai import OpenAIProvider
+from agent_executor import Agent, NullAnalytics, OpenAIProvider, resolve_model
 from agent_executor._providers.profiles import (
     COMPATIBLE_PROFILE,
     LLAMACPP_PROFILE,
     OPENAI_PROFILE,
 )
-from agent_executor._providers.resolve import resolve_model
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 SCHEMA: dict[str, Any] = {

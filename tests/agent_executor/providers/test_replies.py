@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agent_contracts._messages import Usage
+from agent_contracts import Usage
 from agent_executor._providers.base import ModelTurn
 from agent_executor._providers.replies import call_usage, parsed_turn
 

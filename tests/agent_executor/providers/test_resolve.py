@@ -5,17 +5,10 @@ import sys
 
 import pytest
 
-from agent_contracts._errors import ConfigError
-from agent_contracts._messages import Message
-from agent_executor._providers.anthropic import AnthropicProvider
+from agent_contracts import ConfigError, Message
+from agent_executor import AnthropicProvider, OpenAIProvider, TestModel, resolve_model
 from agent_executor._providers.base import ModelTurnRequest, ToolChoice, ToolDefinition
-from agent_executor._providers.openai import OpenAIProvider
-from agent_executor._providers.resolve import (
-    DEFAULT_ANTHROPIC_MODEL,
-    DEFAULT_OPENAI_MODEL,
-    resolve_model,
-)
-from agent_executor._providers.test import TestModel
+from agent_executor._providers.resolve import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL
 from tests.fake_llm import FakeLLM, anthropic_text, openai_text
 
 OPENAI_ENV = {"OPENAI_API_KEY": "sk-test"}

@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts._errors import ConfigError
-from agent_contracts._messages import Message, ToolCall, ToolResult
+from agent_contracts import ConfigError, Message, ToolCall, ToolResult
+from agent_executor import TestModel
 from agent_executor._providers.base import (
     JsonObject,
     ModelTurnRequest,
@@ -17,12 +17,7 @@ from agent_executor._providers.base import (
     ToolChoice,
     ToolDefinition,
 )
-from agent_executor._providers.test import (
-    FAILURE_MODES,
-    WRONG_TOOL_NAME,
-    TestModel,
-    generate_value,
-)
+from agent_executor._providers.test import FAILURE_MODES, WRONG_TOOL_NAME, generate_value
 
 REVIEW_SCHEMA: JsonObject = {
     "type": "object",
@@ -345,7 +340,7 @@ async def test_forcing_another_tool_calls_that_tool() -> None:
 
 
 async def test_prompted_mode_answers_with_json_matching_the_run_contract() -> None:
-    from agent_core._prompts import enriched_system_prompt
+    from agent_core import enriched_system_prompt
 
     schema: JsonValue = {
         "type": "object",
