@@ -271,6 +271,9 @@ def needs_wrapping(schema: JsonValue, *, allow_narrowing: bool = False) -> bool:
     Args:
         schema: The designer's JSON Schema.
         allow_narrowing: Whether an untyped object-like root may be narrowed to an object.
+
+    Returns:
+        ``True`` when the root must travel wrapped as ``{"result": <value>}``.
     """
     target: JsonValue = schema
     seen: set[str] = set()

@@ -207,6 +207,9 @@ def extract_json_detailed(
         is_valid: The caller's own test of a value; used instead of validating against ``schema``
             (the schema then only serves to recognise an echo of it). Its exceptions propagate.
 
+    Returns:
+        The value found, where it sat in the reply and the repairs it needed.
+
     Raises:
         NoJSONFoundError: No complete, acceptable JSON value is in the reply; the message says why
             (empty reply, cut off inside a string, a refusal, no candidate valid, ...).

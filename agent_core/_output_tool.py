@@ -58,6 +58,9 @@ def json_schema_of(contract: Contract) -> dict[str, JsonValue] | bool:
         contract: A JSON Schema (object or boolean) or a Pydantic model class (its
             ``model_json_schema()``, with ``$defs`` and ``#/$defs/...`` references).
 
+    Returns:
+        A fresh copy of the JSON Schema (an object, or a boolean schema).
+
     Raises:
         InvalidSchemaError: When the contract is neither, the schema is not JSON, or the model
             class has no JSON Schema.

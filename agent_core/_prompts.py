@@ -178,6 +178,9 @@ def enriched_system_prompt(
         end_marker: In prompted mode, the marker to write right after the JSON (the run's
             stop sequence, such as :data:`ANSWER_END`), or ``None`` for none.
 
+    Returns:
+        The system prompt with the output section appended.
+
     Raises:
         ConfigError: When ``mode`` is neither ``tool`` nor ``prompted``.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
@@ -224,6 +227,9 @@ def tool_retry_prompt(
         schema: The contract, repeated under "Required Schema" when given.
         tool_name: The output tool's name.
 
+    Returns:
+        The re-prompt's text.
+
     Raises:
         ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
@@ -258,6 +264,9 @@ def text_retry_prompt(
         issues: What was wrong; each distinct ``path: message`` is stated once.
         schema: The contract, repeated under "Required Schema" when given.
 
+    Returns:
+        The re-prompt's text.
+
     Raises:
         ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
@@ -287,6 +296,9 @@ def tool_not_called_prompt(tool_name: str = OUTPUT_TOOL_NAME) -> str:
 
     Args:
         tool_name: The output tool's name.
+
+    Returns:
+        The reminder's text.
     """
     return (
         "<output-tool-not-called>\n"

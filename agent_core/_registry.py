@@ -79,6 +79,9 @@ def check_schema_name(name: str, *, path: str = "<registry>") -> str:
         name: The proposed name.
         path: The registry file, named in the error.
 
+    Returns:
+        ``name``, unchanged.
+
     Raises:
         SchemaRegistryError: The name does not match :data:`SCHEMA_NAME_PATTERN`.
     """

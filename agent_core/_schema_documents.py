@@ -228,6 +228,9 @@ def schema_hash(schema: Mapping[str, JsonValue] | bool) -> str:
     Args:
         schema: A JSON Schema.
 
+    Returns:
+        The hash as 64 hexadecimal digits.
+
     Raises:
         InvalidSchemaError: If the schema is not a JSON object or boolean made of JSON values.
     """

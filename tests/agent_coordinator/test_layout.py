@@ -48,8 +48,8 @@ def test_the_library_agent_is_called_from_execution_only() -> None:
 
 
 def test_the_service_layer_and_the_mcp_server_never_import_the_http_api() -> None:
-    shared = [ROOT / "agent_coordinator" / "mcp_server.py"]
-    shared += sorted((ROOT / "agent_coordinator" / "service").rglob("*.py"))
+    shared = [ROOT / "agent_coordinator" / "_mcp_server.py"]
+    shared += sorted((ROOT / "agent_coordinator" / "_service").rglob("*.py"))
     users = [
         str(path.relative_to(ROOT))
         for path in shared
@@ -59,7 +59,7 @@ def test_the_service_layer_and_the_mcp_server_never_import_the_http_api() -> Non
 
 
 def test_only_the_app_mounts_the_mcp_server_and_no_router_imports_another() -> None:
-    api = sorted((ROOT / "agent_coordinator" / "api").rglob("*.py"))
+    api = sorted((ROOT / "agent_coordinator" / "_api").rglob("*.py"))
     routers = {
         f"agent_coordinator._api.{path.stem}"
         for path in api
