@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hmac
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -77,6 +78,8 @@ class Services:
     notifier: Notifier = field(default_factory=Notifier)
     webhooks: WebhookSettings | None = None
     """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""
+    evals_dir: Path | None = None
+    """Where ``agentshape eval`` reports are read for ``/reports/evals``; ``None``: none."""
 
 
 async def _services(request: Request) -> Services:

@@ -22,7 +22,9 @@ __all__ = ["ASSETS_PATH", "DashboardPages", "is_page"]
 ASSETS_PATH = "/dashboard/assets/"
 """Where the scripts and styles are served."""
 
-_PAGES = re.compile(r"/(?:agents(?:/[^/]+)?|sessions(?:/[^/]+)?|runs/new|schemas|analytics)?/?\Z")
+_PAGES = re.compile(
+    r"/(?:agents(?:/[^/]+)?|sessions(?:/[^/]+)?|runs/new|schemas|analytics|evals)?/?\Z"
+)
 _TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",

@@ -123,7 +123,7 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
         "schema": sent[5]["response_format"]["schema"],
     }
     # The grammar probe sends agentshape's grammar of a one-value schema, and no schema.
-    assert "response_format" not in sent[6] and 'kq7z-grammar' in sent[6]["grammar"]
+    assert "response_format" not in sent[6] and "kq7z-grammar" in sent[6]["grammar"]
     assert len(sent) == 9  # one request each (two for the conversation): none is retried
 
 

@@ -156,6 +156,7 @@ const routes = [
   [/^\/runs\/new\/?$/, "run"],
   [/^\/schemas\/?$/, "schemas"],
   [/^\/analytics\/?$/, "analytics"],
+  [/^\/evals\/?$/, "evals"],
 ];
 
 function askToken(main, again) {
