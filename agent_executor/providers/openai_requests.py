@@ -74,7 +74,9 @@ def chat_body(
         if profile.takes_grammar:
             # llama.cpp refuses a body with both a schema and a grammar, and llama-cpp-python
             # lets a json_object response format replace the grammar: the grammar goes alone.
-            body["grammar"] = schema_to_gbnf(fmt.json_schema).text
+            # Only declared properties where the schema does not say (as the server's own
+            # converter does): a small model free to add keys can loop on them to its limit.
+            body["grammar"] = schema_to_gbnf(fmt.json_schema, declared_only=True).text
         elif profile.native_format == "json_object_schema":
             body["response_format"] = {"type": "json_object", "schema": fmt.json_schema}
         else:
