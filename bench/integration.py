@@ -310,10 +310,10 @@ async def main_async(url: str, args: argparse.Namespace) -> list[str]:
     """Run every mode and return the summary lines."""
     files = _agents(args.agents)
     lines = []
-    for mode in ("default", "tool", "native", "prompted"):
+    for mode in args.modes.split(","):
         tally = await run_agents(url, files, mode, args.runs)
         lines.append(tally.line(f"agentshape {mode}:"))
-    instructor_tally = await run_instructor(url, args.runs)
+    instructor_tally = await run_instructor(url, args.runs) if args.instructor else None
     if instructor_tally is not None:
         lines.append(instructor_tally.line("instructor tools:"))
     return lines
@@ -329,12 +329,26 @@ def main() -> int:
         help="matrix (pr-reviewer and integration_agents/, the default), all, or one agent's id",
     )
     parser.add_argument(
+        "--modes",
+        default="default,tool,native,prompted",
+        help="the modes to run, comma-separated, in this order (default all four)",
+    )
+    parser.add_argument(
         "--server-python",
         default=os.environ.get("AGENTSHAPE_LLAMA_PYTHON", sys.executable),
         help="the Python that has llama-cpp-python's server and the model package "
         "(default: $AGENTSHAPE_LLAMA_PYTHON, else this one)",
     )
+    parser.add_argument(
+        "--no-instructor",
+        dest="instructor",
+        action="store_false",
+        help="skip instructor's comparison run",
+    )
     args = parser.parse_args()
+    unknown = set(args.modes.split(",")) - {"default", "tool", "native", "prompted"}
+    if unknown:
+        parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
     model = gguf_file(args.server_python)
     log = Path(tempfile.gettempdir()) / "agentshape-llama-server.log"
     print(f"integration: {model.name} on llama-cpp-python's server (log: {log})", flush=True)
