@@ -152,7 +152,9 @@ _BASE_RULES = {
 }
 
 
-def schema_to_gbnf(schema: JsonValue, *, declared_only: bool = False) -> GbnfGrammar:
+def schema_to_gbnf(
+    schema: JsonValue, *, declared_only: bool = False, compact: bool = False
+) -> GbnfGrammar:
     """Compile ``schema`` to a GBNF grammar whose ``root`` is one JSON value of the schema.
 
     Args:
@@ -163,11 +165,14 @@ def schema_to_gbnf(schema: JsonValue, *, declared_only: bool = False) -> GbnfGra
             converter writes it. The grammar then accepts fewer instances than the schema
             (never one the schema rejects): for decoding, where a small model let loose on
             undeclared keys can write them until its token limit.
+        compact: Between tokens, at most one space (no line breaks or indents), as
+            llama-cpp-python's own converter allows: fewer output tokens, and a small model
+            kept from the pretty-printed layouts it loses its way in.
 
     Returns:
         The grammar and the notes on what it does not carry.
     """
-    return _Compiler(schema, declared_only=declared_only).compile()
+    return _Compiler(schema, declared_only=declared_only, compact=compact).compile()
 
 
 def _literal(text: str) -> str:
@@ -274,13 +279,15 @@ class _Compiler:
     notes: list[str] = field(default_factory=list)
     depth: int = 0
     declared_only: bool = False
+    compact: bool = False
 
     def compile(self) -> GbnfGrammar:
         body = self.value(self.root, "$")
         lines = [f"root ::= {body}"]
         lines += [f"{name} ::= {rule}" for name, rule in self.rules.items()]
         needed = self._base_closure(" ".join(lines))
-        lines += [f"{name} ::= {rule}" for name, rule in _BASE_RULES.items() if name in needed]
+        base = {**_BASE_RULES, "ws": '" "?'} if self.compact else _BASE_RULES
+        lines += [f"{name} ::= {rule}" for name, rule in base.items() if name in needed]
         return GbnfGrammar(text="\n".join(lines) + "\n", notes=tuple(dict.fromkeys(self.notes)))
 
     def _base_closure(self, text: str) -> set[str]:

@@ -312,3 +312,13 @@ def test_declared_only_takes_the_declared_properties_where_the_schema_does_not_s
 )
 def test_declared_only_keeps_extra_keys_a_schema_asks_for(schema: Any, text: str) -> None:
     assert accepts(schema_to_gbnf(schema, declared_only=True).text, text)
+
+
+def test_compact_allows_one_space_between_tokens_and_no_line_breaks() -> None:
+    pretty = json.dumps({"files_analyzed": 1, "issues": []}, indent=2)
+    spaced = '{ "files_analyzed": 1, "issues": []}'
+    wide = schema_to_gbnf(ANALYZER).text
+    compact = schema_to_gbnf(ANALYZER, compact=True).text
+    assert accepts(wide, pretty) and accepts(wide, spaced)
+    assert not accepts(compact, pretty)
+    assert accepts(compact, spaced) and accepts(compact, '{"files_analyzed":1,"issues":[]}')

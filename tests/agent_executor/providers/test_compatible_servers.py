@@ -176,6 +176,26 @@ async def test_llamacpp_native_output_is_agentshapes_grammar(fake_llm: FakeLLM) 
     assert not accepts(body["grammar"], '{"verdict": "approve", "score": 11}')
     assert not accepts(body["grammar"], '{"verdict": "maybe", "score": 1}')
     assert not accepts(body["grammar"], '{"verdict": "reject"}')
+    # Compact JSON only: Gemma 3 270M, let lay its answer out over lines, lost its way in it.
+    assert not accepts(body["grammar"], '{\n  "verdict": "approve",\n  "score": 10\n}')
+
+
+async def test_llamacpp_grammar_takes_only_the_declared_properties(fake_llm: FakeLLM) -> None:
+    open_schema = {
+        "type": "object",
+        "required": ["files_analyzed"],
+        "properties": {"files_analyzed": {"type": "integer"}},
+    }
+    fake_llm.refuse_when(SERVERS["llamacpp"])
+    fake_llm.respond(openai_text('{"files_analyzed": 2}'))
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    agent = Agent(output_schema=open_schema, system_prompt="Count.", model="llamacpp:m", env=env)
+
+    assert (await agent.run("Analyze it.")).ok
+    grammar = fake_llm.requests[0].body["grammar"]
+    assert accepts(grammar, '{"files_analyzed": 2}')
+    # The schema allows more keys; a small model let loose on them wrote them to its limit.
+    assert not accepts(grammar, '{"files_analyzed": 2, "message": "major"}')
 
 
 async def test_llamacpp_without_takes_grammar_sends_its_json_object_schema(
