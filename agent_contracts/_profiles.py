@@ -67,8 +67,9 @@ class ProviderProfile(BaseModel):
     """How native structured output is spelled on the OpenAI wire (see :data:`NativeFormat`)."""
     grammar_output: bool = False
     """Native output is enforced while decoding, by a grammar the server makes of the schema
-    (llama.cpp's servers): an agent without input tools then defaults to ``native`` mode,
-    where the model cannot produce anything but JSON of the schema's shape."""
+    (llama.cpp's servers): an agent then defaults to ``native`` mode, where its input tools
+    run first and the answer is decoded under the grammar, so that the model cannot produce
+    anything but JSON of the schema's shape."""
     reprompt_as: RepromptRole = "tool"
     """How a rejected tool call's errors reach the model (see :data:`RepromptRole`)."""
     stop_sequences: bool = False

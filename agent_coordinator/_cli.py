@@ -256,6 +256,13 @@ def register(commands: Subcommands) -> None:
         metavar="HOST",
         help="a host webhooks may be delivered to (repeatable); without it, any host",
     )
+    serve.add_argument(
+        "--evals-dir",
+        type=Path,
+        metavar="DIR",
+        help="show the agentshape eval reports found here (DIR/eval.json and DIR/*/eval.json, "
+        "written by agentshape eval --out) on the dashboard's Evals page",
+    )
     _retention(serve)
     serve.set_defaults(handler=serve_command)
     runner = commands.add_parser(
@@ -489,6 +496,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     services = _services(args)
     services.webhooks, webhooks = _webhooks(args)
+    services.evals_dir = args.evals_dir
     if args.retain_days is not None:
         services.sweeper = Sweeper(services.store, args.retain_days)
     mcp = _has_mcp()
@@ -504,6 +512,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + f"  runners:  {args.workers} in this process{_describe_processes(args, processes)}\n"
         + f"  auth:     {'bearer token' if services.token else 'none'}\n"
         + f"  webhooks: {webhooks}\n"
+        + (f"  evals:    {args.evals_dir}\n" if args.evals_dir else "")
         + f"  hosts:    {hosts.describe()}\n"
         + _describe_retention(args)
         + (

@@ -144,17 +144,27 @@ _BASE_RULES = {
 }
 
 
-def schema_to_gbnf(schema: JsonValue) -> GbnfGrammar:
+def schema_to_gbnf(
+    schema: JsonValue, *, declared_only: bool = False, compact: bool = False
+) -> GbnfGrammar:
     """Compile ``schema`` to a GBNF grammar whose ``root`` is one JSON value of the schema.
 
     Args:
         schema: A JSON Schema document (any draft); ``$ref`` is followed within the document
             only.
+        declared_only: An object that declares ``properties`` and does not say
+            ``additionalProperties`` takes only its declared properties, as llama.cpp's own
+            converter writes it. The grammar then accepts fewer instances than the schema
+            (never one the schema rejects): for decoding, where a small model let loose on
+            undeclared keys can write them until its token limit.
+        compact: Between tokens, at most one space (no line breaks or indents), as
+            llama-cpp-python's own converter allows: fewer output tokens, and a small model
+            kept from the pretty-printed layouts it loses its way in.
 
     Returns:
         The grammar and the notes on what it does not carry.
     """
-    return _Compiler(schema).compile()
+    return _Compiler(schema, declared_only=declared_only, compact=compact).compile()
 
 
 def _literal(text: str) -> str:
@@ -260,13 +270,16 @@ class _Compiler:
     refs: dict[str, str] = field(default_factory=dict)  # JSON pointer -> rule name
     notes: list[str] = field(default_factory=list)
     depth: int = 0
+    declared_only: bool = False
+    compact: bool = False
 
     def compile(self) -> GbnfGrammar:
         body = self.value(self.root, "$")
         lines = [f"root ::= {body}"]
         lines += [f"{name} ::= {rule}" for name, rule in self.rules.items()]
         needed = self._base_closure(" ".join(lines))
-        lines += [f"{name} ::= {rule}" for name, rule in _BASE_RULES.items() if name in needed]
+        base = {**_BASE_RULES, "ws": '" "?'} if self.compact else _BASE_RULES
+        lines += [f"{name} ::= {rule}" for name, rule in base.items() if name in needed]
         return GbnfGrammar(text="\n".join(lines) + "\n", notes=tuple(dict.fromkeys(self.notes)))
 
     def _base_closure(self, text: str) -> set[str]:
@@ -621,7 +634,9 @@ class _Compiler:
             if isinstance(required_list, list)
             else []
         )
-        extra: JsonValue = node.get("additionalProperties", True)
+        # Unsaid, extra keys are allowed, unless declared_only narrows them to none.
+        open_default = not properties or not self.declared_only
+        extra: JsonValue = node.get("additionalProperties", open_default)
         if "patternProperties" in node:
             extra = True  # which keys the patterns take is not in the grammar
         members: list[tuple[str, str, bool]] = []

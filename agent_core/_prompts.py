@@ -20,6 +20,7 @@ from agent_core._schema_outline import schema_outline
 
 __all__ = [
     "ANSWER_END",
+    "FINAL_ANSWER_NOW",
     "FORCE_REMINDER",
     "REJECTED_SEE_BELOW",
     "RESULT_ACCEPTED",
@@ -68,6 +69,13 @@ RESULT_ACCEPTED = "Result accepted."
 ANSWER_END = "</json>"
 """The marker prompted mode asks the model to write after its JSON, where the provider takes
 stop sequences: the reply stops there, so nothing after the JSON costs tokens."""
+
+FINAL_ANSWER_NOW = (
+    "Now give your final result: one JSON value of the shape the Required Output Format asks "
+    "for, and nothing else."
+)
+"""The user message that ends the input-tool turns of a native-mode run whose model stopped
+calling tools: the next reply is the answer, asked for under the provider's grammar."""
 
 REJECTED_SEE_BELOW = "Rejected: the errors follow in the next message."
 """The tool result for a rejected call whose errors are sent as a user message (a server

@@ -419,12 +419,7 @@ class Agent(Generic[OutputT]):
             profile = apply_profile_overrides(
                 profile_of(provider), self.profile_overrides, source=f"agent {self.id!r} profile"
             )
-            mode = choose_mode(
-                options.output_mode,
-                contract,
-                profile,
-                has_tools=bool(self.tools or self.config.mcp_servers),
-            )
+            mode = choose_mode(options.output_mode, contract, profile)
             if mode == "native" and contract is not None:
                 contract.bind(profile).response_format()  # refused here, not mid-run
             ladder.append((tier, with_profile(provider, profile), mode, profile))

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
+    "EVAL_REPORT_FILE",
     "Agreement",
+    "EvalReport",
     "EvalRun",
     "LatencyPercentiles",
     "ModelEval",
@@ -148,6 +150,25 @@ class ModelEval(BaseModel):
     """Agreement with the expected outputs; ``None`` without expected outputs."""
     failures: dict[str, int]
     """Failed runs, counted by error type."""
+
+
+EVAL_REPORT_FILE = "eval.json"
+"""The name of the report ``agentshape eval`` writes beside its results files (``--out``)."""
+
+
+class EvalReport(BaseModel):
+    """One eval's figures, as ``agentshape eval`` writes them to :data:`EVAL_REPORT_FILE`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: str
+    """The agent whose contract was evaluated."""
+    tasks: int = Field(ge=0)
+    """How many tasks each model was given."""
+    finished_at: str
+    """When the eval finished (ISO 8601, UTC)."""
+    models: list[ModelEval]
+    """Each model's figures, in the order the eval ran them."""
 
 
 def evaluate_model(

@@ -130,20 +130,17 @@ def choose_mode(
     requested: OutputMode | None,
     contract: OutputContract | None,
     profile: ProviderProfile,
-    *,
-    has_tools: bool = False,
 ) -> OutputMode:
     """Return the output mode a run uses on ``provider``.
 
     Without a requested mode the profile decides: ``native`` where a grammar enforces native
-    output while decoding and the agent has no input tools (native mode offers none), else
-    ``tool`` where the provider calls tools, else ``prompted``.
+    output while decoding (an agent's input tools then run first, and the answer is asked for
+    under the grammar), else ``tool`` where the provider calls tools, else ``prompted``.
 
     Args:
         requested: The mode the options ask for, or ``None`` to let the provider decide.
         contract: The run's contract (``None``: free text).
         profile: The profile of this tier's provider.
-        has_tools: The agent has input tools.
 
     Raises:
         ConfigError: ``text`` was asked for a run with a contract, or ``tool`` for a provider
@@ -154,7 +151,7 @@ def choose_mode(
     if requested == "text":
         raise ConfigError("output_mode 'text' needs a run without an output contract")
     if requested is None:
-        if profile.grammar_output and profile.native_output and not has_tools:
+        if profile.grammar_output and profile.native_output:
             return "native"
         return "tool" if profile.supports_tools else "prompted"
     if requested == "tool" and not profile.supports_tools:
@@ -244,7 +241,8 @@ def run_spec(
         on_turn: Records the run's progress before each model call after a finished turn.
     """
     tier, provider, mode, profile = rung
-    if tools and mode in ("native", "prompted"):
+    grammar_first_tools = mode == "native" and profile.grammar_output
+    if tools and mode in ("native", "prompted") and not grammar_first_tools:
         logger.warning(
             "agent %r: its input tools (%s) are not offered in %s mode, which asks for the "
             "output alone; use output mode 'tool' (--mode tool) for a run that uses them",

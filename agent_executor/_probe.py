@@ -3,7 +3,9 @@
 No model name or URL tells what a local server can be sent, so the prober makes a handful of
 tiny requests, each through the provider's own wire code with one feature turned on: a tool
 offered; a tool forced by name; ``tool_choice: "required"``; a strict tool; native output as
-``json_schema`` and as ``json_object`` with a schema (llama.cpp's dialect); and a conversation
+``json_schema`` and as ``json_object`` with a schema (llama.cpp's dialect); a GBNF ``grammar``
+(llama.cpp's field) that allows one answer no model would give unasked, so that only a server
+that decodes under it answers with exactly that; and a conversation
 that carries a tool call and its error result, as a re-prompt does, sent twice with results
 of different lengths: a server that drops ``tool`` messages before the model sees them (a chat
 template that keeps only user and assistant turns) reports the same prompt length for both.
@@ -45,6 +47,14 @@ _SCHEMA = {
     "required": ["answer"],
     "additionalProperties": False,
 }
+_CANARY = "kq7z-grammar"
+_CANARY_SCHEMA = {
+    "type": "object",
+    "properties": {"code": {"const": _CANARY}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+"""The grammar probe's schema: the grammar compiled from it derives one text only."""
 _ASK = [
     Message.system("You answer briefly."),
     Message.user("What is the capital of France? Record the answer."),
@@ -54,7 +64,7 @@ _PADDING = " The check found one more problem in the answer." * 12
 """Added to the long tool result: some 100 tokens in any tokenizer."""
 _REACHED_TOKENS = 40
 """How many more prompt tokens the long tool result must make for it to have reached the model."""
-PROBE_REQUESTS = 8
+PROBE_REQUESTS = 9
 """How many requests a probe makes (the tool conversation is sent twice)."""
 _UNREACHABLE = frozenset(
     {"provider_connection_error", "provider_timeout", "provider_authentication_error"}
@@ -220,6 +230,16 @@ def _any_reply(turn: ModelTurn) -> str | None:
     return None
 
 
+def _obeyed_grammar(turn: ModelTurn) -> str | None:
+    try:
+        value = json.loads(turn.text)
+    except (ValueError, RecursionError):  # a model can send anything
+        value = None
+    if value == {"code": _CANARY}:
+        return None
+    return f"the reply does not follow the grammar (the field was ignored): {turn.text[:80]!r}"
+
+
 async def probe_profile(
     model: str, target: ProbeTarget, base: ProviderProfile, *, timeout_s: float | None = None
 ) -> ProbeReport:
@@ -240,10 +260,13 @@ async def probe_profile(
         ProviderError: The server could not be reached, did not answer in time, or refused
             the key: no probe can tell anything then.
     """
-    neutral = base.model_copy(update={"strict_tools": False, "native_output": True})
+    neutral = base.model_copy(
+        update={"strict_tools": False, "native_output": True, "takes_grammar": False}
+    )
     forced = ToolChoice.tool(_TOOL.name)
     strict = _TOOL.model_copy(update={"strict": True})
     native = ResponseFormat(name="answer", json_schema=_SCHEMA, strict=True)
+    canary = ResponseFormat(name="code", json_schema=_CANARY_SCHEMA, strict=True)
     # (name, profile, messages, tools, tool choice, response format, what counts as honoured)
     plan: list[tuple[str, ProviderProfile, list[Message], list[ToolDefinition], ToolChoice,
                      ResponseFormat | None, Callable[[ModelTurn], str | None]]] = [
@@ -257,6 +280,8 @@ async def probe_profile(
         ("json_object_schema_format",
          neutral.model_copy(update={"native_format": "json_object_schema"}),
          _ASK, [], ToolChoice.auto(), native, _answered_json),
+        ("grammar_field", neutral.model_copy(update={"takes_grammar": True}),
+         _ASK, [], ToolChoice.auto(), canary, _obeyed_grammar),
     ]  # fmt: skip
     probes = []
     for name, profile, messages, tools, choice, response_format, honoured in plan:
@@ -290,6 +315,8 @@ def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
     tools = got["tools"].honoured
     json_schema = got["json_schema_format"].honoured  # accepted, and answered in JSON
     json_object = got["json_object_schema_format"].honoured
+    # Answered with the one text its grammar allows: the server decodes under the field.
+    grammar = got["grammar_field"].honoured
     # A strict tool the server accepts may still not be enforced, and nothing a probe sees
     # tells: strict_tools stays as the model string's profile has it (the probe informs).
     return base.model_copy(
@@ -297,7 +324,7 @@ def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
             "supports_tools": tools,
             "can_force_tool": tools and got["named_tool_choice"].honoured,
             "supports_required_tool_choice": tools and got["required_tool_choice"].honoured,
-            "native_output": json_schema or json_object,
+            "native_output": json_schema or json_object or grammar,
             "native_format": "json_schema"
             if json_schema or not json_object
             else "json_object_schema",
@@ -306,6 +333,7 @@ def _profile(base: ProviderProfile, probes: list[Probe]) -> ProviderProfile:
             "reprompt_as": "tool" if got["tool_conversation"].honoured else "user",
             # json_object with a schema is llama.cpp's dialect, which it turns into a grammar;
             # a json_schema answer does not show how it was made.
-            "grammar_output": base.grammar_output or (json_object and not json_schema),
+            "grammar_output": base.grammar_output or grammar or (json_object and not json_schema),
+            "takes_grammar": grammar,
         }
     )

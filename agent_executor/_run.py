@@ -212,9 +212,11 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
     contract = spec.contract.bind(spec.wire) if spec.contract else None
     inputs = [tool.definition() for tool in spec.tools]
     if contract is None or spec.mode != "tool":
-        tools = inputs if contract is None else []
+        # Input tools run before a grammar-constrained answer (see run_modes.json_text_loop).
+        tools_first = spec.mode == "native" and spec.wire.grammar_output and spec.max_steps > 1
+        tools = inputs if contract is None or tools_first else []
         response_format = None
-        if contract is not None and spec.mode == "native":
+        if contract is not None and spec.mode == "native" and not tools:
             response_format = contract.response_format()
         return ModelTurnRequest(
             messages=messages,

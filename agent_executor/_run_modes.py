@@ -17,6 +17,7 @@ from agent_contracts._messages import Message, ToolCall, ToolResult
 from agent_core._contract import Verdict, whole_reply_issue
 from agent_core._output_tool import OUTPUT_TOOL_NAME
 from agent_core._prompts import (
+    FINAL_ANSWER_NOW,
     FORCE_REMINDER,
     REJECTED_SEE_BELOW,
     RESULT_ACCEPTED,
@@ -62,6 +63,10 @@ MAX_INPUT_TOOL_ARGUMENTS = 64 * 1024
 async def json_text_loop(state: RunState) -> Verdict:
     """Native and prompted modes: the reply text is judged as JSON; a failure re-prompts.
 
+    In native mode on a provider whose grammar enforces the output (the profile's
+    ``grammar_output``), an agent's input tools run first (:func:`_input_tool_turns`), and the
+    answer is then asked for under the grammar.
+
     Args:
         state: The run.
 
@@ -75,6 +80,8 @@ async def json_text_loop(state: RunState) -> Verdict:
     contract = state.bound
     assert contract is not None
     response_format = contract.response_format() if spec.mode == "native" else None
+    if spec.mode == "native" and spec.tools and spec.wire.grammar_output and not state.attempts:
+        await _input_tool_turns(state)
     while True:
         turn = await call_model(state, [], ToolChoice.auto(), response_format)
         judged = contract.judge_text(
@@ -88,6 +95,28 @@ async def json_text_loop(state: RunState) -> Verdict:
             return judged
         retry = text_retry_prompt(turn.text, judged.errors, schema=contract.schema)
         state.messages.append(Message.user(retry))
+
+
+async def _input_tool_turns(state: RunState) -> None:
+    """Offer the input tools (and no grammar) until the model answers without calling one.
+
+    At most ``max_steps - 1`` turns, so the constrained answer still has its step. The tools'
+    results stay in the conversation; a reply without tool calls is not judged (it was not
+    constrained) and is followed by :data:`~agent_core._prompts.FINAL_ANSWER_NOW`. The answer's
+    turn offers no tools: llama.cpp's server refuses a grammar together with tools.
+    """
+    spec = state.spec
+    tools = [tool.definition() for tool in spec.tools]
+    while state.steps < spec.max_steps - 1:
+        turn = await call_model(state, tools, ToolChoice.auto())
+        if not turn.tool_calls:
+            state.messages.append(Message.user(FINAL_ANSWER_NOW))
+            return
+        results = [
+            await _run_and_record(state, call, position=index)
+            for index, call in enumerate(turn.tool_calls)
+        ]
+        state.messages.append(Message(role="tool", tool_results=results))
 
 
 async def text_loop(state: RunState) -> Verdict:

@@ -17,17 +17,24 @@ does (read from each server's source) and returns the refusal that server sends,
 :func:`llama2_prompt` is the prompt llama-cpp-python's server formats for a model file without
 a chat template (it falls back to the ``llama-2`` chat format, whose role map keeps only
 ``user`` and ``assistant`` messages), so a test can see what reached such a model.
+:func:`gemma3_prompt` is the prompt the same server formats with the chat format
+``bench/integration.py`` starts it with (Gemma 3's, ``bench/gemma3_chat_format.json``).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tests.fake_llm import ScriptedResponse
 from tests.gbnf_recognizer import parse_grammar
 
-__all__ = ["SERVERS", "llama2_prompt", "llamacpp_python", "ollama", "vllm"]
+__all__ = ["SERVERS", "gemma3_prompt", "llama2_prompt", "llamacpp_python", "ollama", "vllm"]
+
+GEMMA3_CHAT_FORMAT = Path(__file__).resolve().parents[1] / "bench" / "gemma3_chat_format.json"
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> ScriptedResponse:
@@ -126,6 +133,23 @@ def llama2_prompt(body: Any) -> str:
         else:
             prompt += marker + " "
     return prompt + "[/INST]"
+
+
+def gemma3_prompt(body: Any) -> str:
+    """The prompt llama-cpp-python's server formats with the integration's Gemma 3 chat format.
+
+    As ``hf_tokenizer_config_to_chat_formatter`` in its ``llama_chat_format.py``: an empty
+    assistant message is appended (to open the model's turn) and the template is rendered in a
+    sandboxed Jinja environment with ``trim_blocks`` and ``lstrip_blocks``.
+    """
+    config = json.loads(GEMMA3_CHAT_FORMAT.read_text())
+    template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(
+        config["chat_template"]
+    )
+    messages = [*body.get("messages", []), {"role": "assistant", "content": ""}]
+    return template.render(
+        messages=messages, bos_token=config["bos_token"], eos_token=config["eos_token"]
+    )
 
 
 SERVERS = {"llamacpp": llamacpp_python, "ollama": ollama, "vllm": vllm}

@@ -14,7 +14,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["Grammar", "accepts", "parse_grammar"]
+__all__ = ["Grammar", "accepts", "first_text", "parse_grammar"]
 
 Node = tuple  # ("lit", str) | ("cls", negated, ranges) | ("ref", name) | ("seq", [..]) ...
 
@@ -229,3 +229,33 @@ def accepts(grammar: Grammar | str, text: str) -> bool:
 
 
 _NONE: frozenset[int] = frozenset()
+
+
+def first_text(grammar: Grammar | str) -> str:
+    """Return the text ``grammar`` derives taking every first option and fewest repetitions.
+
+    What a fake model decoding under the grammar writes: for a grammar of one value (a
+    ``const``) it is that value. A negated class yields the first printable character outside
+    it. Recursive rules whose first option recurses are not supported.
+    """
+    rules = parse_grammar(grammar).rules if isinstance(grammar, str) else grammar.rules
+
+    def text_of(node: Node) -> str:
+        kind = node[0]
+        if kind == "lit":
+            return str(node[1])
+        if kind == "cls":
+            if not node[1]:
+                return str(node[2][0][0])
+            printable = (chr(code) for code in range(32, 127))
+            return next(c for c in printable if not any(lo <= c <= hi for lo, hi in node[2]))
+        if kind == "ref":
+            return text_of(rules[node[1]])
+        if kind == "alt":
+            return text_of(node[1][0])
+        if kind == "seq":
+            return "".join(text_of(item) for item in node[1])
+        _, inner, low, _high = node
+        return text_of(inner) * low
+
+    return text_of(rules["root"])

@@ -4,7 +4,9 @@
 cost one page) with the latest run's model, attempts, tokens and duration, filtered by agent,
 status, error type and creation time. ``GET /reports/sessions/events`` streams changed sessions
 as server-sent events. ``GET /reports/analytics`` is ``agentshape analytics``'s review of the
-runs the service stored, read from the rollups the store keeps as runs end.
+runs the service stored, read from the rollups the store keeps as runs end. ``GET
+/reports/evals`` lists the ``agentshape eval`` reports in the directory ``serve --evals-dir``
+names.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
-from pydantic import JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent_contracts._errors import AgentshapeError
 from agent_coordinator._api.deps import ServicesDep
@@ -31,6 +33,7 @@ from agent_coordinator._api.report_bodies import (
     row_view,
 )
 from agent_coordinator._errors import NotFound, from_library
+from agent_coordinator._eval_reports import EvalEntry, read_eval_reports
 from agent_coordinator._service.services import Services
 from agent_coordinator._store.overview import (
     SessionFilter,
@@ -231,3 +234,29 @@ async def analytics(
     return await asyncio.to_thread(
         services.store.rollup_review, source=services.store.url, since=day, agent=agent or None
     )
+
+
+class EvalList(BaseModel):
+    """The eval reports the service shows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evals_dir: str | None
+    """The directory read (``serve --evals-dir``), or ``None`` when the service has none."""
+    evals: list[EvalEntry]
+    """Each report file, newest first; files that are not reports last, with their error."""
+
+
+@router.get("/evals")
+async def evals(services: ServicesDep) -> EvalList:
+    """Return the ``agentshape eval`` reports found in the service's evals directory.
+
+    Each ``agentshape eval ... --out DIR/NAME`` writes ``DIR/NAME/eval.json``: per model,
+    contract success, first-try validity, runs rescued by the re-ask, mean attempts, tokens,
+    latency p50/p95, cost and field-level agreement where known.
+    """
+    directory = services.evals_dir
+    if directory is None:
+        return EvalList(evals_dir=None, evals=[])
+    found = await asyncio.to_thread(read_eval_reports, directory)
+    return EvalList(evals_dir=str(directory), evals=found)

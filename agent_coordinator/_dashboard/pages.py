@@ -23,7 +23,7 @@ ASSETS_PATH = "/dashboard/assets/"
 """Where the scripts and styles are served."""
 
 _PAGES = re.compile(
-    r"/(?:agents(?:/[^/]+)?|sessions(?:/[^/]+)?|runs/new|schemas|batches|analytics)?/?\Z"
+    r"/(?:agents(?:/[^/]+)?|sessions(?:/[^/]+)?|runs/new|schemas|batches|analytics|evals)?/?\Z"
 )
 _TYPES = {
     ".html": "text/html; charset=utf-8",

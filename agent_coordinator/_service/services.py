@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import hmac
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent_coordinator._execution import Execution
 from agent_coordinator._retention import Sweeper
@@ -94,6 +95,8 @@ class Services:
     notifier: Notifier = field(default_factory=Notifier)
     webhooks: WebhookSettings | None = None
     """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""
+    evals_dir: Path | None = None
+    """Where ``agentshape eval`` reports are read for ``/reports/evals``; ``None``: none."""
 
 
 def bearer_matches(header: str, token: str) -> bool:

@@ -113,16 +113,23 @@ def _child_runner(args: argparse.Namespace) -> ChildRunner:
     return run_child
 
 
-def unoffered_tools_note(tools: list[str], mode: str) -> str | None:
+def unoffered_tools_note(
+    tools: list[str], mode: str, *, grammar_output: bool = False
+) -> str | None:
     """Return why an agent's input tools are not offered in ``mode``, if they are not.
 
     Args:
         tools: The agent's input tools, by name.
         mode: The output mode of the run.
+        grammar_output: The provider's grammar enforces native output, so native mode offers
+            the input tools before it asks for the answer.
 
     Returns:
-        The note, or ``None`` in tool and text modes or without input tools.
+        The note, or ``None`` in tool and text modes, in native mode under a grammar, or
+        without input tools.
     """
     if not tools or mode not in ("native", "prompted"):
+        return None
+    if mode == "native" and grammar_output:
         return None
     return f"not offered in {mode} mode, which asks for the output alone"

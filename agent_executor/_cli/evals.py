@@ -3,7 +3,9 @@
 The tasks run on each model of ``--models`` as ``run-many`` runs them (same tasks file, same
 results lines, resumable the same way), one results file a model in ``--out``; then each
 model's results file is read back and folded into its figures (:mod:`agent_executor._evals`),
-printed as a table or, with ``--json``, as one JSON object.
+printed as a table or, with ``--json``, as one JSON object, and written to ``eval.json`` in
+``--out`` (an :class:`~agent_executor._evals.EvalReport`, which ``agentshape serve
+--evals-dir`` shows on the dashboard).
 
 The expected-outputs file (``--expected``) is JSONL, one ``{"id": ..., "expected": ...}`` a
 line, the id naming a task of the tasks file; blank lines and lines starting with ``#`` are
@@ -18,6 +20,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -41,7 +44,14 @@ from agent_executor._cli.inputs import caller_schema, load_agent, parse_param
 from agent_executor._cli.progress import Progress
 from agent_executor._cli.table import format_table
 from agent_executor._cli.tasks import TaskItem, read_done, read_tasks, results_lock
-from agent_executor._evals import EvalRun, ModelEval, Price, evaluate_model
+from agent_executor._evals import (
+    EVAL_REPORT_FILE,
+    EvalReport,
+    EvalRun,
+    ModelEval,
+    Price,
+    evaluate_model,
+)
 
 __all__ = ["read_expected", "read_runs", "register", "results_file_name"]
 
@@ -192,6 +202,15 @@ def eval_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             model, runs, tasks=len(items), price=prices.get(model), expected=expected
         )
         evals.append((figures, path))
+    _write_report(
+        args.out / EVAL_REPORT_FILE,
+        EvalReport(
+            agent=config.id,
+            tasks=len(items),
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            models=[figures for figures, _ in evals],
+        ),
+    )
     if args.json:
         report = {
             "agent": config.id,
@@ -206,6 +225,17 @@ def eval_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(_table([figures for figures, _ in evals]), file=out)
     every_task_met = all(figures.completed == len(items) for figures, _ in evals)
     return EXIT_OK if every_task_met else EXIT_RUN_FAILED
+
+
+def _write_report(path: Path, report: EvalReport) -> None:
+    """Write the eval's report beside its results files, whole or not at all.
+
+    ``agentshape serve --evals-dir`` reads these files while evals may be writing them: the
+    report is written to a temporary name and renamed over the old one.
+    """
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
 
 
 def results_file_name(model: str) -> str:

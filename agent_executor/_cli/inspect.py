@@ -25,6 +25,7 @@ from typing import TextIO
 from pydantic import BaseModel, JsonValue
 
 from agent_contracts._config import AgentConfig
+from agent_contracts._errors import ConfigError
 from agent_contracts._runs import RunOptions, RunRequest, merge_options
 from agent_contracts._validation import ValidationIssue
 from agent_core._contract import OutputContract, resolve_contract
@@ -112,9 +113,9 @@ def register(commands: Subcommands) -> None:
     show.add_argument("--workspace", type=Path, help="directory the input tools may read")
     show.add_argument(
         "--model",
-        default="test",
         help="the model whose first request is shown, built by the run loop itself "
-        "(default: test, the offline model; e.g. openai:gpt-4.1-mini with its key set)",
+        "(default: the agent's own model, else test, the offline model; e.g. "
+        "openai:gpt-4.1-mini with its key set)",
     )
     show.add_argument(
         "--task",
@@ -165,7 +166,17 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     tools = build_input_tools(own, workspace=args.workspace or Path.cwd())
     if len(own) < len(config.tools):
         tools.append(start_session_tool(args))
-    first, chosen = _first_request(args, config, mode)
+    model = args.model or config.model or "test"
+    unbuilt = ""
+    try:
+        first, chosen, grammar_output = _first_request(args, config, mode, model)
+    except ConfigError as exc:
+        if args.model is not None or model == "test":
+            raise
+        # The agent's own model needs a key or URL this shell lacks: show the offline model's.
+        unbuilt = f"{model} cannot be built here ({exc.format_message()}); shown for test"
+        model = "test"
+        first, chosen, grammar_output = _first_request(args, config, mode, model)
     if not args.mode and configured is None:
         # No mode asked for: the model's profile chose one (native under a grammar...).
         mode = "prompted" if chosen in ("prompted", "native") else "tool"
@@ -199,6 +210,7 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "model": config.model,
             "model_tiers": list(config.model_tiers),
             "mode": mode if contract is not None else "text",
+            "output_mode": chosen,
             "schema_source": contract.source if contract else None,
             "schema_name": contract.name if contract else None,
             "schema_hash": contract.hash if contract else None,
@@ -218,7 +230,11 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lines.append("output contract: none; the agent answers in free text")
     else:
         lines.append(f"output contract: {_describe(contract)}")
-    unoffered = unoffered_tools_note([t.name for t in tools], mode)
+    if unbuilt:
+        lines.append(f"note: {unbuilt}")
+    if contract is not None:
+        lines.append(f"output mode on {model}: {chosen} ({_why(args, configured, chosen)})")
+    unoffered = unoffered_tools_note([t.name for t in tools], chosen, grammar_output=grammar_output)
     listed = ", ".join(t.name for t in tools) or "none"
     lines.append(f"input tools: {listed}" + (f" ({unoffered})" if unoffered else ""))
     heading = f"system prompt ({mode} mode)" if contract is not None else "system prompt"
@@ -240,15 +256,28 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for tool, definition in zip(tools, input_tools, strict=True):
         lines += ["", f"=== input tool {tool.name} (sent as {wire.to_wire(tool.name)}) ==="]
         lines.append(_dumps(definition))
-    lines += ["", f"=== first request to {args.model} (built by the run loop) ===", _dumps(first)]
+    lines += ["", f"=== first request to {model} (built by the run loop) ===", _dumps(first)]
     out.write("\n".join(lines) + "\n")
     return EXIT_OK
 
 
+def _why(args: argparse.Namespace, configured: str | None, chosen: str) -> str:
+    """Return who chose a run's output mode, for ``show``."""
+    if args.mode:
+        return "--mode"
+    if configured is not None:
+        return "the agent's output.mode"
+    if chosen == "native":
+        return "the model's profile: a grammar enforces the answer while decoding"
+    return "the model's profile"
+
+
 def _first_request(
-    args: argparse.Namespace, config: AgentConfig, mode: PromptMode
-) -> tuple[JsonValue, str]:
-    """Return the first request a run would send (built by the run loop) and the mode it chose.
+    args: argparse.Namespace, config: AgentConfig, mode: PromptMode, model: str
+) -> tuple[JsonValue, str, bool]:
+    """Return a run's first request (as the run loop builds it), mode and grammar_output.
+
+    The last is whether the model's profile enforces native output with a grammar.
 
     Raises:
         ConfigError: The model cannot be resolved, or the options do not fit it.
@@ -273,11 +302,11 @@ def _first_request(
         output_schema=schema.inline,
         schema_name=schema.name if schema.inline is None else None,
     )
-    plan = agent.plan(request, args.model)
+    plan = agent.plan(request, model)
     rung = plan.ladder[0]
     turn = first_request(run_spec(agent.config, agent.tools, plan, rung))
     dumped: JsonValue = turn.model_dump(mode="json", exclude_defaults=True)
-    return dumped, rung[2]
+    return dumped, rung[2], rung[3].grammar_output
 
 
 def _dumps(value: JsonValue) -> str:

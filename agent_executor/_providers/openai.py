@@ -494,7 +494,11 @@ def chat_body(
         if profile.takes_grammar:
             # llama.cpp refuses a body with both a schema and a grammar, and llama-cpp-python
             # lets a json_object response format replace the grammar: the grammar goes alone.
-            body["grammar"] = schema_to_gbnf(fmt.json_schema).text
+            # As the server's own converter: only declared properties where the schema does
+            # not say, and compact JSON. A small model free to add keys, or to lay the JSON out
+            # over lines, was seen to loop until its token limit.
+            grammar = schema_to_gbnf(fmt.json_schema, declared_only=True, compact=True)
+            body["grammar"] = grammar.text
         elif profile.native_format == "json_object_schema":
             body["response_format"] = {"type": "json_object", "schema": fmt.json_schema}
         else:

@@ -70,8 +70,8 @@ LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
 ``required``), and native output as a GBNF ``grammar`` agentshape compiles from the schema
 (:func:`agent_core._gbnf_grammar.schema_to_gbnf`; its notes say what stays with validation;
 with ``takes_grammar`` off, ``{"type": "json_object", "schema": ...}``, which the server
-turns into a grammar itself): an agent without input tools runs in native mode unless it
-asks for another. Re-prompts go as user messages: llama-cpp-python's fallback chat formats
+turns into a grammar itself): an agent runs in native mode unless it asks for another, its
+input tools first. Re-prompts go as user messages: llama-cpp-python's fallback chat formats
 (Llama 2's, for a model file without a chat template) keep only user and assistant turns."""
 
 TEST_PROFILE = ProviderProfile(

@@ -23,6 +23,7 @@ from agent_coordinator import open_store
 from bench.service_scale import build
 from tests.agent_coordinator.harness import Service
 from tests.agent_coordinator.test_dashboard_api import fill_sessions
+from tests.agent_coordinator.test_eval_reports import write_eval
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 pytest.importorskip(
@@ -623,3 +624,41 @@ def test_a_session_page_deletes_the_session_once_its_run_has_ended(
     assert asked == [f"Delete the session {started['session_id']}?"]
     assert dash.client.get(f"/sessions/{started['session_id']}").status_code == 404
     assert dash.client.get(f"/runs/{started['run_id']}").status_code == 404
+
+
+def test_the_evals_page_shows_each_models_figures_and_escapes_them(
+    dash: Service, page: Page, tmp_path: Path
+) -> None:
+    page.goto(f"{dash.url}/evals")
+    expect(page.get_by_role("heading", name="Evals")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("start it with --evals-dir DIR")
+
+    write_eval(tmp_path, "grader-local")
+    hostile = json.loads((tmp_path / "evals" / "grader-local" / "eval.json").read_text())
+    hostile["models"][0]["model"] = SCRIPT
+    hostile["finished_at"] = "2026-01-01T00:00:00+00:00"
+    (tmp_path / "evals" / "hostile").mkdir()
+    (tmp_path / "evals" / "hostile" / "eval.json").write_text(json.dumps(hostile))
+    (tmp_path / "evals" / "broken").mkdir()
+    (tmp_path / "evals" / "broken" / "eval.json").write_text("{not json")
+    dash.services.evals_dir = tmp_path / "evals"
+
+    page.goto(f"{dash.url}/evals")
+    evals = page.get_by_test_id("eval")
+    expect(evals).to_have_count(3)
+    newest = evals.nth(0)
+    expect(newest).to_contain_text("grader: 2 tasks")
+    expect(newest).to_contain_text("grader-local/eval.json")
+    rescued = newest.locator("tr", has_text="test:fail_first=invalid_arguments")
+    # Contract met, first try, rescued by the re-ask, mean attempts.
+    cells = rescued.locator("td")
+    expect(cells.nth(1)).to_have_text("2/2 (100%)")
+    expect(cells.nth(2)).to_have_text("50%")
+    expect(cells.nth(3)).to_have_text("1")
+    expect(cells.nth(4)).to_have_text("1.50")
+    expect(evals.nth(1).locator("td").first).to_have_text(SCRIPT)
+    expect(evals.nth(2).get_by_role("alert")).to_contain_text("broken/eval.json: not an eval")
+    assert page.evaluate("window.__owned") is None
+    page.get_by_role("link", name="Evals").click()
+    expect(page.get_by_role("link", name="Evals")).to_have_attribute("aria-current", "page")
+    shoot(page, "evals")

@@ -267,3 +267,58 @@ def test_other_keys_exclude_declared_names_spelled_with_class_characters() -> No
     assert accepts(grammar.text, '{"a-b":null,"^]":null,"a-c":true,"^":false}')
     assert not accepts(grammar.text, '{"a-b":null,"a-b":true}')
     assert not accepts(grammar.text, '{"^]":true}')
+
+
+ANALYZER = {
+    "type": "object",
+    "required": ["files_analyzed", "issues"],
+    "properties": {
+        "files_analyzed": {"type": "integer"},
+        "issues": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string"}},
+            },
+        },
+    },
+}
+
+
+def test_declared_only_takes_the_declared_properties_where_the_schema_does_not_say() -> None:
+    wide = schema_to_gbnf(ANALYZER).text
+    narrow = schema_to_gbnf(ANALYZER, declared_only=True).text
+    extra_top = '{"files_analyzed":1,"issues":[],"message":"major","message":"minor"}'
+    extra_nested = '{"files_analyzed":1,"issues":[{"file":"a.py","line":3}]}'
+    plain = '{"files_analyzed":1,"issues":[{"file":"a.py"}]}'
+    # The schema allows the extra keys, so the default grammar does too.
+    assert accepts(wide, extra_top) and accepts(wide, extra_nested)
+    assert not accepts(narrow, extra_top) and not accepts(narrow, extra_nested)
+    assert accepts(narrow, plain)
+
+
+@pytest.mark.parametrize(
+    "schema, text",
+    [
+        ({"type": "object", "additionalProperties": True, "properties": {"a": {}}}, '{"b":1}'),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, '{"b":1}'),
+        ({"type": "object"}, '{"b":1}'),  # no properties declared: any object
+        (
+            {"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}},
+            '{"xb":1}',
+        ),
+    ],
+)
+def test_declared_only_keeps_extra_keys_a_schema_asks_for(schema: Any, text: str) -> None:
+    assert accepts(schema_to_gbnf(schema, declared_only=True).text, text)
+
+
+def test_compact_allows_one_space_between_tokens_and_no_line_breaks() -> None:
+    pretty = json.dumps({"files_analyzed": 1, "issues": []}, indent=2)
+    spaced = '{ "files_analyzed": 1, "issues": []}'
+    wide = schema_to_gbnf(ANALYZER).text
+    compact = schema_to_gbnf(ANALYZER, compact=True).text
+    assert accepts(wide, pretty) and accepts(wide, spaced)
+    assert not accepts(compact, pretty)
+    assert accepts(compact, spaced) and accepts(compact, '{"files_analyzed":1,"issues":[]}')

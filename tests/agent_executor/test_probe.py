@@ -12,7 +12,14 @@ import pytest
 from agent_executor._cli import main
 from agent_executor._providers.profiles import LLAMACPP_PROFILE
 from tests.compatible_servers import llamacpp_python, ollama
-from tests.fake_llm import FakeLLM, ScriptedResponse, openai_text, openai_tool_call
+from tests.fake_llm import (
+    FakeLLM,
+    ScriptedResponse,
+    openai_text,
+    openai_tool_call,
+    status_error,
+)
+from tests.gbnf_recognizer import first_text
 
 Check = Callable[[Any], ScriptedResponse | None]
 
@@ -28,20 +35,27 @@ def prompt_tokens(body: Any, *, drop_tool_messages: bool = False) -> int:
 
 
 def answering(
-    check: Check, *, drop_tool_messages: bool = False, text_for_required: bool = False
+    check: Check,
+    *,
+    drop_tool_messages: bool = False,
+    text_for_required: bool = False,
+    grammar: bool = False,
 ) -> Check:
     """The server's checks, then an answer that does what the request asked.
 
     The answer reports the prompt's tokens as a server counts what its template kept;
     ``text_for_required`` answers ``tool_choice: "required"`` in text, as a server that accepts
-    it without applying it does.
+    it without applying it does. With ``grammar`` a request's GBNF ``grammar`` field is decoded
+    under (llama.cpp's servers); without, it is ignored as an unknown field (Ollama, vLLM).
     """
 
     def answer(body: Any) -> ScriptedResponse:
         refused = check(body)
         if refused is not None:
             return refused
-        if body.get("response_format"):
+        if grammar and body.get("grammar"):
+            reply = openai_text(first_text(body["grammar"]))
+        elif body.get("response_format") or body.get("grammar"):
             reply = openai_text(json.dumps({"answer": "Paris"}))
         elif text_for_required and body.get("tool_choice") == "required":
             reply = openai_text("Paris.")
@@ -79,7 +93,7 @@ def probe(
 def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
     fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake_llm.refuse_when(answering(llamacpp_python))
+    fake_llm.refuse_when(answering(llamacpp_python, grammar=True))
 
     code, out = probe(fake_llm, monkeypatch, capsys, "compatible:gemma", "--json")
 
@@ -93,12 +107,12 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
         "strict_tools": (True, True),
         "json_schema_format": (False, False),
         "json_object_schema_format": (True, True),
+        "grammar_field": (True, True),
         "tool_conversation": (True, True),
     }
     # This server keeps tool messages (its model has a chat template that renders them), so
     # re-prompts may go as tool results; the llamacpp: profile assumes a fallback template.
-    # No probe sends a GBNF grammar, so takes_grammar stays as compatible: has it (off).
-    kept = LLAMACPP_PROFILE.model_copy(update={"reprompt_as": "tool", "takes_grammar": False})
+    kept = LLAMACPP_PROFILE.model_copy(update={"reprompt_as": "tool"})
     assert report["profile"] == kept.model_dump()
     refused = next(p for p in report["probes"] if p["name"] == "json_schema_format")
     assert "Input should be 'text' or 'json_object'" in refused["detail"]
@@ -108,13 +122,15 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
         "type": "json_object",
         "schema": sent[5]["response_format"]["schema"],
     }
-    assert len(sent) == 8  # one request each (two for the conversation): none is retried
+    # The grammar probe sends agentshape's grammar of a one-value schema, and no schema.
+    assert "response_format" not in sent[6] and "kq7z-grammar" in sent[6]["grammar"]
+    assert len(sent) == 9  # one request each (two for the conversation): none is retried
 
 
 def test_the_text_report_gives_the_llm_section_and_the_flags(
     fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake_llm.refuse_when(answering(llamacpp_python))
+    fake_llm.refuse_when(answering(llamacpp_python, grammar=True))
 
     code, out = probe(fake_llm, monkeypatch, capsys, "compatible:gemma")
 
@@ -124,7 +140,7 @@ def test_the_text_report_gives_the_llm_section_and_the_flags(
     assert "native_format: json_object_schema, grammar_output: true, reprompt_as: tool," in out
     assert (
         "--profile native_output=true --profile native_format=json_object_schema "
-        "--profile grammar_output=true\n"
+        "--profile grammar_output=true --profile takes_grammar=true\n"
     ) in out
 
 
@@ -236,3 +252,45 @@ def test_no_flag_for_a_native_format_that_was_not_seen_to_work(
     assert code == 0
     assert "--profile native_output=false" in out
     assert "native_format=" not in out.split("or, for one run")[1]
+
+
+def test_a_server_that_ignores_the_grammar_field_is_not_sent_one(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # llama-cpp-python's checks, but the field is dropped as an unknown one (as Ollama and vLLM
+    # do): the reply is the model's own JSON, not the one text the grammar allows.
+    fake_llm.refuse_when(answering(llamacpp_python))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "llamacpp:gemma", "--json")
+
+    assert code == 0
+    report = json.loads(out)
+    field = next(p for p in report["probes"] if p["name"] == "grammar_field")
+    assert field["accepted"] and not field["honoured"]
+    assert "the reply does not follow the grammar" in field["detail"]
+    assert report["profile"]["takes_grammar"] is False
+    # Native output still works through the server's own json_object grammar.
+    assert report["profile"]["native_format"] == "json_object_schema"
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "llamacpp:gemma")
+    assert "--profile takes_grammar=false" in out
+
+
+def test_a_server_that_refuses_the_grammar_field(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unknown_fields_refused(body: Any) -> ScriptedResponse | None:
+        if "grammar" in body:
+            return status_error(400, "Unrecognized request argument supplied: grammar")
+        return None
+
+    fake_llm.refuse_when(answering(unknown_fields_refused, grammar=True))
+
+    code, out = probe(fake_llm, monkeypatch, capsys, "compatible:m", "--json")
+
+    report = json.loads(out)
+    field = next(p for p in report["probes"] if p["name"] == "grammar_field")
+    assert (field["accepted"], field["honoured"]) == (False, False)
+    assert "Unrecognized request argument supplied: grammar" in field["detail"]
+    assert report["profile"]["takes_grammar"] is False
+    assert code == 0

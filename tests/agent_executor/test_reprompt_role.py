@@ -10,24 +10,25 @@ the prompt it would have formatted.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from tests.agent_executor.test_run import VALID, agent_for, bodies, call
-from tests.compatible_servers import llama2_prompt, llamacpp_python
-from tests.fake_llm import FakeLLM, ScriptedResponse
+from tests.compatible_servers import gemma3_prompt, llama2_prompt, llamacpp_python
+from tests.fake_llm import FakeLLM, ScriptedResponse, openai_text
 
 MISSING_SCORE = "$: 'score' is a required property"
 
 
-def formatting(prompts: list[str]) -> Any:
+def formatting(prompts: list[str], template: Any = llama2_prompt) -> Any:
     """llama-cpp-python's request checks, keeping each accepted request's formatted prompt."""
 
     def check(body: Any) -> ScriptedResponse | None:
         refused = llamacpp_python(body)
         if refused is None:
-            prompts.append(llama2_prompt(body))
+            prompts.append(template(body))
         return refused
 
     return check
@@ -84,3 +85,34 @@ async def test_reprompt_as_is_a_profile_field_an_agent_can_set(
     # With tool, the errors are in the tool message, which this template drops.
     assert (MISSING_SCORE in tool_message["content"]) == (role == "tool")
     assert (MISSING_SCORE in prompts[1]) == (role == "user")
+
+
+@pytest.mark.parametrize("mode", ["tool", "native", "prompted"])
+async def test_the_integration_chat_format_shows_the_model_the_reprompt_and_the_system_prompt(
+    fake_llm: FakeLLM, mode: str
+) -> None:
+    # bench/integration.py starts llama-cpp-python's server with Gemma 3's chat format: the
+    # prompt it formats holds the agent's system prompt and, after a rejected answer, the errors.
+    prompts: list[str] = []
+    fake_llm.refuse_when(formatting(prompts, gemma3_prompt))
+    if mode == "tool":
+        fake_llm.respond(
+            call("openai", "submit_result", {"title": "solid"}, "call_a"),
+            call("openai", "submit_result", VALID, "call_b"),
+        )
+    else:
+        fake_llm.respond(
+            openai_text(json.dumps({"title": "solid"})), openai_text(json.dumps(VALID))
+        )
+    env = {"LLAMACPP_BASE_URL": fake_llm.openai_base_url}
+    agent = agent_for(
+        "llamacpp:gemma", env=env, system_prompt="You grade essays.", options={"output_mode": mode}
+    )
+    result = await agent.run("Grade the essay.")
+    assert result.ok and result.retries == 1
+
+    first, second = prompts
+    assert first.startswith("<start_of_turn>user\nYou grade essays.")
+    assert MISSING_SCORE not in first
+    assert MISSING_SCORE in second
+    assert second.endswith("<end_of_turn>\n<start_of_turn>model\n")

@@ -157,6 +157,7 @@ const routes = [
   [/^\/schemas\/?$/, "schemas"],
   [/^\/batches\/?$/, "batches"],
   [/^\/analytics\/?$/, "analytics"],
+  [/^\/evals\/?$/, "evals"],
 ];
 
 function askToken(main, again) {

@@ -332,3 +332,20 @@ def test_an_eval_stopped_mid_write_resumes(capsys: pytest.CaptureFixture[str]) -
     assert "test: 1 task(s) to run, 2 completed earlier in evals/test.jsonl" in err
     assert figures(out)["test"]["completed"] == 3
     assert len(Path("evals/test.jsonl").read_text().splitlines()) == 3
+
+
+def test_the_eval_writes_its_report_beside_the_results_files(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_eval("--json") == 1
+    printed = figures(capsys.readouterr().out)
+
+    report = json.loads(Path("evals/eval.json").read_text())
+    assert report["agent"] == "grader" and report["tasks"] == 3
+    assert report["finished_at"].endswith("+00:00")
+    # The same figures as printed, without the local results-file paths.
+    for entry in report["models"]:
+        assert {**entry, "results_file": printed[entry["model"]]["results_file"]} == printed[
+            entry["model"]
+        ]
+    assert not any(p.name.endswith(".partial") for p in Path("evals").iterdir())

@@ -374,3 +374,43 @@ def test_show_follows_the_mode_the_model_profile_chooses(
     assert "=== system prompt (prompted mode) ===" in out
     first = out[out.index("=== first request to llamacpp:m") :]
     assert '"response_format"' in first and '"tools"' not in first
+
+
+LLAMACPP_YML = (
+    "id: local\nmodel: llamacpp:gemma\nsystem_prompt: You grade.\ntools: [fs:read]\n"
+    "output_schema:\n  type: object\n  required: [score]\n  properties:\n"
+    "    score: {type: integer, minimum: 0, maximum: 10}\n"
+)
+
+
+def test_show_without_model_shows_the_mode_the_agents_own_model_gives(
+    fleet: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (fleet / "local").mkdir()
+    (fleet / "local" / "agent.yml").write_text(LLAMACPP_YML)
+    assert main(["show", "local"]) == 0
+    out = capsys.readouterr().out
+    assert "output mode on llamacpp:gemma: native (the model's profile: a grammar" in out
+    # Its input tools run before the answer, so they are offered.
+    assert "input tools: fs:read\n" in out
+    first = out[out.index("=== first request to llamacpp:gemma") :]
+    assert '"fs:read"' in first and '"response_format"' not in first
+
+    document = show_json(capsys, "local")
+    assert document["output_mode"] == "native"
+    assert show_json(capsys, "local", "--mode", "tool")["output_mode"] == "tool"
+    assert show_json(capsys, "local", "--model", "test")["output_mode"] == "tool"
+
+
+def test_show_without_model_falls_back_to_test_when_the_agents_model_needs_a_key(
+    fleet: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (fleet / "paid").mkdir()
+    (fleet / "paid" / "agent.yml").write_text(
+        LLAMACPP_YML.replace("llamacpp:gemma", "openai:gpt-4.1-mini")
+    )
+    assert main(["show", "paid"]) == 0
+    out = capsys.readouterr().out
+    assert "note: openai:gpt-4.1-mini cannot be built here (" in out
+    assert "output mode on test: tool (the model's profile)" in out
