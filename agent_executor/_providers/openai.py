@@ -11,18 +11,8 @@ out from then on for a server that refuses it); the SDK's SSE decoder splits the
 :class:`~agent_executor._providers.openai_chunks.CompletionChunks` reads them as plain JSON and
 assembles the ``chat.completion`` the same reply parser reads.
 
-Clients (:data:`CLIENTS`, see ``_providers.clients``): a pooled SDK client is bound to
-the event loop it first ran on, so clients are kept one per running loop (and per key, base URL and
-retry setting), each closed when its loop shuts down; connections are reused across calls and runs.
-Where no such shutdown can be relied on, each call gets a fresh client closed after it.
-``request_blocking`` (for ``run_sync``, see :mod:`~agent_executor._providers.blocking`) sends the
-same body through the SDK's synchronous client, kept one per settings.
-
-The wire helpers sit below the provider: the request body (:func:`chat_body`,
-:func:`chat_content`: the conversation, tools and tool choice in Chat Completions form, tool
-names put on the wire with the request's :class:`ToolNameMap`, and the settings a request
-carries), then the SDK clients and the one place its errors are translated
-(:func:`translate_errors`).
+Clients (:data:`CLIENTS`) are pooled one per running event loop (an SDK client is bound to the
+loop it first ran on) and per settings; ``request_blocking`` uses the SDK's synchronous client.
 """
 
 from __future__ import annotations
@@ -201,10 +191,8 @@ class OpenAIProvider:
     def _content(
         self, turn: ModelTurnRequest, names: ToolNameMap, extra: JsonObject | None = None
     ) -> bytes:
-        """Return the request body for ``turn`` as JSON bytes (see :func:`chat_content`).
-
-        A lone surrogate (in the task, or an echoed answer) goes out as its escape.
-        """
+        """Return the request body for ``turn`` as JSON bytes (see :func:`chat_content`)."""
+        # A lone surrogate (in the task, or an echoed answer) goes out as its escape.
         return chat_content(
             turn,
             names,
@@ -343,24 +331,7 @@ def _refuses_stream_options(error: ProviderError) -> bool:
 async def _post(
     client: openai.AsyncOpenAI, url: str, content: bytes, timeout: float
 ) -> str | bytes:
-    """Send a Chat Completions request body to ``url`` and return the reply body (:func:`_body_of`).
-
-    The body goes out as built (JSON bytes, from :func:`chat_content`), through the SDK's
-    generic ``post``: its retries, timeouts and error types apply, but not its walk of the typed
-    parameters. ``url`` is absolute (:func:`completions_url`).
-
-    Args:
-        client: The SDK client.
-        url: The Chat Completions URL.
-        content: The request body.
-        timeout: Seconds for the call.
-
-    Returns:
-        The reply's body.
-
-    Raises:
-        openai.OpenAIError: The SDK's error, after its bounded retries.
-    """
+    """Send a Chat Completions request body to ``url``; return the reply body (:func:`_body_of`)."""
     response = await client.post(
         url, content=content, cast_to=httpx2.Response, options=_options(timeout)
     )
@@ -373,12 +344,9 @@ def _options(timeout: float) -> openai.RequestOptions:
 
 
 def _body_of(response: httpx2.Response) -> str | bytes:
-    """Return a reply's body: its bytes, or its text when it declares a charset other than UTF-8.
-
-    JSON between systems is UTF-8 (RFC 8259), and the parser reads the bytes as they are;
-    decoding them first would cost a parse of the ``Content-Type`` header (through the
-    standard library's e-mail parser) and a copy on every call.
-    """
+    """Return a reply's body: its bytes, or its text when it declares a charset other than UTF-8."""
+    # JSON between systems is UTF-8 and the parser reads bytes as they are: decoding first
+    # would parse the Content-Type header and copy the body on every call.
     declared = response.headers.get("content-type", "").lower()
     if "charset" in declared and "utf-8" not in declared and "utf8" not in declared:
         return response.text
@@ -393,22 +361,7 @@ async def _post_stream(
     chunks: CompletionChunks,
     provider: str,
 ) -> str | None:
-    """Send a streamed Chat Completions request body and read its chunks into ``chunks``.
-
-    The SDK's generic ``post`` sends it (its retries, timeouts and error types apply until the
-    stream starts); the events are read in batches (:func:`~agent_executor._providers.sse.
-    sse_data`: the events a network read completes), each chunk as plain JSON (an argument
-    piece shaped like the one before it is read without a parse, see
-    :meth:`CompletionChunks.read`), and the argument pieces of a batch go to the run loop merged.
-
-    Returns:
-        ``None``, or the reply body's text when the server answered with a whole completion.
-
-    Raises:
-        ProviderError: A chunk is not JSON, or the server sent an error in the stream.
-        openai.APIConnectionError: The connection broke off mid-stream (``APITimeoutError``
-            when it timed out), for :func:`translate_errors`.
-    """
+    """Send a streamed Chat Completions request body and read its chunks into ``chunks``."""
     # With ``cast_to=httpx2.Response`` the SDK hands back the response unread (its stream
     # class is not used); the typing follows ``stream_cls``.
     sent: object = await client.post(
@@ -461,20 +414,7 @@ def chat_body(
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"],
     tools: bool = True,
 ) -> JsonObject:
-    """Return the Chat Completions request body for one call.
-
-    Args:
-        turn: The conversation, tools and settings for this call.
-        names: The wire names of the request's tools.
-        model: The model to call.
-        profile: What the server can be sent (how native output is spelled).
-        max_tokens_param: Which field carries ``max_tokens``.
-        tools: Whether to put the ``tools`` list in (without it, the rest of a body that
-            offers tools, ``tool_choice`` included).
-
-    Returns:
-        The body as plain JSON.
-    """
+    """Return the Chat Completions request body for one call."""
     messages: list[JsonValue] = [*_messages(turn.messages, names)]
     body: JsonObject = {"model": model, "messages": messages}
     if turn.tools:
@@ -522,28 +462,7 @@ def chat_content(
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"],
     extra: JsonObject | None = None,
 ) -> bytes:
-    """Return :func:`chat_body` (and ``extra``'s fields) as the request's JSON bytes.
-
-    The ``tools`` list, the largest part of most bodies and the same on every call, is
-    serialised once per set of tool definitions (definitions are frozen; the same objects
-    under the same wire names give the same bytes) and put in as bytes; the rest is
-    serialised by :func:`~agent_core._json_text.json_body` on every call.
-
-    Args:
-        turn: The conversation, tools and settings for this call.
-        names: The wire names of the request's tools.
-        model: The model to call.
-        profile: What the server can be sent.
-        max_tokens_param: Which field carries ``max_tokens``.
-        extra: Fields to add to the body (``stream``, ``stream_options``).
-
-    Returns:
-        The body, JSON bytes.
-
-    Raises:
-        TypeError: The body holds an object no JSON serialiser knows.
-        ValueError: The body holds NaN or an infinite number.
-    """
+    """Return :func:`chat_body` (and ``extra``'s fields) as the request's JSON bytes."""
     body = chat_body(
         turn, names, model=model, profile=profile, max_tokens_param=max_tokens_param, tools=False
     )
@@ -567,15 +486,13 @@ def chat_content(
         content = _with_system(content, model, system, body, finite)
     if not turn.tools:
         return content
+    # The tools list, the largest part of most bodies and the same on every call, is
+    # serialised once per set of (frozen) tool definitions and put in as bytes.
     return b"".join((content[:-1], b',"tools":', _tools_json(turn.tools, names), b"}"))
 
 
 def _with_system(content: bytes, model: str, system: str, body: JsonObject, finite: bool) -> bytes:
-    """Return ``content`` (a body without its system message) with that message put first.
-
-    The body's JSON opens with its model and then its messages (the order :func:`chat_body`
-    writes them in); should it not, the body is written again with the message in it.
-    """
+    """Return ``content`` (a body without its system message) with that message put first."""
     opening = _opening(model)
     if not content.startswith(opening):  # never seen: the exact way instead
         messages = cast("list[JsonValue]", body["messages"])
@@ -690,13 +607,9 @@ def _messages(messages: list[Message], names: ToolNameMap) -> list[JsonObject]:
 
 
 def _arguments_text(call: ToolCall) -> str:
-    """Return the arguments to echo back: always the JSON text of an object.
-
-    What the model sent when it was a JSON object, else its parsed value as JSON; arguments
-    that were not a JSON object (cut off, broken, a list) are echoed as ``{}``, because Ollama
-    and llama.cpp parse the echoed arguments and refuse the whole request otherwise. The error
-    tool result that follows tells the model what was wrong with what it sent.
-    """
+    """Return the arguments to echo back: always the JSON text of an object."""
+    # Arguments that were not an object are echoed as ``{}``: Ollama and llama.cpp parse the
+    # echoed arguments and refuse the whole request otherwise.
     if not isinstance(call.arguments, dict):
         return "{}"
     if call.raw_arguments and call.raw_arguments.lstrip().startswith("{"):
@@ -717,20 +630,7 @@ SYNC_CLIENTS: SyncClients[openai.OpenAI] = SyncClients(lambda client: client.clo
 def async_client(
     api_key: str | None, base_url: str | None, max_retries: int, timeout_s: float
 ) -> openai.AsyncOpenAI:
-    """Return a new asynchronous SDK client (``None`` key and URL: the SDK reads the environment).
-
-    Args:
-        api_key: The API key, or ``None``.
-        base_url: The API's base URL, or ``None``.
-        max_retries: The SDK's retries of a failed call.
-        timeout_s: Seconds for a call.
-
-    Returns:
-        The client.
-
-    Raises:
-        openai.OpenAIError: No API key was given or found.
-    """
+    """Return a new asynchronous SDK client (``None`` key or URL: the SDK reads the environment)."""
     return openai.AsyncOpenAI(
         api_key=api_key,
         base_url=base_url,
@@ -744,20 +644,7 @@ def async_client(
 
 
 def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float) -> openai.OpenAI:
-    """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline.
-
-    Args:
-        api_key: The API key.
-        base_url: The API's base URL.
-        max_retries: The SDK's retries of a failed call.
-        timeout_s: Seconds for a call.
-
-    Returns:
-        The client.
-
-    Raises:
-        openai.OpenAIError: The key is unusable.
-    """
+    """Return a new synchronous SDK client whose attempts keep within a blocking call's deadline."""
     hooks = deadline_hooks(lambda request: openai.APITimeoutError(request=request))
     hooks["response"].insert(0, refuse_retry_when_malformed_sync)
     return openai.OpenAI(
@@ -770,28 +657,14 @@ def sync_client(api_key: str, base_url: str, max_retries: int, timeout_s: float)
 
 
 def completions_url(base_url: httpx2.URL) -> str:
-    """Return the absolute Chat Completions URL under a client's ``base_url``, to post to.
-
-    The URL the SDK would build from ``"/chat/completions"`` (its base URL's path, which ends in
-    ``/``, then the endpoint's), made once per client.
-
-    Args:
-        base_url: The client's ``base_url``.
-
-    Returns:
-        The absolute URL.
-    """
+    """Return the absolute Chat Completions URL under a client's ``base_url``, to post to."""
     return str(base_url.copy_with(raw_path=base_url.raw_path + b"chat/completions"))
 
 
 class translate_errors:
-    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place).
+    """Turn every SDK error raised inside into a :class:`ProviderError` (the one place)."""
 
-    A plain context manager rather than a generator one: it is entered on every model call.
-
-    Args:
-        provider: The provider's name, for the errors.
-    """
+    # A plain context manager rather than a generator one: it is entered on every model call.
 
     __slots__ = ("provider",)
 

@@ -86,15 +86,7 @@ TEST_PROFILE = ProviderProfile(
 
 
 def profile_of(provider: Provider) -> ProviderProfile:
-    """Return a provider's profile; one without a profile gets a neutral one.
-
-    Args:
-        provider: The provider.
-
-    Returns:
-        ``provider.profile``, or a neutral profile; a provider whose ``supports_tools`` is
-        false never gets a profile that offers it tools.
-    """
+    """Return a provider's profile; one without a profile gets a neutral one."""
     tools = bool(getattr(provider, "supports_tools", True))
     profile = getattr(provider, "profile", None)
     if not isinstance(profile, ProviderProfile):
@@ -107,19 +99,7 @@ def profile_of(provider: Provider) -> ProviderProfile:
 
 
 def with_profile(provider: Provider, profile: ProviderProfile) -> Provider:
-    """Return ``provider``, or a copy of it that spells its requests by ``profile``.
-
-    A provider spells the wire by its own profile (how native output is asked for, whether a
-    grammar is sent); overrides (``llm.profile``, ``--profile``) reach the wire through a copy
-    made by the provider's ``variant(profile=...)``, where it has one.
-
-    Args:
-        provider: The provider.
-        profile: The profile after overrides.
-
-    Returns:
-        ``provider`` when its profile is ``profile`` or it cannot be copied; else the copy.
-    """
+    """Return ``provider``, or a copy of it that spells its requests by ``profile``."""
     variant = getattr(provider, "variant", None)
     if profile == profile_of(provider) or not callable(variant):
         return provider
