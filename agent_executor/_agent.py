@@ -248,10 +248,7 @@ class Agent(Generic[OutputT]):
         return chosen
 
     def _limited(self, model: Provider | str | None = None) -> Provider:
-        """Return :meth:`provider`, its calls held to the limits when a limiter keeps them.
-
-        A provider object the caller made (a batch's, a test double) is used as it is.
-        """
+        """Return :meth:`provider`, its calls held to the limits when a limiter keeps them."""
         provider = self.provider(model)
         chosen = model if model is not None else self._model
         if (

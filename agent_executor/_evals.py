@@ -41,12 +41,7 @@ _PER_MILLION = 1_000_000
 
 @dataclass(frozen=True)
 class Price:
-    """What a model costs, in US dollars per million tokens.
-
-    Attributes:
-        input_per_1m: Dollars per million input (prompt) tokens.
-        output_per_1m: Dollars per million output (completion) tokens.
-    """
+    """What a model costs, in US dollars per million tokens."""
 
     input_per_1m: float
     output_per_1m: float
@@ -60,19 +55,7 @@ class Price:
 
 @dataclass(frozen=True)
 class EvalRun:
-    """One task's run, as far as an eval counts it.
-
-    Attributes:
-        task_id: The task's id, as text.
-        completed: Whether the run met the contract.
-        retries: Re-asks made (attempts after the first).
-        attempts: Attempts at the output.
-        input_tokens: Input tokens the run spent.
-        output_tokens: Output tokens the run spent.
-        duration_ms: The run's wall time, in milliseconds.
-        output: The validated output (``None`` when the run failed).
-        error_type: Why the run failed (``None`` when it completed).
-    """
+    """One task's run, as far as an eval counts it."""
 
     task_id: str
     completed: bool
@@ -179,19 +162,7 @@ def evaluate_model(
     price: Price | None = None,
     expected: Mapping[str, JsonValue] | None = None,
 ) -> ModelEval:
-    """Fold one model's runs into its eval figures.
-
-    Args:
-        model: The model, as the eval names it.
-        runs: One run a task (tasks not run yet are left out).
-        tasks: How many tasks the eval has.
-        price: The model's price, for ``cost_usd``.
-        expected: The expected output by task id (as text), for ``agreement``; tasks without
-            one are not counted there.
-
-    Returns:
-        The figures.
-    """
+    """Fold one model's runs into its eval figures."""
     count = len(runs)
     completed = [run for run in runs if run.completed]
     first_try = sum(1 for run in completed if run.retries == 0)
@@ -221,17 +192,7 @@ def evaluate_model(
 
 
 def field_agreement(output: JsonValue, expected: JsonValue) -> tuple[int, int]:
-    """Count the leaf fields of ``expected`` that ``output`` holds with the same value.
-
-    Values are equal as JSON values are: ``1`` equals ``1.0``, but ``true`` is not ``1``.
-
-    Args:
-        output: The model's output.
-        expected: The expected output.
-
-    Returns:
-        ``(fields_equal, fields)``.
-    """
+    """Count the leaf fields of ``expected`` that ``output`` holds with the same value."""
     actual = dict(leaf_fields(output))
     fields = equal = 0
     for path, value in leaf_fields(expected):
@@ -242,10 +203,7 @@ def field_agreement(output: JsonValue, expected: JsonValue) -> tuple[int, int]:
 
 
 def leaf_fields(value: JsonValue, path: str = "$") -> Iterator[tuple[str, JsonValue]]:
-    """Yield ``(path, value)`` for every leaf of a JSON value (``$.a.b``, ``$.items[0]``).
-
-    A leaf is a string, number, boolean or null, or an empty object or array.
-    """
+    """Yield ``(path, value)`` for every leaf of a JSON value (``$.a.b``, ``$.items[0]``)."""
     if isinstance(value, dict) and value:
         for key, item in value.items():
             yield from leaf_fields(item, f"{path}.{key}")
@@ -257,12 +215,7 @@ def leaf_fields(value: JsonValue, path: str = "$") -> Iterator[tuple[str, JsonVa
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
-    """Return the nearest-rank ``q``-th percentile of ``values`` (``None`` when empty).
-
-    Args:
-        values: The values, in any order.
-        q: The percentile, 0 to 100.
-    """
+    """Return the nearest-rank ``q``-th percentile of ``values`` (``None`` when empty)."""
     if not values:
         return None
     ordered = sorted(values)

@@ -72,15 +72,7 @@ class RunKeywords(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run, resolved before the first model call.
-
-    Attributes:
-        request: The run's request.
-        options: The merged options (run over agent over environment).
-        contract: The output contract, or ``None`` for a free-text run.
-        ladder: The tiers the run may use, first to last.
-        precheck: A failure found before any model call (bad run parameters), or ``None``.
-    """
+    """One run, resolved before the first model call."""
 
     request: RunRequest
     options: RunOptions
@@ -90,10 +82,7 @@ class RunPlan:
 
     @property
     def rungs(self) -> list[Rung]:
-        """The tiers the run still has to use: the ladder from the tier of the request's progress.
-
-        The whole ladder for a request without progress, or whose progress's tier is not on it.
-        """
+        """The tiers the run still has to use: the ladder from its progress's tier on."""
         progress = self.request.progress
         tiers = [rung[0] for rung in self.ladder]
         if progress is None or progress.model_tier not in tiers:
@@ -102,17 +91,7 @@ class RunPlan:
 
 
 def request_of(request: RunRequest | str, fields: Mapping[str, object]) -> RunRequest:
-    """Return the run's request: ``request`` itself, or one built from a task and keywords.
-
-    Args:
-        request: A request, or the task alone.
-        fields: The keyword arguments a caller gave (``None`` values count as not given).
-
-    Raises:
-        ConfigError: Keywords were given together with a ``RunRequest``, or the request is
-            neither a request nor a string.
-        pydantic.ValidationError: A keyword's value does not fit the request.
-    """
+    """Return the run's request: ``request`` itself, or one built from a task and keywords."""
     given = {key: value for key, value in fields.items() if value is not None}
     if isinstance(request, RunRequest):
         if given:
@@ -131,21 +110,7 @@ def choose_mode(
     contract: OutputContract | None,
     profile: ProviderProfile,
 ) -> OutputMode:
-    """Return the output mode a run uses on ``provider``.
-
-    Without a requested mode the profile decides: ``native`` where a grammar enforces native
-    output while decoding (an agent's input tools then run first, and the answer is asked for
-    under the grammar), else ``tool`` where the provider calls tools, else ``prompted``.
-
-    Args:
-        requested: The mode the options ask for, or ``None`` to let the provider decide.
-        contract: The run's contract (``None``: free text).
-        profile: The profile of this tier's provider.
-
-    Raises:
-        ConfigError: ``text`` was asked for a run with a contract, or ``tool`` for a provider
-            that cannot call tools.
-    """
+    """Return the output mode a run uses on ``provider``."""
     if contract is None:
         return "text"
     if requested == "text":
@@ -171,20 +136,7 @@ def model_ladder(
     *,
     escalate: bool,
 ) -> list[tuple[int, Provider]]:
-    """Return ``(tier, provider)`` for the tiers a run may use, starting at ``start``.
-
-    Args:
-        agent_id: The agent's id, for messages.
-        tiers: The escalation tiers (tier ``n`` is ``tiers[n - 1]``).
-        resolve: Turns a model (or ``None``: the agent's own) into a provider.
-        model: The run's model for tier ``start``, or ``None``.
-        start: The first tier.
-        escalate: Whether later tiers are part of the ladder.
-
-    Raises:
-        ConfigError: ``start`` is negative or past the last tier, or a model is unknown or
-            lacks its key.
-    """
+    """Return ``(tier, provider)`` for the tiers a run may use, starting at ``start``."""
     if start < 0 or (model is None and start > len(tiers)):
         raise ConfigError(
             f"model_tier {start} does not exist: agent {agent_id!r} has tiers 0 to {len(tiers)}"
@@ -205,13 +157,7 @@ def model_ladder(
 def parameter_failure(
     agent_id: str, issues: Sequence[ValidationIssue], parameters: Mapping[str, JsonValue]
 ) -> RunError | None:
-    """Return the failure for run parameters that break the agent's ``parameters_schema``.
-
-    Args:
-        agent_id: The agent's id.
-        issues: The problems found with the parameters (empty: no failure).
-        parameters: The parameters, kept as the failure's last output.
-    """
+    """Return the failure for run parameters that break the agent's ``parameters_schema``."""
     if not issues:
         return None
     return RunError(
@@ -231,15 +177,7 @@ def run_spec(
     rung: Rung,
     on_turn: TurnRecorder | None = None,
 ) -> RunSpec:
-    """Return the run loop's spec for one tier of a plan.
-
-    Args:
-        config: The agent's configuration.
-        tools: The agent's input tools.
-        plan: The resolved run.
-        rung: The tier to run.
-        on_turn: Records the run's progress before each model call after a finished turn.
-    """
+    """Return the run loop's spec for one tier of a plan."""
     tier, provider, mode, profile = rung
     grammar_first_tools = mode == "native" and profile.grammar_output
     if tools and mode in ("native", "prompted") and not grammar_first_tools:

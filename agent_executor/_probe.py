@@ -1,20 +1,12 @@
 """What an OpenAI-compatible server accepts, found by asking: :func:`probe_profile`.
 
 No model name or URL tells what a local server can be sent, so the prober makes a handful of
-tiny requests, each through the provider's own wire code with one feature turned on: a tool
-offered; a tool forced by name; ``tool_choice: "required"``; a strict tool; native output as
-``json_schema`` and as ``json_object`` with a schema (llama.cpp's dialect); a GBNF ``grammar``
-(llama.cpp's field) that allows one answer no model would give unasked, so that only a server
-that decodes under it answers with exactly that; and a conversation
-that carries a tool call and its error result, as a re-prompt does, sent twice with results
-of different lengths: a server that drops ``tool`` messages before the model sees them (a chat
-template that keeps only user and assistant turns) reports the same prompt length for both.
-Each answer is recorded (accepted, refused with the server's words, or accepted without doing
-what was asked), and the profile that follows is what a run on that server should use: a
-capability is on only when its probe saw it work, and re-prompts go as user messages unless a
-tool message was seen to reach the model (``reprompt_as``). Whether a server that accepts a
-strict tool also enforces it cannot be seen from its answers, so ``strict_tools`` is left as
-the model string's profile has it.
+tiny requests through the provider's own wire code, each with one feature turned on (tools, a
+forced or required tool, a strict tool, native output in both dialects, a GBNF grammar that allows
+one answer no model gives unasked, a tool result sent at two lengths to see whether ``tool``
+messages reach the model). A capability is on in the resulting profile only when its probe saw it
+work; ``strict_tools`` is left as the model string's profile has it, since enforcement cannot be
+seen from the answers.
 """
 
 from __future__ import annotations
@@ -73,14 +65,7 @@ _UNREACHABLE = frozenset(
 
 @dataclass(frozen=True)
 class Probe:
-    """One probe's outcome.
-
-    Attributes:
-        name: What was tried (``named_tool_choice``, ``required_tool_choice``...).
-        accepted: The server answered 2xx.
-        honoured: It also did what was asked (called the tool, answered in JSON).
-        detail: The server's refusal, or what it did instead, in a line.
-    """
+    """One probe's outcome."""
 
     name: str
     accepted: bool
@@ -90,13 +75,7 @@ class Probe:
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """Every probe's outcome and the profile they add up to.
-
-    Attributes:
-        model: The model spec probed.
-        probes: The outcomes, in the order they were tried.
-        profile: The profile a run on this server should use.
-    """
+    """Every probe's outcome and the profile they add up to."""
 
     model: str
     probes: list[Probe] = field(default_factory=list)
@@ -107,15 +86,7 @@ class ProbeReport:
         return dict(self.profile.model_dump())
 
     def flags(self, given: ProviderProfile) -> dict[str, object]:
-        """Return the fields to pass as ``--profile`` flags next to the model string.
-
-        Those the probes changed from ``given``: a capability turned off because it was seen to
-        fail, or on because it was seen to work; never a native format that was not seen to
-        work.
-
-        Args:
-            given: The profile the model string gives.
-        """
+        """Return the fields to pass as ``--profile`` flags next to the model string."""
         fields = self.overrides()
         if not self.profile.native_output:
             fields.pop("native_format")
@@ -163,11 +134,9 @@ async def _try(
 
 
 def _conversation(nonce: str, result: str) -> list[Message]:
-    """A conversation with a refused tool call, as a re-prompt sends it.
-
-    ``nonce`` starts the prompt, so that a server's prompt cache cannot make two
-    conversations' counts differ for another reason than their tool results.
-    """
+    """A conversation with a refused tool call, as a re-prompt sends it."""
+    # The nonce starts the prompt so that a server's prompt cache cannot make two conversations'
+    # counts differ for another reason than their tool results.
     call = ToolCall(id="call_probe1", name=_TOOL.name, arguments={}, raw_arguments="{}")
     refused = ToolResult(tool_call_id=call.id, name=_TOOL.name, content=result, is_error=True)
     return [
@@ -181,11 +150,9 @@ def _conversation(nonce: str, result: str) -> list[Message]:
 async def _tool_conversation(
     send: _Send, request: Callable[[list[Message]], ModelTurnRequest]
 ) -> Probe:
-    """Send a conversation with a tool result, then with a longer one, and compare the prompts.
-
-    The server's prompt token count is the one thing a reply says about what the model was
-    shown: a longer tool result that does not lengthen it did not reach the model.
-    """
+    """Send a conversation with a tool result, then with a longer one, and compare the prompts."""
+    # The prompt token count is the one thing a reply says about what the model was shown: a longer
+    # tool result that does not lengthen it did not reach the model.
     name = "tool_conversation"
     error = "$: 'answer' is a required property"
     short = await _send(name, send, request(_conversation("A", error)))
@@ -243,23 +210,7 @@ def _obeyed_grammar(turn: ModelTurn) -> str | None:
 async def probe_profile(
     model: str, target: ProbeTarget, base: ProviderProfile, *, timeout_s: float | None = None
 ) -> ProbeReport:
-    """Probe a server and return what it accepts and the profile that follows.
-
-    Args:
-        model: The model spec, for the report.
-        target: The probed provider's request function for a given profile (the wire form of
-            each probe is the provider's own).
-        base: The profile the model string gives (its ``tool_dialect`` is kept when strict
-            tools are refused).
-        timeout_s: Each probe's timeout (``None``: the provider's).
-
-    Returns:
-        The report. A server that refuses tools altogether gets ``supports_tools: false``.
-
-    Raises:
-        ProviderError: The server could not be reached, did not answer in time, or refused
-            the key: no probe can tell anything then.
-    """
+    """Probe a server and return what it accepts and the profile that follows."""
     neutral = base.model_copy(
         update={"strict_tools": False, "native_output": True, "takes_grammar": False}
     )

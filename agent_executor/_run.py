@@ -86,19 +86,10 @@ model requests' worth, when ``request_timeout_s`` allows a request longer than 1
 
 
 class RunOutcome:
-    """A finished run: its result (built when first read) and the typed output object.
+    """A finished run: its result (built when first read) and the typed output object."""
 
-    Building the ``RunResult`` (the transcript copied with every tool call answered, every
-    field checked) costs about as much as reading the model's reply; a caller that reads only
-    the output, or only whether the run failed, never pays it.
-
-    Args:
-        result: The run's result, or a function that builds it (called once, when
-            :attr:`result` is first read).
-        output: The output as an instance of the contract's class, for a completed run with one.
-        error: Why the run failed (``None`` when it completed); read from ``result`` when it
-            is given as a ``RunResult``.
-    """
+    # Building the RunResult costs about as much as reading the model's reply: a caller that reads
+    # only the output, or only whether the run failed, never pays it.
 
     __slots__ = ("_build", "_result", "error", "output")
 
@@ -120,11 +111,7 @@ class RunOutcome:
 
     @property
     def result(self) -> RunResult:
-        """The run's result (built on first read).
-
-        Raises:
-            pydantic.ValidationError: A bug of ours left a field of the result unusable.
-        """
+        """The run's result (built on first read)."""
         if self._result is None:
             assert self._build is not None
             self._result = self._build()
@@ -142,11 +129,9 @@ _SAME_MEANING = frozenset({"allOf", "pattern"})
 def _system_prompt(
     system: str, bound: BoundContract, mode: PromptMode, end_marker: str | None
 ) -> str:
-    """Return ``system`` with the contract's output section, rendered once per prompt and schema.
-
-    Rendering walks the whole schema; contracts are built once per schema, so the rendering is
-    kept and used again for the same schema object.
-    """
+    """Return ``system`` with the contract's output section, rendered once per prompt and schema."""
+    # Rendering walks the whole schema, and contracts are built once per schema: the rendering is
+    # kept for the same schema object.
     contract = bound.contract
     key = (system, contract.hash, mode, bound.dialect, end_marker)
     cached = _SYSTEM_PROMPTS.get(key)
@@ -168,12 +153,7 @@ def _system_prompt(
 
 
 def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
-    """Return the conversation a run opens with, and whether reminders stand in for forcing.
-
-    The system prompt carries the contract's output section last; an earlier transcript follows
-    (its unanswered tool calls answered); the task comes last, with the written reminder when
-    the provider cannot force ``submit_result``.
-    """
+    """Return the conversation a run opens with, and whether reminders stand in for forcing."""
     contract = spec.contract
     system = spec.system_prompt
     if contract is not None:
@@ -197,17 +177,7 @@ def _system_message(text: str) -> Message:
 
 
 def first_request(spec: RunSpec) -> ModelTurnRequest:
-    """Return the first model call a run of ``spec`` makes, exactly as the run loop builds it.
-
-    ``agentshape show`` prints this, so what it shows is what a run sends: the enriched system
-    prompt, any reminder, the tools offered and the tool choice.
-
-    Args:
-        spec: The run.
-
-    Returns:
-        The first request, in neutral form (each provider translates it to its wire format).
-    """
+    """Return the first model call a run of ``spec`` makes, exactly as the run loop builds it."""
     messages, _ = _opening(spec)
     contract = spec.contract.bind(spec.wire) if spec.contract else None
     inputs = [tool.definition() for tool in spec.tools]
@@ -244,16 +214,7 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
 
 
 async def execute(spec: RunSpec, sink: AnalyticsSink) -> RunOutcome:
-    """Run one agent conversation to a result; never raises for what a model or provider did.
-
-    Args:
-        spec: The resolved run.
-        sink: Where analytics events go (a failing sink never breaks the run).
-
-    Returns:
-        The outcome: a completed or failed ``RunResult`` and, when completed with a contract,
-        the typed output object.
-    """
+    """Run one agent conversation to a result; never raises for what a model or provider did."""
     started = time.perf_counter()
     contract = spec.contract
     messages, cannot_force = _opening(spec)
@@ -290,11 +251,7 @@ _Settled = tuple[Verdict | None, BaseModel | None, RunError | None]
 
 
 async def _settle(state: RunState) -> _Settled:
-    """Run the mode's loop within the timeout; return the verdict and output, or the error.
-
-    Every way a run can end becomes a value here: a failure of the contract, the timeout, a
-    provider error, a developer's ``FunctionModel`` mistake, or a bug (``internal_error``).
-    """
+    """Run the mode's loop within the timeout; return the verdict and output, or the error."""
     spec, contract = state.spec, state.spec.contract
     loop = text_loop if contract is None else tool_loop if spec.mode == "tool" else json_text_loop
     request = spec.options.request_timeout_s or 0
@@ -385,12 +342,9 @@ def _emit_ending(
 
 
 def _answered(messages: list[Message]) -> list[Message]:
-    """Return ``messages`` with an error result for every tool call left unanswered.
-
-    A run cut short (timeout, token budget, provider error) can end right after the model's
-    tool calls; OpenAI refuses a conversation that goes on from there, so the missing results
-    are filled in, each right after its turn.
-    """
+    """Return ``messages`` with an error result for every tool call left unanswered."""
+    # OpenAI refuses a conversation that goes on after unanswered tool calls, which a run cut short
+    # can end with.
     out: list[Message] = []
     pending: list[ToolCall] = []
 

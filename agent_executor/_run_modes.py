@@ -61,21 +61,7 @@ MAX_INPUT_TOOL_ARGUMENTS = 64 * 1024
 
 
 async def json_text_loop(state: RunState) -> Verdict:
-    """Native and prompted modes: the reply text is judged as JSON; a failure re-prompts.
-
-    In native mode on a provider whose grammar enforces the output (the profile's
-    ``grammar_output``), an agent's input tools run first (:func:`_input_tool_turns`), and the
-    answer is then asked for under the grammar.
-
-    Args:
-        state: The run.
-
-    Returns:
-        The accepted attempt.
-
-    Raises:
-        RunFailure: The re-prompts are spent, or the run hit a limit.
-    """
+    """Native and prompted modes: the reply text is judged as JSON; a failure re-prompts."""
     spec = state.spec
     contract = state.bound
     assert contract is not None
@@ -98,13 +84,9 @@ async def json_text_loop(state: RunState) -> Verdict:
 
 
 async def _input_tool_turns(state: RunState) -> None:
-    """Offer the input tools (and no grammar) until the model answers without calling one.
-
-    At most ``max_steps - 1`` turns, so the constrained answer still has its step. The tools'
-    results stay in the conversation; a reply without tool calls is not judged (it was not
-    constrained) and is followed by :data:`~agent_core._prompts.FINAL_ANSWER_NOW`. The answer's
-    turn offers no tools: llama.cpp's server refuses a grammar together with tools.
-    """
+    """Offer the input tools (and no grammar) until the model answers without calling one."""
+    # At most max_steps - 1 turns, so the constrained answer keeps its step; its turn offers no
+    # tools, as llama.cpp's server refuses a grammar together with tools.
     spec = state.spec
     tools = [tool.definition() for tool in spec.tools]
     while state.steps < spec.max_steps - 1:
@@ -120,21 +102,9 @@ async def _input_tool_turns(state: RunState) -> None:
 
 
 async def text_loop(state: RunState) -> Verdict:
-    """Free text: input tools for up to ``max_steps - 1`` turns, then an answer without tools.
-
-    The tools stay offered on the last turn (Anthropic refuses tool history without tool
-    definitions) with ``tool_choice`` ``none``; a model that still calls tools then fails the
-    run with ``max_steps_exceeded``.
-
-    Args:
-        state: The run.
-
-    Returns:
-        The answer.
-
-    Raises:
-        RunFailure: The model still called tools on its last step, or the run hit a limit.
-    """
+    """Free text: input tools for up to ``max_steps - 1`` turns, then an answer without tools."""
+    # The tools stay offered on the last turn (Anthropic refuses tool history without tool
+    # definitions), with tool_choice none.
     spec = state.spec
     tools = [tool.definition() for tool in spec.tools]
     while True:
@@ -162,14 +132,7 @@ async def text_loop(state: RunState) -> Verdict:
 async def run_input_tool(
     tools: Sequence[InputTool], call: ToolCall, *, position: int = 0
 ) -> ToolResult:
-    """Run one input-tool call and return its result (an error result when it cannot run).
-
-    Args:
-        tools: The agent's input tools.
-        call: The model's call.
-        position: How many input-tool calls came before it in the same turn; past
-            :data:`MAX_INPUT_CALLS_PER_TURN` the call is not run.
-    """
+    """Run one input-tool call and return its result (an error result when it cannot run)."""
     tool = next((t for t in tools if t.name == call.name), None)
     if tool is None:
         content = unknown_tool(call.name, [t.name for t in tools])
@@ -192,10 +155,7 @@ async def run_input_tool(
 
 
 async def _run_and_record(state: RunState, call: ToolCall, *, position: int) -> ToolResult:
-    """Run one input-tool call and emit its ``tool_call`` event (name, time, error or not).
-
-    ``position`` counts the input-tool calls before it in the turn (see ``run_input_tool``).
-    """
+    """Run one input-tool call and emit its ``tool_call`` event (name, time, error or not)."""
     if state.relay is not None:
         state.relay.tool_started(call)
     started = time.perf_counter()
@@ -215,11 +175,9 @@ async def _run_and_record(state: RunState, call: ToolCall, *, position: int) -> 
 
 
 def _remind(state: RunState, forced: bool) -> None:
-    """Before a turn that should force ``submit_result`` on a provider that cannot, say so.
-
-    Added after a round of input-tool results (a rejected call's result and the text-reply
-    reminder already ask for ``submit_result``), so a reminder never repeats itself.
-    """
+    """Before a turn that should force ``submit_result`` on a provider that cannot, say so."""
+    # Added only after a round of input-tool results (a rejected call's result and the text-reply
+    # reminder already ask for submit_result), so a reminder never repeats itself.
     if not (forced and state.cannot_force):
         return
     last = state.messages[-1]
@@ -228,17 +186,7 @@ def _remind(state: RunState, forced: bool) -> None:
 
 
 async def tool_loop(state: RunState) -> Verdict:
-    """Tool mode: input tools while allowed, ``submit_result`` forced on the last step.
-
-    Args:
-        state: The run.
-
-    Returns:
-        The accepted ``submit_result`` call's verdict.
-
-    Raises:
-        RunFailure: The re-prompts are spent, or the run hit a limit.
-    """
+    """Tool mode: input tools while allowed, ``submit_result`` forced on the last step."""
     spec = state.spec
     contract = state.bound
     assert contract is not None
@@ -282,10 +230,7 @@ async def tool_loop(state: RunState) -> Verdict:
 async def _answer_calls(
     state: RunState, calls: Sequence[ToolCall], offered: list[str], forced: bool, cut_off: bool
 ) -> Verdict | None:
-    """Answer one turn's tool calls; return the accepted verdict, the failed one, or ``None``.
-
-    ``None`` means the turn only used input tools: no attempt was made.
-    """
+    """Answer one turn's tool calls; return the accepted verdict, the failed one, or ``None``."""
     spec = state.spec
     contract = state.bound
     assert contract is not None

@@ -26,11 +26,7 @@ __all__ = ["build_agent", "resolve_provider", "start_session_tool", "unoffered_t
 
 
 def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) -> Provider:
-    """Return the run's provider, noting on ``err`` when it is the offline test model.
-
-    Raises:
-        ConfigError: The model string is unknown or its API key is missing.
-    """
+    """Return the run's provider, noting on ``err`` when it is the offline test model."""
     provider = agent.provider(model)
     if provider.name == "test":
         why = "as asked" if model or agent.config.model else "named by AGENTSHAPE_MODEL"
@@ -46,22 +42,7 @@ def resolve_provider(agent: Agent[BaseModel], model: str | None, err: TextIO) ->
 def build_agent(
     args: argparse.Namespace, config: AgentConfig, *, depth: int = 0
 ) -> Agent[BaseModel]:
-    """Return the agent a run command runs: its workspace, registry, profile and analytics.
-
-    The command line always writes analytics: to ``--analytics-dir``, else
-    ``$AGENTSHAPE_ANALYTICS_DIR``, else ``.agentshape/analytics``. An agent that lists
-    ``agents:start_session`` gets it as :class:`LocalStartSession`: its children are agents of
-    ``--agents-dir``, built here the same way one level deeper, and run in this process.
-
-    Args:
-        args: The command's arguments.
-        config: The agent's config.
-        depth: The session's depth (0 for the agent the user runs; its children are 1...).
-
-    Raises:
-        ConfigError: The config names an unknown tool, or a ``--profile`` field is unknown.
-        InvalidSchemaError: The agent's schema is invalid.
-    """
+    """Return the agent a run command runs: its workspace, registry, profile and analytics."""
     directory = args.analytics_dir or os.environ.get(ENV_ANALYTICS_DIR) or DEFAULT_ANALYTICS_DIR
     own_tools = [name for name in config.tools if name != TOOL_NAME]
     agent: Agent[BaseModel] = Agent(
@@ -77,10 +58,7 @@ def build_agent(
 
 
 def start_session_tool(args: argparse.Namespace, depth: int = 0) -> LocalStartSession:
-    """Return ``agents:start_session`` for a session at ``depth`` of a run command.
-
-    Its children are the agents of ``--agents-dir``, built by :func:`build_agent`.
-    """
+    """Return ``agents:start_session`` for a session at ``depth`` of a run command."""
     return LocalStartSession(_fleet_of(args), _child_runner(args), depth)
 
 
@@ -116,18 +94,7 @@ def _child_runner(args: argparse.Namespace) -> ChildRunner:
 def unoffered_tools_note(
     tools: list[str], mode: str, *, grammar_output: bool = False
 ) -> str | None:
-    """Return why an agent's input tools are not offered in ``mode``, if they are not.
-
-    Args:
-        tools: The agent's input tools, by name.
-        mode: The output mode of the run.
-        grammar_output: The provider's grammar enforces native output, so native mode offers
-            the input tools before it asks for the answer.
-
-    Returns:
-        The note, or ``None`` in tool and text modes, in native mode under a grammar, or
-        without input tools.
-    """
+    """Return why an agent's input tools are not offered in ``mode``, if they are not."""
     if not tools or mode not in ("native", "prompted"):
         return None
     if mode == "native" and grammar_output:

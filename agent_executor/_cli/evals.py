@@ -131,13 +131,7 @@ def register(commands: Subcommands) -> None:
 
 
 def eval_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``agentshape eval``: exit 0 when every task met the contract on every model, else 1.
-
-    Raises:
-        UsageError: A flag, the tasks, expected-outputs or a results file cannot be used
-            (nothing runs).
-        ConfigError: The agent, a model or the schema cannot be used.
-    """
+    """Run ``agentshape eval``: exit 0 when every task met the contract on every model, else 1."""
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
     models = _models(args.models)
@@ -228,22 +222,16 @@ def eval_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _write_report(path: Path, report: EvalReport) -> None:
-    """Write the eval's report beside its results files, whole or not at all.
-
-    ``agentshape serve --evals-dir`` reads these files while evals may be writing them: the
-    report is written to a temporary name and renamed over the old one.
-    """
+    """Write the eval's report beside its results files, whole or not at all."""
+    # agentshape serve --evals-dir reads these files while evals may write them: written to a
+    # temporary name, then renamed over the old one.
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     partial.replace(path)
 
 
 def results_file_name(model: str) -> str:
-    """Return the results file's name for ``model``: its spec made safe as a file name.
-
-    Every character other than letters, digits, ``.``, ``_`` and ``-`` becomes ``_``
-    (``openai:gpt-4.1-mini`` -> ``openai_gpt-4.1-mini.jsonl``).
-    """
+    """Return the results file's name for ``model``: its spec made safe as a file name."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", model).lstrip(".") + ".jsonl"
 
 
@@ -259,20 +247,7 @@ class _ExpectedLine(BaseModel):
 
 
 def read_expected(path: Path, items: Sequence[TaskItem]) -> dict[str, JsonValue]:
-    """Read an expected-outputs file.
-
-    Args:
-        path: The JSONL file, one ``{"id": ..., "expected": ...}`` a line.
-        items: The eval's tasks (every id must name one).
-
-    Returns:
-        The expected output by task id (as text).
-
-    Raises:
-        UsageError: The file cannot be read, or lines are bad (every one is listed with its
-            number, up to twenty): not a JSON object, a missing or unknown key, an id that no
-            task has, or an id given twice.
-    """
+    """Read an expected-outputs file."""
     text = _read_text(path, "expected-outputs file")
     tasks = {item.key for item in items}
     expected: dict[str, JsonValue] = {}
@@ -314,22 +289,9 @@ class _ResultLine(BaseModel):
 
 
 def read_runs(path: Path, items: Sequence[TaskItem]) -> list[EvalRun]:
-    """Read the runs of the eval's tasks from a results file (the last line of a task wins).
-
-    Lines of tasks not in ``items`` are skipped, and so is a torn last line (no newline, not
-    JSON: a run was stopped mid-write), which the next run drops and runs again.
-
-    Args:
-        path: The results file.
-        items: The eval's tasks.
-
-    Returns:
-        One run a task that has a line, in the order of ``items``.
-
-    Raises:
-        UsageError: The file cannot be read, or a line is not a results line of agentshape
-            (every one listed with its number, up to twenty).
-    """
+    """Read the runs of the eval's tasks from a results file (the last line of a task wins)."""
+    # A torn last line (no newline, not JSON: a run stopped mid-write) is skipped; the next run
+    # drops it and runs that task again.
     if not path.exists():
         return []
     text = _read_text(path, "results file")
@@ -410,11 +372,7 @@ def _expected_line(text: str, number: int) -> tuple[str | None, _ExpectedLine | 
 
 
 def _read_text(path: Path, what: str) -> str:
-    """Return a UTF-8 file's text.
-
-    Raises:
-        UsageError: It does not exist, is a directory, is not UTF-8 or cannot be read.
-    """
+    """Return a UTF-8 file's text."""
     try:
         return read_user_file(path, max_bytes=MAX_DATA_BYTES).decode("utf-8-sig")
     except FileNotFoundError:
@@ -439,14 +397,9 @@ def _raise_problems(path: Path, problems: list[str]) -> None:
 
 
 def _models(text: str) -> list[str]:
-    """Return the models of ``--models``.
-
-    Models are comma-separated; a ``key=value`` piece (a test model option, as in
-    ``test:seed=1,fail_first=text``) belongs to the model before it.
-
-    Raises:
-        UsageError: A model is empty or given twice.
-    """
+    """Return the models of ``--models``."""
+    # A key=value piece (a test model option, as in test:seed=1,fail_first=text) belongs to the
+    # model before it.
     models: list[str] = []
     for piece in (piece.strip() for piece in text.split(",")):
         # The test model's options are joined by commas too (test:seed=1,fail_first=text).
@@ -463,12 +416,7 @@ def _models(text: str) -> list[str]:
 
 
 def _prices(values: Sequence[str], models: Sequence[str]) -> dict[str, Price]:
-    """Return the prices of ``--price MODEL=IN/OUT``, by model.
-
-    Raises:
-        UsageError: A price is not ``MODEL=IN/OUT`` with two non-negative numbers, names a
-            model that is not in ``--models``, or is given twice for one model.
-    """
+    """Return the prices of ``--price MODEL=IN/OUT``, by model."""
     prices: dict[str, Price] = {}
     for value in values:
         model, equals, amounts = value.rpartition("=")
@@ -489,11 +437,7 @@ def _prices(values: Sequence[str], models: Sequence[str]) -> dict[str, Price]:
 
 
 def _check_results_file(path: Path, inputs: Sequence[Path]) -> None:
-    """Refuse a results file that is an input file or cannot be appended to as one.
-
-    Raises:
-        UsageError: ``path`` is one of ``inputs``, or not a regular file of its own.
-    """
+    """Refuse a results file that is an input file or cannot be appended to as one."""
     for given in inputs:
         if path.resolve() == given.resolve():
             raise UsageError(
@@ -505,11 +449,7 @@ def _check_results_file(path: Path, inputs: Sequence[Path]) -> None:
 
 
 def _check_names(files: dict[str, Path]) -> None:
-    """Refuse two models whose results files would be one file.
-
-    Raises:
-        UsageError: Two models map to one file name.
-    """
+    """Refuse two models whose results files would be one file."""
     seen: dict[Path, str] = {}
     for model, path in files.items():
         if path in seen:

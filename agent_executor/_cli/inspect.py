@@ -152,12 +152,7 @@ def register(commands: Subcommands) -> None:
 
 
 def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``agentshape show``.
-
-    Raises:
-        UsageError: The agent or a flag cannot be used.
-        ConfigError: The agent's config, tools or schema cannot be used.
-    """
+    """Run ``agentshape show``."""
     path, config = load_agent(args.agent, args.agents_dir)
     contract = _contract(config, caller_schema(args, config))
     configured = config.options.output_mode
@@ -275,13 +270,7 @@ def _why(args: argparse.Namespace, configured: str | None, chosen: str) -> str:
 def _first_request(
     args: argparse.Namespace, config: AgentConfig, mode: PromptMode, model: str
 ) -> tuple[JsonValue, str, bool]:
-    """Return a run's first request (as the run loop builds it), mode and grammar_output.
-
-    The last is whether the model's profile enforces native output with a grammar.
-
-    Raises:
-        ConfigError: The model cannot be resolved, or the options do not fit it.
-    """
+    """Return a run's first request (as the run loop builds it), mode and grammar_output."""
     own = [name for name in config.tools if name != TOOL_NAME]
     agent: Agent[BaseModel] = Agent(
         config.model_copy(update={"tools": own}),
@@ -317,13 +306,7 @@ def _dumps(value: JsonValue) -> str:
 
 
 def validate_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``agentshape validate``: exit 0 when the output is valid, 1 when it is not.
-
-    Raises:
-        UsageError: The agent, the file (missing, not JSON: line and column) or a flag cannot
-            be used, or the agent has no output contract.
-        ConfigError: The agent's config or schema cannot be used.
-    """
+    """Run ``agentshape validate``: exit 0 when the output is valid, 1 when it is not."""
     _, config = load_agent(args.agent, args.agents_dir)
     contract = _required_contract(config, caller_schema(args, config))
     value = read_json_file(args.file, what="output file")
@@ -353,13 +336,7 @@ def class_name_for(agent_id: str) -> str:
 
 
 def codegen_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``agentshape codegen``: exit 0 with the source written, 1 when generation failed.
-
-    Raises:
-        UsageError: datamodel-code-generator is not installed, the agent has no output contract,
-            the class name is not an identifier, or a flag cannot be used.
-        ConfigError: The agent's config or schema cannot be used.
-    """
+    """Run ``agentshape codegen``: exit 0 with the source written, 1 when generation failed."""
     path, config = load_agent(args.agent, args.agents_dir)
     contract = _required_contract(config, caller_schema(args, config))
     class_name = args.class_name or class_name_for(config.id)
