@@ -53,20 +53,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
     def claim(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
     ) -> Claim | None:
-        """Hand the oldest waiting run (or one whose runner's lease ran out) to ``owner``.
-
-        A run whose lease ran out ``max_claims`` times is ended ``failed`` with
-        ``lease_exhausted`` on the way instead of being handed over once more.
-
-        Args:
-            owner: The runner's id.
-            lease_s: Seconds the lease lasts unless renewed.
-            max_claims: Times a run's lease may run out before the run fails.
-
-        Returns:
-            The claimed run, its session's transcript and the turns an earlier claim recorded,
-            or ``None`` when nothing waits.
-        """
+        """Hand the oldest waiting run (or one whose runner's lease ran out) to ``owner``."""
+        # A run whose lease ran out max_claims times is ended failed (lease_exhausted) here instead
+        # of being handed over once more.
         now = time.time()
         with self._tx() as cursor:
             # Waiting runs first, then runs whose runner's lease ran out; separate statements,
@@ -127,11 +116,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         self._notify(cursor, RUN_ENDED, run_id)
 
     def claim_run(self, run_id: str, owner: str, lease_s: float) -> Claim | None:
-        """Hand one particular waiting run to ``owner`` (a parent running its child itself).
-
-        Returns:
-            The claim, or ``None`` when the run is no longer waiting (another runner has it).
-        """
+        """Hand one particular waiting run to ``owner`` (a parent running its child itself)."""
         now = time.time()
         with self._tx() as cursor:
             subquery = f"SELECT id FROM runs WHERE id = ? AND status = 'queued'{self.skip_locked}"
@@ -172,20 +157,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         return Claim(run=run, transcript=transcript, progress=progress)
 
     def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
-        """Keep the turns a run ``owner`` holds has finished, for a runner taking it over.
-
-        Args:
-            run_id: The run.
-            owner: The runner's id.
-            progress: The run's progress (the library's ``RunProgress`` as JSON).
-
-        Only what ``progress`` adds to the turns recorded before is written
-        (:mod:`~agent_coordinator._store.turns`), so each turn's write is that turn's size.
-
-        Returns:
-            ``False`` when the lease was lost (another runner has the run, or it has ended),
-            in which case nothing is written.
-        """
+        """Keep the turns a run ``owner`` holds has finished, for a runner taking it over."""
+        # Only what progress adds to the turns recorded before is written, so each turn's write is
+        # that turn's size.
         with self._tx() as cursor:
             # Locked (on PostgreSQL) so a claim or finish racing the record waits for it.
             row = self._exec(
@@ -215,11 +189,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
     def renew_many(
         self, run_ids: Sequence[str], owner: str, lease_s: float
     ) -> dict[str, LeaseState]:
-        """Extend ``owner``'s leases on several runs in one transaction (a runner's tick).
-
-        Returns:
-            Each run's lease state: not held when another runner has it or it has ended.
-        """
+        """Extend ``owner``'s leases on several runs in one transaction (a runner's tick)."""
         states = {run_id: LeaseState(held=False) for run_id in run_ids}
         expires = time.time() + lease_s
         with self._tx() as cursor:
@@ -248,15 +218,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         events: Sequence[tuple[str, dict[str, JsonValue]]] = (),
         transcript: Sequence[JsonValue] | None = None,
     ) -> RunRecord | None:
-        """End a run ``owner`` still holds, with its attempts, last events and transcript.
-
-        A run asked to cancel while it ran ends ``cancelled`` whatever ``status`` says, keeping
-        the result, attempts and transcript it produced (event ``run_cancelled``).
-
-        Returns:
-            The ended run; ``None`` when the lease was lost (another runner has the run), in
-            which case nothing is written.
-        """
+        """End a run ``owner`` still holds, with its attempts, last events and transcript."""
+        # A run asked to cancel while it ran ends cancelled whatever status says, keeping what it
+        # produced.
         now = time.time()
         kept = transcript if transcript else ()
         # The stored result leaves out an error the error column holds, unless the run ends
@@ -336,12 +300,10 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
     def _keep_earlier_transcripts(
         self, cursor: Cursor, session_id: str, run_id: str, transcript: Sequence[JsonValue]
     ) -> None:
-        """Give the session's earlier runs their transcripts back where the new one differs.
-
-        An earlier run's result keeps only how many of the session's messages are its
-        transcript; a transcript that does not begin with the session's would change them, so
-        those runs get their own copy first.
-        """
+        """Give the session's earlier runs their transcripts back where the new one differs."""
+        # An earlier run's result keeps only how many of the session's messages are its transcript;
+        # a transcript that does not begin with the session's would change them, so those runs get
+        # their own copy first.
         row = self._exec(
             cursor, "SELECT transcript FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
@@ -387,12 +349,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         return True
 
     def request_cancel(self, run_id: str) -> RunRecord:
-        """Cancel a queued run at once, or ask the runner of a running one to stop it.
-
-        Raises:
-            RunNotFound: No run has this id.
-            RunNotCancellable: The run has already ended.
-        """
+        """Cancel a queued run at once, or ask the runner of a running one to stop it."""
         now = time.time()
         error = dumps({"type": "cancelled", "message": "the run was cancelled before it started"})
         with self._tx() as cursor:

@@ -5,12 +5,8 @@ runners each take a different run without waiting on one another, and migrations
 transaction-level advisory lock so two processes starting at once apply them once.
 The driver is psycopg 3 with its connection pool (``pip install 'agentshape[server]'``).
 
-Each transaction borrows a connection from the pool and gives it back, so a database that
-restarts costs the connections it broke, not the service: the pool connects anew (with backoff)
-and a transaction that failed on a lost connection before its ``COMMIT`` is tried again by
-:meth:`~agent_coordinator._store.sql.SqlBase.call`. While the database cannot be reached, a
-transaction answers 503 ``StoreUnavailable`` with the reason; a full disk answers 507
-``StoreFull``.
+Each transaction borrows a connection from the pool, so a database that restarts costs the
+connections it broke, not the service (see :meth:`~agent_coordinator._store.sql.SqlBase.call`).
 """
 
 from __future__ import annotations

@@ -29,20 +29,7 @@ class RunQueries(SqlBase):
     """Runs and sessions: stored before they are answered, read back for the API."""
 
     def create_run(self, new: NewRun) -> tuple[RunRecord, bool]:
-        """Store a run (and the session it starts) before anyone is told about it.
-
-        Args:
-            new: The run.
-
-        Returns:
-            The stored run and whether it is new; a run already stored under the same
-            idempotency key is returned instead of a second one.
-
-        Raises:
-            SessionNotFound: A resume names a session that does not exist.
-            SessionBusy: A resume names a session with a run still queued or running.
-            IdempotencyConflict: The key was used before for a different request.
-        """
+        """Store a run (and the session it starts) before anyone is told about it."""
         try:
             return self._create_run(new)
         except self.integrity_errors:
@@ -87,15 +74,7 @@ class RunQueries(SqlBase):
         return run_record(row), True
 
     def _insert_run(self, cursor: Cursor, new: NewRun, now: float) -> Sequence[object] | None:
-        """Insert a new run, with the session it starts (or marking its session queued).
-
-        Returns:
-            The run's row as inserted (``RUN_COLUMNS``).
-
-        Raises:
-            SessionNotFound: A resume names a session that does not exist.
-            SessionBusy: A resume names a session with a run still queued or running.
-        """
+        """Insert a new run, with the session it starts (or marking its session queued)."""
         if new.kind == "start_session":
             self._exec(
                 cursor,
@@ -179,10 +158,7 @@ class RunQueries(SqlBase):
         agent_name: str | None = None,
         session_id: str | None = None,
     ) -> list[RunRecord]:
-        """Return runs, newest first, filtered, at most ``limit``, older than seq ``after``.
-
-        Their results go without the transcript (:meth:`get_run` gives it).
-        """
+        """Return runs, newest first, filtered, at most ``limit``, older than seq ``after``."""
         where, params = filters(
             after=after, status=status, agent_name=agent_name, session_id=session_id
         )

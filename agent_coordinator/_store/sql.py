@@ -97,12 +97,9 @@ class Cursor(Protocol):
 
 
 def dumps(value: object) -> str:
-    r"""Return ``value`` as compact JSON text (UTF-8, not ASCII-escaped), for a TEXT column.
-
-    Text UTF-8 cannot carry (a lone surrogate such as a model's cut emoji, ``"\ud83d"``) is
-    written as its ``\uXXXX`` escape, the library's policy (:func:`dump_json`), so it is
-    stored and read back equal.
-    """
+    r"""Return ``value`` as compact JSON text (UTF-8, not ASCII-escaped), for a TEXT column."""
+    # Text UTF-8 cannot carry (a lone surrogate such as a model's cut emoji) is written as its
+    # escape, so it is stored and read back equal.
     try:
         return to_json(value).decode()
     except ValueError:  # Pydantic refuses a lone surrogate; the library's writer escapes it
@@ -110,11 +107,7 @@ def dumps(value: object) -> str:
 
 
 def loads(value: object) -> JsonValue:
-    """Return a TEXT column's JSON value (``NULL`` gives ``None``).
-
-    Raises:
-        ValueError: The column does not hold JSON.
-    """
+    """Return a TEXT column's JSON value (``NULL`` gives ``None``)."""
     if value is None:
         return None
     text = str(value)
@@ -128,11 +121,9 @@ def loads(value: object) -> JsonValue:
 
 
 def run_record(row: Sequence[object]) -> RunRecord:
-    """Return a row of :data:`RUN_COLUMNS` as a run.
-
-    The row is the store's own writing: ``input`` is validated again and the JSON columns
-    parsed, and the record is built without checking each column's type once more.
-    """
+    """Return a row of :data:`RUN_COLUMNS` as a run."""
+    # The row is the store's own writing: the JSON columns are parsed without checking each column's
+    # type once more.
     (
         run_id,
         seq,
@@ -190,11 +181,9 @@ def _parsed(raw: JsonValue) -> JsonValue | None:
 
 
 def stored_attempt(attempt: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    """Return an attempt as the ``attempts`` table keeps it: its raw output, not what it parsed to.
-
-    ``parsed`` is left out where it is exactly what ``raw_output`` reads as JSON (it is kept
-    where the JSON was dug out of prose, or nothing parsed); :func:`read_attempt` puts it back.
-    """
+    """Return an attempt as the ``attempts`` table keeps it: its raw output, not its parse."""
+    # parsed is kept only where it is not exactly what raw_output reads as JSON (dug out of prose,
+    # or nothing parsed); read_attempt puts it back.
     parsed = attempt.get("parsed")
     if parsed is None or not _same_json(_parsed(attempt.get("raw_output")), parsed):
         return attempt
@@ -202,11 +191,7 @@ def stored_attempt(attempt: dict[str, JsonValue]) -> dict[str, JsonValue]:
 
 
 def read_attempt(data: JsonValue) -> dict[str, JsonValue]:
-    """Return an ``attempts`` row's data as the library's ``Attempt`` JSON.
-
-    Args:
-        data: The row's data, as :func:`stored_attempt` left it (``parsed`` may be missing).
-    """
+    """Return an ``attempts`` row's data as the library's ``Attempt`` JSON."""
     attempt = cast("dict[str, JsonValue]", data)
     if "parsed" not in attempt:
         attempt["parsed"] = _parsed(attempt.get("raw_output"))
@@ -219,11 +204,9 @@ def _calls(message: JsonValue) -> list[dict[str, JsonValue]]:
 
 
 def stored_transcript(transcript: Sequence[JsonValue]) -> str:
-    """Return a session's transcript as the ``sessions`` table keeps it (JSON text).
-
-    A tool call keeps the text the model sent (``raw_arguments``) and leaves out ``arguments``
-    where that is exactly what the text reads as JSON; :func:`read_transcript` puts it back.
-    """
+    """Return a session's transcript as the ``sessions`` table keeps it (JSON text)."""
+    # A tool call's arguments are left out where they are exactly what its raw_arguments read as
+    # JSON; read_transcript puts them back.
     kept: list[JsonValue] = []
     for message in transcript:
         calls = _calls(message)
@@ -242,11 +225,7 @@ def stored_transcript(transcript: Sequence[JsonValue]) -> str:
 
 
 def read_transcript(value: object) -> list[JsonValue]:
-    """Return a ``sessions.transcript`` column as the library's messages (JSON).
-
-    Args:
-        value: The column, as :func:`stored_transcript` wrote it (``arguments`` may be missing).
-    """
+    """Return a ``sessions.transcript`` column as the library's messages (JSON)."""
     transcript = loads(value)
     if not isinstance(transcript, list):
         return []
@@ -263,22 +242,11 @@ def stored_result(
     transcript: Sequence[JsonValue],
     error: JsonValue = None,
 ) -> dict[str, JsonValue]:
-    """Return a run's result as the ``runs`` table keeps it: without what is stored elsewhere.
-
-    The attempts live in the ``attempts`` table and the transcript with the session, so each is
-    written once: where the result's ``attempts`` equal the attempt rows, the result keeps their
-    number instead, and leaves out ``result_data`` where it is the last attempt's ``parsed``
-    (named under a key the library's result never has, as what follows is);
-    where its ``transcript`` equals the one the session is given, the result keeps its length
-    (the session's first that many messages); it leaves out its ``error`` where that is the
-    run's ``error`` column. :meth:`SqlBase._complete` puts them back.
-
-    Args:
-        result: The library's ``RunResult`` as JSON.
-        attempts: The attempts written beside it (whole, as the library gives them).
-        transcript: The transcript the session holds after this run.
-        error: What the run's ``error`` column holds.
-    """
+    """Return a run's result as the ``runs`` table keeps it: without what is stored elsewhere."""
+    # Attempts live in the attempts table and the transcript with the session, so each is written
+    # once: the result keeps their count or length instead, drops result_data where it is the last
+    # attempt's parsed and error where it is the run's error column; SqlBase._complete puts them
+    # back.
     kept = dict(result)
     elsewhere: list[JsonValue] = []
     if attempts and kept.get("attempts") == list(attempts):
@@ -324,13 +292,11 @@ def session_record(row: Sequence[object]) -> SessionRecord:
 
 
 class SqlBase(ABC):
-    """A SQL database the store talks to.
+    """A SQL database the store talks to."""
 
-    Subclasses set :attr:`url`, :attr:`serial`, :attr:`error_type`, :attr:`skip_locked`,
-    :attr:`begin_write` and :attr:`placeholder`, and say how a transaction gets a connection
-    (:meth:`_checkout`) and which of the driver's errors mean the database cannot be used
-    (:meth:`_unusable`).
-    """
+    # Subclasses set url, serial, error_type, skip_locked, begin_write and placeholder, and define
+    # _checkout (how a transaction gets a connection) and _unusable (which driver errors mean the
+    # database cannot be used).
 
     url: str
     """Where the data is, for people (a file path or a ``postgresql://`` URL without password)."""
@@ -365,11 +331,7 @@ class SqlBase(ABC):
 
     @abstractmethod
     def _checkout(self, *, write: bool) -> AbstractContextManager[object]:
-        """Lend the calling thread a connection for one transaction.
-
-        Raises:
-            StoreUnavailable: No connection to the database can be had.
-        """
+        """Lend the calling thread a connection for one transaction."""
 
     @abstractmethod
     def _cursor(self, connection: object) -> Cursor:
@@ -383,62 +345,30 @@ class SqlBase(ABC):
     def _unusable(
         self, error: Exception, connection: object, *, committing: bool
     ) -> StoreUnavailable | StoreFull | None:
-        """Say what a driver's error means for the service, or ``None`` for an ordinary error.
-
-        Args:
-            error: What a statement of a transaction on ``connection`` raised.
-            connection: The transaction's connection.
-            committing: The error came from ``COMMIT``: the transaction may have been applied.
-        """
+        """Say what a driver's error means for the service, or ``None`` for an ordinary error."""
 
     @abstractmethod
     def close(self) -> None:
         """Close every connection this store opened."""
 
     def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
-        """Call ``subscriber`` from another thread each time any process notifies ``channel``.
-
-        Here nothing is ever notified (see :attr:`wakes_runners`).
-
-        Args:
-            channel: ``RUN_QUEUED`` or ``RUN_ENDED`` of :mod:`~agent_coordinator._store.listener`.
-            subscriber: Gets the payload (a run id, or ``""``: anything may have happened).
-
-        Returns:
-            What to call to stop.
-        """
+        """Call ``subscriber`` from another thread each time any process notifies ``channel``."""
+        # Here nothing is ever notified (see wakes_runners).
         return _nothing
 
     def _notify(self, cursor: Cursor, channel: str, payload: str) -> None:
-        """Notify ``channel`` with ``payload`` when the transaction of ``cursor`` commits.
-
-        Here nothing: no other process could be told (see :attr:`wakes_runners`).
-        """
+        """Notify ``channel`` with ``payload`` when the transaction of ``cursor`` commits."""
+        # Here nothing: no other process could be told (see wakes_runners).
         return None
 
     def _q(self, query: str) -> str:
         return query if self.placeholder == "?" else query.replace("?", self.placeholder)
 
     async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """Call one of this store's (blocking) methods from async code.
-
-        Here in a worker thread, so the event loop never waits on the database; a subclass
-        whose calls take microseconds (SQLite) runs them in place when they cannot wait. A call
-        whose transaction failed on a lost connection before anything was committed is made
-        again, after a pause that doubles each time, for up to :attr:`retry_s` seconds.
-
-        Args:
-            method: A method of this store, such as ``store.get_run``.
-            *args: Its positional arguments.
-            **kwargs: Its keyword arguments.
-
-        Returns:
-            What the method returns.
-
-        Raises:
-            StoreUnavailable: The database stayed unreachable.
-            Exception: Whatever else the method raises.
-        """
+        """Call one of this store's (blocking) methods from async code."""
+        # Runs in a worker thread, so the event loop never waits on the database (SQLite runs in
+        # place when it cannot wait); a call whose transaction failed on a lost connection before
+        # any commit is retried, with doubling pauses, for up to retry_s seconds.
         deadline = time.monotonic() + self.retry_s
         pause = _FIRST_PAUSE_S
         while True:
@@ -485,16 +415,8 @@ class SqlBase(ABC):
         return cursor
 
     def _insert_rows(self, cursor: Cursor, into: str, rows: Sequence[Sequence[object]]) -> None:
-        """Insert rows with as few statements as the parameter limit allows.
-
-        One multi-row ``INSERT`` costs the database one statement and one round trip where a
-        row each costs one per row (a run's end writes several events and attempts).
-
-        Args:
-            cursor: The transaction's cursor.
-            into: The table and its columns, such as ``events (run_id, type)``.
-            rows: The rows, each with one value a column.
-        """
+        """Insert rows with as few statements as the parameter limit allows."""
+        # One multi-row INSERT is one statement and one round trip, where a row each is one per row.
         if not rows:
             return
         width = len(rows[0])
@@ -509,15 +431,9 @@ class SqlBase(ABC):
             )
 
     def ready(self) -> None:
-        """Check that the database answers (``GET /ready``) with one small read.
-
-        The read is tried a second time (at once) when it failed on a connection lost before,
-        which says nothing about the database now.
-
-        Raises:
-            StoreUnavailable: It does not answer; the message says why.
-            StoreFull: Its disk is full.
-        """
+        """Check that the database answers (``GET /ready``) with one small read."""
+        # Tried a second time at once after a connection lost before, which says nothing about the
+        # database now.
         for last in (False, True):
             try:
                 with self._tx(write=False) as cursor:
@@ -534,15 +450,9 @@ class SqlBase(ABC):
             self._store_once(cursor)
 
     def _store_once(self, cursor: Cursor) -> None:
-        """Keep each thing once: the stored rows rewritten as the store now writes them.
-
-        Each ended run's result drops its copies of its attempts and transcript
-        (:func:`stored_result`), each attempt its ``parsed`` (:func:`stored_attempt`), each
-        ``attempt`` event its raw output (:meth:`_lean_attempt_events`), each
-        session's tool calls their ``arguments`` (:func:`stored_transcript`). Rows are read a
-        batch at a time in ``seq`` order; a copy that differs from what the attempts table or
-        the session holds is kept where it is.
-        """
+        """Keep each thing once: the stored rows rewritten as the store now writes them."""
+        # Rows are read a batch at a time in seq order; a copy that differs from what the attempts
+        # table or the session holds is kept where it is.
         after = 0
         while True:
             rows = self._exec(
@@ -607,16 +517,9 @@ class SqlBase(ABC):
     def _lean_attempt_events(
         self, cursor: Cursor, run_id: str, attempts: Sequence[dict[str, JsonValue]]
     ) -> None:
-        """Leave out of a run's stored ``attempt`` events the raw output its attempt rows hold.
-
-        An event whose ``raw_output`` is exactly its attempt's (the analytics sink cuts a long
-        one, which is then kept) drops it; :meth:`_read_events` puts it back.
-
-        Args:
-            cursor: The ending transaction's cursor, after the attempts were written.
-            run_id: The run.
-            attempts: Its attempts, whole, in order.
-        """
+        """Leave out of a run's stored ``attempt`` events the raw output its attempt rows hold."""
+        # The analytics sink cuts a long raw_output, which is then kept; _read_events puts an equal
+        # one back.
         raws = {number: attempt.get("raw_output") for number, attempt in enumerate(attempts, 1)}
         rows = self._exec(
             cursor,
@@ -656,17 +559,7 @@ class SqlBase(ABC):
             event["raw_output"] = raws.get(cast("int", event.get("number")), "")
 
     def _complete(self, cursor: Cursor, runs: Sequence[RunRecord], *, transcripts: bool) -> None:
-        """Put back into ended runs' results what :func:`stored_result` left out.
-
-        A result is then the library's ``RunResult`` JSON as the runner stored it, key order
-        aside.
-
-        Args:
-            cursor: The reading transaction's cursor.
-            runs: Runs as read from the ``runs`` table; their results are completed in place.
-            transcripts: Also put back each result's transcript (from its session); otherwise
-                a result whose transcript is kept with the session goes without one.
-        """
+        """Put back into ended runs' results what :func:`stored_result` left out."""
         counted = [run for run in runs if isinstance((run.result or {}).get("attempts"), int)]
         attempts: dict[str, list[dict[str, JsonValue]]] = {run.id: [] for run in counted}
         for start in range(0, len(counted), _CONVERT_BATCH):
@@ -705,11 +598,7 @@ class SqlBase(ABC):
             result["transcript"] = sessions[run.session_id][:length]
 
     def migrate(self) -> int:
-        """Create or upgrade the tables, applying every migration not yet recorded.
-
-        Returns:
-            The schema version now in place.
-        """
+        """Create or upgrade the tables, applying every migration not yet recorded."""
         with self._tx() as cursor:
             self._lock_migrations(cursor)
             self._exec(
