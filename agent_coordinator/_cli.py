@@ -454,12 +454,9 @@ def _serve(app: ASGIApp, sock: socket.socket, services: Services) -> None:
 
 
 def _log_to(err: TextIO) -> None:
-    """Send warnings and errors to ``err``, plainly, before anything else configures logging.
-
-    Without this the mcp SDK's server sets the root logger to INFO with a rich console handler,
-    and every provider call (httpx logs each request at INFO) is rendered to the terminal, which
-    costs the service more CPU than the run itself.
-    """
+    """Send warnings and errors to ``err``, plainly, before anything else configures logging."""
+    # Without this the mcp SDK's server sets the root logger to INFO with a rich console handler,
+    # and rendering every provider call's httpx log line costs more CPU than the run.
     logging.basicConfig(
         level=logging.WARNING, stream=err, format="agentshape: %(levelname)s %(name)s: %(message)s"
     )
@@ -468,15 +465,9 @@ def _log_to(err: TextIO) -> None:
 
 
 def _settle(execution: Execution) -> None:
-    """Import the providers' SDKs now, then keep the garbage collector out of the way.
-
-    Everything made so far (modules, SDK types, the fleet, the app) lives as long as the
-    process, so it is frozen out of full collections. A run's containers are almost all freed
-    by reference counting, so young collections start at 50,000 allocations, not 700.
-
-    Args:
-        execution: The service's execution, whose providers are warmed.
-    """
+    """Import the providers' SDKs now, then keep the garbage collector out of the way."""
+    # What exists now lives as long as the process, so it is frozen out of full collections; a run's
+    # containers are freed by reference counting, so young collections start at 50,000 allocations.
     execution.warm()
     gc.collect()
     gc.freeze()
@@ -531,11 +522,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _runner_processes(args: argparse.Namespace) -> RunnerProcesses:
-    """Return (not started) the runner processes ``--processes`` asks for, with serve's options.
-
-    Raises:
-        ConfigError: More processes than one were asked for without workers to run runs.
-    """
+    """Return (not started) the runner processes ``--processes`` asks for, with serve's options."""
     if args.processes > 1 and args.workers < 1:
         raise ConfigError(
             "--processes runs runs in more processes: it needs --workers of 1 or more"
@@ -586,10 +573,8 @@ def _need_server(command: str, extra: str = "server") -> None:
 
 
 def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Serve the fleet as MCP tools over stdio (or streamable HTTP with ``--http``).
-
-    Over stdio the protocol owns standard output, so what it prints goes to ``err``.
-    """
+    """Serve the fleet as MCP tools over stdio (or streamable HTTP with ``--http``)."""
+    # Over stdio the protocol owns standard output, so what this prints goes to err.
     _need_server("mcp", "server,mcp")
     import anyio
 
@@ -684,12 +669,7 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Delete ended sessions older than ``--older-than`` and print what was (or would be) deleted.
-
-    Raises:
-        ConfigError: ``--older-than`` is not an age, ``--database`` names a SQLite file that
-            is not there, or the database cannot be opened.
-    """
+    """Delete ended sessions older than ``--older-than``; print what was (or would be) deleted."""
     age = parse_age(args.older_than)
     where = str(args.database or DEFAULT_DATABASE)
     if not where.startswith(("postgresql://", "postgres://")):

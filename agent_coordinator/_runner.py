@@ -1,49 +1,22 @@
 """Runners: workers that claim stored runs with a lease, execute them, and write the result back.
 
 A worker claims the oldest waiting run (or one whose runner's lease ran out), runs it through
-:class:`Execution`, and ends the run with :meth:`SqlStore.finish`, which only succeeds while the
-lease is still its own. So a runner killed mid-run loses the run to the next runner once its lease
-expires, and a run is completed once. One task per runner tends the runs in flight: every tick it
-stores the library's events of all of them in one transaction, and every third of the lease it
-renews all their leases in one statement. A run's events are its analytics events and its
-stream events (partial outputs, text deltas...), coalesced per write by its
-:class:`~agent_coordinator._event_log.EventBuffer`.
+:class:`Execution`, and ends it with :meth:`SqlStore.finish`, which only succeeds while the lease
+is still its own: a runner killed mid-run loses the run to the next runner once its lease expires,
+and a run is completed once (a run whose lease ran out ``max_claims`` times ends
+``lease_exhausted``). One task per runner tends the runs in flight: it stores their events in one
+transaction a tick, renews their leases every third of the lease, and reads their cancel flags.
+Before each model call after the first, a run's finished turns are stored, so a runner that
+takes the run over sends again only the call that was in flight (a turn that cannot be stored is
+logged and the run goes on). Whatever goes wrong after a claim ends the run ``failed`` with
+``internal_error``; it is never left for its lease to run out.
 
-Finished turns: before each model call after the first, a run's runner stores the turns the run
-has finished (each model reply, the tool results answering it, the attempts, the usage) and waits
-for the write; a runner that claims the run after its runner died continues after the last stored
-turn. So a runner's death costs the model call it had in flight (sent, or answered but its turn
-not yet stored) and nothing before it: that call is the only one the next runner sends again,
-and the retry budget, the usage and the result are those of a run that never stopped. A turn that
-cannot be stored (the database is away) is logged and the run goes on, unprotected until the next
-store succeeds; a runner that finds the lease lost when it stores stops the run at once.
-
-Waking: a run stored by this process wakes its runner at once (:meth:`Runner.wake`); on
-PostgreSQL the database's notification of a queued run wakes the runners of every process, and
-``poll_s`` is only the fallback. On SQLite an idle runner looks for runs every ``poll_s``.
-
-A claim that fails (the database cannot be reached) is not retried at once: the claimer waits
-twice as long after each failure in a row, up to five seconds, and logs the first failure and
-the first claim after it.
-
-Cancel: the tender reads the cancel flags of the runs in flight every ``cancel_poll_s`` (and a
-cancel made in this process reaches its runner at once, :meth:`Runner.cancel`); the run's task
-is cancelled, which cancels the model call in flight, and the run ends ``cancelled``.
-Faults: whatever goes wrong after a claim (storing the result, the run loop, a bug) ends the run
-``failed`` with ``internal_error``, the error and where it happened on the run and the traceback
-in the log; a run is never left for its lease to run out. A run whose lease ran out
-``max_claims`` times is not claimed again (it ends ``lease_exhausted``).
-
-Batches (``POST /batches``): when no run waits, a worker claims a batch, and with it the leases
-of its runs not yet ended, renewed as any run's. Its runs are executed at once, their model calls
-gathered by the library's :class:`~agent_executor._batching.Batcher` into provider batches,
-recorded in the store as they are created (:class:`~agent_coordinator._batch_ledger.StoreLedger`):
-a runner taking over the batch after its runner died re-attaches to them. Each run ends as any
-run ends; a cancel stops its run at once (its item is left out of the next round).
-
-Shutdown: the workers stop claiming, give runs in flight ``grace_s`` seconds to end, then stop
-them and put them back in the queue (event ``run_requeued``), so another runner or the next start
-finishes them; nothing hangs and nothing is lost.
+A run stored by this process wakes its runner at once; on PostgreSQL the database's notification
+wakes every process's runners, and ``poll_s`` is the fallback. A worker with no run waiting claims
+a batch (``POST /batches``) and gathers its runs' model calls into provider batches recorded in
+the store, so a runner taking the batch over re-attaches to them. On shutdown the workers stop
+claiming, give runs in flight ``grace_s`` seconds, then put them back in the queue
+(``run_requeued``).
 """
 
 from __future__ import annotations
@@ -237,10 +210,8 @@ class Runner:
         await self.stop()
 
     async def _dispatch(self) -> None:
-        """Claim runs one at a time while a worker slot is free.
-
-        One claimer per runner, so a new run costs one claim, not one per idle worker.
-        """
+        """Claim runs one at a time while a worker slot is free."""
+        # One claimer per runner, so a new run costs one claim, not one per idle worker.
         slots = asyncio.Semaphore(self.workers)
         failures = 0
         while not self._stopping.is_set():
@@ -470,11 +441,9 @@ class Runner:
             self.on_finished(ended)
 
     async def _fail(self, run_id: str, error: Exception, stage: str) -> None:
-        """End a run that raised ``error`` while ``stage`` ``failed`` with ``internal_error``.
-
-        If even that cannot be stored (the database is gone), the lease runs out and the
-        claim cap bounds what the run costs.
-        """
+        """End a run that raised ``error`` while ``stage`` ``failed`` with ``internal_error``."""
+        # If even the failure cannot be stored (the database is gone), the lease runs out and the
+        # claim cap bounds what the run costs.
         frame = traceback.extract_tb(error.__traceback__)[-1:]
         at = (
             f" at {Path(frame[0].filename).name}:{frame[0].lineno} in {frame[0].name}"
@@ -510,11 +479,7 @@ class Runner:
             self.on_finished(ended)
 
     async def _record_turns(self, run_id: str, progress: dict[str, JsonValue]) -> None:
-        """Store a run's finished turns before its next model call (called in the run's task).
-
-        Raises:
-            asyncio.CancelledError: The lease is lost: the run stops before calling the model.
-        """
+        """Store a run's finished turns before its next model call (called in the run's task)."""
         try:
             held = await self.store.call(self.store.record_progress, run_id, self.id, progress)
         except Exception:
@@ -598,19 +563,7 @@ class Runner:
     async def _finish(
         self, run_id: str, ending: Callable[[], RunRecord | None]
     ) -> RunRecord | None:
-        """Store a run's end, waiting out a database that is away.
-
-        Args:
-            run_id: The run.
-            ending: The :meth:`SqlStore.finish` call that ends it.
-
-        Returns:
-            The ended run, or ``None`` when another runner holds it now.
-
-        Raises:
-            StoreUnavailable: The database stayed away for ``_ENDING_RETRY_S`` seconds.
-            StoreFull: The disk is full.
-        """
+        """Store a run's end, waiting out a database that is away."""
         deadline = asyncio.get_running_loop().time() + _ENDING_RETRY_S
         pause = self.poll_s
         while True:

@@ -23,15 +23,7 @@ ServicesDep = Annotated[Services, Depends(_services)]
 
 
 async def require_token(request: Request, services: ServicesDep) -> None:
-    """Check the bearer token when the service has one (compared in constant time).
-
-    Args:
-        request: The request, whose ``Authorization`` header is read.
-        services: The app's services, holding the token.
-
-    Raises:
-        Unauthorized: The ``Authorization`` header is missing or holds another token.
-    """
+    """Check the bearer token when the service has one (compared in constant time)."""
     if services.token is None:
         return
     if not bearer_matches(request.headers.get("authorization", ""), services.token):

@@ -19,11 +19,9 @@ __all__ = ["serving"]
 
 
 def _ended_elsewhere(services: Services, run_id: str) -> None:
-    """Wake the requests waiting for a run the store says ended, unless this process ended it.
-
-    This process's runner hands its runs over whole (the notifier's ``notify``), sparing the
-    waiting requests a read of the store.
-    """
+    """Wake the requests waiting for a run the store says ended, unless this process ended it."""
+    # This process's runner hands its runs over whole (the notifier's notify), sparing the waiting
+    # requests a read of the store.
     if run_id and services.runner is not None and services.runner.executes(run_id):
         return
     services.notifier.ended_elsewhere(run_id)
@@ -33,13 +31,7 @@ def _ended_elsewhere(services: Services, run_id: str) -> None:
 async def serving(
     services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
 ) -> AsyncIterator[None]:
-    """Run what an app needs while it serves: store threads, MCP sessions and background tasks.
-
-    Args:
-        services: The services; their runner and retention sweeper (if any) start, and stop at
-            the end, and so does a webhook deliverer when they have webhook settings.
-        managers: MCP session managers to run alongside.
-    """
+    """Run what an app needs while it serves: store threads, MCP sessions and background tasks."""
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max_workers=32, thread_name_prefix="store"))
     async with AsyncExitStack() as stack:

@@ -28,30 +28,12 @@ _WOKEN_END_POLL_S = 5.0
 
 
 def new_id(prefix: str) -> str:
-    """Return a new id for a run (``run``) or a session (``ses``): the prefix and 16 hex digits.
-
-    Args:
-        prefix: ``run`` or ``ses``.
-
-    Returns:
-        The id, such as ``run_1f0c9a...``.
-    """
+    """Return a new id for a run (``run``) or a session (``ses``): the prefix and 16 hex digits."""
     return f"{prefix}_{secrets.token_hex(8)}"
 
 
 async def stored_run(services: Services, run_id: str) -> RunRecord:
-    """Return the stored run ``run_id``.
-
-    Args:
-        services: The store.
-        run_id: The run's id.
-
-    Returns:
-        The run as the store has it now.
-
-    Raises:
-        RunNotFound: No such run (404).
-    """
+    """Return the stored run ``run_id``."""
     run = await services.store.call(services.store.get_run, run_id)
     if run is None:
         raise NotFound("RunNotFound", f"no run {run_id!r}")
@@ -59,23 +41,9 @@ async def stored_run(services: Services, run_id: str) -> RunRecord:
 
 
 async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> RunRecord:
-    """Wait up to ``timeout_s`` for a run to end; return it as it is then.
-
-    Runs ended by this process's runners are handed over at once, without reading the store;
-    runs ended by other runners are read from the store when it tells of their end
-    (PostgreSQL), else twice a second.
-
-    Args:
-        services: The store and the notifier of this process's runners.
-        run_id: The run.
-        timeout_s: The longest wait.
-
-    Returns:
-        The run, ended or not.
-
-    Raises:
-        RunNotFound: No such run (404).
-    """
+    """Wait up to ``timeout_s`` for a run to end; return it as it is then."""
+    # Runs ended by this process's runners are handed over at once; runs ended by other runners are
+    # read from the store when it tells of their end (PostgreSQL), else twice a second.
     ended = services.notifier.subscribe(run_id)
     try:
         return await until_end(services, await stored_run(services, run_id), ended, timeout_s)
@@ -86,17 +54,7 @@ async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> Run
 async def until_end(
     services: Services, run: RunRecord, ended: asyncio.Future[RunRecord | None], timeout_s: float
 ) -> RunRecord:
-    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``.
-
-    Args:
-        services: The store.
-        run: The run as last read.
-        ended: The notifier's future for its end, subscribed before ``run`` was read.
-        timeout_s: The longest wait.
-
-    Returns:
-        The run as it is when it ends or the time is up.
-    """
+    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     poll_s = _WOKEN_END_POLL_S if services.store.wakes_runners else _END_POLL_S
@@ -116,14 +74,9 @@ async def until_end(
 async def _inherit(
     services: Services, body: RunCreate, session_id: str
 ) -> tuple[RunCreate, JsonSchema | None]:
-    """A resume keeps what it leaves out from the run that started the session.
-
-    Without ``parameters`` it keeps the session's parameters; without ``output_schema`` and
-    ``output_schema_name`` it keeps the session's contract (and its options), so a session
-    started with an inline or named schema stays held to it: a named one as the content the
-    session started with (returned beside the body), whatever the registry holds under that
-    name now.
-    """
+    """A resume keeps what it leaves out from the run that started the session."""
+    # A session started with an inline or named schema stays held to it (a named one as the content
+    # it started with, whatever the registry holds under that name now).
     given = body.model_fields_set
     keeps_contract = not given & {"output_schema", "output_schema_name"}
     if "parameters" in given and not keeps_contract:
@@ -145,12 +98,7 @@ async def _inherit(
 
 
 def _webhook(services: Services, given: str | None, agent_name: str) -> str | None:
-    """Return the webhook a run's end goes to (the request's, else its agent file's), checked.
-
-    Raises:
-        InvalidWebhook: It is not an http(s) URL of an allowed host (400).
-        WebhooksNotConfigured: The service has no webhook secret to sign with (400).
-    """
+    """Return the webhook a run's end goes to (the request's, else its agent file's), checked."""
     from_agent = given is None
     webhook = services.execution.config(agent_name).webhook if from_agent else given
     if webhook is None:
@@ -173,21 +121,7 @@ async def checked_input(
     parameters: dict[str, JsonValue],
     held: JsonSchema | None = None,
 ) -> RunInput:
-    """Return a run request as stored, checked against the agent, its schema and the limits.
-
-    Args:
-        services: The execution and the limits.
-        body: The request.
-        agent_name: The agent it runs.
-        parameters: Its parameters (a resume's may come from its session).
-        held: A resumed session's named schema, as it started with it.
-
-    Raises:
-        SchemaTooLarge: The inline schema is over the size limit (413).
-        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
-        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
-        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
-    """
+    """Return a run request as stored, checked against the agent, its schema and the limits."""
     if body.output_schema is not None:
         limit = services.limits.max_schema_bytes
         size = len(body.model_dump_json(include={"output_schema"}))
@@ -219,25 +153,8 @@ async def checked_input(
 async def submit_run(
     services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
 ) -> RunRecord:
-    """Check a run request, store it (once per idempotency ``key``) and wake the runners.
-
-    The HTTP API and the MCP server both start and resume sessions through here.
-
-    Args:
-        services: The store, execution and runners.
-        body: The request.
-        key: Its ``Idempotency-Key``, if any.
-        run_id: The id to store a new run under (default: a new one); a caller that waits
-            for the end subscribes to it before the run is stored.
-
-    Raises:
-        InvalidRequest: The request's fields do not fit together (422).
-        SessionNotFound: ``resume_session`` of an unknown session (404).
-        SchemaTooLarge: The inline schema is over the size limit (413).
-        InvalidWebhook: The webhook is not an http(s) URL of an allowed host (400).
-        WebhooksNotConfigured: A webhook on a service without a webhook secret (400).
-        ServiceError: Whatever :meth:`Execution.check` raises (404, 400, 422).
-    """
+    """Check a run request, store it (once per idempotency ``key``) and wake the runners."""
+    # The HTTP API and the MCP server both start and resume sessions through here.
     parameters = body.parameters
     held: JsonSchema | None = None  # a resumed session's named schema, as it started with it
     if body.type == "start_session":
