@@ -223,11 +223,7 @@ def _retention(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands: Subcommands) -> None:
-    """Add ``serve``, ``runner``, ``mcp`` and ``db prune`` to the command line.
-
-    Args:
-        commands: The ``agentshape`` command's subcommand parsers, to add these to.
-    """
+    """Add ``serve``, ``runner``, ``mcp`` and ``db prune`` to the command line."""
     serve = commands.add_parser(
         "serve",
         help="serve the HTTP API with in-process runners (exit 0 on shutdown, 2 on bad config)",
