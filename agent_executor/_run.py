@@ -14,12 +14,10 @@ task, then, by mode:
 - ``text``: no contract; the reply text is the result. Input tools may be used for
   ``max_steps - 1`` turns; the last turn is asked to answer without tools.
 
-Each failed attempt costs one of ``max_retries`` re-prompts; when they are spent the run fails with
-a typed error that keeps every problem and the last output. Provider failures, the token budget
-and the overall timeout end the run with their own error types. The loop never raises for what a
-model or provider did: every such outcome is a ``RunResult``. Every tool call in the transcript
-is answered (OpenAI refuses a conversation with an unanswered one), so a result's transcript can
-always be resumed.
+Each failed attempt costs one of ``max_retries`` re-prompts; then the run fails with a typed error
+that keeps every problem and the last output; provider failures, the token budget and the timeout
+end it with their own error types. The loop never raises for what a model or provider
+did: every such outcome is a ``RunResult``, whose transcript can always be resumed.
 """
 
 from __future__ import annotations
