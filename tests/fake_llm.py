@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -244,6 +245,7 @@ class FakeLLM:
         self._refuse: Callable[[Json], ScriptedResponse | None] | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._hurry = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._server.block_on_close = False
@@ -286,6 +288,23 @@ class FakeLLM:
         """
         with self._lock:
             self._refuse = check
+
+    def end_delays(self) -> None:
+        """Answer every delayed reply now, and later ones without their delay.
+
+        A test that holds model calls with a long delay (long enough for any machine) ends the
+        hold when it has seen what it waited for, instead of waiting the delay out.
+        """
+        self._hurry.set()
+
+    def _wait_delay(self, seconds: float) -> bool:
+        """Wait out a reply's delay (cut short by :meth:`end_delays`); ``True`` if stopping."""
+        deadline = time.monotonic() + seconds
+        while not self._hurry.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stopping.wait(min(left, 0.05)):
+                break
+        return self._stopping.is_set()
 
     def close(self) -> None:
         """Stop the server, cutting short any delayed reply."""
@@ -338,7 +357,7 @@ def _handler_for(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 client_port=int(self.client_address[1]),
             )
             response = fake._next(request)
-            if response.delay_s and fake._stopping.wait(response.delay_s):
+            if response.delay_s and fake._wait_delay(response.delay_s):
                 return
             wants_stream = isinstance(body, dict) and body.get("stream") is True
             if wants_stream and response.status == 200 and not response.never_stream:
