@@ -2,7 +2,7 @@
 """Set-up and checks for agentshape, with nothing but Python installed.
 
     python3 dev.py demo    create .venv, install agentshape, run an agent end to end
-    python3 dev.py test    create .venv, install agentshape[dev], run pytest (in two
+    python3 dev.py test    create .venv, install agentshape[dev], run pytest (in three
                            processes) and beside it ruff, mypy --strict, mkdocs build --strict
                            (the docs site); --fast skips the slow tests (PostgreSQL, the
                            browser, service processes, the archives); other arguments go to pytest
@@ -80,9 +80,10 @@ def demo(args: list[str]) -> int:
     )
 
 
-TEST_WORKERS = "2"
+TEST_WORKERS = "3"
 """pytest-xdist processes: the slow tests mostly wait (on PostgreSQL, a browser, a service), so
-two overlap their waits even on a busy machine."""
+three overlap their waits even on a busy two-core machine (one more than the cores: with two,
+the suite spent most of its time waiting)."""
 
 
 def pytest_arguments(args: list[str]) -> list[str]:

@@ -7,10 +7,10 @@ import sys
 import dev
 
 
-def test_the_tests_run_in_two_processes_and_fast_skips_the_slow_ones() -> None:
-    assert dev.pytest_arguments([]) == ["-n", "2", "--dist", "loadgroup"]
+def test_the_tests_run_in_three_processes_and_fast_skips_the_slow_ones() -> None:
+    assert dev.pytest_arguments([]) == ["-n", "3", "--dist", "loadgroup"]
     assert dev.pytest_arguments(["--fast", "-x"]) == [
-        *("-n", "2", "--dist", "loadgroup"),
+        *("-n", "3", "--dist", "loadgroup"),
         *("-m", "not slow", "-x"),
     ]
 
