@@ -61,7 +61,7 @@ export async function render(view, _params, signal) {
 }
 
 // "New agent": id, description, system prompt and an optional output schema (JSON), posted as
-// seed 000's blueprint; the service answers every problem `agentshape list` finds, shown here.
+// an agent blueprint (`POST /agents`); the service answers every problem `agentshape list` finds, shown here.
 function newAgentForm() {
   const name = el("input", { id: "new-agent-name", type: "text", required: true, autocomplete: "off" });
   const description = el("input", { id: "new-agent-description", type: "text" });
