@@ -28,7 +28,7 @@ from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 
-__all__ = ["FakeBatches", "ItemFault", "Responder"]
+__all__ = ["FakeBatches", "ItemFault", "Responder", "submit_reply"]
 
 Json: TypeAlias = Any
 
@@ -42,6 +42,50 @@ class ItemFault:
 
 
 Responder = Callable[[str, Json], "Json | ItemFault"]
+
+
+def submit_reply(api: str, arguments: dict[str, Any], answered: int) -> Json:
+    """Return a reply calling ``submit_result`` with ``arguments``, in ``api``'s wire format.
+
+    ``answered``: the assistant turns before it, which numbers the call's id.
+    """
+    if api == "anthropic":
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{answered}",
+                    "name": "submit_result",
+                    "input": arguments,
+                }
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 20, "output_tokens": 5},
+        }
+    call = {
+        "id": f"call_{answered}",
+        "type": "function",
+        "function": {"name": "submit_result", "arguments": json.dumps(arguments)},
+    }
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            }
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
 
 
 @dataclass

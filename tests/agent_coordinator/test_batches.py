@@ -19,7 +19,7 @@ from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.agent_coordinator.webhook_receiver import Receiver
-from tests.fake_batches import FakeBatches, ItemFault
+from tests.fake_batches import FakeBatches, ItemFault, submit_reply
 
 VALID = {"summary": "looks fine", "approval": "approve"}
 
@@ -38,43 +38,7 @@ def _reviewer(api: str, body: Any) -> Any:
         return ItemFault("error", "overloaded")
     invalid = {"summary": "", "approval": "maybe"}
     arguments = invalid if "bad" in conversation and not answered else VALID
-    if api == "anthropic":
-        return {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_{answered}",
-                    "name": "submit_result",
-                    "input": arguments,
-                }
-            ],
-            "stop_reason": "tool_use",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 20, "output_tokens": 5},
-        }
-    call = {
-        "id": f"call_{answered}",
-        "type": "function",
-        "function": {"name": "submit_result", "arguments": json.dumps(arguments)},
-    }
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "gpt-test",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-            }
-        ],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    }
+    return submit_reply(api, arguments, answered)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from agent_contracts import AgentConfig, ConfigError
 from agent_executor import Agent, AnthropicProvider, OpenAIProvider, Provider, run_many
 from agent_executor._batching import Batcher, BatchProgress
 from agent_executor._providers.batches import batch_api_for
-from tests.fake_batches import FakeBatches, ItemFault
+from tests.fake_batches import FakeBatches, ItemFault, submit_reply
 
 SCHEMA = {
     "type": "object",
@@ -45,43 +45,7 @@ def grader(api: str, body: Any) -> Any:
     arguments: dict[str, Any] = {"score": score}
     if '"title"' in json.dumps(body["tools"]):  # the CLI tests' grader also asks for a title
         arguments["title"] = "An essay"
-    if api == "openai":
-        call = {
-            "id": f"call_{answered}",
-            "type": "function",
-            "function": {"name": "submit_result", "arguments": json.dumps(arguments)},
-        }
-        return {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 1,
-            "model": "gpt-test",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "tool_calls",
-                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                }
-            ],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-        }
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "content": [
-            {
-                "type": "tool_use",
-                "id": f"toolu_{answered}",
-                "name": "submit_result",
-                "input": arguments,
-            }
-        ],
-        "stop_reason": "tool_use",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 20, "output_tokens": 5},
-    }
+    return submit_reply(api, arguments, answered)
 
 
 @pytest.fixture
