@@ -850,7 +850,7 @@ class _Compiler:
         for name in required:
             if name not in properties:
                 members.append((name, extra_expr or "value", True))
-        if not members and extra_expr == "value":
+        if not members and extra_expr == "value" and False not in properties.values():
             return "any-object"
         pairs = [
             self.rule(f"{name}-kv", f'{_literal(_json_text(name))} ws ":" ws {expr} ws')

@@ -1,0 +1,344 @@
+"""``if``/``then``/``else`` in the grammar: it takes exactly the schema's instances where carried.
+
+Each schema is tried on every combination of a few values a property (absent included), spelled
+as the grammar spells JSON (properties in the schema's order, compact), and each verdict of
+:mod:`tests.gbnf_recognizer` is checked against the project's validator. The grammar never
+rejects a valid instance; where it notes nothing, it rejects every invalid one too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent_core import compile_schema, schema_to_gbnf
+from tests.gbnf_recognizer import accepts, parse_grammar
+
+ABSENT = object()
+NON_OBJECTS: list[Any] = [1, "s", None, [], True]
+
+# (name, schema, candidate values a property in the order the grammar writes them, notes)
+CASES: list[tuple[str, Any, dict[str, list[Any]], tuple[str, ...]]] = [
+    (
+        "boolean discriminator, if requires it (the DoD contract's shape)",
+        {
+            "type": "object",
+            "properties": {
+                "done": {"type": "boolean"},
+                "left": {"type": "array", "items": {"type": "string"}},
+            },
+            "if": {"required": ["done"], "properties": {"done": {"const": True}}},
+            "then": {"properties": {"left": {"maxItems": 0}}},
+        },
+        {"done": [True, False, ABSENT], "left": [[], ["a"], ["a", "b"], ABSENT]},
+        (),
+    ),
+    (
+        "enum discriminator, absent makes the if hold",
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["a", "b", "c"]},
+                "x": {"type": ["integer", "null"]},
+            },
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"required": ["x"]},
+            "else": {"properties": {"x": {"type": "null"}}},
+        },
+        {"kind": ["a", "b", "c", ABSENT], "x": [1, None, ABSENT]},
+        (),
+    ),
+    (
+        "enum discriminator, required in the if: absent takes the else",
+        {
+            "type": "object",
+            "properties": {"kind": {"type": "string", "enum": ["a", "b", "c"]}, "x": {}},
+            "if": {"properties": {"kind": {"enum": ["a", "b"]}}, "required": ["kind"]},
+            "then": {"required": ["x"], "properties": {"x": {"type": "integer", "minimum": 2}}},
+            "else": {"properties": {"x": {"type": "string", "maxLength": 1}}},
+        },
+        {"kind": ["a", "b", "c", ABSENT], "x": [1, 2, "s", "st", None, ABSENT]},
+        (),
+    ),
+    (
+        "two properties in the if: it fails one way per property",
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "boolean"},
+                "b": {"enum": [1, 2, 3]},
+                "c": {"type": ["string", "integer", "null"]},
+            },
+            "required": ["b"],
+            "if": {
+                "properties": {"a": {"const": True}, "b": {"enum": [1, 2]}},
+                "required": ["a"],
+            },
+            "then": {"properties": {"c": {"type": "string"}}},
+            "else": {"properties": {"c": {"type": "integer"}}},
+        },
+        {"a": [True, False, ABSENT], "b": [1, 2, 3, ABSENT], "c": ["s", 1, None, ABSENT]},
+        (),
+    ),
+    (
+        "a type in the if's property, of a free value",
+        {
+            "type": "object",
+            "properties": {"v": {}, "w": {"enum": [1, 2, 3]}},
+            "if": {"properties": {"v": {"type": "string"}}},
+            "then": {"properties": {"w": {"const": 1}}},
+            "else": {"properties": {"w": {"const": 2}}},
+        },
+        {"v": ["s", 1, 1.5, None, ABSENT], "w": [1, 2, 3, ABSENT]},
+        (),
+    ),
+    (
+        "a type in the if, no type beside it",
+        {
+            "if": {"type": "object", "required": ["a"]},
+            "then": {"properties": {"a": {"type": "integer"}}},
+            "else": {"type": "string"},
+        },
+        {"a": [1, "s", ABSENT]},
+        (),
+    ),
+    (
+        "else only",
+        {
+            "type": "object",
+            "properties": {"mode": {"enum": ["fast", "slow"]}, "reason": {"type": "string"}},
+            "if": {"properties": {"mode": {"const": "fast"}}, "required": ["mode"]},
+            "else": {"required": ["reason"]},
+        },
+        {"mode": ["fast", "slow", ABSENT], "reason": ["r", ABSENT]},
+        (),
+    ),
+    (
+        "then names a property additionalProperties false forbids",
+        {
+            "type": "object",
+            "properties": {"k": {"type": "boolean"}},
+            "additionalProperties": False,
+            "if": {"properties": {"k": {"const": True}}},
+            "then": {"properties": {"z": {"type": "integer"}}},
+            "else": {"required": ["z"]},
+        },
+        {"k": [True, False, ABSENT], "z": [1, "s", ABSENT]},
+        (),
+    ),
+    (
+        "then constrains a property the object does not declare",
+        {
+            "type": "object",
+            "properties": {"k": {"type": "boolean"}},
+            "if": {"properties": {"k": {"const": False}}, "required": ["k"]},
+            "then": {"properties": {"q": {"type": "integer", "maximum": 3}}},
+        },
+        {"k": [True, False, ABSENT], "q": [1, 4, "s", ABSENT]},
+        (),
+    ),
+    (
+        "allOf of conditionals and nothing else",
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "boolean"},
+                "b": {"type": "boolean"},
+                "x": {"type": "integer"},
+                "y": {"type": "integer"},
+            },
+            "allOf": [
+                {"if": {"properties": {"a": {"const": True}}}, "then": {"required": ["x"]}},
+                {
+                    "if": {"properties": {"b": {"const": True}}, "required": ["b"]},
+                    "then": {"required": ["y"]},
+                    "else": {"properties": {"y": {"maximum": 0}}},
+                },
+                {"if": {"required": ["x"]}},
+            ],
+        },
+        {
+            "a": [True, False, ABSENT],
+            "b": [True, False, ABSENT],
+            "x": [1, ABSENT],
+            "y": [0, 1, ABSENT],
+        },
+        (),
+    ),
+    (
+        "a conditional behind a $ref, in an array's items",
+        {
+            "$defs": {
+                "step": {
+                    "type": "object",
+                    "properties": {"ok": {"type": "boolean"}, "why": {"type": "string"}},
+                    "required": ["ok"],
+                    "if": {"properties": {"ok": {"const": False}}},
+                    "then": {"required": ["why"]},
+                    "else": {"properties": {"why": False}},
+                }
+            },
+            "type": "object",
+            "properties": {"steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}},
+        },
+        {
+            "steps": [
+                [],
+                [{"ok": True}],
+                [{"ok": False}],
+                [{"ok": False, "why": "w"}],
+                [{"ok": True, "why": "w"}],
+                [{"ok": True}, {"ok": False, "why": "w"}],
+                [{"ok": True}, {"ok": False}],
+                ABSENT,
+            ]
+        },
+        (),
+    ),
+    (
+        "a free string's const: the if cannot fail in a schema, so it is left out",
+        {
+            "type": "object",
+            "properties": {"kind": {"type": "string"}, "x": {"type": "integer"}},
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"required": ["x"]},
+        },
+        {"kind": ["a", "b", ABSENT], "x": [1, ABSENT]},
+        ("$: if is not in the grammar", "$: then is not in the grammar"),
+    ),
+    (
+        "an integer type in the if: the numbers it rejects have no type",
+        {
+            "type": "object",
+            "properties": {"n": {}, "m": {"type": "integer"}},
+            "if": {"properties": {"n": {"type": "integer"}}},
+            "then": {"properties": {"m": {"minimum": 1}}},
+            "else": {"properties": {"m": {"maximum": 0}}},
+        },
+        {"n": [1, 1.5, "s", ABSENT], "m": [0, 1, ABSENT]},
+        (
+            "$: if is not in the grammar",
+            "$: then is not in the grammar",
+            "$: else is not in the grammar",
+        ),
+    ),
+    (
+        "one conditional left out, the other carried",
+        {
+            "type": "object",
+            "properties": {"k": {"type": "boolean"}, "s": {"type": "string"}, "x": {}},
+            "allOf": [
+                {"if": {"properties": {"s": {"const": "a"}}}, "then": {"required": ["x"]}},
+                {"if": {"properties": {"k": {"const": True}}}, "then": {"required": ["s"]}},
+            ],
+        },
+        {"k": [True, False, ABSENT], "s": ["a", "b", ABSENT], "x": [1, ABSENT]},
+        ("$.allOf[0]: if is not in the grammar", "$.allOf[0]: then is not in the grammar"),
+    ),
+]
+
+
+def instances(candidates: dict[str, list[Any]], with_non_objects: bool) -> list[Any]:
+    """Return every object the candidates make, in their order, and a few non-objects."""
+    made: list[Any] = list(NON_OBJECTS) if with_non_objects else []
+    for values in itertools.product(*candidates.values()):
+        made.append(
+            {
+                name: value
+                for name, value in zip(candidates, values, strict=True)
+                if value is not ABSENT
+            }
+        )
+    return made
+
+
+@pytest.mark.parametrize(
+    ("schema", "candidates", "notes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_the_grammar_takes_exactly_the_valid_instances_where_it_carries_the_conditional(
+    schema: Any, candidates: dict[str, list[Any]], notes: tuple[str, ...]
+) -> None:
+    grammar = schema_to_gbnf(schema)
+    assert grammar.notes == notes
+    parsed = parse_grammar(grammar.text)
+    validator = compile_schema(schema)
+    seen = set()
+    for value in instances(candidates, with_non_objects=True):
+        text = json.dumps(value, separators=(",", ":"))
+        valid = validator.is_valid(value)
+        seen.add(valid)
+        if valid:
+            assert accepts(parsed, text), f"a valid instance is refused: {text}"
+        elif not notes:
+            assert not accepts(parsed, text), f"an invalid instance passes: {text}"
+    assert seen == {True, False}  # each case has both kinds of instance
+
+
+@pytest.mark.parametrize(
+    ("schema", "candidates"),
+    [c[1:3] for c in CASES if not c[3]],
+    ids=[c[0] for c in CASES if not c[3]],
+)
+def test_declared_only_and_compact_still_refuse_no_valid_instance_in_the_schemas_order(
+    schema: Any, candidates: dict[str, list[Any]]
+) -> None:
+    # As the llamacpp: provider sends it: undeclared keys are left out, so a property only
+    # a then declares is written where its case declares it.
+    grammar = schema_to_gbnf(schema, declared_only=True, compact=True)
+    assert grammar.notes == ()
+    parsed = parse_grammar(grammar.text)
+    validator = compile_schema(schema)
+    for value in instances(candidates, with_non_objects=False):
+        text = json.dumps(value, separators=(",", ":"))
+        if not validator.is_valid(value):
+            assert not accepts(parsed, text), text
+
+
+DOD = yaml.safe_load(
+    (Path(__file__).parents[2] / "bench/integration_agents/execution-dod.yml").read_text()
+)["output"]["schema"]
+DONE: dict[str, Any] = {
+    "task_complete": True,
+    "confidence": "high",
+    "summary": {
+        "user_stories_total": 3,
+        "user_stories_done": 3,
+        "phases_total": 2,
+        "phases_done": 2,
+    },
+}
+
+
+@pytest.mark.parametrize("provider", [False, True], ids=["show", "sent to llama.cpp"])
+def test_the_definition_of_done_grammar_refuses_remaining_items_on_a_complete_task(
+    provider: bool,
+) -> None:
+    grammar = schema_to_gbnf(DOD, declared_only=provider, compact=provider)
+    assert grammar.notes == ()
+
+    def answer(**changes: Any) -> str:
+        value = {**DONE, **changes, "recommendation": "Ship it."}
+        return json.dumps({k: v for k, v in value.items() if v is not ABSENT})
+
+    assert not accepts(grammar.text, answer(remaining_items=["all"]))
+    assert accepts(grammar.text, answer(remaining_items=[]))
+    assert accepts(grammar.text, answer(remaining_items=ABSENT))
+    assert accepts(grammar.text, answer(task_complete=False, remaining_items=["all", "tests"]))
+    assert accepts(grammar.text, answer(task_complete=False, remaining_items=[]))
+    assert not accepts(grammar.text, answer(task_complete=ABSENT, remaining_items=[]))
+
+
+def test_if_without_then_or_else_constrains_nothing_and_is_not_noted() -> None:
+    alone = {"type": "object", "if": {"required": ["a"]}, "properties": {"a": {"type": "null"}}}
+    stray = {"type": "object", "then": {"required": ["a"]}, "else": {"type": "string"}}
+    assert schema_to_gbnf(alone).notes == () and schema_to_gbnf(stray).notes == ()
+    assert (
+        schema_to_gbnf(alone).text
+        == schema_to_gbnf({"type": "object", "properties": {"a": {"type": "null"}}}).text
+    )
+    assert accepts(schema_to_gbnf(stray).text, "{}")
