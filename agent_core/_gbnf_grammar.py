@@ -681,8 +681,11 @@ class _Compiler:
             types = list(_TYPES)
         if "number" in types and "integer" in types:
             types.remove("integer")
+        if "object" in types and _no_object(node):
+            types.remove("object")
         parts = [self.of_type(t, node, path) for t in types]
         if not parts:
+            self.note(path, "no value fits; the grammar cannot say so")
             return "value"
         return parts[0] if len(parts) == 1 else "(" + " | ".join(dict.fromkeys(parts)) + ")"
 
@@ -1023,7 +1026,7 @@ def _both(left: JsonValue, right: JsonValue) -> JsonValue:
         return right
     if right is True or right == {} or _same(left, right):
         return left
-    if left is False or right is False:
+    if left is False or right is False or _disjoint(left, right):
         return False
 
     def parts(node: JsonValue) -> list[JsonValue]:
@@ -1032,6 +1035,22 @@ def _both(left: JsonValue, right: JsonValue) -> JsonValue:
         return [node]
 
     return {"allOf": [*parts(left), *parts(right)]}
+
+
+def _disjoint(left: JsonValue, right: JsonValue) -> bool:
+    """Whether no value meets both schemas, as their ``type``, ``const`` and ``enum`` show."""
+    if not isinstance(left, dict) or not isinstance(right, dict):
+        return False
+    if "type" in left and "type" in right and _meet_types(left["type"], right["type"]) == []:
+        return True
+    for one, two in ((left, right), (right, left)):
+        enum = one.get("enum")
+        values = [one["const"]] if "const" in one else enum if isinstance(enum, list) else None
+        if values is not None and not any(
+            _has_value(one, value) and _has_value(two, value) for value in values
+        ):
+            return True
+    return False
 
 
 def _number(value: JsonValue) -> bool:
@@ -1153,12 +1172,17 @@ def _empty(node: dict[str, JsonValue]) -> bool:
         not enum or ("const" in node and not any(_same(node["const"], v) for v in enum))
     ):
         return True
-    if _type_list(node.get("type")) == ["object"] and "patternProperties" not in node:
-        properties = node.get("properties")
-        properties = properties if isinstance(properties, dict) else {}
-        extra = node.get("additionalProperties", True)
-        required = node.get("required")
-        return isinstance(required, list) and any(
-            isinstance(name, str) and properties.get(name, extra) is False for name in required
-        )
-    return False
+    return _type_list(node.get("type")) == ["object"] and _no_object(node)
+
+
+def _no_object(node: dict[str, JsonValue]) -> bool:
+    """Whether ``node`` requires a name its properties forbid, so that no object meets it."""
+    if "patternProperties" in node:
+        return False
+    properties = node.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    extra = node.get("additionalProperties", True)
+    required = node.get("required")
+    return isinstance(required, list) and any(
+        isinstance(name, str) and properties.get(name, extra) is False for name in required
+    )

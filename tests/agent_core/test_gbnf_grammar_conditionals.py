@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agent_core import compile_schema, schema_to_gbnf
-from tests.gbnf_recognizer import accepts, parse_grammar
+from tests.gbnf_recognizer import Grammar, accepts, parse_grammar
 
 ABSENT = object()
 NON_OBJECTS: list[Any] = [1, "s", None, [], True]
@@ -342,3 +344,152 @@ def test_if_without_then_or_else_constrains_nothing_and_is_not_noted() -> None:
         == schema_to_gbnf({"type": "object", "properties": {"a": {"type": "null"}}}).text
     )
     assert accepts(schema_to_gbnf(stray).text, "{}")
+
+
+# Generated conditionals over three properties, each with a few values: the grammar is held to
+# the validator on every combination of them.
+VALUES: dict[str, list[Any]] = {
+    "a": [True, False, ABSENT],
+    "b": [1, 2, 3, ABSENT],
+    "c": ["s", None, 1, ABSENT],
+}
+BASES = {
+    "a": [{"type": "boolean"}, {}, {"enum": [True]}],
+    "b": [{"enum": [1, 2, 3]}, {"type": "integer"}, {"enum": [1, 2]}],
+    "c": [{"type": ["string", "null", "integer"]}, {}, {"type": ["string", "null"]}],
+}
+
+
+def _value_schemas(name: str) -> st.SearchStrategy[Any]:
+    values = [value for value in VALUES[name] if value is not ABSENT]
+    return st.one_of(
+        st.sampled_from(values).map(lambda value: {"const": value}),
+        st.lists(st.sampled_from(values), min_size=1, max_size=2, unique=True).map(
+            lambda enum: {"enum": enum}
+        ),
+        st.sampled_from(["boolean", "integer", "string", "null", ["string", "null"]]).map(
+            lambda kind: {"type": kind}
+        ),
+        st.sampled_from([True, False]),
+    )
+
+
+def _constraints() -> st.SearchStrategy[dict[str, Any]]:
+    names = st.lists(st.sampled_from(list(VALUES)), max_size=2, unique=True)
+    return st.builds(
+        lambda required, props: {
+            **({"required": required} if required else {}),
+            **({"properties": props} if props else {}),
+        },
+        names,
+        st.fixed_dictionaries({}, optional={name: _value_schemas(name) for name in VALUES}),
+    )
+
+
+def _conditional() -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda test, then, other, kind: {
+            "if": {**test, **({"type": kind} if kind else {})},
+            **({"then": then} if then is not None else {}),
+            **({"else": other} if other is not None else {}),
+        },
+        _constraints(),
+        st.none() | _constraints(),
+        st.none() | _constraints(),
+        st.sampled_from([None, None, "object", "string"]),
+    )
+
+
+@st.composite
+def conditional_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "properties": {name: draw(st.sampled_from(BASES[name])) for name in VALUES}
+    }
+    if draw(st.booleans()):
+        schema["type"] = "object"
+    if draw(st.booleans()):
+        schema["additionalProperties"] = False
+    required = draw(st.lists(st.sampled_from(list(VALUES)), max_size=1))
+    if required:
+        schema["required"] = required
+    conditionals = draw(st.lists(_conditional(), min_size=1, max_size=2))
+    if len(conditionals) == 1:
+        schema.update(conditionals[0])
+    else:
+        schema["allOf"] = conditionals
+    return schema
+
+
+def accepted_in_some_order(parsed: Grammar, value: Any) -> bool:
+    """Whether the grammar takes ``value`` with its keys in some order.
+
+    The grammar writes the properties a case declares in order, then the others, and
+    cases put together declare different ones.
+    """
+    if not isinstance(value, dict):
+        return accepts(parsed, json.dumps(value))
+    return any(
+        accepts(parsed, json.dumps(dict(order), separators=(",", ":")))
+        for order in itertools.permutations(value.items())
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conditional_schemas())
+def test_generated_conditionals_refuse_no_valid_instance_and_pass_no_invalid_one_unnoted(
+    schema: dict[str, Any],
+) -> None:
+    grammar = schema_to_gbnf(schema)
+    parsed = parse_grammar(grammar.text)
+    validator = compile_schema(schema)
+    for value in instances(VALUES, with_non_objects=True):
+        text = json.dumps(value, separators=(",", ":"))
+        if validator.is_valid(value):
+            assert accepted_in_some_order(parsed, value), f"a valid instance is refused: {text}"
+        elif not grammar.notes:
+            assert not accepted_in_some_order(parsed, value), f"an invalid one passes: {text}"
+
+
+def _object_part() -> st.SearchStrategy[dict[str, Any]]:
+    leaf = st.one_of(
+        _value_schemas("b"),
+        st.builds(
+            lambda low, high: {
+                "type": "integer",
+                **({"minimum": low} if low is not None else {}),
+                **({"maximum": high} if high is not None else {}),
+            },
+            st.none() | st.integers(0, 3),
+            st.none() | st.integers(0, 3),
+        ),
+        st.sampled_from([{"type": ["string", "null"]}, {"type": "boolean"}, {}]),
+    )
+    return st.builds(
+        lambda constraints, props, extra: {
+            **constraints,
+            **({"properties": props} if props else {}),
+            **({"additionalProperties": extra} if extra is not None else {}),
+        },
+        _constraints(),
+        st.fixed_dictionaries({}, optional={name: leaf for name in VALUES}),
+        st.none() | st.sampled_from([False, {"type": "integer"}, {"enum": [True, "s"]}]),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_object_part(), min_size=2, max_size=3), st.booleans())
+def test_object_schemas_put_together_take_exactly_the_instances_of_their_allof(
+    parts: list[dict[str, Any]], beside: bool
+) -> None:
+    # Put together name by name: a property one part does not declare meets that part's
+    # additionalProperties; the first part's keywords may stand beside the allOf.
+    schema: dict[str, Any] = {**parts[0], "allOf": parts[1:]} if beside else {"allOf": parts}
+    grammar = schema_to_gbnf(schema)
+    parsed = parse_grammar(grammar.text)
+    validator = compile_schema(schema)
+    for value in instances(VALUES, with_non_objects=True):
+        text = json.dumps(value, separators=(",", ":"))
+        if validator.is_valid(value):
+            assert accepted_in_some_order(parsed, value), f"a valid instance is refused: {text}"
+        elif not grammar.notes:
+            assert not accepted_in_some_order(parsed, value), f"an invalid one passes: {text}"
