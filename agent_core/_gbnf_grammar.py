@@ -1066,7 +1066,8 @@ def _conjoin(
     put together, bounds take the narrower, ``enum``s the values in both, ``items`` schemas
     both; ``properties`` and ``additionalProperties`` are put together name by name (a
     property one side does not declare meets that side's ``additionalProperties``). Any
-    other keyword must be equal in both.
+    other keyword must be equal in both, except one the grammar leaves out anyway (``not``,
+    ``multipleOf``...): one value is kept, for the note.
     """
     for key, neighbours in _READS.items():
         for other in neighbours:
@@ -1098,9 +1099,11 @@ def _conjoin(
             out[key] = item
             continue
         together = _keyword_both(key, out[key], item, left, right)
-        if together is None:
+        if together is not None:
+            out[key] = together
+        elif key not in _NEVER or key == "patternProperties":
             return None
-        out[key] = together
+        # else the grammar leaves the keyword out and notes it, whichever value it keeps.
     return out
 
 

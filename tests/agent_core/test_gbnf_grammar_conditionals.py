@@ -203,6 +203,24 @@ CASES: list[tuple[str, Any, dict[str, list[Any]], tuple[str, ...]]] = [
         (),
     ),
     (
+        "two thens with a not each: the conditionals are carried, the nots noted",
+        {
+            "type": "object",
+            "properties": {"apply": {"type": "string"}, "external": {"type": "boolean"}},
+            "additionalProperties": False,
+            "allOf": [
+                {"if": {"required": ["apply"]}, "then": {"not": {"required": ["external"]}}},
+                {
+                    "if": {"required": ["external"]},
+                    "then": {"properties": {"external": {"const": True}}},
+                    "else": {"not": {"required": ["apply"]}},
+                },
+            ],
+        },
+        {"apply": ["a", ABSENT], "external": [True, False, ABSENT]},
+        ("$: not is not in the grammar",),
+    ),
+    (
         "a free string's const: the if cannot fail in a schema, so it is left out",
         {
             "type": "object",
