@@ -1022,9 +1022,11 @@ def _meet_types(left: JsonValue, right: JsonValue) -> JsonValue:
 
 def _both(left: JsonValue, right: JsonValue) -> JsonValue:
     """Return a schema meaning both subschemas."""
-    if left is True or left == {}:
+    if left is True or (isinstance(left, dict) and not set(left) & _VALIDATION):
         return right
-    if right is True or right == {} or _same(left, right):
+    if right is True or (isinstance(right, dict) and not set(right) & _VALIDATION):
+        return left
+    if _same(left, right):
         return left
     if left is False or right is False or _disjoint(left, right):
         return False
