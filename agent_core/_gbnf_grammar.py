@@ -123,6 +123,7 @@ _MAX_INLINED = 16  # put-together schemas inside each other, so a cycle of $refs
 # The alternatives ``if``/``then``/``else`` may split one schema into; more (many
 # conditionals side by side) and they are left to validation, to keep the grammar small.
 _MAX_CASES = 64
+_MAX_SPLIT = 3  # the properties an if tests but does not require, split absent and present
 _RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _OBJECT_KEYS = frozenset(("properties", "required", "additionalProperties", "patternProperties"))
 _ARRAY_KEYS = frozenset(("items", "prefixItems", "additionalItems", "minItems", "maxItems"))
@@ -326,6 +327,8 @@ class _Compiler:
         checked = {key for key in node if key in _VALIDATION}
         for key in _NEVER:
             if key in node:
+                if key == "not" and _excluded_strings(node) is not None:
+                    continue  # string() writes it
                 if key == "patternProperties" and node.get("additionalProperties") is False:
                     self.note(
                         path,
@@ -446,6 +449,11 @@ class _Compiler:
         take exactly the schema's instances. A conditional that cannot be split so is left
         to validation and noted.
         """
+        all_of = base.get("allOf")
+        if isinstance(all_of, list) and all_of:
+            # Put together first, so that the cases see the properties the allOf declares.
+            rest = {key: item for key, item in base.items() if key != "allOf"}
+            base = self.merged([rest, *all_of]) or base
         cases = [base]
         for item, at in conditionals:
             split: list[dict[str, JsonValue]] | None = []
@@ -486,7 +494,7 @@ class _Compiler:
             fails = self.fails(test, base)
             if holds is None or fails is None:
                 return None
-            choices = [[holds, then], *([fail, other] for fail in fails)]
+            choices = [*([case, then] for case in holds), *([fail, other] for fail in fails)]
         out = []
         for parts in choices:
             case = self.conjoined([base, *parts])
@@ -496,17 +504,23 @@ class _Compiler:
                 out.append(case)
         return out
 
-    def holds(self, test: JsonValue, base: dict[str, JsonValue]) -> dict[str, JsonValue] | None:
-        """Return ``test`` (an ``if``) as it holds inside ``base``, or ``None`` if unsupported.
+    def holds(
+        self, test: JsonValue, base: dict[str, JsonValue]
+    ) -> list[dict[str, JsonValue]] | None:
+        """Return schemas whose union is exactly the values (of ``base``) ``test`` accepts.
 
-        A property the ``if`` limits to values, of a property ``base`` limits to a few values
-        (an ``enum``, a boolean...), becomes the ``enum`` of those left, or absent if none is.
+        A property the ``if`` tests but does not require is one case absent and one present,
+        so that cases of several ``if``s on one property exclude each other. A property the
+        ``if`` limits to values, of a property ``base`` limits to a few values (an ``enum``, a
+        boolean...), becomes the ``enum`` of those left, or absent if none is. Returns
+        ``None`` where the ``if`` has other keywords.
         """
         if not isinstance(test, dict) or not set(test) & _VALIDATION <= _IF_KEYS:
             return None
         holds = {key: item for key, item in test.items() if key in _VALIDATION}
         properties = test.get("properties", {})
-        if not isinstance(properties, dict):
+        required = test.get("required", [])
+        if not isinstance(properties, dict) or not isinstance(required, list):
             return None
         narrowed: dict[str, JsonValue] = {}
         for name, sub in properties.items():
@@ -519,7 +533,25 @@ class _Compiler:
                 narrowed[name] = sub
         if properties:
             holds["properties"] = narrowed
-        return holds
+        cases = [holds]
+        optional = [
+            name
+            for name, sub in narrowed.items()
+            if name not in required and sub is not False and not _trivial(sub)
+        ]
+        if len(optional) > _MAX_SPLIT:
+            return cases
+        for name in optional:
+            split: list[dict[str, JsonValue]] = []
+            for case in cases:
+                tested = case["properties"]
+                names = case.get("required", [])
+                if not isinstance(tested, dict) or not isinstance(names, list):
+                    return None
+                split.append({**case, "properties": {**tested, name: False}})
+                split.append({**case, "required": [*names, name]})
+            cases = split
+        return cases
 
     def fails(
         self, test: JsonValue, base: dict[str, JsonValue]
@@ -569,7 +601,16 @@ class _Compiler:
                     return None
                 rejected = [{"type": others}] if others else []
             else:
-                return None
+                # Strings only (a const or enum of them): the other types, and the strings
+                # but those, which the grammar writes as a string schema with a not.
+                chosen = _chosen_strings(sub)
+                if chosen is None:
+                    return None
+                strings: list[JsonValue] = list(chosen)
+                rejected = [
+                    {"type": [kind for kind in _TYPES if kind != "string"]},
+                    {"type": "string", "not": {"enum": strings}} if strings else {"type": "string"},
+                ]
             fails += [
                 {"type": "object", "required": [name], "properties": {name: schema}}
                 for schema in rejected
@@ -584,15 +625,15 @@ class _Compiler:
         extra = node.get("additionalProperties", True)
         return properties.get(name, extra) if isinstance(properties, dict) else extra
 
-    def values_of(self, node: JsonValue) -> list[JsonValue] | None:
+    def values_of(self, node: JsonValue, depth: int = 0) -> list[JsonValue] | None:
         """Return values that include every instance of ``node``, or ``None`` if unbounded."""
         node = self.target(node)
         if node is False:
             return []
-        if not isinstance(node, dict):
+        if not isinstance(node, dict) or depth > _MAX_INLINED:
             return None
         types = _type_list(node.get("type")) if "type" in node else None
-        values: list[JsonValue]
+        values: list[JsonValue] | None = None
         if "const" in node:
             values = [node["const"]]
         elif isinstance(node.get("enum"), list):
@@ -601,13 +642,16 @@ class _Compiler:
             values = [
                 v for t, v in (("boolean", True), ("boolean", False), ("null", None)) if t in types
             ]
-        else:
+        all_of = node.get("allOf")
+        parts = [self.target(part) for part in all_of] if isinstance(all_of, list) else []
+        if values is None:
+            # Each part's values include the allOf's: the first part that has them.
+            found = (self.values_of(part, depth + 1) for part in parts)
+            values = next((part for part in found if part is not None), None)
+        if values is None:
             return None
-        return (
-            values
-            if types is None
-            else [v for v in values if _has_value({"type": node["type"]}, v)]
-        )
+        checks = [node, *(part for part in parts if isinstance(part, dict))]
+        return [v for v in values if all(_has_value(check, v) for check in checks)]
 
     def target(self, node: JsonValue) -> JsonValue:
         """Return ``node``, or the schema a ``$ref``-only ``node`` points to (``None`` if none)."""
@@ -740,6 +784,9 @@ class _Compiler:
         return self.rule(hint.replace("-" + "-", "-neg-"), _integer_range(low, high))
 
     def string(self, node: dict[str, JsonValue], path: str) -> str:
+        excluded = _excluded_strings(node)
+        if excluded is not None:
+            return self.other_string(excluded) if excluded else "string"
         fmt = node.get("format")
         lengths = [key for key in ("minLength", "maxLength") if key in node]
         pattern = node.get("pattern")
@@ -891,6 +938,45 @@ class _Compiler:
         body = f'"{{" ws {start} "}}"'.replace("  ", " ")
         return self.rule("object", re.sub(r" +", " ", body))
 
+    def other_string(self, values: list[str]) -> str:
+        r"""Return a rule matching a JSON string whose value is none of ``values``.
+
+        Every spelling counts: an escape that writes a character of a value (``\/``,
+        ``\u0061``) is read as that character. The values hold no character beyond U+FFFF.
+        """
+        trie = _Trie()
+        for value in sorted(set(values)):
+            node = trie
+            for char in value:
+                node = node.children.setdefault(char, _Trie())
+            node.ends_name = True
+
+        def rest_of(node: _Trie, prefix: str) -> str:
+            children = sorted(node.children)
+            raw = "".join(_class_char(c) for c in children if c not in '"\\' and ord(c) >= 0x20)
+            escapes = "".join(_class_char(e) for e, c in _ESCAPED.items() if c not in children)
+            other = [f'[^"\\\\\\x00-\\x1F{raw}]']
+            if escapes:
+                other.append(f'"\\\\" [{escapes}]')
+            hex_other = _hex_not([f"{ord(c):04X}" for c in children], 4)
+            if hex_other is not None:
+                other.append(f'"\\\\u" {hex_other}')
+            alternatives = [] if node.ends_name else ['"\\""']
+            alternatives.append(f'({" | ".join(other)}) char* "\\""')
+            for char in children:
+                spellings = [_literal(f"\\{e}") for e, c in _ESCAPED.items() if c == char]
+                if char not in '"\\' and ord(char) >= 0x20:
+                    spellings.insert(0, _literal(char))
+                code = " ".join(_hex_digit(d) for d in f"{ord(char):04X}")
+                spellings.append(f'"\\\\u" {code}')
+                name = self.rule(
+                    f"string-not-{prefix + char}", rest_of(node.children[char], prefix + char)
+                )
+                alternatives.append(f"({' | '.join(spellings)}) {name}")
+            return " | ".join(alternatives)
+
+        return self.rule("other-string", f'"\\"" ({rest_of(trie, "")})')
+
     def excluding(self, names: list[str]) -> str:
         """Return a rule matching a JSON string key that is none of ``names``."""
         names = sorted(set(names))
@@ -982,12 +1068,16 @@ def _type_list(value: JsonValue) -> list[str] | None:
 
 
 def _has_value(node: dict[str, JsonValue], value: JsonValue) -> bool:
-    """Whether ``value`` meets ``node``'s ``type``, ``const`` and ``enum``."""
+    """Whether ``value`` meets ``node``'s ``type``, ``const``, ``enum`` and ``not`` of strings."""
     types = _type_list(node.get("type"))
     kind = json_type(value)
     if types is not None and kind not in types and not (kind == "integer" and "number" in types):
         return False
     if "const" in node and not _same(node["const"], value):
+        return False
+    excluded = node.get("not")
+    strings = _chosen_strings(excluded) if isinstance(excluded, dict) else None
+    if strings is not None and any(_same(string, value) for string in strings):
         return False
     enum = node.get("enum")
     return not isinstance(enum, list) or any(_same(item, value) for item in enum)
@@ -1020,36 +1110,49 @@ def _meet_types(left: JsonValue, right: JsonValue) -> JsonValue:
     return kinds[0] if len(kinds) == 1 else kinds
 
 
+def _trivial(node: JsonValue) -> bool:
+    """Whether ``node`` takes every value: ``true``, or annotations only."""
+    return node is True or (isinstance(node, dict) and not set(node) & _VALIDATION)
+
+
 def _both(left: JsonValue, right: JsonValue) -> JsonValue:
-    """Return a schema meaning both subschemas."""
-    if left is True or (isinstance(left, dict) and not set(left) & _VALIDATION):
+    """Return a schema meaning both subschemas (``false`` where plainly none meets both)."""
+    if _trivial(left):
         return right
-    if right is True or (isinstance(right, dict) and not set(right) & _VALIDATION):
+    if _trivial(right):
         return left
     if _same(left, right):
         return left
-    if left is False or right is False or _disjoint(left, right):
+    parts = [*_parts(left), *_parts(right)]
+    if any(part is False for part in parts) or _disjoint(parts):
         return False
-
-    def parts(node: JsonValue) -> list[JsonValue]:
-        if isinstance(node, dict) and set(node) == {"allOf"} and isinstance(node["allOf"], list):
-            return list(node["allOf"])
-        return [node]
-
-    return {"allOf": [*parts(left), *parts(right)]}
+    return {"allOf": parts}
 
 
-def _disjoint(left: JsonValue, right: JsonValue) -> bool:
-    """Whether no value meets both schemas, as their ``type``, ``const`` and ``enum`` show."""
-    if not isinstance(left, dict) or not isinstance(right, dict):
-        return False
-    if "type" in left and "type" in right and _meet_types(left["type"], right["type"]) == []:
+def _parts(node: JsonValue) -> list[JsonValue]:
+    """Return the schemas an ``allOf``-only schema puts together, or ``[node]``."""
+    if isinstance(node, dict) and set(node) == {"allOf"} and isinstance(node["allOf"], list):
+        return list(node["allOf"])
+    return [node]
+
+
+def _disjoint(parts: list[JsonValue]) -> bool:
+    """Whether no value meets all ``parts``.
+
+    As their ``type``, ``const``, ``enum`` and ``not`` of strings show.
+    """
+    checks = [part for part in parts if isinstance(part, dict)]
+    types: JsonValue = [*_TYPES, "integer"]
+    for check in checks:
+        if "type" in check and types is not None:
+            types = _meet_types(types, check["type"])
+    if types == []:
         return True
-    for one, two in ((left, right), (right, left)):
-        enum = one.get("enum")
-        values = [one["const"]] if "const" in one else enum if isinstance(enum, list) else None
+    for check in checks:
+        enum = check.get("enum")
+        values = [check["const"]] if "const" in check else enum if isinstance(enum, list) else None
         if values is not None and not any(
-            _has_value(one, value) and _has_value(two, value) for value in values
+            all(_has_value(other, value) for other in checks) for value in values
         ):
             return True
     return False
@@ -1103,9 +1206,26 @@ def _conjoin(
         together = _keyword_both(key, out[key], item, left, right)
         if together is not None:
             out[key] = together
-        elif key not in _NEVER or key == "patternProperties":
+        elif key not in _NEVER or key in ("patternProperties", "not"):
             return None
         # else the grammar leaves the keyword out and notes it, whichever value it keeps.
+    return _without_excluded(out)
+
+
+def _without_excluded(node: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """Return ``node`` with a ``not`` of strings applied to its ``const``/``enum`` values.
+
+    So that the values are written as literals, not left beside a ``not``.
+    """
+    excluded = node.get("not")
+    strings = _chosen_strings(excluded) if isinstance(excluded, dict) else None
+    if strings is None or not ("const" in node or "enum" in node):
+        return node
+    out = {key: item for key, item in node.items() if key != "not"}
+    values = [out["const"]] if "const" in out else out["enum"]
+    if isinstance(values, list):
+        kept = [v for v in values if not any(_same(v, string) for string in strings)]
+        out["enum"] = kept  # beside a const: the const if it is kept, else nothing
     return out
 
 
@@ -1119,6 +1239,14 @@ def _keyword_both(
     """Return one value of ``key`` meaning both values, or ``None`` where there is none."""
     if key == "required" and isinstance(first, list) and isinstance(second, list):
         return list(dict.fromkeys([*first, *second]))
+    if key == "not":
+        # Neither a nor b is not (a or b); strings excluded by both are one enum.
+        strings = [
+            _chosen_strings(side) if isinstance(side, dict) else None for side in (first, second)
+        ]
+        if strings[0] is not None and strings[1] is not None:
+            return {"enum": list(dict.fromkeys([*strings[0], *strings[1]]))}
+        return {"anyOf": [first, second]}
     if key == "type":
         return _meet_types(first, second)
     if key == "enum" and isinstance(first, list) and isinstance(second, list):
@@ -1191,3 +1319,64 @@ def _no_object(node: dict[str, JsonValue]) -> bool:
     return isinstance(required, list) and any(
         isinstance(name, str) and properties.get(name, extra) is False for name in required
     )
+
+
+# JSON's one-letter escapes, and the character each writes.
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX = "0123456789ABCDEF"
+
+
+def _hex_digit(digit: str) -> str:
+    """Return a GBNF expression for one hex digit, either case."""
+    return f"[{digit}{digit.lower()}]" if digit.isalpha() else _literal(digit)
+
+
+def _hex_not(codes: list[str], width: int) -> str | None:
+    """Return an expression for ``width`` hex digits (either case) spelling none of ``codes``.
+
+    ``None`` when there are none such.
+    """
+    if width == 0:
+        return None
+    firsts = sorted({code[0] for code in codes})
+    others = "".join(d + (d.lower() if d.isalpha() else "") for d in _HEX if d not in firsts)
+    after = _repeat("[0-9a-fA-F]", width - 1, width - 1)
+    parts = [f"[{others}] {after}".strip()] if others else []
+    for first in firsts:
+        rest = _hex_not([code[1:] for code in codes if code[0] == first], width - 1)
+        if rest is not None:
+            parts.append(f"{_hex_digit(first)} {rest}")
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else "(" + " | ".join(parts) + ")"
+
+
+def _chosen_strings(node: dict[str, JsonValue]) -> list[str] | None:
+    """Return the values of a ``const``/``enum`` schema that takes strings only, else ``None``.
+
+    Also ``None`` for a value with a character beyond U+FFFF, which JSON escapes in two.
+    """
+    if not set(node) & _VALIDATION <= _CHOICE or ("const" in node) == ("enum" in node):
+        return None
+    values = [node["const"]] if "const" in node else node["enum"]
+    if not isinstance(values, list):
+        return None
+    kept = [value for value in values if _has_value(node, value)]
+    strings = [value for value in kept if isinstance(value, str)]
+    if len(strings) != len(kept) or any(ord(c) > 0xFFFF for v in strings for c in v):
+        return None
+    return strings
+
+
+def _excluded_strings(node: dict[str, JsonValue]) -> list[str] | None:
+    """Return the strings a string schema's ``not`` excludes, where the grammar can write it.
+
+    That is a schema of ``type: string`` and a ``not`` of string ``const``/``enum`` values
+    only, nothing else.
+    """
+    test = node.get("not")
+    if set(node) & _VALIDATION != {"type", "not"} or node["type"] != "string":
+        return None
+    if not isinstance(test, dict):
+        return None
+    return _chosen_strings(test)

@@ -221,14 +221,48 @@ CASES: list[tuple[str, Any, dict[str, list[Any]], tuple[str, ...]]] = [
         ("$: not is not in the grammar",),
     ),
     (
-        "a free string's const: the if cannot fail in a schema, so it is left out",
+        "a free string's const: it fails as any other string, escapes included",
         {
             "type": "object",
             "properties": {"kind": {"type": "string"}, "x": {"type": "integer"}},
-            "if": {"properties": {"kind": {"const": "a"}}},
+            "if": {"properties": {"kind": {"const": "a/b"}}},
             "then": {"required": ["x"]},
         },
-        {"kind": ["a", "b", ABSENT], "x": [1, ABSENT]},
+        {"kind": ["a/b", "a", "a/bc", "", "é", ABSENT], "x": [1, ABSENT]},
+        (),
+    ),
+    (
+        "string discriminators in an allOf of conditionals, the object in the allOf too",
+        {
+            "allOf": [
+                {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "n": {}, "s": {}},
+                    "required": ["name"],
+                    "additionalProperties": False,
+                },
+                {
+                    "if": {"properties": {"name": {"const": "int"}}},
+                    "then": {"properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                },
+                {
+                    "if": {"properties": {"name": {"const": "str"}}},
+                    "then": {"properties": {"n": False}, "required": ["s"]},
+                },
+            ]
+        },
+        {"name": ["int", "str", "x", 1, ABSENT], "n": [1, "1", ABSENT], "s": ["s", ABSENT]},
+        (),
+    ),
+    (
+        "a string's length in the if: no schema says the strings it rejects",
+        {
+            "type": "object",
+            "properties": {"kind": {"type": "string"}, "x": {"type": "integer"}},
+            "if": {"properties": {"kind": {"maxLength": 1}}},
+            "then": {"required": ["x"]},
+        },
+        {"kind": ["a", "bc", ABSENT], "x": [1, ABSENT]},
         ("$: if is not in the grammar", "$: then is not in the grammar"),
     ),
     (
@@ -253,11 +287,11 @@ CASES: list[tuple[str, Any, dict[str, list[Any]], tuple[str, ...]]] = [
             "type": "object",
             "properties": {"k": {"type": "boolean"}, "s": {"type": "string"}, "x": {}},
             "allOf": [
-                {"if": {"properties": {"s": {"const": "a"}}}, "then": {"required": ["x"]}},
+                {"if": {"properties": {"s": {"minLength": 2}}}, "then": {"required": ["x"]}},
                 {"if": {"properties": {"k": {"const": True}}}, "then": {"required": ["s"]}},
             ],
         },
-        {"k": [True, False, ABSENT], "s": ["a", "b", ABSENT], "x": [1, ABSENT]},
+        {"k": [True, False, ABSENT], "s": ["a", "bc", ABSENT], "x": [1, ABSENT]},
         ("$.allOf[0]: if is not in the grammar", "$.allOf[0]: then is not in the grammar"),
     ),
 ]
@@ -369,7 +403,7 @@ def test_if_without_then_or_else_constrains_nothing_and_is_not_noted() -> None:
 VALUES: dict[str, list[Any]] = {
     "a": [True, False, ABSENT],
     "b": [1, 2, 3, ABSENT],
-    "c": ["s", None, 1, ABSENT],
+    "c": ["s", "t", None, 1, ABSENT],
 }
 BASES = {
     "a": [{"type": "boolean"}, {}, {"enum": [True]}],
@@ -511,3 +545,57 @@ def test_object_schemas_put_together_take_exactly_the_instances_of_their_allof(
             assert accepted_in_some_order(parsed, value), f"a valid instance is refused: {text}"
         elif not grammar.notes:
             assert not accepted_in_some_order(parsed, value), f"an invalid one passes: {text}"
+
+
+def spelled(text: str, escape: str) -> str:
+    """Return ``text`` as a JSON string: as is, every character a ``\\u`` escape, or mixed."""
+    out = []
+    for index, char in enumerate(text):
+        if escape == "all" or (escape == "mixed" and index % 2):
+            out.append(f"\\u{ord(char):04x}" if index % 3 else f"\\u{ord(char):04X}")
+        else:
+            out.append(json.dumps(char, ensure_ascii=False)[1:-1])
+    return '"' + "".join(out) + '"'
+
+
+def test_strings_a_not_excludes_are_refused_however_json_spells_them() -> None:
+    excluded = ["ab", "a/", "é", 'a"', "\n", "a"]
+    schema = {"type": "string", "not": {"enum": excluded}}
+    grammar = schema_to_gbnf(schema)
+    assert grammar.notes == ()
+    parsed = parse_grammar(grammar.text)
+    validator = compile_schema(schema)
+    for length in range(4):
+        for chars in itertools.product(["a", "b", "/", "é", '"', "\n", "\\"], repeat=length):
+            for escape in ("none", "all", "mixed"):
+                text = spelled("".join(chars), escape)
+                assert accepts(parsed, text) == validator.is_valid(json.loads(text)), text
+    for text in [
+        '"a\\/"',
+        '"a\\u002F"',
+        '"\\u00E9"',
+        '"a\\u0022"',
+        '"\\u000A"',
+        '"\\ud83d\\ude00"',
+    ]:
+        assert accepts(parsed, text) == validator.is_valid(json.loads(text)), text
+
+
+def test_a_string_discriminator_is_read_through_escapes() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"kind": {"type": "string"}, "x": {"type": "integer"}},
+        "if": {"properties": {"kind": {"const": "a/b"}}},
+        "then": {"required": ["x"]},
+        "else": {"properties": {"x": False}},
+    }
+    grammar = schema_to_gbnf(schema, declared_only=True, compact=True)
+    assert grammar.notes == ()
+    # A const is written one way (as json.dumps writes it); the else case refuses every
+    # spelling of it, so that no escape slips an if-true value past the then.
+    assert accepts(grammar.text, '{"kind":"a/b","x":1}')
+    for kind in ('"a/b"', '"a\\/b"', '"\\u0061/b"', '"a\\u002fb"'):
+        assert not accepts(grammar.text, f'{{"kind":{kind}}}'), kind
+    for kind in ('"a/c"', '"a\\/"', '"\\u0061"', '"a/b\\u0020"'):
+        assert accepts(grammar.text, f'{{"kind":{kind}}}'), kind
+        assert not accepts(grammar.text, f'{{"kind":{kind},"x":1}}'), kind
