@@ -123,6 +123,7 @@ _MAX_INLINED = 16  # put-together schemas inside each other, so a cycle of $refs
 # The alternatives ``if``/``then``/``else`` may split one schema into; more (many
 # conditionals side by side) and they are left to validation, to keep the grammar small.
 _MAX_CASES = 64
+_SPELLED = 4  # the members an object's rule spells out after one, before naming the rest
 _MAX_SPLIT = 3  # the properties an if tests but does not require, split absent and present
 _RANGE = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _OBJECT_KEYS = frozenset(("properties", "required", "additionalProperties", "patternProperties"))
@@ -913,12 +914,17 @@ class _Compiler:
         flags = [needed for _, _, needed in members]
         tail = f' ("," ws {extra_pair})*' if extra_pair else ""
 
+        # after(i): the members from i on, each with its comma. A long one is a rule of its
+        # own, so that each start below refers to it instead of spelling it out: the grammar
+        # grows with the members, not with their square.
+        afters = [tail.strip()]
+        for index in range(len(pairs) - 1, -1, -1):
+            part = f'"," ws {pairs[index]}' if flags[index] else f'("," ws {pairs[index]})?'
+            rest = f"{part} {afters[-1]}".strip()
+            afters.append(self.rule("rest", rest) if len(pairs) - index > _SPELLED else rest)
+
         def after(index: int) -> str:
-            parts = [
-                f'"," ws {pair}' if needed else f'("," ws {pair})?'
-                for pair, needed in zip(pairs[index:], flags[index:], strict=True)
-            ]
-            return " ".join(parts) + tail
+            return afters[len(pairs) - index]
 
         # start(i): the members from i on when none has been written yet, so the first one
         # written takes no comma.
