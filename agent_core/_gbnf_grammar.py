@@ -918,7 +918,7 @@ class _Compiler:
         # own, so that each start below refers to it instead of spelling it out: the grammar
         # grows with the members, not with their square.
         afters = [tail.strip()]
-        for index in range(len(pairs) - 1, -1, -1):
+        for index in range(len(pairs) - 1, 0, -1):
             part = f'"," ws {pairs[index]}' if flags[index] else f'("," ws {pairs[index]})?'
             rest = f"{part} {afters[-1]}".strip()
             afters.append(self.rule("rest", rest) if len(pairs) - index > _SPELLED else rest)
