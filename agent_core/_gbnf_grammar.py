@@ -498,6 +498,8 @@ class _Compiler:
             choices = [*([case, then] for case in holds), *([fail, other] for fail in fails)]
         out = []
         for parts in choices:
+            if any(part is False for part in parts):
+                continue  # a then or else of false: no value takes this way
             case = self.conjoined([base, *parts])
             if case is None:
                 return None
@@ -562,7 +564,7 @@ class _Compiler:
         An ``if`` is a conjunction (a type, required names, each property's schema), so it
         fails one way per part: another type, a required name absent, a property present with
         a value its schema rejects. Returns ``None`` where one of those cannot be written as a
-        schema (a free string other than a ``const``...).
+        schema the grammar carries (a number out of a range, a string of another length...).
         """
         if not isinstance(test, dict) or not set(test) & _VALIDATION <= _IF_KEYS:
             return None

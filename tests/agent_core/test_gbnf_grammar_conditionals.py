@@ -255,6 +255,18 @@ CASES: list[tuple[str, Any, dict[str, list[Any]], tuple[str, ...]]] = [
         (),
     ),
     (
+        "a then of false forbids the if",
+        {
+            "type": "object",
+            "properties": {"mode": {"enum": ["a", "b"]}, "x": {}},
+            "if": {"properties": {"mode": {"const": "a"}}, "required": ["mode"]},
+            "then": False,
+            "else": {"required": ["x"]},
+        },
+        {"mode": ["a", "b", ABSENT], "x": [1, ABSENT]},
+        (),
+    ),
+    (
         "a string's length in the if: no schema says the strings it rejects",
         {
             "type": "object",
@@ -446,8 +458,8 @@ def _conditional() -> st.SearchStrategy[dict[str, Any]]:
             **({"else": other} if other is not None else {}),
         },
         _constraints(),
-        st.none() | _constraints(),
-        st.none() | _constraints(),
+        st.none() | st.just(False) | _constraints(),
+        st.none() | st.just(False) | _constraints(),
         st.sampled_from([None, None, "object", "string"]),
     )
 
