@@ -117,7 +117,7 @@ _LOWER_BOUNDS = ("minItems", "minLength", "minProperties", "minContains", "exclu
 _UPPER_BOUNDS = ("maxItems", "maxLength", "maxProperties", "maxContains", "exclusiveMaximum")
 _CONDITIONAL = ("if", "then", "else")
 # The keywords of an ``if`` whose failing can be written as a union of schemas.
-_IF_KEYS = frozenset(("type", "properties", "required"))
+_IF_KEYS = frozenset(("type", "const", "enum", "properties", "required"))
 _CHOICE = frozenset(("type", "const", "enum"))  # an if's property schema read as values
 _MAX_INLINED = 16  # put-together schemas inside each other, so a cycle of $refs ends
 # The alternatives ``if``/``then``/``else`` may split one schema into; more (many
@@ -561,20 +561,20 @@ class _Compiler:
     ) -> list[dict[str, JsonValue]] | None:
         """Return schemas whose union is exactly the values (of ``base``) ``test`` rejects.
 
-        An ``if`` is a conjunction (a type, required names, each property's schema), so it
-        fails one way per part: another type, a required name absent, a property present with
-        a value its schema rejects. Returns ``None`` where one of those cannot be written as a
-        schema the grammar carries (a number out of a range, a string of another length...).
+        An ``if`` is a conjunction (a type or values, required names, each property's
+        schema), so it fails one way per part: another type or value, a required name absent,
+        a property present with a value its schema rejects. Returns ``None`` where one of
+        those cannot be written as a schema the grammar carries (a number out of a range, a
+        string of another length...).
         """
         if not isinstance(test, dict) or not set(test) & _VALIDATION <= _IF_KEYS:
             return None
         fails: list[dict[str, JsonValue]] = []
-        if "type" in test:
-            others = _other_types(test["type"])
-            if others is None:
+        if set(test) & _CHOICE:
+            own = self.rejected({key: test[key] for key in _CHOICE if key in test}, base)
+            if own is None:
                 return None
-            if others:
-                fails.append({"type": others})
+            fails += [schema for schema in own if isinstance(schema, dict)]
         required = test.get("required", [])
         properties = test.get("properties", {})
         if not isinstance(required, list) or not isinstance(properties, dict):
@@ -591,34 +591,42 @@ class _Compiler:
             if sub is False:
                 fails.append({"type": "object", "required": [name]})
                 continue
-            if not isinstance(sub, dict) or not set(sub) & _VALIDATION <= _CHOICE:
+            rejected = self.rejected(sub, self.declared(base, name))
+            if rejected is None:
                 return None
-            values = self.values_of(self.declared(base, name))
-            rejected: list[JsonValue]
-            if values is not None:
-                left = [value for value in values if not _has_value(sub, value)]
-                rejected = [{"enum": left}] if left else []
-            elif set(sub) & _VALIDATION == {"type"}:
-                others = _other_types(sub["type"])
-                if others is None:
-                    return None
-                rejected = [{"type": others}] if others else []
-            else:
-                # Strings only (a const or enum of them): the other types, and the strings
-                # but those, which the grammar writes as a string schema with a not.
-                chosen = _chosen_strings(sub)
-                if chosen is None:
-                    return None
-                strings: list[JsonValue] = list(chosen)
-                rejected = [
-                    {"type": [kind for kind in _TYPES if kind != "string"]},
-                    {"type": "string", "not": {"enum": strings}} if strings else {"type": "string"},
-                ]
             fails += [
                 {"type": "object", "required": [name], "properties": {name: schema}}
                 for schema in rejected
             ]
         return fails
+
+    def rejected(self, test: JsonValue, universe: JsonValue) -> list[JsonValue] | None:
+        """Return schemas whose union is exactly the values of ``universe`` ``test`` rejects.
+
+        ``test`` is a ``type``, ``const`` or ``enum`` schema; ``None`` where its complement is
+        not a schema the grammar carries (the numbers that are not integers...).
+        """
+        if not isinstance(test, dict) or not set(test) & _VALIDATION <= _CHOICE:
+            return None
+        values = self.values_of(universe)
+        if values is not None:
+            left = [value for value in values if not _has_value(test, value)]
+            return [{"enum": left}] if left else []
+        if set(test) & _VALIDATION == {"type"}:
+            others = _other_types(test["type"])
+            if others is None:
+                return None
+            return [{"type": others}] if others else []
+        # Strings only (a const or enum of them): the other types, and the strings but
+        # those, which the grammar writes as a string schema with a not.
+        chosen = _chosen_strings(test)
+        if chosen is None:
+            return None
+        strings: list[JsonValue] = list(chosen)
+        return [
+            {"type": [kind for kind in _TYPES if kind != "string"]},
+            {"type": "string", "not": {"enum": strings}} if strings else {"type": "string"},
+        ]
 
     def declared(self, node: dict[str, JsonValue], name: str) -> JsonValue:
         """Return the schema ``node`` gives property ``name`` (``True`` where unknown)."""

@@ -221,6 +221,47 @@ CASES: list[tuple[str, Any, dict[str, list[Any]], tuple[str, ...]]] = [
         ("$: not is not in the grammar",),
     ),
     (
+        "conditionals inside a property and an anyOf branch",
+        {
+            "type": "object",
+            "properties": {
+                "inner": {
+                    "type": "object",
+                    "properties": {"on": {"type": "boolean"}, "level": {"enum": [1, 2]}},
+                    "if": {"properties": {"on": {"const": False}}, "required": ["on"]},
+                    "then": {"properties": {"level": False}},
+                    "else": {"required": ["level"]},
+                },
+                "v": {
+                    "anyOf": [
+                        {"type": "integer"},
+                        {
+                            "type": "array",
+                            "items": {"type": "boolean"},
+                            "if": {"minItems": 0},
+                            "then": {"maxItems": 1},
+                        },
+                        {"type": "string", "if": {"const": "no"}, "then": False},
+                    ]
+                },
+            },
+        },
+        {
+            "inner": [
+                {},
+                {"on": False},
+                {"on": True},
+                {"on": False, "level": 1},
+                {"on": True, "level": 2},
+            ],
+            "v": [1, [], [True], [True, False], "no", "yes", ABSENT],
+        },
+        (
+            "$.properties.v.anyOf[1]: if is not in the grammar",
+            "$.properties.v.anyOf[1]: then is not in the grammar",
+        ),
+    ),
+    (
         "a free string's const: it fails as any other string, escapes included",
         {
             "type": "object",
