@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
@@ -160,6 +160,10 @@ class PostgresStore(SqlStore):
                 self._pool.check()
             finally:
                 self._checking.release()
+
+    def _pipeline(self, connection: object) -> AbstractContextManager[object]:
+        assert isinstance(connection, self._psycopg.Connection)
+        return connection.pipeline()
 
     def _cursor(self, connection: object) -> Cursor:
         assert isinstance(connection, self._psycopg.Connection)
