@@ -426,15 +426,17 @@ class SqlBase(ABC):
                     self._begin(cursor, write=write)
                     try:
                         yield cursor
+                        committing = True
+                        cursor.execute("COMMIT")
+                        # A pipeline's answers: a statement that failed, skipping the COMMIT,
+                        # raises here.
+                        sent.close()
                     except BaseException:
                         with suppress(Exception):
                             sent.close()  # the answers sent so far, before the ROLLBACK
                         with suppress(Exception):
                             cursor.execute("ROLLBACK")
                         raise
-                    committing = True
-                    cursor.execute("COMMIT")
-                    sent.close()  # a pipeline's answers: a failed statement raises here
             except Exception as error:
                 unusable = self._unusable(error, connection, committing=committing)
                 if unusable is None:
