@@ -12,11 +12,15 @@ logged and the run goes on). Whatever goes wrong after a claim ends the run ``fa
 ``internal_error``; it is never left for its lease to run out.
 
 A run stored by this process wakes its runner at once; on PostgreSQL the database's notification
-wakes every process's runners, and ``poll_s`` is the fallback. A worker with no run waiting claims
-a batch (``POST /batches``) and gathers its runs' model calls into provider batches recorded in
-the store, so a runner taking the batch over re-attaches to them. On shutdown the workers stop
-claiming, give runs in flight ``grace_s`` seconds, then put them back in the queue
-(``run_requeued``).
+wakes every process's runners, and ``poll_s`` is the fallback. A run this process can execute at
+once (a worker is free that no queued run waits for) is stored already claimed by its runner and
+handed over in memory (:meth:`Runner.reserve`, :meth:`Runner.take`): no runner is told, none claims
+it, and it is as durable as any claimed run (its lease runs out if the process dies).
+
+A worker with no run waiting claims a batch (``POST /batches``) and gathers its runs' model calls
+into provider batches recorded in the store, so a runner taking the batch over re-attaches to
+them. On shutdown the workers stop claiming, give runs in flight ``grace_s`` seconds, then put
+them back in the queue (``run_requeued``).
 """
 
 from __future__ import annotations
@@ -39,12 +43,12 @@ from agent_contracts._runs import RunError, RunResult
 from agent_coordinator._batch_ledger import StoreLedger
 from agent_coordinator._children import TOOL_NAME, StartSession
 from agent_coordinator._errors import ServiceError, StoreUnavailable
-from agent_coordinator._event_log import EventBuffer
+from agent_coordinator._event_log import EventBuffer, StoredEvent
 from agent_coordinator._execution import Execution
 from agent_coordinator._store.base import SqlStore
 from agent_coordinator._store.claims import DEFAULT_MAX_CLAIMS
 from agent_coordinator._store.listener import RUN_QUEUED
-from agent_coordinator._store.records import BatchClaim, Claim, RunRecord
+from agent_coordinator._store.records import BatchClaim, Claim, Holding, RunRecord
 from agent_executor._batching import Batcher
 from agent_executor._tools import InputTool
 
@@ -86,10 +90,42 @@ def runner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class _Slots:
+    """A runner's worker slots: taken by its claimer before each claim, or by a run handed over."""
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self.wanted = False
+        """The claimer waits for a slot (all are taken)."""
+        self._freed = asyncio.Event()
+
+    def take_now(self) -> bool:
+        """Take a slot if one is free; say whether one was taken."""
+        if self.free <= 0:
+            return False
+        self.free -= 1
+        return True
+
+    async def take(self) -> None:
+        """Wait for a free slot and take it (one caller at a time: the claimer)."""
+        while not self.take_now():
+            self._freed.clear()
+            self.wanted = True
+            try:
+                await self._freed.wait()
+            finally:
+                self.wanted = False
+
+    def give(self) -> None:
+        """Give a slot back."""
+        self.free += 1
+        self._freed.set()
+
+
 class _InFlight:
     """A run this runner executes: its task, its events, and why it was stopped, if it was."""
 
-    __slots__ = ("events", "flushing", "stopped", "task")
+    __slots__ = ("attempt_events", "events", "flushing", "stopped", "stored", "task", "turns")
 
     def __init__(self, task: asyncio.Task[RunResult], events: EventBuffer) -> None:
         self.task = task
@@ -98,6 +134,13 @@ class _InFlight:
         """``lost`` (another runner has it), ``cancelled`` or ``shutdown``."""
         self.flushing: asyncio.Future[None] | None = None
         """The write of its events under way, which its end waits for (events stay in order)."""
+        self.turns = False
+        """Whether its turns were recorded (or a recording was tried)."""
+        self.attempt_events = False
+        """Whether an ``attempt`` event of it was written before its end."""
+        self.stored: list[StoredEvent] | None = []
+        """Its events written before its end, in order (``None``: a write may or may not
+        have been stored)."""
 
 
 class Runner:
@@ -156,10 +199,54 @@ class Runner:
         """The batches this runner holds, whose leases it renews."""
         self._unlisten: Callable[[], None] | None = None
         self._executing: set[str] = set()
+        self._slots = _Slots(workers)
 
     def wake(self) -> None:
         """Tell the runner there may be work (a run was just stored)."""
         self._wake.set()
+
+    def reserve(self) -> bool:
+        """Take a worker slot for a run this process is about to store claimed, if it may now.
+
+        It may while the runner claims (started, not stopping) and a slot is free that its
+        claimer is not waiting for: while it waits, runs are queued for every slot, and a slot
+        freed goes to the oldest of them, not to a new run. A reserved slot is used by
+        :meth:`take` or given back by :meth:`unreserve`.
+
+        Returns:
+            Whether a slot was reserved.
+        """
+        if self._dispatcher is None or self._stopping.is_set() or self._slots.wanted:
+            return False
+        return self._slots.take_now()
+
+    def unreserve(self) -> None:
+        """Give back a slot :meth:`reserve` took, for a run that was not stored claimed."""
+        self._slots.give()
+
+    def take(self, claim: Claim) -> None:
+        """Execute a run stored claimed by this runner, in the slot :meth:`reserve` took.
+
+        A runner stopping meanwhile puts the run back in the queue instead.
+        """
+        if self._stopping.is_set():
+            self._launch(self._requeue(claim.run.id))
+        else:
+            self._launch(self.execute(claim))
+
+    async def _requeue(self, run_id: str) -> None:
+        """Put a run this runner holds back in the queue (it stops before running it)."""
+        try:
+            await self.store.call(self.store.release, run_id, self.id)
+        except Exception:  # its lease runs out instead
+            logger.exception("runner %s: cannot put run %s back in the queue", self.id, run_id)
+
+    def _launch(self, work: Coroutine[object, object, None]) -> None:
+        """Run ``work`` (a claimed run or batch) in a slot already taken; give it back after."""
+        task = asyncio.create_task(work)
+        self._active.add(task)
+        task.add_done_callback(self._active.discard)
+        task.add_done_callback(lambda _: self._slots.give())
 
     def cancel(self, run_id: str) -> None:
         """Stop a run this runner executes because it was asked to cancel (no-op otherwise).
@@ -212,10 +299,9 @@ class Runner:
     async def _dispatch(self) -> None:
         """Claim runs one at a time while a worker slot is free."""
         # One claimer per runner, so a new run costs one claim, not one per idle worker.
-        slots = asyncio.Semaphore(self.workers)
         failures = 0
         while not self._stopping.is_set():
-            await slots.acquire()
+            await self._slots.take()
             if self._stopping.is_set():
                 break
             self._wake.clear()
@@ -242,15 +328,13 @@ class Runner:
                     logger.warning("runner %s: claiming runs again", self.id)
                 failures = 0
             if claim is None:
-                slots.release()
+                self._slots.give()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._pause(failures))
                 continue
-            work = self.execute(claim) if isinstance(claim, Claim) else self.execute_batch(claim)
-            task = asyncio.create_task(work)
-            self._active.add(task)
-            task.add_done_callback(self._active.discard)
-            task.add_done_callback(lambda _: slots.release())
+            self._launch(
+                self.execute(claim) if isinstance(claim, Claim) else self.execute_batch(claim)
+            )
 
     def _pause(self, failures: int) -> float:
         """Seconds to wait before the next claim: the poll, doubled for each failure in a row."""
@@ -360,7 +444,7 @@ class Runner:
                     ),
                 ),
             )
-            await self._until_end(run, stage)
+            await self._until_end(claim, stage)
             return
         tools: list[InputTool] = []
         if TOOL_NAME in self.execution.fleet.get(run.agent_name, _NO_TOOLS).tools:
@@ -387,7 +471,7 @@ class Runner:
                 on_turn=functools.partial(self._record_turns, run.id),
             ),
         )
-        await self._until_end(run, stage)
+        await self._until_end(claim, stage)
 
     def _start(
         self, run_id: str, events: EventBuffer, execution: Coroutine[object, object, RunResult]
@@ -395,8 +479,9 @@ class Runner:
         """Start a run's execution as a task this runner tends."""
         self._running[run_id] = _InFlight(asyncio.create_task(execution), events)
 
-    async def _until_end(self, run: RunRecord, stage: list[str]) -> None:
+    async def _until_end(self, claim: Claim, stage: list[str]) -> None:
         """Wait for a started run to end, then store how it ended."""
+        run = claim.run
         flight = self._running[run.id]
         task, events = flight.task, flight.events
         stage.append("running the agent")
@@ -419,6 +504,17 @@ class Runner:
         if stopped == "shutdown":
             await self.store.call(self.store.release, run.id, self.id)
             return
+        # What an earlier claim of the run stored is not known here: the end reads it back.
+        earlier = run.claims > 1
+        logged = claim.events
+        holding = Holding(
+            transcript=claim.transcript,
+            turns=earlier or flight.turns,
+            attempt_events=earlier or flight.attempt_events,
+            events=None
+            if earlier or logged is None or flight.stored is None
+            else [*logged, *flight.stored],
+        )
         if stopped == "cancelled":
             stage.append("storing the result")
             ended = await self._finish(
@@ -431,12 +527,13 @@ class Runner:
                     result=None,
                     error={"type": "cancelled", "message": "the run was cancelled while it ran"},
                     events=[*events.drain(), ("run_cancelled", {})],
+                    holding=holding,
                 ),
             )
         else:
             result = task.result()  # raises what the run loop raised, in "running the agent"
             stage.append("storing the result")
-            ended = await self._store_result(run.id, result, events)
+            ended = await self._store_result(run.id, result, events, holding)
         if ended is not None and self.on_finished is not None:
             self.on_finished(ended)
 
@@ -480,13 +577,15 @@ class Runner:
 
     async def _record_turns(self, run_id: str, progress: dict[str, JsonValue]) -> None:
         """Store a run's finished turns before its next model call (called in the run's task)."""
+        flight = self._running.get(run_id)
+        if flight is not None:
+            flight.turns = True
         try:
             held = await self.store.call(self.store.record_progress, run_id, self.id, progress)
         except Exception:
             logger.exception("runner %s: cannot store the turns of run %s", self.id, run_id)
             return
         if not held:
-            flight = self._running.get(run_id)
             if flight is not None and flight.stopped is None:
                 flight.stopped = "lost"
             # Raised, not a cancel() that lands at some later await: the next request must
@@ -524,6 +623,7 @@ class Runner:
             if pending:
                 batch[run_id] = pending
                 flights.append(flight)
+                flight.attempt_events |= any(kind == "attempt" for kind, _ in pending)
         if not batch:
             return
         written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -531,6 +631,14 @@ class Runner:
             flight.flushing = written
         try:
             await self.store.call(self.store.add_events_many, batch)
+        except BaseException:
+            for flight in flights:
+                flight.stored = None
+            raise
+        else:
+            for flight, pending in zip(flights, batch.values(), strict=True):
+                if flight.stored is not None:
+                    flight.stored.extend(pending)
         finally:
             written.set_result(None)
 
@@ -583,7 +691,11 @@ class Runner:
             pause = min(pause * 2, _MAX_BACKOFF_S)
 
     async def _store_result(
-        self, run_id: str, result: RunResult, events: EventBuffer
+        self,
+        run_id: str,
+        result: RunResult,
+        events: EventBuffer,
+        holding: Holding | None = None,
     ) -> RunRecord | None:
         data: dict[str, JsonValue] = result.model_dump(mode="json")
         data["schema_validation"] = (
@@ -607,5 +719,6 @@ class Runner:
                 attempts=attempts,
                 events=events.drain(),
                 transcript=transcript if isinstance(transcript, list) else None,
+                holding=holding,
             ),
         )

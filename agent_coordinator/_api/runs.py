@@ -53,7 +53,7 @@ async def create_run(
         run_id = new_id("run")
         ended = services.notifier.subscribe(run_id)
         try:
-            run = await submit_run(services, body, idempotency_key, run_id=run_id)
+            run = await submit_run(services, body, idempotency_key, run_id=run_id, run_now=True)
             timeout_s = min(wait, services.limits.max_wait_s)
             if run.id != run_id:  # the idempotency key's earlier run
                 run = await wait_for_end(services, run.id, timeout_s)

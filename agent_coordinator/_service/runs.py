@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import secrets
 
@@ -14,9 +15,10 @@ from pydantic import JsonValue
 
 from agent_contracts._runs import JsonSchema, RunOptions
 from agent_coordinator._errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator._runner import Runner
 from agent_coordinator._service.bodies import RunCreate
 from agent_coordinator._service.services import Services
-from agent_coordinator._store.records import TERMINAL, NewRun, RunInput, RunRecord
+from agent_coordinator._store.records import TERMINAL, Claim, NewRun, RunInput, RunRecord
 from agent_coordinator._webhooks import check_webhook_url
 
 __all__ = ["checked_input", "new_id", "stored_run", "submit_run", "until_end", "wait_for_end"]
@@ -151,9 +153,31 @@ async def checked_input(
 
 
 async def submit_run(
-    services: Services, body: RunCreate, key: str | None, *, run_id: str | None = None
+    services: Services,
+    body: RunCreate,
+    key: str | None,
+    *,
+    run_id: str | None = None,
+    run_now: bool = False,
 ) -> RunRecord:
-    """Check a run request, store it (once per idempotency ``key``) and wake the runners."""
+    """Check a run request, store it (once per idempotency ``key``) and wake the runners.
+
+    Args:
+        services: The service's store, runner and settings.
+        body: The request.
+        key: Its idempotency key, if it has one.
+        run_id: The id to store the run under (a new one if ``None``).
+        run_now: Whether the caller waits for the run: then, when this process's runner has a
+            free worker no queued run waits for, the run is stored already claimed by that
+            runner and handed to it in memory, instead of through the queue.
+
+    Returns:
+        The run as stored (the idempotency key's earlier run, if the key was used before).
+
+    Raises:
+        ServiceError: The request is invalid (422, 400), names an unknown agent, schema or
+            session (404), or conflicts with the key's earlier request or a busy session (409).
+    """
     # The HTTP API and the MCP server both start and resume sessions through here.
     parameters = body.parameters
     held: JsonSchema | None = None  # a resumed session's named schema, as it started with it
@@ -202,9 +226,33 @@ async def submit_run(
         idempotency_key=key,
         request_hash=digest,
     )
+    runner = services.runner
+    if run_now and runner is not None and runner.reserve():
+        return await _hand_over(services, runner, new)
     run, created = await services.store.call(services.store.create_run, new)
     # A store that notifies wakes every process's runners, this one's too: waking it here as
     # well would make it claim twice.
-    if created and services.runner is not None and not services.store.wakes_runners:
-        services.runner.wake()
+    if created and runner is not None and not services.store.wakes_runners:
+        runner.wake()
     return run
+
+
+async def _hand_over(services: Services, runner: Runner, new: NewRun) -> RunRecord:
+    """Store a run claimed by ``runner`` (a slot reserved for it) and have it executed now."""
+    stored = asyncio.ensure_future(
+        services.store.call(services.store.create_claimed_run, new, runner.id, runner.lease_s)
+    )
+    # Handed over when stored even if the request is cancelled meanwhile: the run is stored
+    # claimed, and left to its lease it would wait that long for another runner.
+    stored.add_done_callback(functools.partial(_start_stored, runner))
+    run, _ = await asyncio.shield(stored)
+    return run
+
+
+def _start_stored(runner: Runner, stored: asyncio.Future[tuple[RunRecord, Claim | None]]) -> None:
+    """Have ``runner`` execute a run stored claimed, or give back its slot if none was."""
+    claim = None if stored.cancelled() or stored.exception() is not None else stored.result()[1]
+    if claim is None:
+        runner.unreserve()
+    else:
+        runner.take(claim)

@@ -64,7 +64,7 @@ class BatchQueries(RunQueries, LeaseQueries):
         ]
         with self._tx() as cursor:
             for _, new in items:
-                self._insert_run(cursor, new, now)
+                self._insert_run(cursor, new, now, None)
                 self._exec(cursor, "UPDATE runs SET batch_id = ? WHERE id = ?", (batch_id, new.id))
             self._exec(
                 cursor,

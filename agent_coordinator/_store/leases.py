@@ -21,6 +21,7 @@ from agent_coordinator._store.records import (
     TERMINAL,
     Claim,
     EventRecord,
+    Holding,
     LeaseState,
     RunRecord,
     RunState,
@@ -30,6 +31,7 @@ from agent_coordinator._store.sql import (
     RUN_COLUMNS,
     Cursor,
     dumps,
+    lean_attempt_events,
     loads,
     read_transcript,
     run_record,
@@ -149,12 +151,13 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             (now, run.session_id),
         ).fetchone()
         transcript = read_transcript(found[0]) if found is not None else []
-        self._insert_events(
-            cursor, run.id, [("run_claimed", {"runner": owner, "claim": run.claims})], now
-        )
+        claimed: list[tuple[str, dict[str, JsonValue]]] = [
+            ("run_claimed", {"runner": owner, "claim": run.claims})
+        ]
+        self._insert_events(cursor, run.id, claimed, now)
         # A run's first claim has no turns recorded yet: only a holder records them.
         progress = self._read_turns(cursor, run.id) if run.claims > 1 else None
-        return Claim(run=run, transcript=transcript, progress=progress)
+        return Claim(run=run, transcript=transcript, progress=progress, events=claimed)
 
     def record_progress(self, run_id: str, owner: str, progress: dict[str, JsonValue]) -> bool:
         """Keep the turns a run ``owner`` holds has finished, for a runner taking it over."""
@@ -217,10 +220,28 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         attempts: Sequence[dict[str, JsonValue]] = (),
         events: Sequence[tuple[str, dict[str, JsonValue]]] = (),
         transcript: Sequence[JsonValue] | None = None,
+        holding: Holding | None = None,
     ) -> RunRecord | None:
-        """End a run ``owner`` still holds, with its attempts, last events and transcript."""
-        # A run asked to cancel while it ran ends cancelled whatever status says, keeping what it
-        # produced.
+        """End a run ``owner`` still holds, with its attempts, last events and transcript.
+
+        A run asked to cancel while it ran ends cancelled whatever ``status`` says, keeping what
+        it produced.
+
+        Args:
+            run_id: The run.
+            owner: The runner that holds it.
+            status: How it ended.
+            result: The library's ``RunResult`` as JSON, if it ended with one.
+            error: Why it failed or was cancelled.
+            attempts: Its attempts (the library's ``Attempt`` as JSON).
+            events: Its events not stored yet.
+            transcript: The session's transcript after the run.
+            holding: What ``owner`` knows the store holds for the run (then the end reads none
+                of it back); ``None`` reads it.
+
+        Returns:
+            The ended run, or ``None`` when ``owner`` no longer holds it (nothing is written).
+        """
         now = time.time()
         kept = transcript if transcript else ()
         # The stored result leaves out an error the error column holds, unless the run ends
@@ -233,7 +254,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "message": "the run was cancelled while it ran; what it produced is kept",
             }
         )
-        with self._tx() as cursor:
+        with self._tx(pipelined=True) as cursor:
             # One statement reads the cancel flag and writes the end, so a cancel accepted
             # before it is never lost to a finish racing it.
             row = self._exec(
@@ -265,11 +286,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     events = [*events, ("run_cancelled", {})]
             ended.result, ended.error = result, error
             status = ended.status
-            session_id = ended.session_id
             self._enqueue_webhook(cursor, ended, now)
-            self._drop_turns(cursor, run_id)
+            if holding is None or holding.turns:
+                self._drop_turns(cursor, run_id)
             self._notify(cursor, RUN_ENDED, run_id)
-            self._exec(cursor, "DELETE FROM attempts WHERE run_id = ?", (run_id,))
+            # Only a run's end writes its attempts, once: an upsert instead of a deletion first.
             self._insert_rows(
                 cursor,
                 "attempts (run_id, number, data)",
@@ -277,25 +298,60 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     (run_id, number, dumps(stored_attempt(attempt)))
                     for number, attempt in enumerate(attempts, start=1)
                 ],
+                " ON CONFLICT (run_id, number) DO UPDATE SET data = excluded.data",
             )
-            self._insert_events(cursor, run_id, events, now)
-            self._lean_attempt_events(cursor, run_id, attempts)
+            added = lean_attempt_events(events, attempts)
+            self._insert_events(cursor, run_id, added, now)
+            if holding is None or holding.attempt_events:
+                self._lean_attempt_events(cursor, run_id, attempts)
             self._note_error(cursor, error)
-            self._roll_up(cursor, run_id, ended.agent_name, now)
-            if transcript:
-                self._keep_earlier_transcripts(cursor, session_id, run_id, transcript)
-                self._exec(
-                    cursor,
-                    "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? WHERE id = ?",
-                    (status, stored_transcript(transcript), now, session_id),
-                )
-            else:
-                self._exec(
-                    cursor,
-                    "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
-                    (status, now, session_id),
-                )
+            # The runner's copy of the run's events, as stored, spares reading them back.
+            logged = None
+            if holding is not None and holding.events is not None:
+                logged = [*lean_attempt_events(holding.events, attempts), *added]
+            self._roll_up(cursor, run_id, ended.agent_name, now, logged)
+            self._end_session(cursor, ended, status, transcript, holding, now)
         return ended
+
+    def _end_session(
+        self,
+        cursor: Cursor,
+        ended: RunRecord,
+        status: RunState,
+        transcript: Sequence[JsonValue] | None,
+        holding: Holding | None,
+        now: float,
+    ) -> None:
+        """Write the session's status and, when the run has one, its transcript."""
+        session_id = ended.session_id
+        if not transcript:
+            self._exec(
+                cursor,
+                "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
+                (status, now, session_id),
+            )
+            return
+        text = stored_transcript(transcript)
+        claimed = None if holding is None else holding.transcript
+        # A transcript continuing the one the claim read, in a session that still holds that
+        # (compared whole, in the statement), changes no earlier run's transcript.
+        continues = claimed is not None and list(transcript[: len(claimed)]) == claimed
+        if (
+            continues
+            and self._exec(
+                cursor,
+                "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? "
+                "WHERE id = ? AND transcript = ? RETURNING id",
+                (status, text, now, session_id, stored_transcript(claimed or [])),
+            ).fetchone()
+        ):
+            return
+        self._keep_earlier_transcripts(cursor, session_id, ended.id, transcript)
+        self._exec(
+            cursor,
+            "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? WHERE id = ?",
+            (status, text, now, session_id),
+        )
 
     def _keep_earlier_transcripts(
         self, cursor: Cursor, session_id: str, run_id: str, transcript: Sequence[JsonValue]

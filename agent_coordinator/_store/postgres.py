@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
@@ -78,6 +78,7 @@ class PostgresStore(SqlStore):
                 "PostgreSQL needs psycopg and psycopg_pool: pip install 'agentshape[server]'"
             ) from error
         self._psycopg = psycopg
+        self._pipelines = psycopg.Pipeline.is_supported()
         self._pool_timeout = PoolTimeout
         self.integrity_errors = (psycopg.errors.UniqueViolation,)
         self._dsn = url
@@ -160,6 +161,12 @@ class PostgresStore(SqlStore):
                 self._pool.check()
             finally:
                 self._checking.release()
+
+    def _pipeline(self, connection: object) -> AbstractContextManager[object]:
+        assert isinstance(connection, self._psycopg.Connection)
+        if not self._pipelines:  # a libpq before 14: each statement waits for its answer
+            return nullcontext()
+        return connection.pipeline()
 
     def _cursor(self, connection: object) -> Cursor:
         assert isinstance(connection, self._psycopg.Connection)

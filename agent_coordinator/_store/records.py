@@ -6,6 +6,7 @@ PostgreSQL; the API turns them into ISO 8601 strings.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -25,6 +26,7 @@ __all__ = [
     "DeliveryRecord",
     "DeliveryState",
     "EventRecord",
+    "Holding",
     "LeaseState",
     "NewRun",
     "RunInput",
@@ -141,6 +143,23 @@ class Claim(BaseModel):
     transcript: list[JsonValue]
     progress: dict[str, JsonValue] | None = None
     """The turns an earlier claim of the run recorded (``None``: the run starts afresh)."""
+    events: list[tuple[str, dict[str, JsonValue]]] | None = None
+    """The events the claim stored for the run (``None``: not known)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """What the runner ending a run knows the store holds for it, so the end need not read it."""
+
+    transcript: list[JsonValue]
+    """The session's transcript as the run's claim read it."""
+    turns: bool
+    """Whether turns may be recorded for the run (a claim of it recorded some)."""
+    attempt_events: bool
+    """Whether ``attempt`` events of the run may be stored already (an earlier write of its
+    events held one, or an earlier claim did)."""
+    events: list[tuple[str, dict[str, JsonValue]]] | None = None
+    """Every event stored for the run so far, in order (``None``: not known)."""
 
 
 ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown"]

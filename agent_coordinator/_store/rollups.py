@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -274,9 +274,29 @@ class Rollups(SqlBase):
                 found[str(run_id)].append(value)
         return found
 
-    def _roll_up(self, cursor: Cursor, run_id: str, agent_name: str, ended: float) -> None:
-        """Add an ended run's figures to its agent's day (inside the transaction that ends it)."""
-        events = self._run_events(cursor, [run_id])[run_id]
+    def _roll_up(
+        self,
+        cursor: Cursor,
+        run_id: str,
+        agent_name: str,
+        ended: float,
+        logged: Sequence[tuple[str, dict[str, JsonValue]]] | None = None,
+    ) -> None:
+        """Add an ended run's figures to its agent's day (inside the transaction that ends it).
+
+        Args:
+            cursor: The transaction's cursor.
+            run_id: The run.
+            agent_name: Its agent.
+            ended: When it ended.
+            logged: Every event stored for the run, in order, as stored (type and data); read
+                from the store when ``None``.
+        """
+        events = (
+            self._run_events(cursor, [run_id])[run_id]
+            if logged is None
+            else [data for kind, data in logged if kind not in STREAM_TYPES]
+        )
         for agent, day, figures in _run_figures(events, agent_name, ended):
             self._add_figures(cursor, agent, day, figures)
 

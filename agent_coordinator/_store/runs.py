@@ -9,15 +9,17 @@ from pydantic import JsonValue
 
 from agent_coordinator._errors import Conflict, NotFound
 from agent_coordinator._store.listener import RUN_QUEUED
-from agent_coordinator._store.records import NewRun, RunRecord, SessionRecord
+from agent_coordinator._store.records import Claim, NewRun, RunRecord, SessionRecord
 from agent_coordinator._store.sql import (
     RUN_COLUMNS,
     SESSION_COLUMNS,
     Cursor,
     SqlBase,
+    dumps,
     filters,
     loads,
     read_attempt,
+    read_transcript,
     run_record,
     session_record,
 )
@@ -31,12 +33,45 @@ class RunQueries(SqlBase):
     def create_run(self, new: NewRun) -> tuple[RunRecord, bool]:
         """Store a run (and the session it starts) before anyone is told about it."""
         try:
-            return self._create_run(new)
+            run, _, created = self._create_run(new, None)
         except self.integrity_errors:
             existing = self._by_key(new.idempotency_key)
             if existing is None:
                 raise
             return self._same_request(existing, new), False
+        return run, created
+
+    def create_claimed_run(
+        self, new: NewRun, owner: str, lease_s: float
+    ) -> tuple[RunRecord, Claim | None]:
+        """Store a run already claimed by ``owner``, a runner of this process that runs it now.
+
+        The run is stored with its lease in one transaction, as :meth:`create_run` and a claim
+        would store it, but no runner is told of it: if ``owner`` dies, the lease runs out and
+        another runner's claim takes the run over.
+
+        Args:
+            new: The run.
+            owner: The id of the runner that executes it.
+            lease_s: Seconds the lease lasts without renewal.
+
+        Returns:
+            The run, and its claim; ``None`` when the idempotency key names an earlier run (the
+            run returned), which nobody claimed here.
+
+        Raises:
+            Conflict: The idempotency key was used for a different request, or the session has
+                a run in progress.
+            NotFound: The resumed session does not exist.
+        """
+        try:
+            run, claim, _ = self._create_run(new, (owner, lease_s))
+        except self.integrity_errors:
+            existing = self._by_key(new.idempotency_key)
+            if existing is None:
+                raise
+            return self._same_request(existing, new), None
+        return run, claim
 
     def _by_key(self, key: str | None) -> RunRecord | None:
         if key is None:
@@ -57,9 +92,11 @@ class RunQueries(SqlBase):
             )
         return existing
 
-    def _create_run(self, new: NewRun) -> tuple[RunRecord, bool]:
+    def _create_run(
+        self, new: NewRun, holder: tuple[str, float] | None
+    ) -> tuple[RunRecord, Claim | None, bool]:
         now = time.time()
-        with self._tx() as cursor:
+        with self._tx(pipelined=True) as cursor:
             if new.idempotency_key is not None:
                 row = self._exec(
                     cursor,
@@ -67,14 +104,34 @@ class RunQueries(SqlBase):
                     (new.idempotency_key,),
                 ).fetchone()
                 if row is not None:
-                    return self._same_request(self._read(cursor, row), new), False
-            row = self._insert_run(cursor, new, now)
-            self._notify(cursor, RUN_QUEUED, new.id)
-        assert row is not None
-        return run_record(row), True
+                    return self._same_request(self._read(cursor, row), new), None, False
+            row, transcript = self._insert_run(cursor, new, now, holder)
+            assert row is not None
+            run = run_record(row)
+            if holder is None:
+                self._notify(cursor, RUN_QUEUED, new.id)
+                return run, None, True
+            # What a claim records (LeaseQueries._take), for the claim history.
+            claimed: list[tuple[str, dict[str, JsonValue]]] = [
+                ("run_claimed", {"runner": holder[0], "claim": 1})
+            ]
+            self._insert_rows(
+                cursor,
+                "events (run_id, type, data, created_at)",
+                [(new.id, kind, dumps(data), now) for kind, data in claimed],
+            )
+        return run, Claim(run=run, transcript=transcript, events=claimed), True
 
-    def _insert_run(self, cursor: Cursor, new: NewRun, now: float) -> Sequence[object] | None:
-        """Insert a new run, with the session it starts (or marking its session queued)."""
+    def _insert_run(
+        self, cursor: Cursor, new: NewRun, now: float, holder: tuple[str, float] | None
+    ) -> tuple[Sequence[object] | None, list[JsonValue]]:
+        """Insert a new run, with the session it starts (or marking its session queued).
+
+        With a ``holder`` (runner id, lease seconds) the run is stored claimed by it, and its
+        session ``running``; the session's transcript is returned for it to continue.
+        """
+        status = "queued" if holder is None else "running"
+        transcript: list[JsonValue] = []
         if new.kind == "start_session":
             self._exec(
                 cursor,
@@ -83,7 +140,7 @@ class RunQueries(SqlBase):
                 (
                     new.session_id,
                     new.agent_name,
-                    "queued",
+                    status,
                     "[]",
                     new.parent_session_id,
                     new.depth,
@@ -93,29 +150,41 @@ class RunQueries(SqlBase):
             )
         else:
             self._check_resumable(cursor, new.session_id)
-            updated = self._exec(
+            found = self._exec(
                 cursor,
-                "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
-                (now, new.session_id),
-            ).rowcount
-            if updated == 0:  # deleted (PostgreSQL) since it was read above
+                "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? RETURNING "
+                + ("id" if holder is None else "transcript"),
+                (status, now, new.session_id),
+            ).fetchone()
+            if found is None:  # deleted (PostgreSQL) since it was read above
                 raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
-        return self._exec(
+            if holder is not None:
+                transcript = read_transcript(found[0])
+        owner, expires, claims, started = (
+            (None, None, 0, None) if holder is None else (holder[0], now + holder[1], 1, now)
+        )
+        row = self._exec(
             cursor,
             f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
-            "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, NULL, NULL, NULL, NULL, 0, 0, ?, NULL, "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 0, ?, ?, "
             f"NULL) RETURNING {RUN_COLUMNS}",
             (
                 new.id,
                 new.session_id,
                 new.kind,
                 new.agent_name,
+                status,
                 new.input.model_dump_json(exclude_defaults=True),
                 new.idempotency_key,
                 new.request_hash,
+                owner,
+                expires,
+                claims,
                 now,
+                started,
             ),
         ).fetchone()
+        return row, transcript
 
     def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
         """Return one run read from the ``runs`` table, its result whole (transcript too)."""

@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
 from typing import ParamSpec, Protocol, TypeVar, cast
 
 from pydantic import JsonValue
@@ -41,6 +41,7 @@ __all__ = [
     "SqlBase",
     "dumps",
     "filters",
+    "lean_attempt_events",
     "loads",
     "read_attempt",
     "read_transcript",
@@ -265,6 +266,24 @@ def stored_result(
     return kept
 
 
+def lean_attempt_events(
+    events: Sequence[tuple[str, dict[str, JsonValue]]], attempts: Sequence[dict[str, JsonValue]]
+) -> list[tuple[str, dict[str, JsonValue]]]:
+    """Return events to store, their ``attempt`` events without the raw output attempts hold.
+
+    The ``attempts`` table keeps each attempt's raw output once; the analytics sink cuts a long
+    one, which is then kept. :meth:`SqlBase._read_events` puts an equal one back.
+    """
+    raws = {number: attempt.get("raw_output") for number, attempt in enumerate(attempts, 1)}
+    kept: list[tuple[str, dict[str, JsonValue]]] = []
+    for kind, data in events:
+        raw = raws.get(cast("int", data.get("number"))) if kind == "attempt" else None
+        if isinstance(raw, str) and raw and data.get("raw_output") == raw:
+            data = {key: value for key, value in data.items() if key != "raw_output"}
+        kept.append((kind, data))
+    return kept
+
+
 def session_record(row: Sequence[object]) -> SessionRecord:
     """Return a row of :data:`SESSION_COLUMNS` as a session (built as :func:`run_record` is)."""
     (
@@ -388,22 +407,36 @@ class SqlBase(ABC):
     def _begin(self, cursor: Cursor, *, write: bool) -> None:
         cursor.execute(self.begin_write if write else "BEGIN")
 
+    def _pipeline(self, connection: object) -> AbstractContextManager[object]:
+        """Send a transaction's statements without waiting for each answer, where the driver can.
+
+        Only a read of a statement's rows waits, for every statement sent before it.
+        """
+        return nullcontext()
+
     @contextmanager
-    def _tx(self, *, write: bool = True) -> Iterator[Cursor]:
+    def _tx(self, *, write: bool = True, pipelined: bool = False) -> Iterator[Cursor]:
         with self._checkout(write=write) as connection:
             committing = False
             try:
                 cursor = self._cursor(connection)
-                with self._holding_writes() if write else nullcontext():
+                with self._holding_writes() if write else nullcontext(), ExitStack() as sent:
+                    if pipelined:
+                        sent.enter_context(self._pipeline(connection))
                     self._begin(cursor, write=write)
                     try:
                         yield cursor
+                        committing = True
+                        cursor.execute("COMMIT")
+                        # A pipeline's answers: a statement that failed, skipping the COMMIT,
+                        # raises here.
+                        sent.close()
                     except BaseException:
+                        with suppress(Exception):
+                            sent.close()  # the answers sent so far, before the ROLLBACK
                         with suppress(Exception):
                             cursor.execute("ROLLBACK")
                         raise
-                    committing = True
-                    cursor.execute("COMMIT")
             except Exception as error:
                 unusable = self._unusable(error, connection, committing=committing)
                 if unusable is None:
@@ -414,8 +447,17 @@ class SqlBase(ABC):
         cursor.execute(self._q(query), tuple(params))
         return cursor
 
-    def _insert_rows(self, cursor: Cursor, into: str, rows: Sequence[Sequence[object]]) -> None:
-        """Insert rows with as few statements as the parameter limit allows."""
+    def _insert_rows(
+        self, cursor: Cursor, into: str, rows: Sequence[Sequence[object]], then: str = ""
+    ) -> None:
+        """Insert rows with as few statements as the parameter limit allows.
+
+        Args:
+            cursor: The transaction's cursor.
+            into: The table and its columns, as ``INSERT INTO`` names them.
+            rows: The rows, each with a value for every column.
+            then: What each statement ends with (an ``ON CONFLICT`` clause).
+        """
         # One multi-row INSERT is one statement and one round trip, where a row each is one per row.
         if not rows:
             return
@@ -426,7 +468,7 @@ class SqlBase(ABC):
             chunk = rows[start : start + per]
             self._exec(
                 cursor,
-                f"INSERT INTO {into} VALUES {', '.join([mark] * len(chunk))}",
+                f"INSERT INTO {into} VALUES {', '.join([mark] * len(chunk))}{then}",
                 [value for row in chunk for value in row],
             )
 

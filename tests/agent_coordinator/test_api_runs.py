@@ -134,6 +134,29 @@ def test_the_same_idempotency_key_returns_the_same_run(service: Service) -> None
     assert other.json()["error"] == "IdempotencyConflict"
 
 
+def test_a_waited_run_starts_as_it_is_stored_and_replays_keep_the_runner_free(
+    make_service: ServiceFactory,
+) -> None:
+    """A ``?wait=`` run the service's runner can take is stored claimed by it, started at once.
+
+    A replay of its idempotency key and a refused request store nothing claimed: the runner's
+    workers stay free for the next run, which is handed over too.
+    """
+    service = make_service(workers=2)
+    headers = {"Idempotency-Key": "abc-2"}
+    first = service.run(REVIEW, headers=headers).json()
+    assert first["status"] == "completed" and first["claims"] == 1
+    assert first["started_at"] == first["created_at"]
+    for _ in range(3):
+        again = service.run(REVIEW, headers=headers)
+        assert (again.status_code, again.json()["run_id"]) == (200, first["run_id"])
+        refused = service.run({**REVIEW, "prompt": "other"}, headers=headers)
+        assert refused.status_code == 409
+    later = service.run(REVIEW).json()
+    assert later["status"] == "completed" and later["started_at"] == later["created_at"]
+    assert len(service.client.get("/runs").json()["items"]) == 2
+
+
 def test_runs_are_listed_newest_first_in_pages(service: Service) -> None:
     ids = [service.run(REVIEW).json()["run_id"] for _ in range(3)]
     first = service.client.get("/runs", params={"limit": 2}).json()

@@ -95,6 +95,55 @@ def test_a_runner_killed_mid_run_loses_it_and_another_finishes_it_once(
     assert len(fake_llm.requests) == 2
 
 
+def test_a_waited_run_handed_over_in_memory_outlives_a_killed_serve(
+    tmp_path: Path, database: str, fake_llm: FakeLLM
+) -> None:
+    """A ``?wait=`` run ``serve`` runs itself is stored claimed: killed, another runner ends it."""
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond(
+        delayed(openai_tool_call("submit_result", VALID), 60),
+        openai_tool_call("submit_result", VALID),
+    )
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    common = ["--model", "openai:gpt-test", "--lease", "1.5"]
+    # Two workers: one is free even while the runner's claimer looks for queued runs with the other.
+    server, url = serve(tmp_path, database, env, "--workers", "2", *common)
+    runner: Process | None = None
+    try:
+        answer = httpx.post(f"{url}/runs", params={"wait": 0.5}, json=REVIEW, timeout=30)
+        run = answer.json()
+        # Stored already claimed by serve's runner: started when it was stored, no queue between.
+        assert (answer.status_code, run["status"], run["claims"]) == (202, "running", 1)
+        assert run["started_at"] == run["created_at"]
+        deadline = time.monotonic() + 30
+        while not fake_llm.requests:  # serve's runner is inside the model call
+            assert time.monotonic() < deadline, "serve's runner never called the model"
+            time.sleep(0.05)
+        server.kill()
+        runner = Process(
+            ["runner", "--workers", "1", "--database", database, *common], cwd=tmp_path, env=env
+        )
+        store = open_store(database)
+        try:
+            deadline = time.monotonic() + 60
+            while (stored := store.get_run(run["run_id"])) is None or stored.status == "running":
+                assert time.monotonic() < deadline, "no runner took the run over"
+                time.sleep(0.1)
+            events = [event.type for event in store.events_after(run["run_id"])]
+            attempts = store.attempts(run["run_id"])
+            runs = store.count_runs()
+        finally:
+            store.close()
+    finally:
+        if runner is not None:
+            assert runner.stop() == 0
+        server.stop()
+    assert (stored.status, stored.claims) == ("completed", 2)
+    assert events.count("run_claimed") == 2 and events.count("claim_expired") == 1
+    assert events.count("run_completed") == 1
+    assert (len(attempts), runs, len(fake_llm.requests)) == (1, 1, 2)
+
+
 def test_a_runner_in_its_own_process_stores_the_runs_stream_events(
     tmp_path: Path, database: str
 ) -> None:
