@@ -203,8 +203,6 @@ async def submit_run(
         request_hash=digest,
     )
     run, created = await services.store.call(services.store.create_run, new)
-    # A store that notifies wakes every process's runners, this one's too: waking it here as
-    # well would make it claim twice.
-    if created and services.runner is not None and not services.store.wakes_runners:
-        services.runner.wake()
+    if created:
+        services.wake_runners()
     return run

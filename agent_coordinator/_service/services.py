@@ -15,6 +15,7 @@ from pathlib import Path
 from agent_coordinator._execution import Execution
 from agent_coordinator._retention import Sweeper
 from agent_coordinator._runner import Runner
+from agent_coordinator._runner_processes import RunnerProcesses
 from agent_coordinator._store.base import SqlStore
 from agent_coordinator._store.records import RunRecord
 from agent_coordinator._webhooks import WebhookSettings
@@ -91,12 +92,25 @@ class Services:
     token: str | None = None
     limits: Limits = field(default_factory=Limits)
     runner: Runner | None = None
+    runner_processes: RunnerProcesses | None = None
+    """The runner processes ``serve --processes`` started beside this one."""
     sweeper: Sweeper | None = None
     notifier: Notifier = field(default_factory=Notifier)
     webhooks: WebhookSettings | None = None
     """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""
     evals_dir: Path | None = None
     """Where ``agentshape eval`` reports are read for ``/reports/evals``; ``None``: none."""
+
+    def wake_runners(self) -> None:
+        """Tell this host's runners that a run was stored, unless the store tells them itself."""
+        # A store that notifies wakes every process's runners, this one's too: waking them here
+        # as well would make them claim twice.
+        if self.store.wakes_runners:
+            return
+        if self.runner is not None:
+            self.runner.wake()
+        if self.runner_processes is not None:
+            self.runner_processes.wake()
 
 
 def bearer_matches(header: str, token: str) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -96,3 +98,146 @@ def test_runner_processes_stop_when_serve_is_killed(tmp_path: Path) -> None:
     while _alive(children[0]):
         assert time.monotonic() < deadline, "the runner process outlived serve"
         time.sleep(0.05)
+
+
+def _children(banner: str) -> list[int]:
+    """The runner processes' pids, from serve's ``runners:`` banner line."""
+    return [int(pid) for pid in re.findall(r"\d+", banner.split("(", 1)[1])]
+
+
+def _runner_processes_of(serve_pid: int) -> list[int]:
+    """The live ``runner`` processes whose parent is ``serve_pid`` (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or not _alive(int(entry.name)):
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == serve_pid and b"runner" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _holders(url: str, runs: list[dict[str, str]]) -> set[int]:
+    """The pids of the processes whose runners hold ``runs`` now."""
+    return {
+        int(
+            httpx.get(f"{url}/runs/{run['run_id']}")
+            .json()["claim_history"][-1]["runner"]
+            .split(":")[1]
+        )
+        for run in runs
+    }
+
+
+def test_the_database_reaches_runner_processes_in_their_environment_not_their_command_line(
+    tmp_path: Path, database: str
+) -> None:
+    """A PostgreSQL URL may hold a password, and every user of the host can read a command line."""
+    write_fleet(tmp_path / "agents")
+    server, _ = serve(
+        tmp_path, database, {}, "--model", "test", "--workers", "1", "--processes", "2"
+    )
+    try:
+        [child] = _children(server.read_until("runners:"))
+        command = Path(f"/proc/{child}/cmdline").read_bytes()
+        environment = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+    finally:
+        assert server.stop(timeout=120) == 0
+    assert database.encode() not in command
+    assert b"agent_coordinator\0runner" in command
+    assert f"AGENTSHAPE_DATABASE={database}".encode() in environment
+
+
+def test_serve_restarts_a_runner_process_that_dies_and_logs_how_it_ended(
+    tmp_path: Path, database: str, fake_llm: FakeLLM
+) -> None:
+    """SIGKILL a runner process: serve logs it and starts another, which runs runs."""
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 150))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    server, url = serve(
+        tmp_path,
+        database,
+        env,
+        *("--model", "openai:gpt-test", "--workers", "1", "--processes", "2"),
+    )
+    [child] = _children(server.read_until("runners:"))
+    try:
+        os.kill(child, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while (replacements := _runner_processes_of(server.popen.pid)) in ([], [child]):
+            assert time.monotonic() < deadline, "no runner process was started again"
+            time.sleep(0.05)
+        [replacement] = replacements
+        runs = [
+            httpx.post(f"{url}/runs", json={**REVIEW, "prompt": f"Review PR {n}"}).json()
+            for n in range(2)
+        ]
+        while len(fake_llm.requests) < 2:  # serve's one worker and the new process's one
+            assert time.monotonic() < deadline, f"{len(fake_llm.requests)} runs started"
+            time.sleep(0.05)
+        holders = _holders(url, runs)
+    finally:
+        fake_llm.end_delays()
+        code = server.stop(timeout=180)
+    assert holders == {server.popen.pid, replacement}
+    assert code == 0
+    assert f"runner process {child} stopped (killed by SIGKILL); starting another in" in (
+        server.rest
+    )
+    assert not _alive(replacement)
+
+
+def test_serve_wakes_its_runner_processes_when_it_stores_a_run(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """On SQLite, whose runners otherwise find a run at their next poll (an hour here).
+
+    Two held runs show both processes claim; once they have ended, both runners are idle. Then
+    serve's one worker is held by a third run, and a fourth is stored: the runner process
+    claims it only if serve wakes it.
+    """
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 150))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    server, url = serve(
+        tmp_path,
+        str(tmp_path / "coordinator.db"),
+        env,
+        *("--model", "openai:gpt-test", "--workers", "1", "--processes", "2"),
+        *("--poll", "3600"),
+    )
+    [child] = _children(server.read_until("runners:"))
+    deadline = time.monotonic() + 120
+
+    def started(count: int) -> None:
+        while len(fake_llm.requests) < count:
+            assert time.monotonic() < deadline, f"{len(fake_llm.requests)} of {count} runs started"
+            time.sleep(0.05)
+
+    try:
+        first = [
+            httpx.post(f"{url}/runs", json={**REVIEW, "prompt": f"Review PR {n}"}).json()
+            for n in range(2)
+        ]
+        started(2)
+        fake_llm.end_delays()
+        for run in first:
+            while httpx.get(f"{url}/runs/{run['run_id']}").json()["status"] != "completed":
+                assert time.monotonic() < deadline, f"run {run['run_id']} did not complete"
+                time.sleep(0.05)
+        fake_llm.hold_delays()
+        third = httpx.post(f"{url}/runs", json={**REVIEW, "prompt": "Review PR 3"}).json()
+        started(3)
+        fourth = httpx.post(f"{url}/runs", json={**REVIEW, "prompt": "Review PR 4"}).json()
+        started(4)  # serve's one worker holds one of them: the runner process holds the other
+        holders = _holders(url, [third, fourth])
+    finally:
+        fake_llm.end_delays()
+        code = server.stop(timeout=180)
+    assert holders == {server.popen.pid, child}
+    assert code == 0
