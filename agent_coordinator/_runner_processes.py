@@ -216,11 +216,16 @@ class RunnerProcesses:
         ours.setblocking(False)
         return _Child(popen, ours)
 
-    def wake(self) -> None:
-        """Tell every runner process a run was stored (a full channel is already waking it)."""
-        for child in self._children:
+    def wake(self, index: int) -> None:
+        """Tell runner process number ``index`` a run was stored (a full channel: it is awake).
+
+        Args:
+            index: Which process, from 0 to :attr:`count` less 1 (one being restarted is not
+                told: the next run's wake goes to another).
+        """
+        if index < len(self._children):
             with contextlib.suppress(OSError):
-                child.channel.send(_WAKE)
+                self._children[index].channel.send(_WAKE)
 
     async def supervise(self, on_ended: Callable[[str], None]) -> None:
         """Relay the runs the processes end, and restart each that dies; until cancelled.

@@ -101,16 +101,27 @@ class Services:
     evals_dir: Path | None = None
     """Where ``agentshape eval`` reports are read for ``/reports/evals``; ``None``: none."""
 
+    _woken: int = field(default=0, init=False, repr=False)
+    """How many times :meth:`wake_runners` woke a runner (whose turn it is next)."""
+
     def wake_runners(self) -> None:
-        """Tell this host's runners that a run was stored, unless the store tells them itself."""
+        """Tell a runner of this host that a run was stored, unless the store tells them itself.
+
+        With runner processes, one runner a run, in turn: each wakes to one run to claim (a
+        runner that claimed one looks for the next at once), rather than all racing for it.
+        """
         # A store that notifies wakes every process's runners, this one's too: waking them here
         # as well would make them claim twice.
         if self.store.wakes_runners:
             return
-        if self.runner is not None:
-            self.runner.wake()
-        if self.runner_processes is not None:
-            self.runner_processes.wake()
+        others = 0 if self.runner_processes is None else self.runner_processes.count
+        turn = self._woken % (others + 1)
+        self._woken += 1
+        if turn == others:
+            if self.runner is not None:
+                self.runner.wake()
+        elif self.runner_processes is not None:
+            self.runner_processes.wake(turn)
 
 
 def bearer_matches(header: str, token: str) -> bool:
