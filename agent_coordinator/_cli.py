@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
@@ -644,6 +645,17 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """Return uvloop's loop when it is installed (the server extra), as uvicorn picks for serve."""
+    # A runner's CPU goes to its model calls' HTTP and its store calls' hand-offs, on the loop.
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def _ignore_signal(signum: int, frame: object) -> None:
     """Do nothing: the server has already stopped when uvicorn passes the signal on."""
 
@@ -689,7 +701,8 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             await asyncio.gather(runner.run_until(stop), sweeper.run_until(stop))
 
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=_loop_factory()) as loop:
+            loop.run(main())
     finally:
         store.close()
     out.write(f"agentshape runner {runner.id}: stopped\n")
