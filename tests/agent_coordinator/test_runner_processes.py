@@ -241,3 +241,20 @@ def test_serve_wakes_its_runner_processes_when_it_stores_a_run(
         code = server.stop(timeout=180)
     assert holders == {server.popen.pid, child}
     assert code == 0
+
+
+def test_processes_auto_is_one_process_a_core(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    server, _ = serve(
+        tmp_path,
+        str(tmp_path / "coordinator.db"),
+        {},
+        *("--model", "test", "--workers", "1", "--processes", "auto"),
+    )
+    try:
+        banner = server.read_until("runners:")
+    finally:
+        assert server.stop(timeout=120) == 0
+    children = _children(banner) if "(" in banner else []
+    assert len(children) == (os.cpu_count() or 1) - 1
+    assert banner.startswith("  runners:  1 in this process")
