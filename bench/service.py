@@ -14,10 +14,11 @@ pr-reviewer result after ``--latency`` ms (20), so the model drops out. Parts:
    (``serve`` and every process it started) over the CPU the library spends a run (target at
    most 1.5). The two sides take turns, three rounds each, so a machine shared with other
    work loads both alike; the load average is printed beside them. The service is measured
-   as one process (``serve --processes 1``, the default: lines ending ``[1 process]``) and
-   then as the deployment guide tells a user to run it on this host (``serve --processes
-   auto``, one process a core; ``--processes`` here changes it): ``service_vs_library`` is
-   that figure, its line names the processes;
+   as one process (``serve --processes 1 --workers 100``, the default count: lines ending
+   ``[1 process]``) and then as docs/service.md tells a user to size it on this host: one
+   process a core (``--processes auto``; ``--processes`` here changes it), the 100 runs at
+   once shared among them (``--workers 50`` each on 2 cores): ``service_vs_library`` is that
+   figure, and its line names the options;
 2. with ``--postgres``, the same against a throwaway PostgreSQL cluster (``initdb`` of the
    Debian package): ``service_cpu_vs_library[postgres]: C`` counts the database server's
    processes (the postmaster and its backends, from ``/proc``) with the service's (target at
@@ -419,21 +420,22 @@ def _sqlite(
 ) -> tuple[int, int]:
     """Measure the service on SQLite run as ``serve --processes N``; return the burst's counts."""
     extra = (*args.serve_option, "--processes", str(processes))
-    label = _label(processes)
+    label = _label(processes, args.workers)
     database = Path(tmp) / f"coordinator-{processes}.db"
-    service, url = start_service(env, database, args.workers, extra=extra)
+    service, url = start_service(env, database, _share(args.workers, processes), extra=extra)
     try:
         library, served = asyncio.run(
             throughput(env, url, lambda: (tree_cpu(service.pid), 0.0), args.runs)
         )
-        _report("sqlite", label, library, served, args.workers)
+        _report("sqlite", label, library, served, _share(args.workers, processes))
         ratio = served.rate / library.rate
         if processes == 1:
             print(f"service_vs_library[1 process]: {ratio:.2f} ({load_average()})")
         else:
             print(
-                f"service_vs_library: {ratio:.2f} (serve --processes {processes}, one a core as "
-                f"docs/service.md sizes it; {load_average()})"
+                f"service_vs_library: {ratio:.2f} (serve --processes {processes} --workers "
+                f"{_share(args.workers, processes)}: one process a core, {args.workers} runs at "
+                f"once among them, as docs/service.md sizes it; {load_average()})"
             )
         if args.burst and processes == args.processes:
             submitted, completed, lost = asyncio.run(burst(url, args.burst))
@@ -448,8 +450,9 @@ def _postgres(env: dict[str, str], tmp: Path, args: argparse.Namespace, processe
     """Measure the service on a throwaway PostgreSQL cluster run as ``serve --processes N``."""
     extra = (*args.serve_option, "--processes", str(processes))
     with postgres_cluster() as (database, postmaster):
+        workers = _share(args.workers, processes)
         service, url = start_service(
-            env, Path(tmp) / f"pg-{processes}.db", args.workers, url=database, extra=extra
+            env, Path(tmp) / f"pg-{processes}.db", workers, url=database, extra=extra
         )
         try:
             library, served = asyncio.run(
@@ -457,21 +460,33 @@ def _postgres(env: dict[str, str], tmp: Path, args: argparse.Namespace, processe
                     env, url, lambda: (tree_cpu(service.pid), tree_cpu(postmaster)), args.runs
                 )
             )
-            _report("postgres", _label(processes), library, served, args.workers)
+            _report("postgres", _label(processes, args.workers), library, served, workers)
         finally:
             _stop(service)
 
 
-def _label(processes: int) -> str:
-    """The bracket's tail naming a run with more than one process: ``, --processes 2``."""
-    return "" if processes == 1 else f", --processes {processes}"
+def _share(workers: int, processes: int) -> int:
+    """Return the ``--workers`` of each of ``processes`` that run ``workers`` runs at once."""
+    return -(-workers // processes)
+
+
+def _label(processes: int, workers: int) -> str:
+    """The bracket's tail naming a run with more than one process: ``, --processes 2 ...``."""
+    if processes == 1:
+        return ""
+    return f", --processes {processes} --workers {_share(workers, processes)}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=900)
     parser.add_argument("--burst", type=int, default=1000, help="0 leaves the burst out")
-    parser.add_argument("--workers", type=int, default=CONCURRENCY)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=CONCURRENCY,
+        help="runs at once in the service, shared among its processes (%(default)s)",
+    )
     parser.add_argument("--latency", type=int, default=LATENCY_MS, help="model latency, ms")
     parser.add_argument("--postgres", action="store_true", help="also measure on PostgreSQL")
     parser.add_argument(
