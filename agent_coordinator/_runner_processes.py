@@ -14,7 +14,8 @@ Each runner process is joined to ``serve`` by a socket pair, its channel: ``serv
 byte when it stores a run (the runner process claims at once instead of at its next poll) and the
 runner process writes the id of each run it ends (the requests waiting for it in ``serve`` answer
 at once). PostgreSQL's notifications do both already; SQLite has none. The channel's end also
-tells ``serve`` the process died: it logs the exit status and starts another after a back-off.
+tells ``serve`` the process died: it logs the exit status and, unless the process exited 0 (it
+was asked to stop), starts another after a back-off.
 """
 
 from __future__ import annotations
@@ -230,6 +231,8 @@ class RunnerProcesses:
     async def supervise(self, on_ended: Callable[[str], None]) -> None:
         """Relay the runs the processes end, and restart each that dies; until cancelled.
 
+        One that exits 0 (asked to stop) is logged and not restarted.
+
         Args:
             on_ended: Called on the event loop with the id of each run a runner process ended.
         """
@@ -244,10 +247,13 @@ class RunnerProcesses:
         try:
             while True:
                 child = await died.get()
-                watch(await self._restart(child))
+                replacement = await self._restart(child)
+                if replacement is not None:
+                    watch(replacement)
         finally:
             for child in self._children:
-                loop.remove_reader(child.channel)
+                if child.channel.fileno() != -1:  # -1: closed, that process has ended
+                    loop.remove_reader(child.channel)
 
     def _read(
         self, child: _Child, on_ended: Callable[[str], None], died: asyncio.Queue[_Child]
@@ -268,10 +274,20 @@ class RunnerProcesses:
             if line:
                 on_ended(line.decode())
 
-    async def _restart(self, child: _Child) -> _Child:
-        """Log how ``child`` ended, wait the back-off, start another in its place."""
+    async def _restart(self, child: _Child) -> _Child | None:
+        """Log how ``child`` ended, wait the back-off, start another in its place.
+
+        One that exited 0 was asked to stop (``SIGTERM``, or ``SIGINT`` from a terminal that
+        stops ``serve`` too) and put its runs back: it is not started again.
+        """
         returncode = await asyncio.to_thread(child.popen.wait)
         child.channel.close()
+        if returncode == 0:
+            logger.warning(
+                "runner process %d stopped (exit code 0: it was asked to); not starting another",
+                child.popen.pid,
+            )
+            return None
         if time.monotonic() - child.started >= self.steady_s:
             self._backoff = self.restart_s
         delay = self._backoff

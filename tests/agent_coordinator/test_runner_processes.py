@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import re
 import signal
@@ -9,7 +12,9 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from agent_coordinator._runner_processes import RunnerProcesses
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
@@ -98,6 +103,14 @@ def test_runner_processes_stop_when_serve_is_killed(tmp_path: Path) -> None:
     while _alive(children[0]):
         assert time.monotonic() < deadline, "the runner process outlived serve"
         time.sleep(0.05)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (Linux ``/proc``: ``SigCgt``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    return False
 
 
 def _children(banner: str) -> list[int]:
@@ -258,3 +271,49 @@ def test_processes_auto_is_one_process_a_core(tmp_path: Path) -> None:
     children = _children(banner) if "(" in banner else []
     assert len(children) == (os.cpu_count() or 1) - 1
     assert banner.startswith("  runners:  1 in this process")
+
+
+def test_a_runner_process_asked_to_stop_is_not_started_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (or a terminal's SIGINT, which stops serve too): it puts its runs back, exits 0."""
+    write_fleet(tmp_path / "agents")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    processes = RunnerProcesses(
+        1,
+        [
+            *("--agents-dir", str(tmp_path / "agents"), "--registry", str(tmp_path / "s.db")),
+            *("--workspace", str(tmp_path), "--model", "test", "--workers", "1"),
+            "--no-analytics",
+        ],
+        database=str(tmp_path / "coordinator.db"),
+        stop_s=60,
+    )
+
+    async def main() -> None:
+        supervisor = asyncio.create_task(processes.supervise(lambda run_id: None))
+        [pid] = processes.pids
+        deadline = time.monotonic() + 120
+        while not _catches(pid, signal.SIGTERM):  # its runner is up: SIGTERM stops it cleanly
+            assert time.monotonic() < deadline, "the runner process did not start"
+            await asyncio.sleep(0.05)
+        os.kill(pid, signal.SIGTERM)
+        while "not starting another" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            await asyncio.sleep(0.05)
+        supervisor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await supervisor
+
+    processes.start()
+    [pid] = processes.pids
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent_coordinator._runner_processes"):
+            asyncio.run(main())
+    finally:
+        processes.stop()
+    assert (
+        f"runner process {pid} stopped (exit code 0: it was asked to); not starting another"
+        in caplog.text
+    )
+    assert "starting another in" not in caplog.text
