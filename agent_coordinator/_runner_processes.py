@@ -130,11 +130,14 @@ class ServeChannel:
 
 
 class _Child:
-    """One runner process and serve's end of its channel."""
+    """One runner process, serve's end of its channel, and the wait before its restart."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], channel: socket.socket) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], channel: socket.socket, backoff: float
+    ) -> None:
         self.popen = popen
         self.channel = channel
+        self.backoff = backoff
         self.started = time.monotonic()
         self.pending = b""
 
@@ -173,7 +176,6 @@ class RunnerProcesses:
         self.max_restart_s = max_restart_s
         self.steady_s = steady_s
         self._children: list[_Child] = []
-        self._backoff = restart_s
 
     @property
     def pids(self) -> list[int]:
@@ -188,12 +190,12 @@ class RunnerProcesses:
         """
         try:
             for _ in range(self.count):
-                self._children.append(self._spawn())
+                self._children.append(self._spawn(self.restart_s))
         except OSError:
             self.stop()
             raise
 
-    def _spawn(self) -> _Child:
+    def _spawn(self, backoff: float) -> _Child:
         ours, theirs = socket.socketpair()
         env: Mapping[str, str] = os.environ
         if self.database is not None:
@@ -215,7 +217,7 @@ class RunnerProcesses:
         finally:
             theirs.close()
         ours.setblocking(False)
-        return _Child(popen, ours)
+        return _Child(popen, ours, backoff)
 
     def wake(self, index: int) -> None:
         """Tell runner process number ``index`` a run was stored (a full channel: it is awake).
@@ -238,19 +240,27 @@ class RunnerProcesses:
         """
         loop = asyncio.get_running_loop()
         died: asyncio.Queue[_Child] = asyncio.Queue()
+        restarts: set[asyncio.Task[None]] = set()
 
         def watch(child: _Child) -> None:
             loop.add_reader(child.channel, self._read, child, on_ended, died)
 
+        async def replace(child: _Child) -> None:
+            replacement = await self._restart(child)
+            if replacement is not None:
+                watch(replacement)
+
         for child in self._children:
             watch(child)
         try:
-            while True:
-                child = await died.get()
-                replacement = await self._restart(child)
-                if replacement is not None:
-                    watch(replacement)
+            while True:  # each death waits its own back-off: one crashing does not hold others
+                restart = asyncio.create_task(replace(await died.get()))
+                restarts.add(restart)
+                restart.add_done_callback(restarts.discard)
         finally:
+            for restart in restarts:
+                restart.cancel()
+            await asyncio.gather(*restarts, return_exceptions=True)
             for child in self._children:
                 if child.channel.fileno() != -1:  # -1: closed, that process has ended
                     loop.remove_reader(child.channel)
@@ -288,10 +298,9 @@ class RunnerProcesses:
                 child.popen.pid,
             )
             return None
-        if time.monotonic() - child.started >= self.steady_s:
-            self._backoff = self.restart_s
-        delay = self._backoff
-        self._backoff = min(self._backoff * 2, self.max_restart_s)
+        delay = (
+            self.restart_s if time.monotonic() - child.started >= self.steady_s else child.backoff
+        )
         logger.warning(
             "runner process %d stopped (%s); starting another in %.0f s",
             child.popen.pid,
@@ -300,11 +309,10 @@ class RunnerProcesses:
         )
         while True:
             await asyncio.sleep(delay)
+            delay = min(delay * 2, self.max_restart_s)
             try:
-                replacement = self._spawn()
+                replacement = self._spawn(delay)
             except OSError as error:
-                delay = self._backoff
-                self._backoff = min(self._backoff * 2, self.max_restart_s)
                 logger.error(
                     "runner process could not be started (%s); trying again in %.0f s", error, delay
                 )

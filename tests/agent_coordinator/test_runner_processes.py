@@ -168,7 +168,10 @@ def test_the_database_reaches_runner_processes_in_their_environment_not_their_co
 def test_serve_restarts_a_runner_process_that_dies_and_logs_how_it_ended(
     tmp_path: Path, database: str, fake_llm: FakeLLM
 ) -> None:
-    """SIGKILL a runner process: serve logs it and starts another, which runs runs."""
+    """SIGKILL a runner process: serve logs it and starts another, which runs runs.
+
+    The second is killed at once too: the next waits twice as long.
+    """
     write_fleet(tmp_path / "agents")
     fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 150))
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
@@ -179,13 +182,20 @@ def test_serve_restarts_a_runner_process_that_dies_and_logs_how_it_ended(
         *("--model", "openai:gpt-test", "--workers", "1", "--processes", "2"),
     )
     [child] = _children(server.read_until("runners:"))
-    try:
-        os.kill(child, signal.SIGKILL)
-        deadline = time.monotonic() + 120
-        while (replacements := _runner_processes_of(server.popen.pid)) in ([], [child]):
+    deadline = time.monotonic() + 120
+
+    def replaced(dead: set[int]) -> int:
+        while not (alive := set(_runner_processes_of(server.popen.pid)) - dead):
             assert time.monotonic() < deadline, "no runner process was started again"
             time.sleep(0.05)
-        [replacement] = replacements
+        [started] = alive
+        return started
+
+    try:
+        os.kill(child, signal.SIGKILL)
+        first = replaced({child})
+        os.kill(first, signal.SIGKILL)
+        second = replaced({child, first})
         runs = [
             httpx.post(f"{url}/runs", json={**REVIEW, "prompt": f"Review PR {n}"}).json()
             for n in range(2)
@@ -197,12 +207,17 @@ def test_serve_restarts_a_runner_process_that_dies_and_logs_how_it_ended(
     finally:
         fake_llm.end_delays()
         code = server.stop(timeout=180)
-    assert holders == {server.popen.pid, replacement}
+    assert holders == {server.popen.pid, second}
     assert code == 0
-    assert f"runner process {child} stopped (killed by SIGKILL); starting another in" in (
-        server.rest
+    assert (
+        f"runner process {child} stopped (killed by SIGKILL); starting another in 1 s"
+        in server.rest
     )
-    assert not _alive(replacement)
+    assert (
+        f"runner process {first} stopped (killed by SIGKILL); starting another in 2 s"
+        in server.rest
+    )
+    assert not _alive(second)
 
 
 def test_serve_wakes_its_runner_processes_when_it_stores_a_run(
