@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
@@ -27,7 +28,14 @@ from agent_coordinator._errors import StoreUnavailable
 from agent_coordinator._execution import Execution
 from agent_coordinator._retention import DAY_S, Sweeper, parse_age, prune
 from agent_coordinator._runner import POLL_S, WOKEN_POLL_S, Runner
-from agent_coordinator._runner_processes import EXIT_WITH_PARENT, RunnerProcesses, exit_with_parent
+from agent_coordinator._runner_processes import (
+    CHANNEL,
+    DATABASE_ENV,
+    EXIT_WITH_PARENT,
+    RunnerProcesses,
+    ServeChannel,
+    exit_with_parent,
+)
 from agent_coordinator._store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator._store.call_limits import RATE_WINDOW_S
 from agent_coordinator._webhooks import SECRET_ENV, WebhookSettings
@@ -81,7 +89,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
         default=None,
-        help=f"a SQLite file (default {DEFAULT_DATABASE}) or a postgresql://user:pass@host/db URL",
+        help=f"a SQLite file or a postgresql://user:pass@host/db URL (default ${DATABASE_ENV}, "
+        f"else {DEFAULT_DATABASE})",
     )
     parser.add_argument(
         "--registry",
@@ -154,6 +163,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate-window", type=_seconds, default=RATE_WINDOW_S, help=argparse.SUPPRESS
     )
+
+
+def _database(args: argparse.Namespace) -> str | None:
+    """Return the database named by ``--database``, else by the environment (``None``: default)."""
+    return args.database or os.environ.get(DATABASE_ENV) or None
+
+
+def _processes(text: str) -> int:
+    """Read ``--processes``: a whole number of at least 1, or ``auto`` for the host's cores."""
+    if text == "auto":
+        return os.cpu_count() or 1
+    return _positive(text)
 
 
 def _positive(text: str) -> int:
@@ -233,11 +254,11 @@ def register(commands: Subcommands) -> None:
     serve.add_argument("--workers", type=int, default=4, help="in-process runners (0 for none)")
     serve.add_argument(
         "--processes",
-        type=_positive,
+        type=_processes,
         default=1,
         metavar="N",
-        help="run runs in N processes: this one and N-1 runner processes it starts and stops, "
-        "each with --workers runners (default 1; about one a core)",
+        help="run runs in N processes: this one and N-1 runner processes it starts, restarts "
+        "if one dies, and stops, each with --workers runners (default 1; auto: one a core)",
     )
     serve.add_argument(
         "--webhook-secret",
@@ -268,6 +289,7 @@ def register(commands: Subcommands) -> None:
     _common(runner)
     runner.add_argument("--workers", type=int, default=4, help="runs executed at once")
     runner.add_argument(EXIT_WITH_PARENT, type=int, default=None, help=argparse.SUPPRESS)
+    runner.add_argument(CHANNEL, type=int, default=None, help=argparse.SUPPRESS)
     _retention(runner)
     runner.set_defaults(handler=runner_command)
     mcp = commands.add_parser(
@@ -294,7 +316,8 @@ def register(commands: Subcommands) -> None:
     db_prune.add_argument(
         "--database",
         default=None,
-        help=f"a SQLite file (default {DEFAULT_DATABASE}) or a postgresql://user:pass@host/db URL",
+        help=f"a SQLite file or a postgresql://user:pass@host/db URL (default ${DATABASE_ENV}, "
+        f"else {DEFAULT_DATABASE})",
     )
     db_prune.add_argument(
         "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
@@ -309,7 +332,7 @@ def _open(args: argparse.Namespace) -> tuple[SqlStore, Execution]:
         known_model_prefixes=KNOWN_PREFIXES,
     )
     try:
-        store = open_store(args.database)
+        store = open_store(_database(args))
     except StoreUnavailable as error:  # at start, a --database to check, not a fault to ride out
         raise ConfigError(error.message) from error
     execution = Execution(
@@ -491,6 +514,7 @@ def serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     app = create_app(services, mcp_host=args.host if mcp else None, hosts=hosts)
     _settle(services.execution)
     processes = _runner_processes(args)
+    services.runner_processes = processes
     sock, url = _listen(args.host, args.port)
     processes.start()
     out.write(
@@ -530,7 +554,6 @@ def _runner_processes(args: argparse.Namespace) -> RunnerProcesses:
         *("--batch-poll", str(args.batch_poll), "--rate-window", str(args.rate_window)),
     ]
     for option, value in (
-        ("--database", args.database),
         ("--model", args.model),
         ("--analytics-dir", args.analytics_dir),
         ("--concurrency", args.concurrency),
@@ -542,7 +565,11 @@ def _runner_processes(args: argparse.Namespace) -> RunnerProcesses:
             argv += [option, str(value)]
     if args.no_analytics:
         argv.append("--no-analytics")
-    return RunnerProcesses(args.processes - 1, argv, stop_s=_RUNNER_STOP_S)
+    # The database (a URL may hold a password) goes in their environment, not on their command
+    # line, which every user of the host can read.
+    return RunnerProcesses(
+        args.processes - 1, argv, database=_database(args), stop_s=_RUNNER_STOP_S
+    )
 
 
 def _describe_processes(args: argparse.Namespace, processes: RunnerProcesses) -> str:
@@ -618,6 +645,17 @@ def mcp_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """Return uvloop's loop when it is installed (the server extra), as uvicorn picks for serve."""
+    # A runner's CPU goes to its model calls' HTTP and its store calls' hand-offs, on the loop.
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def _ignore_signal(signum: int, frame: object) -> None:
     """Do nothing: the server has already stopped when uvicorn passes the signal on."""
 
@@ -628,6 +666,9 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         exit_with_parent(args.exit_with_parent)
     _log_to(err)
     store, execution = _open(args)
+    channel = None if args.serve_channel is None else ServeChannel(args.serve_channel)
+    # PostgreSQL tells serve of the runs ended here; on SQLite only the channel does.
+    tell = None if channel is None or store.wakes_runners else channel
     runner = Runner(
         store,
         execution,
@@ -635,6 +676,7 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lease_s=args.lease,
         poll_s=_poll_s(args, store),
         max_claims=args.max_claims,
+        on_finished=None if tell is None else lambda run: tell.ended(run.id),
         batch_poll_s=args.batch_poll,
     )
     sweeper = None if args.retain_days is None else Sweeper(store, args.retain_days)
@@ -651,13 +693,16 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if channel is not None and not store.wakes_runners:
+            channel.listen(runner.wake)
         if sweeper is None:
             await runner.run_until(stop)
         else:
             await asyncio.gather(runner.run_until(stop), sweeper.run_until(stop))
 
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=_loop_factory()) as loop:
+            loop.run(main())
     finally:
         store.close()
     out.write(f"agentshape runner {runner.id}: stopped\n")
@@ -667,18 +712,19 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Delete ended sessions older than ``--older-than``; print what was (or would be) deleted."""
     age = parse_age(args.older_than)
-    where = str(args.database or DEFAULT_DATABASE)
+    database = _database(args)
+    where = str(database or DEFAULT_DATABASE)
     if not where.startswith(("postgresql://", "postgres://")):
         path = Path(where.removeprefix("sqlite:///").removeprefix("sqlite://"))
         # Opening a missing file would make a new, empty store: a --database naming one is a
         # mistake; the default one missing means nothing was stored here yet.
-        if not path.is_file() and args.database is not None:
+        if not path.is_file() and database is not None:
             raise ConfigError(f"--database {where}: no such file; nothing to prune")
         if not path.is_file():
             out.write(f"agentshape db prune: no store at {where} yet; nothing to prune\n")
             return 0
     try:
-        store = open_store(args.database)
+        store = open_store(database)
     except StoreUnavailable as error:
         raise ConfigError(error.message) from error
     before = time.time() - age

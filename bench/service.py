@@ -13,7 +13,12 @@ pr-reviewer result after ``--latency`` ms (20), so the model drops out. Parts:
    0.9). ``service_cpu_vs_library[sqlite]: C`` is the CPU the service's processes spend a run
    (``serve`` and every process it started) over the CPU the library spends a run (target at
    most 1.5). The two sides take turns, three rounds each, so a machine shared with other
-   work loads both alike; the load average is printed beside them;
+   work loads both alike; the load average is printed beside them. The service is measured
+   as one process (``serve --processes 1 --workers 100``, the default count: lines ending
+   ``[1 process]``) and then as docs/service.md tells a user to size it on this host: one
+   process a core (``--processes auto``; ``--processes`` here changes it), the 100 runs at
+   once shared among them (``--workers 50`` each on 2 cores): ``service_vs_library`` is that
+   figure, and its line names the options;
 2. with ``--postgres``, the same against a throwaway PostgreSQL cluster (``initdb`` of the
    Debian package): ``service_cpu_vs_library[postgres]: C`` counts the database server's
    processes (the postmaster and its backends, from ``/proc``) with the service's (target at
@@ -391,32 +396,111 @@ def _stop(service: subprocess.Popen[str]) -> None:
         service.stdout.close()
 
 
-def _report(name: str, library: Side, served: Side, workers: int) -> None:
+def _report(store: str, label: str, library: Side, served: Side, workers: int) -> None:
     print(
         f"library: {library.rate:.1f} runs/s ({library.runs} runs, concurrency "
         f"{CONCURRENCY}; {library.cpu / library.runs * 1000:.1f} ms of CPU a run)"
     )
     print(
-        f"service[{name}]: {served.rate:.1f} runs/s (HTTP + {name} + {workers} runners; "
+        f"service[{store}{label}]: {served.rate:.1f} runs/s (HTTP + {store} + {workers} "
+        f"runners a process; "
         f"{served.cpu / served.runs * 1000:.1f} ms of CPU a run, of which the database server "
         f"{served.database_cpu / served.runs * 1000:.1f})"
     )
     cpu_ratio = (served.cpu / served.runs) / (library.cpu / library.runs)
-    print(f"service_cpu_vs_library[{name}]: {cpu_ratio:.2f} ({load_average()})")
+    print(f"service_cpu_vs_library[{store}{label}]: {cpu_ratio:.2f} ({load_average()})")
+
+
+def _processes(text: str) -> int:
+    return (os.cpu_count() or 1) if text == "auto" else int(text)
+
+
+def _sqlite(
+    env: dict[str, str], tmp: Path, args: argparse.Namespace, processes: int
+) -> tuple[int, int]:
+    """Measure the service on SQLite run as ``serve --processes N``; return the burst's counts."""
+    extra = (*args.serve_option, "--processes", str(processes))
+    label = _label(processes, args.workers)
+    database = Path(tmp) / f"coordinator-{processes}.db"
+    service, url = start_service(env, database, _share(args.workers, processes), extra=extra)
+    try:
+        library, served = asyncio.run(
+            throughput(env, url, lambda: (tree_cpu(service.pid), 0.0), args.runs)
+        )
+        _report("sqlite", label, library, served, _share(args.workers, processes))
+        ratio = served.rate / library.rate
+        if processes == 1:
+            print(f"service_vs_library[1 process]: {ratio:.2f} ({load_average()})")
+        else:
+            print(
+                f"service_vs_library: {ratio:.2f} (serve --processes {processes} --workers "
+                f"{_share(args.workers, processes)}: one process a core, {args.workers} runs at "
+                f"once among them, as docs/service.md sizes it; {load_average()})"
+            )
+        if args.burst and processes == args.processes:
+            submitted, completed, lost = asyncio.run(burst(url, args.burst))
+            print(f"burst: {submitted} submitted, {completed} completed, {lost} lost")
+            return submitted, lost
+    finally:
+        _stop(service)
+    return 0, 0
+
+
+def _postgres(env: dict[str, str], tmp: Path, args: argparse.Namespace, processes: int) -> None:
+    """Measure the service on a throwaway PostgreSQL cluster run as ``serve --processes N``."""
+    extra = (*args.serve_option, "--processes", str(processes))
+    with postgres_cluster() as (database, postmaster):
+        workers = _share(args.workers, processes)
+        service, url = start_service(
+            env, Path(tmp) / f"pg-{processes}.db", workers, url=database, extra=extra
+        )
+        try:
+            library, served = asyncio.run(
+                throughput(
+                    env, url, lambda: (tree_cpu(service.pid), tree_cpu(postmaster)), args.runs
+                )
+            )
+            _report("postgres", _label(processes, args.workers), library, served, workers)
+        finally:
+            _stop(service)
+
+
+def _share(workers: int, processes: int) -> int:
+    """Return the ``--workers`` of each of ``processes`` that run ``workers`` runs at once."""
+    return -(-workers // processes)
+
+
+def _label(processes: int, workers: int) -> str:
+    """The bracket's tail naming a run with more than one process: ``, --processes 2 ...``."""
+    if processes == 1:
+        return ""
+    return f", --processes {processes} --workers {_share(workers, processes)}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=900)
     parser.add_argument("--burst", type=int, default=1000, help="0 leaves the burst out")
-    parser.add_argument("--workers", type=int, default=CONCURRENCY)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=CONCURRENCY,
+        help="runs at once in the service, shared among its processes (%(default)s)",
+    )
     parser.add_argument("--latency", type=int, default=LATENCY_MS, help="model latency, ms")
     parser.add_argument("--postgres", action="store_true", help="also measure on PostgreSQL")
     parser.add_argument(
         "--serve-option",
         action="append",
         default=[],
-        help="one more option for serve (repeat: --serve-option=--processes --serve-option=2)",
+        help="one more option for serve (repeat: --serve-option=--lease --serve-option=60)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=_processes,
+        default="auto",
+        metavar="N",
+        help="serve --processes for the second measurement (default auto: one a core)",
     )
     parser.add_argument("--sessions", type=int, default=200, help="sessions the storage part makes")
     parser.add_argument("--bytes-only", action="store_true", help="measure only bytes_per_session")
@@ -426,44 +510,18 @@ def main() -> int:
         "OPENAI_API_KEY": "sk-bench",
         "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/valid/{args.latency}/v1",
     }
-    extra = tuple(args.serve_option)
     submitted = lost = 0
     try:
         if args.bytes_only:
             print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
             return 0
         with tempfile.TemporaryDirectory(prefix="agentshape-bench-") as tmp:
-            service, url = start_service(
-                env, Path(tmp) / "coordinator.db", args.workers, extra=extra
-            )
-            try:
-                library, served = asyncio.run(
-                    throughput(env, url, lambda: (tree_cpu(service.pid), 0.0), args.runs)
-                )
-                _report("sqlite", library, served, args.workers)
-                print(f"service_vs_library: {served.rate / library.rate:.2f} ({load_average()})")
-                if args.burst:
-                    submitted, completed, lost = asyncio.run(burst(url, args.burst))
-                    print(f"burst: {submitted} submitted, {completed} completed, {lost} lost")
-            finally:
-                _stop(service)
+            counts = sorted({1, args.processes})
+            for processes in counts:  # the burst goes to the last: args.processes
+                submitted, lost = _sqlite(env, Path(tmp), args, processes)
             if args.postgres:
-                with postgres_cluster() as (database, postmaster):
-                    service, url = start_service(
-                        env, Path(tmp) / "pg.db", args.workers, url=database, extra=extra
-                    )
-                    try:
-                        library, served = asyncio.run(
-                            throughput(
-                                env,
-                                url,
-                                lambda: (tree_cpu(service.pid), tree_cpu(postmaster)),
-                                args.runs,
-                            )
-                        )
-                        _report("postgres", library, served, args.workers)
-                    finally:
-                        _stop(service)
+                for processes in counts:
+                    _postgres(env, Path(tmp), args, processes)
         if args.sessions:
             print(f"bytes_per_session: {bytes_per_session(env, args.sessions):.0f}")
     finally:

@@ -297,6 +297,10 @@ class FakeLLM:
         """
         self._hurry.set()
 
+    def hold_delays(self) -> None:
+        """Undo :meth:`end_delays`: delayed replies wait their delay again."""
+        self._hurry.clear()
+
     def _wait_delay(self, seconds: float) -> bool:
         """Wait out a reply's delay (cut short by :meth:`end_delays`); ``True`` if stopping."""
         deadline = time.monotonic() + seconds

@@ -15,8 +15,8 @@ __all__ = ["BodyLimit"]
 class BodyLimit:
     """ASGI middleware answering 413 to a body larger than ``max_bytes``.
 
-    A ``Content-Length`` above the limit is refused at once; a chunked body is counted as it
-    arrives and refused when it passes the limit.
+    A ``Content-Length`` above the limit is refused at once (one within it passes as it is); a
+    chunked body is counted as it arrives and refused when it passes the limit.
     """
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
@@ -28,10 +28,15 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._refuse(send)
+        length = next(
+            (value for name, value in scope["headers"] if name == b"content-length"), None
+        )
+        if length is not None and length.isdigit():
+            if int(length) > self.max_bytes:
+                await self._refuse(send)
+                return
+            # The server reads no more than Content-Length says: nothing left to count.
+            await self.app(scope, receive, send)
             return
         seen = 0
 

@@ -11,10 +11,16 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import StreamingResponse
 
 from agent_coordinator._api.deps import ServicesDep
-from agent_coordinator._api.model_text import ModelTextResponse
+from agent_coordinator._api.model_text import ModelTextResponse, model_response
 from agent_coordinator._service.bodies import RunCreate, RunOutcome, RunPage, RunView
 from agent_coordinator._service.runs import new_id, stored_run, submit_run, until_end, wait_for_end
-from agent_coordinator._service.views import delivery_view, result_event, run_view, session_result
+from agent_coordinator._service.views import (
+    delivery_view,
+    result_event,
+    run_outcome,
+    run_view,
+    session_result,
+)
 from agent_coordinator._store.records import TERMINAL, RunState
 
 __all__ = ["router"]
@@ -27,6 +33,7 @@ _EVENT_POLL_S = 0.2
 @router.post(
     "/runs",
     status_code=202,
+    response_model=RunOutcome,
     responses={
         200: {"model": RunOutcome, "description": "The run had ended (see wait), with its result"}
     },
@@ -34,10 +41,9 @@ _EVENT_POLL_S = 0.2
 async def create_run(
     body: RunCreate,
     services: ServicesDep,
-    response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     wait: Annotated[float, Query(ge=0, le=120)] = 0,
-) -> RunOutcome:
+) -> Response:
     """Store a run (202), then optionally wait up to ``wait`` seconds for it to end (200).
 
     An ended run's answer holds its ``result``: the body ``GET /sessions/{id}/result`` gives.
@@ -62,10 +68,8 @@ async def create_run(
         finally:
             services.notifier.unsubscribe(run_id, ended)
     if run.status not in TERMINAL:
-        response.status_code = 202
-        return RunOutcome(**run_view(run).model_dump())
-    response.status_code = 200
-    return RunOutcome(**run_view(run).model_dump(), result=session_result(run))
+        return model_response(run_outcome(run), 202)
+    return model_response(run_outcome(run, session_result(run)), 200)
 
 
 @router.get("/runs")

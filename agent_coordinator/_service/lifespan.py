@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -46,6 +47,14 @@ async def serving(
             await stack.enter_async_context(manager.run())
         if services.runner is not None:
             services.runner.start()
+        supervisor = None
+        if services.runner_processes is not None:
+            supervisor = asyncio.create_task(
+                services.runner_processes.supervise(
+                    lambda run_id: _ended_elsewhere(services, run_id)
+                ),
+                name="runner-processes",
+            )
         deliverer = None
         if services.webhooks is not None:
             deliverer = Deliverer(services.store, services.webhooks)
@@ -55,6 +64,10 @@ async def serving(
         try:
             yield
         finally:
+            if supervisor is not None:
+                supervisor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await supervisor
             if services.sweeper is not None:
                 await services.sweeper.stop()
             if deliverer is not None:

@@ -167,9 +167,10 @@ async def submit_run(
         body: The request.
         key: Its idempotency key, if it has one.
         run_id: The id to store the run under (a new one if ``None``).
-        run_now: Whether the caller waits for the run: then, when this process's runner has a
-            free worker no queued run waits for, the run is stored already claimed by that
-            runner and handed to it in memory, instead of through the queue.
+        run_now: Whether the caller waits for the run: then, when it is this process's
+            runner's turn (runner processes take theirs) and it has a free worker no queued run
+            waits for, the run is stored already claimed by that runner and handed to it in
+            memory, instead of through the queue.
 
     Returns:
         The run as stored (the idempotency key's earlier run, if the key was used before).
@@ -227,13 +228,12 @@ async def submit_run(
         request_hash=digest,
     )
     runner = services.runner
-    if run_now and runner is not None and runner.reserve():
+    turn = services.next_turn()
+    if run_now and turn is None and runner is not None and runner.reserve():
         return await _hand_over(services, runner, new)
     run, created = await services.store.call(services.store.create_run, new)
-    # A store that notifies wakes every process's runners, this one's too: waking it here as
-    # well would make it claim twice.
-    if created and runner is not None and not services.store.wakes_runners:
-        runner.wake()
+    if created:
+        services.wake_runners(turn)
     return run
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from agent_coordinator._execution import Execution
 from agent_coordinator._retention import Sweeper
 from agent_coordinator._runner import Runner
+from agent_coordinator._runner_processes import RunnerProcesses
 from agent_coordinator._store.base import SqlStore
 from agent_coordinator._store.records import RunRecord
 from agent_coordinator._webhooks import WebhookSettings
@@ -91,12 +92,46 @@ class Services:
     token: str | None = None
     limits: Limits = field(default_factory=Limits)
     runner: Runner | None = None
+    runner_processes: RunnerProcesses | None = None
+    """The runner processes ``serve --processes`` started beside this one."""
     sweeper: Sweeper | None = None
     notifier: Notifier = field(default_factory=Notifier)
     webhooks: WebhookSettings | None = None
     """The webhook secret and allowed hosts; ``None``: runs may not name a webhook."""
     evals_dir: Path | None = None
     """Where ``agentshape eval`` reports are read for ``/reports/evals``; ``None``: none."""
+
+    _turns: int = field(default=0, init=False, repr=False)
+    """How many runs :meth:`next_turn` gave out (whose turn it is next)."""
+
+    def next_turn(self) -> int | None:
+        """Return whose turn it is to take the next run: a runner process's index, or ``None``.
+
+        ``None`` is this process's own runner. One runner a run, in turn: each wakes to one run
+        to claim (a runner that claimed one looks for the next at once), rather than all racing
+        for it, and a ``?wait=`` run is handed to this process's runner only on its turn.
+        """
+        others = 0 if self.runner_processes is None else self.runner_processes.count
+        turn = self._turns % (others + 1)
+        self._turns += 1
+        return None if turn == others else turn
+
+    def wake_runners(self, turn: int | None) -> None:
+        """Tell the runner whose ``turn`` it is that a run was stored, unless the store tells them.
+
+        Args:
+            turn: What :meth:`next_turn` gave for the run: a runner process's index, or ``None``
+                for this process's runner.
+        """
+        # A store that notifies wakes every process's runners, this one's too: waking them here
+        # as well would make them claim twice.
+        if self.store.wakes_runners:
+            return
+        if turn is None:
+            if self.runner is not None:
+                self.runner.wake()
+        elif self.runner_processes is not None:
+            self.runner_processes.wake(turn)
 
 
 def bearer_matches(header: str, token: str) -> bool:

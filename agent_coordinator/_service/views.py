@@ -15,6 +15,7 @@ from agent_coordinator._service.bodies import (
     AttemptView,
     ClaimView,
     RunFailure,
+    RunOutcome,
     RunView,
     SchemaValidationView,
     SessionResult,
@@ -32,6 +33,7 @@ __all__ = [
     "delivery_view",
     "failure",
     "result_event",
+    "run_outcome",
     "run_view",
     "session_result",
     "session_run_view",
@@ -76,6 +78,12 @@ def run_view(run: RunRecord, claims: list[ClaimRecord] | None = None) -> RunView
         claim_history=None if claims is None else [claim_view(claim) for claim in claims],
         webhook=run.input.webhook,
     )
+
+
+def run_outcome(run: RunRecord, result: SessionResult | None = None) -> RunOutcome:
+    """Return ``POST /runs``'s answer: the run, with ``result`` (already checked) once it ended."""
+    # The view and the result were each validated as they were built; not a second time.
+    return RunOutcome.model_construct(**run_view(run).__dict__, result=result)
 
 
 def delivery_view(delivery: DeliveryRecord) -> WebhookDeliveryView:

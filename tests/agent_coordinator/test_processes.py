@@ -179,3 +179,36 @@ def test_serve_refuses_a_file_form_output_schema_that_is_not_an_object(tmp_path:
     process.stop()
     assert 'agents/researcher/agent.yml:5: output.schema.type: must be "object"' in process.rest
     assert "agents/researcher/agent.yml:4: output.schema: must have properties" in process.rest
+
+
+def test_serve_takes_the_database_from_the_environment_without_database(tmp_path: Path) -> None:
+    """``AGENTSHAPE_DATABASE`` keeps a PostgreSQL URL's password off the command line."""
+    write_fleet(tmp_path / "agents")
+    chosen = tmp_path / "from-env.db"
+    process = Process(
+        ["serve", "--port", "0", "--model", "test"],
+        cwd=tmp_path,
+        env={"AGENTSHAPE_DATABASE": str(chosen)},
+    )
+    try:
+        line = process.read_until("database:")
+        url = process.lines[0].split("listening on ", 1)[1].split()[0]
+        process.read_until("hosts:")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                run = httpx.post(f"{url}/runs", params={"wait": 20}, json=REVIEW).json()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.05)
+    finally:
+        assert process.stop() == 0
+    assert line.strip() == f"database: {chosen}"
+    assert run["status"] == "completed"
+    store = open_store(chosen)
+    try:
+        assert store.get_run(run["run_id"]) is not None
+    finally:
+        store.close()
+    assert not (tmp_path / ".agentshape" / "coordinator.db").exists()

@@ -38,8 +38,10 @@ def test_a_result_holding_a_lone_surrogate_is_stored_and_read_back_equal(
     try:
         run = httpx.post(f"{url}/runs", params={"wait": 60}, json=REVIEW, timeout=90).json()
         assert run["status"] == "completed", run
+        answer = {"summary": "cut \ud83d here", "approval": "approve"}
+        assert run["result"]["result_data"] == answer  # POST /runs?wait='s own answer
         result = httpx.get(f"{url}/sessions/{run['session_id']}/result").json()
-        assert result["result_data"] == {"summary": "cut \ud83d here", "approval": "approve"}
+        assert result["result_data"] == answer
         session = httpx.get(f"{url}/sessions/{run['session_id']}")
         assert session.status_code == 200
         # the session can go on: its transcript holds the answer and was stored too

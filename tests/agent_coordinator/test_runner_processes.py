@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
 import re
+import signal
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from agent_coordinator._runner_processes import RunnerProcesses
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
@@ -96,3 +103,232 @@ def test_runner_processes_stop_when_serve_is_killed(tmp_path: Path) -> None:
     while _alive(children[0]):
         assert time.monotonic() < deadline, "the runner process outlived serve"
         time.sleep(0.05)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (Linux ``/proc``: ``SigCgt``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    return False
+
+
+def _children(banner: str) -> list[int]:
+    """The runner processes' pids, from serve's ``runners:`` banner line."""
+    return [int(pid) for pid in re.findall(r"\d+", banner.split("(", 1)[1])]
+
+
+def _runner_processes_of(serve_pid: int) -> list[int]:
+    """The live ``runner`` processes whose parent is ``serve_pid`` (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or not _alive(int(entry.name)):
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == serve_pid and b"runner" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _holders(url: str, runs: list[dict[str, str]]) -> set[int]:
+    """The pids of the processes whose runners hold ``runs`` now."""
+    return {
+        int(
+            httpx.get(f"{url}/runs/{run['run_id']}")
+            .json()["claim_history"][-1]["runner"]
+            .split(":")[1]
+        )
+        for run in runs
+    }
+
+
+def test_the_database_reaches_runner_processes_in_their_environment_not_their_command_line(
+    tmp_path: Path, database: str
+) -> None:
+    """A PostgreSQL URL may hold a password, and every user of the host can read a command line."""
+    write_fleet(tmp_path / "agents")
+    server, _ = serve(
+        tmp_path, database, {}, "--model", "test", "--workers", "1", "--processes", "2"
+    )
+    try:
+        [child] = _children(server.read_until("runners:"))
+        command = Path(f"/proc/{child}/cmdline").read_bytes()
+        environment = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+    finally:
+        assert server.stop(timeout=120) == 0
+    assert database.encode() not in command
+    assert b"agent_coordinator\0runner" in command
+    assert f"AGENTSHAPE_DATABASE={database}".encode() in environment
+
+
+def test_serve_restarts_a_runner_process_that_dies_and_logs_how_it_ended(
+    tmp_path: Path, database: str, fake_llm: FakeLLM
+) -> None:
+    """SIGKILL a runner process: serve logs it and starts another, which runs runs.
+
+    The second is killed at once too: the next waits twice as long.
+    """
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 150))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    server, url = serve(
+        tmp_path,
+        database,
+        env,
+        *("--model", "openai:gpt-test", "--workers", "1", "--processes", "2"),
+    )
+    [child] = _children(server.read_until("runners:"))
+    deadline = time.monotonic() + 120
+
+    def replaced(dead: set[int]) -> int:
+        while not (alive := set(_runner_processes_of(server.popen.pid)) - dead):
+            assert time.monotonic() < deadline, "no runner process was started again"
+            time.sleep(0.05)
+        [started] = alive
+        return started
+
+    try:
+        os.kill(child, signal.SIGKILL)
+        first = replaced({child})
+        os.kill(first, signal.SIGKILL)
+        second = replaced({child, first})
+        runs = [
+            httpx.post(f"{url}/runs", json={**REVIEW, "prompt": f"Review PR {n}"}).json()
+            for n in range(2)
+        ]
+        while len(fake_llm.requests) < 2:  # serve's one worker and the new process's one
+            assert time.monotonic() < deadline, f"{len(fake_llm.requests)} runs started"
+            time.sleep(0.05)
+        holders = _holders(url, runs)
+    finally:
+        fake_llm.end_delays()
+        code = server.stop(timeout=180)
+    assert holders == {server.popen.pid, second}
+    assert code == 0
+    assert (
+        f"runner process {child} stopped (killed by SIGKILL); starting another in 1 s"
+        in server.rest
+    )
+    assert (
+        f"runner process {first} stopped (killed by SIGKILL); starting another in 2 s"
+        in server.rest
+    )
+    assert not _alive(second)
+
+
+def test_serve_wakes_its_runner_processes_when_it_stores_a_run(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    """On SQLite, whose runners otherwise find a run at their next poll (an hour here).
+
+    Two held runs show both processes claim; once they have ended, both runners are idle. Then
+    serve's one worker is held by a third run, and a fourth is stored: the runner process
+    claims it only if serve wakes it.
+    """
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 150))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    server, url = serve(
+        tmp_path,
+        str(tmp_path / "coordinator.db"),
+        env,
+        *("--model", "openai:gpt-test", "--workers", "1", "--processes", "2"),
+        *("--poll", "3600"),
+    )
+    [child] = _children(server.read_until("runners:"))
+    deadline = time.monotonic() + 120
+
+    def started(count: int) -> None:
+        while len(fake_llm.requests) < count:
+            assert time.monotonic() < deadline, f"{len(fake_llm.requests)} of {count} runs started"
+            time.sleep(0.05)
+
+    try:
+        first = [
+            httpx.post(f"{url}/runs", json={**REVIEW, "prompt": f"Review PR {n}"}).json()
+            for n in range(2)
+        ]
+        started(2)
+        fake_llm.end_delays()
+        for run in first:
+            while httpx.get(f"{url}/runs/{run['run_id']}").json()["status"] != "completed":
+                assert time.monotonic() < deadline, f"run {run['run_id']} did not complete"
+                time.sleep(0.05)
+        fake_llm.hold_delays()
+        third = httpx.post(f"{url}/runs", json={**REVIEW, "prompt": "Review PR 3"}).json()
+        started(3)
+        fourth = httpx.post(f"{url}/runs", json={**REVIEW, "prompt": "Review PR 4"}).json()
+        started(4)  # serve's one worker holds one of them: the runner process holds the other
+        holders = _holders(url, [third, fourth])
+    finally:
+        fake_llm.end_delays()
+        code = server.stop(timeout=180)
+    assert holders == {server.popen.pid, child}
+    assert code == 0
+
+
+def test_processes_auto_is_one_process_a_core(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    server, _ = serve(
+        tmp_path,
+        str(tmp_path / "coordinator.db"),
+        {},
+        *("--model", "test", "--workers", "1", "--processes", "auto"),
+    )
+    try:
+        banner = server.read_until("runners:")
+    finally:
+        assert server.stop(timeout=120) == 0
+    children = _children(banner) if "(" in banner else []
+    assert len(children) == (os.cpu_count() or 1) - 1
+    assert banner.startswith("  runners:  1 in this process")
+
+
+def test_a_runner_process_asked_to_stop_is_not_started_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (or a terminal's SIGINT, which stops serve too): it puts its runs back, exits 0."""
+    write_fleet(tmp_path / "agents")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))
+    processes = RunnerProcesses(
+        1,
+        [
+            *("--agents-dir", str(tmp_path / "agents"), "--registry", str(tmp_path / "s.db")),
+            *("--workspace", str(tmp_path), "--model", "test", "--workers", "1"),
+            "--no-analytics",
+        ],
+        database=str(tmp_path / "coordinator.db"),
+        stop_s=60,
+    )
+
+    async def main() -> None:
+        supervisor = asyncio.create_task(processes.supervise(lambda run_id: None))
+        [pid] = processes.pids
+        deadline = time.monotonic() + 120
+        while not _catches(pid, signal.SIGTERM):  # its runner is up: SIGTERM stops it cleanly
+            assert time.monotonic() < deadline, "the runner process did not start"
+            await asyncio.sleep(0.05)
+        os.kill(pid, signal.SIGTERM)
+        while "not starting another" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            await asyncio.sleep(0.05)
+        supervisor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await supervisor
+
+    processes.start()
+    [pid] = processes.pids
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent_coordinator._runner_processes"):
+            asyncio.run(main())
+    finally:
+        processes.stop()
+    assert (
+        f"runner process {pid} stopped (exit code 0: it was asked to); not starting another"
+        in caplog.text
+    )
+    assert "starting another in" not in caplog.text
