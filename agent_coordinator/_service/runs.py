@@ -167,10 +167,10 @@ async def submit_run(
         body: The request.
         key: Its idempotency key, if it has one.
         run_id: The id to store the run under (a new one if ``None``).
-        run_now: Whether the caller waits for the run: then, when it is this process's
-            runner's turn (runner processes take theirs) and it has a free worker no queued run
-            waits for, the run is stored already claimed by that runner and handed to it in
-            memory, instead of through the queue.
+        run_now: Whether the caller waits for the run: then, when this process has no runner
+            processes and its runner has a free worker no queued run waits for, the run is
+            stored already claimed by that runner and handed to it in memory, instead of
+            through the queue.
 
     Returns:
         The run as stored (the idempotency key's earlier run, if the key was used before).
@@ -229,7 +229,10 @@ async def submit_run(
     )
     runner = services.runner
     turn = services.next_turn()
-    if run_now and turn is None and runner is not None and runner.reserve():
+    # Beside runner processes every run goes through the queue, each process in turn: handing
+    # serve's own runner its turns measured slower (serve's loop also answers every request).
+    here = turn is None and services.runner_processes is None
+    if run_now and here and runner is not None and runner.reserve():
         return await _hand_over(services, runner, new)
     run, created = await services.store.call(services.store.create_run, new)
     if created:

@@ -109,7 +109,7 @@ class Services:
 
         ``None`` is this process's own runner. One runner a run, in turn: each wakes to one run
         to claim (a runner that claimed one looks for the next at once), rather than all racing
-        for it, and a ``?wait=`` run is handed to this process's runner only on its turn.
+        for it.
         """
         others = 0 if self.runner_processes is None else self.runner_processes.count
         turn = self._turns % (others + 1)
