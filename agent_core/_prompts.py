@@ -16,6 +16,7 @@ from agent_contracts._errors import ConfigError
 from agent_contracts._validation import ValidationIssue
 from agent_core._dialects import WRAPPER_PROPERTY, needs_wrapping
 from agent_core._output_tool import OUTPUT_TOOL_NAME, Contract, json_schema_of
+from agent_core._repetition import find_loop
 from agent_core._schema_outline import schema_outline
 
 __all__ = [
@@ -267,6 +268,10 @@ def text_retry_prompt(
 ) -> str:
     """Return the text-mode re-prompt, quoting the response that failed.
 
+    A reply that ends in a loop (one piece written over and over) is quoted up to its second
+    repetition and a note of how many more followed: quoting the whole loop back to a small
+    model invites it to write the loop again.
+
     Args:
         previous_response: The model's previous reply, quoted as it was.
         issues: What was wrong; each distinct ``path: message`` is stated once.
@@ -279,7 +284,7 @@ def text_retry_prompt(
         ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
     """
-    quoted = previous_response if previous_response.strip() else "(an empty response)"
+    quoted = _quoted(previous_response)
     parts = [
         "Your previous response did not match the required JSON schema.",
         "",
@@ -315,6 +320,17 @@ def tool_not_called_prompt(tool_name: str = OUTPUT_TOOL_NAME) -> str:
         "as its arguments.\n"
         "</output-tool-not-called>"
     )
+
+
+def _quoted(response: str) -> str:
+    if not response.strip():
+        return "(an empty response)"
+    loop = find_loop(response)
+    if loop is None:
+        return response
+    shown = loop.start + 2 * len(loop.piece)
+    more = (len(response) - shown) / len(loop.piece)
+    return f"{response[:shown]}[... the same {more:.0f} more times]"
 
 
 def _render(schema: object) -> str:

@@ -144,6 +144,15 @@ def test_text_retry_prompt_quotes_the_previous_response() -> None:
     )
 
 
+def test_text_retry_prompt_quotes_a_looping_response_without_its_loop() -> None:
+    previous = '{"summary": "' + "summary: " * 40 + "sum"
+    prompt = text_retry_prompt(previous, ISSUES[1:2])
+    assert (
+        '## Your Previous Response:\n{"summary": "summary: summary: [... the same 38 more times]\n'
+    ) in prompt
+    assert "summary: " * 3 not in prompt
+
+
 def test_text_retry_prompt_without_schema_and_with_an_empty_response() -> None:
     prompt = text_retry_prompt("  ", ISSUES[1:2])
     assert "## Required Schema" not in prompt
