@@ -82,7 +82,7 @@ async def call_model(
         temperature=spec.temperature,
         frequency_penalty=spec.wire.reask_frequency_penalty if _reasking(state) else None,
         response_format=response_format,
-        stop=[spec.end_marker] if spec.end_marker else [],
+        stop=spec.stops,
         timeout_s=spec.options.request_timeout_s,
         answer_schema=_answer_schema(state),
     )
