@@ -173,6 +173,18 @@ def test_show_lists_what_the_llamacpp_grammar_leaves_to_validation(
     ]
 
 
+def test_show_carries_the_definition_of_done_if_then_in_the_llamacpp_grammar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Its if (task_complete true) / then (remaining_items empty) is a boolean discriminator.
+    dod = Path(__file__).parents[3] / "bench" / "integration_agents" / "execution-dod.yml"
+    assert main(["show", str(dod)]) == 0
+    out = capsys.readouterr().out
+    assert "llamacpp: the grammar enforces the whole schema while decoding\n" in out
+    assert "if is not in the grammar" not in out and "then is not" not in out
+    assert show_json(capsys, str(dod))["reports"]["llamacpp_grammar"] == []
+
+
 def test_show_prompted_mode(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "grader", "--mode", "prompted"]) == 0
     out = capsys.readouterr().out
