@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_contracts._errors import ConfigError
 from agent_contracts._suggest import did_you_mean
@@ -81,6 +81,11 @@ class ProviderProfile(BaseModel):
     ``llama-server`` and llama-cpp-python's server): native output then sends agentshape's
     own grammar of the schema (:func:`agent_core._gbnf_grammar.schema_to_gbnf`, which carries
     integer ranges and more than the server's converter) instead of the schema."""
+    reask_frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    """The ``frequency_penalty`` a re-ask (a call after a failed attempt) is sampled with, on
+    the OpenAI wire; ``None`` sends none. At temperature 0 a small model asked again often
+    writes the same reply again, a loop included: a penalty on repeated tokens lets the
+    second try differ. The first try is sampled as the agent says."""
 
 
 ProfileOverrides = Mapping[str, object]
@@ -103,6 +108,7 @@ class ProfileOverride(BaseModel):
     reprompt_as: RepromptRole | None = None
     stop_sequences: bool | None = None
     takes_grammar: bool | None = None
+    reask_frequency_penalty: float | None = None
 
     def fields(self) -> dict[str, object]:
         """Return the overridden fields only."""

@@ -30,6 +30,7 @@ from agent_core._dialects import Dialect
 from agent_core._extract import extract_json
 from agent_core._output_tool import OUTPUT_TOOL_NAME, OutputTool, build_output_tool
 from agent_core._output_validation import json_form, validate_as_json, validate_output
+from agent_core._repetition import find_loop
 from agent_core._schema_checks import ensure_output_schema
 from agent_core._schema_model import build_accepted, compile_schema, model_from_schema, schema_hash
 
@@ -40,6 +41,7 @@ __all__ = [
     "BoundContract",
     "OutputContract",
     "Verdict",
+    "cut_off_issue",
     "resolve_contract",
     "whole_reply_issue",
 ]
@@ -50,6 +52,25 @@ CUT_OFF = (
     "send a shorter, complete answer"
 )
 """The problem reported for a reply the ``max_tokens`` limit cut short (never recovered)."""
+
+
+def cut_off_issue(raw: str) -> ValidationIssue:
+    """Return the problem reported for a reply the ``max_tokens`` limit cut short.
+
+    When the reply ends in a loop (one piece written over and over), the problem names the
+    piece, so that the re-ask says what went wrong rather than only that the reply was long.
+
+    Args:
+        raw: The reply as the model sent it.
+    """
+    loop = find_loop(raw)
+    if loop is None:
+        return whole_reply_issue(CUT_OFF)
+    piece = json.dumps(loop.piece, ensure_ascii=False)
+    return whole_reply_issue(
+        f"the reply repeated {piece} over and over until the max_tokens limit cut it off; "
+        "write each value once, in a few words of your own, and close the JSON"
+    )
 
 
 def whole_reply_issue(message: str, keyword: str | None = None) -> ValidationIssue:
@@ -249,9 +270,7 @@ class OutputContract:
             cut_off: The reply was cut short by ``max_tokens`` (it is then never recovered).
         """
         if cut_off:
-            return Verdict(
-                raw=text, errors=[whole_reply_issue(CUT_OFF)], failure="output_truncated"
-            )
+            return Verdict(raw=text, errors=[cut_off_issue(text)], failure="output_truncated")
         try:
             value = json.loads(text)
         except ValueError:
@@ -312,7 +331,7 @@ class OutputContract:
         if call.arguments is not None or call.parse_error is None:
             return self.judge_value(raw, call.arguments, dialect)
         if cut_off:
-            return Verdict(raw=raw, errors=[whole_reply_issue(CUT_OFF)], failure="output_truncated")
+            return Verdict(raw=raw, errors=[cut_off_issue(raw)], failure="output_truncated")
         if extract:
             try:
                 value = extract_json(raw, None, is_valid=self._fits(dialect))

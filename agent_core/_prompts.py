@@ -16,10 +16,13 @@ from agent_contracts._errors import ConfigError
 from agent_contracts._validation import ValidationIssue
 from agent_core._dialects import WRAPPER_PROPERTY, needs_wrapping
 from agent_core._output_tool import OUTPUT_TOOL_NAME, Contract, json_schema_of
+from agent_core._repetition import find_loop
 from agent_core._schema_outline import schema_outline
+from agent_core._schema_sample import generate_value
 
 __all__ = [
     "ANSWER_END",
+    "ANSWER_STOPS",
     "FINAL_ANSWER_NOW",
     "FORCE_REMINDER",
     "REJECTED_SEE_BELOW",
@@ -69,6 +72,11 @@ RESULT_ACCEPTED = "Result accepted."
 ANSWER_END = "</json>"
 """The marker prompted mode asks the model to write after its JSON, where the provider takes
 stop sequences: the reply stops there, so nothing after the JSON costs tokens."""
+
+ANSWER_STOPS = (ANSWER_END, "\n```")
+"""Prompted mode's stop sequences: the marker, and the end of a fenced block. A small model that
+does not write the marker still closes the fenced JSON the prompt's example is shown in; an
+opening fence is never preceded by a line break in a reply that starts with it."""
 
 FINAL_ANSWER_NOW = (
     "Now give your final result: one JSON value of the shape the Required Output Format asks "
@@ -169,6 +177,7 @@ def enriched_system_prompt(
     tool_name: str = OUTPUT_TOOL_NAME,
     not_in_tool: Sequence[str] = (),
     end_marker: str | None = None,
+    example: bool = False,
 ) -> str:
     """Return the system prompt with the "Required Output Format" section appended last.
 
@@ -185,6 +194,9 @@ def enriched_system_prompt(
             parameters, one line each (``$.path: keyword ...``).
         end_marker: In prompted mode, the marker to write right after the JSON (the run's
             stop sequence, such as :data:`ANSWER_END`), or ``None`` for none.
+        example: In prompted mode, also show a value of the schema
+            (:func:`~agent_core._schema_sample.generate_value`) as fenced JSON: a small model
+            given only the outline was seen to copy the outline instead of writing JSON.
 
     Returns:
         The system prompt with the output section appended.
@@ -214,8 +226,14 @@ def enriched_system_prompt(
             "Answer with one JSON value of this shape (`?` marks an optional key; `//` comments "
             "state constraints and are not part of the JSON):\n\n"
             f"```\n{schema_outline(document)}\n```\n\n"
-            f"Output ONLY the JSON, with no other text, and {close}."
         )
+        if example:
+            sample = json.dumps(generate_value(document), ensure_ascii=False)
+            section += (
+                "An example of the shape (its values are placeholders: write your own):\n\n"
+                f"```json\n{sample}\n```\n\n"
+            )
+        section += f"Reply with only the JSON value, with no other text, and {close}."
     else:
         raise ConfigError(f"unknown prompt mode {mode!r}; use 'tool' or 'prompted'")
     base = system_prompt.rstrip()
@@ -267,6 +285,10 @@ def text_retry_prompt(
 ) -> str:
     """Return the text-mode re-prompt, quoting the response that failed.
 
+    A reply that ends in a loop (one piece written over and over) is quoted up to its second
+    repetition and a note of how many more followed: quoting the whole loop back to a small
+    model invites it to write the loop again.
+
     Args:
         previous_response: The model's previous reply, quoted as it was.
         issues: What was wrong; each distinct ``path: message`` is stated once.
@@ -279,7 +301,7 @@ def text_retry_prompt(
         ConfigError: When ``issues`` is empty: there is nothing to ask the model to fix.
         InvalidSchemaError: When ``schema`` is not a JSON Schema or a Pydantic model class.
     """
-    quoted = previous_response if previous_response.strip() else "(an empty response)"
+    quoted = _quoted(previous_response)
     parts = [
         "Your previous response did not match the required JSON schema.",
         "",
@@ -315,6 +337,17 @@ def tool_not_called_prompt(tool_name: str = OUTPUT_TOOL_NAME) -> str:
         "as its arguments.\n"
         "</output-tool-not-called>"
     )
+
+
+def _quoted(response: str) -> str:
+    if not response.strip():
+        return "(an empty response)"
+    loop = find_loop(response)
+    if loop is None:
+        return response
+    shown = loop.start + 2 * len(loop.piece)
+    more = (len(response) - shown) / len(loop.piece)
+    return f"{response[:shown]}[... the same {more:.0f} more times]"
 
 
 def _render(schema: object) -> str:

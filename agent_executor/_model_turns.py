@@ -80,8 +80,9 @@ async def call_model(
         tool_choice=choice if tools else ToolChoice.auto(),
         max_tokens=spec.max_tokens,
         temperature=spec.temperature,
+        frequency_penalty=spec.wire.reask_frequency_penalty if _reasking(state) else None,
         response_format=response_format,
-        stop=[spec.end_marker] if spec.end_marker else [],
+        stop=spec.stops,
         timeout_s=spec.options.request_timeout_s,
         answer_schema=_answer_schema(state),
     )
@@ -120,6 +121,11 @@ async def call_model(
             last_output=turn.text or raw_of_calls(turn.tool_calls) or state.last_output,
         )
     return turn
+
+
+def _reasking(state: RunState) -> bool:
+    """Whether the next call follows a failed attempt (a re-ask)."""
+    return bool(state.attempts) and bool(state.attempts[-1]["errors"])
 
 
 def _answer_schema(state: RunState) -> JsonValue:

@@ -82,8 +82,12 @@ class ProbeReport:
     profile: ProviderProfile = field(default_factory=ProviderProfile)
 
     def overrides(self) -> dict[str, object]:
-        """Return the profile as ``llm.profile`` fields (every field, so nothing is assumed)."""
-        return dict(self.profile.model_dump())
+        """Return the profile as ``llm.profile`` fields (every field set, so nothing is assumed).
+
+        A field left ``None`` (such as ``reask_frequency_penalty`` where none is sent) is left
+        out: ``llm.profile`` reads an absent field and a ``null`` one alike.
+        """
+        return self.profile.model_dump(exclude_none=True)
 
     def flags(self, given: ProviderProfile) -> dict[str, object]:
         """Return the fields to pass as ``--profile`` flags next to the model string."""

@@ -116,7 +116,9 @@ class RunOutcome:
         return self._result
 
 
-_SYSTEM_PROMPTS: SchemaCache[tuple[str, str, PromptMode, str, str | None], tuple[JsonValue, str]]
+_SYSTEM_PROMPTS: SchemaCache[
+    tuple[str, str, PromptMode, str, str | None, bool], tuple[JsonValue, str]
+]
 _SYSTEM_PROMPTS = schema_cache("agent_executor.system_prompts", 256)
 # A tool's parameters carry every constraint but the ones a strict dialect sent weaker
 # ("changed": minItems 3 as 1, oneOf as anyOf). A merged allOf and a respelled pattern mean
@@ -125,13 +127,13 @@ _SAME_MEANING = frozenset({"allOf", "pattern"})
 
 
 def _system_prompt(
-    system: str, bound: BoundContract, mode: PromptMode, end_marker: str | None
+    system: str, bound: BoundContract, mode: PromptMode, end_marker: str | None, example: bool
 ) -> str:
     """Return ``system`` with the contract's output section, rendered once per prompt and schema."""
     # Rendering walks the whole schema, and contracts are built once per schema: the rendering is
     # kept for the same schema object.
     contract = bound.contract
-    key = (system, contract.hash, mode, bound.dialect, end_marker)
+    key = (system, contract.hash, mode, bound.dialect, end_marker, example)
     cached = _SYSTEM_PROMPTS.get(key)
     if cached is not None and cached[0] is contract.schema:
         return cached[1]
@@ -144,7 +146,12 @@ def _system_prompt(
             if note.action == "changed" and note.keyword not in _SAME_MEANING
         ]
     prompt = enriched_system_prompt(
-        system, contract.schema, mode=mode, not_in_tool=not_in_tool, end_marker=end_marker
+        system,
+        contract.schema,
+        mode=mode,
+        not_in_tool=not_in_tool,
+        end_marker=end_marker,
+        example=example,
     )
     _SYSTEM_PROMPTS.put(key, (contract.schema, prompt))
     return prompt
@@ -156,7 +163,12 @@ def _opening(spec: RunSpec) -> tuple[list[Message], bool]:
     system = spec.system_prompt
     if contract is not None:
         prompt_mode: PromptMode = "tool" if spec.mode == "tool" else "prompted"
-        system = _system_prompt(system, contract.bind(spec.wire), prompt_mode, spec.end_marker)
+        # Native mode's answer is decoded under a grammar or schema: only prompted mode's
+        # model must be shown what JSON of the contract looks like.
+        example = spec.mode == "prompted"
+        system = _system_prompt(
+            system, contract.bind(spec.wire), prompt_mode, spec.end_marker, example
+        )
     cannot_force = spec.mode == "tool" and contract is not None and not spec.wire.can_force_tool
     task = spec.task
     if cannot_force:
@@ -193,7 +205,7 @@ def first_request(spec: RunSpec) -> ModelTurnRequest:
             max_tokens=spec.max_tokens,
             temperature=spec.temperature,
             response_format=response_format,
-            stop=[spec.end_marker] if spec.end_marker else [],
+            stop=spec.stops,
             answer_schema=contract.schema if contract is not None else None,
         )
     submit = contract.tool_definition()

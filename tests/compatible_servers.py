@@ -55,6 +55,15 @@ def llamacpp_python(body: Any) -> ScriptedResponse | None:
         for call in message.get("tool_calls") or []:
             if not isinstance(call.get("function", {}).get("arguments"), str):
                 problems.append(f"messages.{index}.tool_calls: arguments should be a string")
+    for name in ("frequency_penalty", "presence_penalty"):
+        penalty = body.get(name)
+        if penalty is not None and not (
+            isinstance(penalty, int | float) and -2.0 <= penalty <= 2.0
+        ):
+            # Its request model's fields (``ge=-2.0, le=2.0``), checked before the handler.
+            return ScriptedResponse(
+                status=422, body={"detail": [{"loc": ["body", name], "msg": "out of range"}]}
+            )
     fmt = body.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") not in ("text", "json_object"):
         problems.append(

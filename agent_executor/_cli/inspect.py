@@ -178,7 +178,9 @@ def show_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     wire = ToolNameMap([*(tool.name for tool in tools), "submit_result"])
     system = config.system_prompt
     if contract is not None:
-        system = enriched_system_prompt(system, contract.schema, mode=mode)
+        system = enriched_system_prompt(
+            system, contract.schema, mode=mode, example=chosen == "prompted"
+        )
     input_tools: list[JsonValue] = [
         {
             "name": wire.to_wire(tool.name),

@@ -57,6 +57,10 @@ class ModelTurnRequest(BaseModel):
     """Cap on the reply's tokens; ``None`` uses the provider's default."""
     temperature: float | None = None
     """Sampling temperature; ``None`` uses the provider's default."""
+    frequency_penalty: float | None = None
+    """Penalty on tokens by how often they were already written (the OpenAI wire's
+    ``frequency_penalty``); ``None`` sends none. Set on re-asks by the profile's
+    ``reask_frequency_penalty``."""
     response_format: ResponseFormat | None = None
     """Ask for native structured output (JSON text matching a schema)."""
     stop: list[str] = Field(default_factory=list)

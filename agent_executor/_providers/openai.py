@@ -427,6 +427,8 @@ def chat_body(
         body[max_tokens_param] = turn.max_tokens
     if turn.temperature is not None:
         body["temperature"] = turn.temperature
+    if turn.frequency_penalty is not None:
+        body["frequency_penalty"] = turn.frequency_penalty
     if turn.stop:
         body["stop"] = list(turn.stop)
     if turn.response_format is not None:
@@ -472,13 +474,12 @@ def chat_content(
         body["messages"] = cast("list[JsonValue]", body["messages"])[1:]
     if extra:
         body.update(extra)
-    # The conversation is text: the body's floats are the temperature's and any in a native
-    # output schema or in ``extra``; only when there are none of the latter two is the written
-    # body not searched for NaN.
-    temperature = turn.temperature
+    # The conversation is text: the body's floats are the temperature's, the frequency
+    # penalty's and any in a native output schema or in ``extra``; only when there are none of
+    # the latter two is the written body not searched for NaN.
     finite = (
         turn.response_format is None
-        and (temperature is None or isfinite(temperature))
+        and all(x is None or isfinite(x) for x in (turn.temperature, turn.frequency_penalty))
         and (not extra or all(_no_float(value) for value in extra.values()))
     )
     content = json_body(body, finite=finite)

@@ -64,6 +64,7 @@ LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
         "grammar_output": True,
         "takes_grammar": True,
         "reprompt_as": "user",
+        "reask_frequency_penalty": 1.0,
     }
 )
 """llama.cpp's servers (``llamacpp:``): as a compatible server (a tool forced by name, never
@@ -72,7 +73,9 @@ LLAMACPP_PROFILE = COMPATIBLE_PROFILE.model_copy(
 with ``takes_grammar`` off, ``{"type": "json_object", "schema": ...}``, which the server
 turns into a grammar itself): an agent runs in native mode unless it asks for another, its
 input tools first. Re-prompts go as user messages: llama-cpp-python's fallback chat formats
-(Llama 2's, for a model file without a chat template) keep only user and assistant turns."""
+(Llama 2's, for a model file without a chat template) keep only user and assistant turns. A
+re-ask is sampled with ``frequency_penalty`` 1.0: at temperature 0 a small model otherwise
+writes the same reply (a loop to its token limit included) again."""
 
 TEST_PROFILE = ProviderProfile(
     tool_dialect="neutral",

@@ -276,6 +276,23 @@ def test_judge_call() -> None:
     assert CUT_OFF in str(cut.errors[0])
 
 
+@pytest.mark.parametrize("how", ["text", "call"])
+def test_a_reply_cut_off_in_a_loop_is_told_what_it_repeated(how: str) -> None:
+    looped = '{"title": "' + "score: " * 40
+    if how == "text":
+        cut = contract().judge_text(
+            looped, "openai", extract=True, strict_json_only=False, cut_off=True
+        )
+    else:
+        call = ToolCall(id="c", name="submit_result", raw_arguments=looped, parse_error="cut")
+        cut = contract().judge_call(call, "openai", extract=True, cut_off=True)
+    assert cut.failure == "output_truncated" and cut.raw == looped
+    assert [str(issue) for issue in cut.errors] == [
+        '$: the reply repeated "score: " over and over until the max_tokens limit cut it off; '
+        "write each value once, in a few words of your own, and close the JSON"
+    ]
+
+
 def test_judge_reply_without_tool() -> None:
     accepted = contract().judge_reply_without_tool(json.dumps(VALID), "neutral", extract=True)
     assert accepted.ok and accepted.recovered

@@ -46,9 +46,21 @@ def test_prompted_mode_gives_a_compact_outline_and_asks_to_stop_after_the_json()
         "Answer with one JSON value of this shape (`?` marks an optional key; `//` comments "
         "state constraints and are not part of the JSON):\n\n"
         "```\n{\n  summary: string\n}\n```\n\n"
-        "Output ONLY the JSON, with no other text, and stop right after it."
+        "Reply with only the JSON value, with no other text, and stop right after it."
     )
     assert RENDERED not in prompt
+
+
+def test_prompted_mode_can_show_an_example_of_the_shape_before_the_closing_line() -> None:
+    prompt = enriched_system_prompt(
+        "You review code.", SCHEMA, mode="prompted", end_marker="</json>", example=True
+    )
+    assert prompt.endswith(
+        "```\n{\n  summary: string\n}\n```\n\n"
+        "An example of the shape (its values are placeholders: write your own):\n\n"
+        '```json\n{"summary": "india bravo golf"}\n```\n\n'
+        "Reply with only the JSON value, with no other text, and write `</json>` right after it."
+    )
 
 
 def test_tool_mode_names_the_tool_and_leaves_the_schema_to_its_parameters() -> None:
@@ -142,6 +154,15 @@ def test_text_retry_prompt_quotes_the_previous_response() -> None:
         "Please provide a corrected response that matches the schema exactly.\n"
         "Output ONLY the valid JSON, no additional text."
     )
+
+
+def test_text_retry_prompt_quotes_a_looping_response_without_its_loop() -> None:
+    previous = '{"summary": "' + "summary: " * 40 + "sum"
+    prompt = text_retry_prompt(previous, ISSUES[1:2])
+    assert (
+        '## Your Previous Response:\n{"summary": "summary: summary: [... the same 38 more times]\n'
+    ) in prompt
+    assert "summary: " * 3 not in prompt
 
 
 def test_text_retry_prompt_without_schema_and_with_an_empty_response() -> None:

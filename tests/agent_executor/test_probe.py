@@ -112,8 +112,11 @@ def test_a_llamacpp_server_probes_to_the_llamacpp_profile(
     }
     # This server keeps tool messages (its model has a chat template that renders them), so
     # re-prompts may go as tool results; the llamacpp: profile assumes a fallback template.
-    kept = LLAMACPP_PROFILE.model_copy(update={"reprompt_as": "tool"})
-    assert report["profile"] == kept.model_dump()
+    # No probe tries sampling settings: the re-ask's penalty stays the model string's (none).
+    kept = LLAMACPP_PROFILE.model_copy(
+        update={"reprompt_as": "tool", "reask_frequency_penalty": None}
+    )
+    assert report["profile"] == kept.model_dump(exclude_none=True)
     refused = next(p for p in report["probes"] if p["name"] == "json_schema_format")
     assert "Input should be 'text' or 'json_object'" in refused["detail"]
     sent = [request.body for request in fake_llm.requests]

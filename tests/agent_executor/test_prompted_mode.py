@@ -16,7 +16,8 @@ from tests.compatible_servers import llamacpp_python
 from tests.fake_llm import FakeLLM, anthropic_text, openai_text
 
 PROMPTED = {"output_mode": "prompted"}
-CLOSE = "Output ONLY the JSON, with no other text, and write `</json>` right after it."
+CLOSE = "Reply with only the JSON value, with no other text, and write `</json>` right after it."
+STOPS = ["</json>", "\n```"]
 
 
 def llamacpp_agent(fake_llm: FakeLLM) -> Any:
@@ -34,10 +35,23 @@ async def test_a_compatible_server_is_sent_the_end_marker_as_a_stop_sequence(
 
     assert result.ok and result.result_data == VALID
     (body,) = bodies(fake_llm)
-    assert body["stop"] == ["</json>"]
+    assert body["stop"] == STOPS
     system = system_text("openai", body)
     assert system.endswith(CLOSE)
     assert "  title: string\n  score: integer  // 0 <= x\n" in system
+    # An example of the shape, fenced: the closing fence is a stop sequence too.
+    example = "(its values are placeholders: write your own):\n\n```json\n"
+    assert example + '{"title": "india bravo golf", "score": ' in system
+
+
+async def test_a_reply_stopped_at_the_closing_fence_is_read(fake_llm: FakeLLM) -> None:
+    fake_llm.refuse_when(llamacpp_python)
+    # A model that fenced its JSON as the example was, without the marker: the server cut the
+    # reply where the closing fence began.
+    fake_llm.respond(openai_text("```json\n" + json.dumps(VALID)))
+    result = await llamacpp_agent(fake_llm).run("Grade the essay.")
+
+    assert result.ok and result.result_data == VALID
 
 
 async def test_a_reply_that_runs_past_an_ignored_stop_sequence_is_still_read(
@@ -55,7 +69,7 @@ async def test_anthropic_is_sent_stop_sequences(fake_llm: FakeLLM) -> None:
     assert (await agent.run("Grade the essay.")).ok
 
     (body,) = bodies(fake_llm)
-    assert body["stop_sequences"] == ["</json>"]
+    assert body["stop_sequences"] == STOPS
     assert system_text("anthropic", body).endswith(CLOSE)
 
 
@@ -67,7 +81,7 @@ async def test_openai_is_sent_no_stop_sequence(fake_llm: FakeLLM) -> None:
     (body,) = bodies(fake_llm)
     assert "stop" not in body
     assert system_text("openai", body).endswith(
-        "Output ONLY the JSON, with no other text, and stop right after it."
+        "Reply with only the JSON value, with no other text, and stop right after it."
     )
 
 
@@ -79,3 +93,4 @@ async def test_native_mode_sends_no_stop_sequence(fake_llm: FakeLLM) -> None:
 
     (body,) = bodies(fake_llm)
     assert "stop" not in body and "</json>" not in system_text("openai", body)
+    assert "An example of the shape" not in system_text("openai", body)

@@ -112,7 +112,9 @@ async def test_the_integration_chat_format_shows_the_model_the_reprompt_and_the_
     assert result.ok and result.retries == 1
 
     first, second = prompts
-    assert first.startswith("<start_of_turn>user\nYou grade essays.")
+    # The server tokenizes a formatted prompt without adding <bos> (added_special): the
+    # template writes it, as Gemma 3's own does.
+    assert first.startswith("<bos><start_of_turn>user\nYou grade essays.")
     assert MISSING_SCORE not in first
     assert MISSING_SCORE in second
     assert second.endswith("<end_of_turn>\n<start_of_turn>model\n")

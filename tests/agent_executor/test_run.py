@@ -773,7 +773,7 @@ async def test_prompted_mode_extracts_validates_and_re_prompts(fake_llm: FakeLLM
     assert {str(e) for e in result.attempts[0].errors} == INVALID_ERRORS
     first_body, retry = bodies(fake_llm)
     assert "tools" not in first_body
-    assert "Output ONLY the JSON" in system_text(api, first_body)
+    assert "Reply with only the JSON value" in system_text(api, first_body)
     prompt = user_texts(api, retry)[-1]
     assert prompt.startswith("Your previous response did not match the required JSON schema.")
     assert "## Your Previous Response:\n" + first in prompt

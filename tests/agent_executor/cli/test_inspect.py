@@ -189,7 +189,8 @@ def test_show_prompted_mode(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "grader", "--mode", "prompted"]) == 0
     out = capsys.readouterr().out
     assert "=== system prompt (prompted mode) ===" in out
-    assert "Output ONLY the JSON, with no other text, and stop right after it." in out
+    assert "Reply with only the JSON value, with no other text, and stop right after it." in out
+    assert "An example of the shape (its values are placeholders: write your own):" in out
 
 
 def test_show_a_free_text_agent(capsys: pytest.CaptureFixture[str]) -> None:

@@ -88,6 +88,7 @@ def test_llamacpp_is_compatible_with_its_own_native_output() -> None:
         "grammar_output",
         "reprompt_as",
         "takes_grammar",
+        "reask_frequency_penalty",
     }
     assert LLAMACPP_PROFILE.reprompt_as == "user"
     assert not LLAMACPP_PROFILE.supports_required_tool_choice
