@@ -231,7 +231,8 @@ async def submit_run(
     turn = services.next_turn()
     # Beside runner processes every run goes through the queue, each process in turn: handing
     # serve's own runner its turns measured slower (serve's loop also answers every request).
-    here = turn is None and services.runner_processes is None
+    processes = services.runner_processes
+    here = turn is None and (processes is None or processes.count == 0)
     if run_now and here and runner is not None and runner.reserve():
         return await _hand_over(services, runner, new)
     run, created = await services.store.call(services.store.create_run, new)
