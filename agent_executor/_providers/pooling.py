@@ -28,8 +28,8 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
     """An async transport that sends each request through the least busy of several transports.
 
     A request counts as in flight on its shard from when it is sent until its response is
-    closed; a new request goes to the shard with the fewest, ties taken in turn. Closing the
-    transport closes every shard.
+    closed; a new request goes to the shard with the fewest, the first of them on a tie (so
+    calls one at a time reuse one connection). Closing the transport closes every shard.
     """
 
     def __init__(self, shards: Sequence[httpx2.AsyncBaseTransport]) -> None:
@@ -45,7 +45,6 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
             raise ValueError("a ShardedTransport needs at least one shard")
         self._shards = tuple(shards)
         self._in_flight = [0] * len(self._shards)
-        self._next = 0
 
     @property
     def shards(self) -> tuple[httpx2.AsyncBaseTransport, ...]:
@@ -84,18 +83,17 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         )
 
     def _pick(self) -> int:
-        """Return the index of the shard with the fewest requests in flight, ties in turn."""
-        count = len(self._shards)
-        start = self._next
-        best = start
-        fewest = self._in_flight[start]
-        for offset in range(1, count):
+        """Return the index of the shard with the fewest requests in flight, the first on ties."""
+        # Ties go to the first shard rather than in turn, so calls made one at a time keep
+        # reusing one kept-alive connection (no new connection, or TLS handshake, per shard).
+        in_flight = self._in_flight
+        best = 0
+        fewest = in_flight[0]
+        for index in range(1, len(in_flight)):
             if fewest == 0:
                 break
-            index = (start + offset) % count
-            if self._in_flight[index] < fewest:
-                best, fewest = index, self._in_flight[index]
-        self._next = (best + 1) % count
+            if in_flight[index] < fewest:
+                best, fewest = index, in_flight[index]
         return best
 
     def _release(self, index: int) -> None:
