@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import httpx2
-from httpx2._transports.default import SOCKET_OPTION
 from httpx2._utils import get_environment_proxies  # the rules httpx2 itself applies
+
+if TYPE_CHECKING:
+    from httpx2._transports.default import SOCKET_OPTION
 
 __all__ = ["SHARDS", "ShardedTransport", "sharded_transports", "split_limits"]
 

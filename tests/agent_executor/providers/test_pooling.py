@@ -189,7 +189,7 @@ def test_a_transport_needs_a_shard() -> None:
         ShardedTransport([])
 
 
-async def test_openai_client_spreads_calls_and_closes_every_connection(
+async def test_openai_client_serves_a_burst_keeps_and_closes_its_connections(
     server: WatchingServer,
 ) -> None:
     sdk = openai_provider.async_client("sk-test", server.url + "/v1", 0, 30.0)
