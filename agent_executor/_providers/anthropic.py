@@ -17,6 +17,8 @@ clients (:data:`CLIENTS` per running loop, :data:`SYNC_CLIENTS` for ``run_sync``
 from __future__ import annotations
 
 import contextlib
+import socket
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -49,6 +51,7 @@ from agent_executor._providers.error_text import (
     refine_error_kind,
     retry_after_s,
 )
+from agent_executor._providers.pooling import sharded_transports
 from agent_executor._providers.profiles import ANTHROPIC_PROFILE
 from agent_executor._providers.replies import (
     arguments_problem,
@@ -611,8 +614,34 @@ def async_client(**settings: Any) -> anthropic.AsyncAnthropic:
         anthropic.AnthropicError: The settings are unusable.
         ValueError: The SDK refused a setting.
     """
-    http = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    transport, mounts = sharded_transports(
+        verify=ssl_context(),
+        limits=anthropic.DEFAULT_CONNECTION_LIMITS,
+        socket_options=_KEEPALIVE_OPTIONS,
+    )
+    http = anthropic.DefaultAsyncHttpxClient(
+        verify=ssl_context(), transport=transport, mounts=mounts
+    )
     return anthropic.AsyncAnthropic(http_client=http, **settings)
+
+
+def _keepalive_options() -> list[tuple[int, int, int]]:
+    """Return the TCP keep-alive socket options the SDK's default client sets on its own pools.
+
+    The SDK sets them only on transports it builds; the sharded ones are built here, so the
+    long requests Anthropic allows keep their keep-alive probes (every 60 s, 5 missed: closed).
+    """
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (("TCP_KEEPINTVL", 60), ("TCP_KEEPCNT", 5), ("TCP_KEEPIDLE", 60)):
+        option = getattr(socket, name, None)
+        if option is not None:
+            options.append((socket.IPPROTO_TCP, option, value))
+    if sys.platform == "darwin" and not hasattr(socket, "TCP_KEEPINTVL"):
+        options.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 60))
+    return options
+
+
+_KEEPALIVE_OPTIONS = _keepalive_options()
 
 
 def sync_client(**settings: Any) -> anthropic.Anthropic:

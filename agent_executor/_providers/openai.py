@@ -56,6 +56,7 @@ from agent_executor._providers.error_text import (
 )
 from agent_executor._providers.openai_chunks import CompletionChunks
 from agent_executor._providers.openai_replies import _turn, _turn_of
+from agent_executor._providers.pooling import sharded_transports
 from agent_executor._providers.profiles import OPENAI_PROFILE
 from agent_executor._providers.sse import MalformedEvent, sse_data
 from agent_executor._providers.stream_errors import stream_error, unfinished_stream
@@ -631,7 +632,14 @@ SYNC_CLIENTS: SyncClients[openai.OpenAI] = SyncClients(lambda client: client.clo
 def async_client(
     api_key: str | None, base_url: str | None, max_retries: int, timeout_s: float
 ) -> openai.AsyncOpenAI:
-    """Return a new asynchronous SDK client (``None`` key or URL: the SDK reads the environment)."""
+    """Return a new asynchronous SDK client (``None`` key or URL: the SDK reads the environment).
+
+    Its direct requests are spread over several connection pools (:class:`ShardedTransport`)
+    within the SDK's default connection limits; proxies from the environment are kept.
+    """
+    transport, mounts = sharded_transports(
+        verify=ssl_context(), limits=openai.DEFAULT_CONNECTION_LIMITS
+    )
     return openai.AsyncOpenAI(
         api_key=api_key,
         base_url=base_url,
@@ -639,6 +647,8 @@ def async_client(
         timeout=timeout_s,
         http_client=openai.DefaultAsyncHttpxClient(
             verify=ssl_context(),
+            transport=transport,
+            mounts=mounts,
             event_hooks={"response": [refuse_retry_when_malformed]},
         ),
     )
