@@ -79,8 +79,24 @@ async def json_text_loop(state: RunState) -> Verdict:
         record_attempt(state, judged, spec.mode, None)
         if judged.ok:
             return judged
+        if spec.end_marker and turn.stop_reason == "end_turn":
+            state.messages[-1] = _closed_reply(turn.to_message(), spec.end_marker)
         retry = text_retry_prompt(turn.text, judged.errors, schema=contract.schema)
         state.messages.append(Message.user(retry))
+
+
+def _closed_reply(reply: Message, end_marker: str) -> Message:
+    """Return a prompted reply that ended before its token limit, closed with ``end_marker``.
+
+    The server cuts a stop sequence out of the reply it returns. Sent back so, the reply ends
+    mid-prompt where the model wrote the stop (a small model that echoes the prompt stops at
+    the output section's first fence), and at temperature 0 the re-asked model copies that
+    ending and writes on past it to the token limit; a reply closed with the marker the prompt
+    asked for is copied up to a stop sequence instead.
+    """
+    if reply.content.endswith(end_marker):
+        return reply
+    return reply.model_copy(update={"content": reply.content + end_marker})
 
 
 async def _input_tool_turns(state: RunState) -> None:
