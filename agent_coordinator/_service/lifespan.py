@@ -28,13 +28,24 @@ def _ended_elsewhere(services: Services, run_id: str) -> None:
     services.notifier.ended_elsewhere(run_id)
 
 
+STORE_THREADS = 6
+"""Threads the store's transactions run in, at most (the event loop's default executor).
+
+A few: the store's transactions are short, and on PostgreSQL 32 at once (one per thread) cost
+each run more CPU, in the service and in the database server, and took fewer runs a second than
+6, as the transactions then wait on each other's row locks (the rollups' rows most of all).
+"""
+
+
 @asynccontextmanager
 async def serving(
     services: Services, managers: Sequence[StreamableHTTPSessionManager] = ()
 ) -> AsyncIterator[None]:
     """Run what an app needs while it serves: store threads, MCP sessions and background tasks."""
     loop = asyncio.get_running_loop()
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=32, thread_name_prefix="store"))
+    loop.set_default_executor(
+        ThreadPoolExecutor(max_workers=STORE_THREADS, thread_name_prefix="store")
+    )
     async with AsyncExitStack() as stack:
         if services.store.wakes_runners:  # requests waiting for runs other processes end
             stack.callback(
