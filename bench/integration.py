@@ -309,6 +309,13 @@ async def run_instructor(url: str, runs: int) -> Tally | None:
         mode=instructor.Mode.TOOLS,
     )
     tally = Tally()
+
+    def count_tokens(response: object) -> None:  # each call's, re-asks included
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            tally.tokens += (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
+
+    client.on("completion:response", count_tokens)
     for n in range(runs):
         tally.runs += 1
         try:
@@ -316,6 +323,7 @@ async def run_instructor(url: str, runs: int) -> Tally | None:
                 model=MODEL,
                 response_model=Review,
                 max_retries=2,
+                max_tokens=MAX_TOKENS,
                 messages=[
                     {"role": "system", "content": agent.config.system_prompt or ""},
                     {"role": "user", "content": TASKS["pr-reviewer"][n % 3].format(n=480 + n)},
