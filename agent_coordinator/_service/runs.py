@@ -228,16 +228,15 @@ async def submit_run(
         request_hash=digest,
     )
     runner = services.runner
-    turn = services.next_turn()
     # Beside runner processes every run goes through the queue, each process in turn: handing
     # serve's own runner its turns measured slower (serve's loop also answers every request).
     processes = services.runner_processes
-    here = turn is None and (processes is None or processes.count == 0)
-    if run_now and here and runner is not None and runner.reserve():
+    alone = processes is None or processes.count == 0
+    if run_now and alone and runner is not None and runner.reserve():
         return await _hand_over(services, runner, new)
     run, created = await services.store.call(services.store.create_run, new)
     if created:
-        services.wake_runners(turn)
+        services.wake_runners(services.next_turn())
     return run
 
 
