@@ -232,5 +232,19 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        11,
+        (
+            # Most runs have no batch and most sessions no parent: their index entries held
+            # only NULLs, which no query looks up, and every new run and session wrote them (a
+            # page each). Partial indexes keep just the rows a lookup by batch or by parent
+            # finds (``batch_id = ?``, ``parent_session_id IN (...)`` imply NOT NULL).
+            "DROP INDEX runs_batch",
+            "CREATE INDEX runs_batch ON runs (batch_id, seq) WHERE batch_id IS NOT NULL",
+            "DROP INDEX sessions_parent",
+            "CREATE INDEX sessions_parent ON sessions (parent_session_id, seq) "
+            "WHERE parent_session_id IS NOT NULL",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

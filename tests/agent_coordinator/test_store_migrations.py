@@ -1,0 +1,165 @@
+"""Migration 11, on SQLite and PostgreSQL: the batch and parent indexes hold only what is looked up.
+
+Most runs belong to no batch and most sessions have no parent; migration 11 makes ``runs_batch``
+and ``sessions_parent`` partial, so a new run or session no longer writes a NULL entry to each.
+A store at migration 10 (and one written by 0.2.0) is migrated with every batch's runs and every
+child session still found, and on SQLite every statement the store runs to find them reads an
+index, never a whole table (``EXPLAIN QUERY PLAN``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_coordinator import SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput, SqliteStore
+from agent_coordinator._store.migrations import MIGRATIONS
+
+STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
+"""A store written by agentshape 0.2.0 (migration 1 only; see test_rollups.py)."""
+PARTIAL = {
+    "runs_batch": "batch_id IS NOT NULL",
+    "sessions_parent": "parent_session_id IS NOT NULL",
+}
+"""Each partial index and the condition its rows meet."""
+
+
+def _new(name: str, parent: str | None = None) -> NewRun:
+    return NewRun(
+        id=f"run_{name}",
+        session_id=f"ses_{name}",
+        kind="start_session",
+        agent_name="grader",
+        input=RunInput(prompt=f"Grade {name}."),
+        parent_session_id=parent,
+        depth=0 if parent is None else 1,
+    )
+
+
+def _fill(store: SqlStore) -> None:
+    """Store plain runs, a parent with two children and a batch of two runs."""
+    for name in ("a", "b", "parent"):
+        store.create_run(_new(name))
+    for name in ("child1", "child2"):
+        store.create_run(_new(name, parent="ses_parent"))
+    store.create_batch("bat_1", "grader", [("i1", _new("item1")), ("i2", _new("item2"))])
+
+
+def _index_definition(store: SqlStore, name: str) -> str:
+    with store._tx(write=False) as cursor:
+        if isinstance(store, SqliteStore):
+            query = "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?"
+        else:
+            query = "SELECT indexdef FROM pg_indexes WHERE indexname = ?"
+        row = store._exec(cursor, query, (name,)).fetchone()
+    assert row is not None, name
+    return str(row[0])
+
+
+def _assert_found_by_batch_and_parent(store: SqlStore) -> None:
+    children = store.list_sessions(limit=10, parent_session_id="ses_parent")
+    assert [session.id for session in children] == ["ses_child2", "ses_child1"]
+    assert store.list_sessions(limit=10, parent_session_id="ses_a") == []
+    taken = store.claim_batch("runner-1", 30)
+    assert taken is not None and taken.batch.id == "bat_1"
+    assert sorted(claim.run.id for claim in taken.runs) == ["run_item1", "run_item2"]
+    # a plain run is claimed alone, never a batch's
+    claimed = [store.claim("runner-1", 30) for _ in range(6)]
+    assert sorted(claim.run.id for claim in claimed if claim is not None) == [
+        "run_a",
+        "run_b",
+        "run_child1",
+        "run_child2",
+        "run_parent",
+    ]
+
+
+@pytest.fixture
+def store(database: str) -> Iterator[SqlStore]:
+    opened = open_store(database)
+    yield opened
+    opened.close()
+
+
+def test_a_store_at_migration_10_gets_partial_indexes_and_finds_the_same_rows(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        "agent_coordinator._store.sql.MIGRATIONS",
+        tuple(item for item in MIGRATIONS if item[0] <= 10),
+    )
+    old = open_store(database)
+    try:
+        assert "IS NOT NULL" not in _index_definition(old, "runs_batch")
+        _fill(old)
+    finally:
+        old.close()
+    monkeypatch.undo()
+    store = open_store(database)
+    try:
+        assert store.migrate() == MIGRATIONS[-1][0]
+        for name, condition in PARTIAL.items():
+            assert condition in _index_definition(store, name), name
+        _assert_found_by_batch_and_parent(store)
+    finally:
+        store.close()
+
+
+def test_a_store_written_by_0_2_0_gets_partial_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "coordinator.db"
+    shutil.copyfile(STORE_0_2_0, path)
+    store = open_store(path)
+    try:
+        for name, condition in PARTIAL.items():
+            assert condition in _index_definition(store, name), name
+        sessions = store.list_sessions(limit=100)
+        assert sessions, "the 0.2.0 store holds sessions"
+        for session in sessions:
+            assert store.list_sessions(limit=100, parent_session_id=session.id) == []
+    finally:
+        store.close()
+
+
+_FULL_SCAN = re.compile(r"^SCAN (runs|sessions)\b")
+"""A query plan step that reads a whole table (or a whole index of it)."""
+
+
+def test_every_lookup_by_batch_or_parent_reads_an_index(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "coordinator.db")
+    assert isinstance(store, SqliteStore)
+    statements: list[str] = []
+    try:
+        _fill(store)
+        store._connection().set_trace_callback(statements.append)
+        _assert_found_by_batch_and_parent(store)
+        for name in ("c", "d"):  # ended sessions, for a deletion and a prune
+            store.create_run(_new(name))
+            store.request_cancel(f"run_{name}")
+        store.delete_session("ses_c")
+        assert store.prune_batch(before=time.time() + 60, limit=10).sessions == ("ses_d",)
+    finally:
+        store.close()
+    lookups = [
+        text
+        for text in statements
+        if re.search(r"\b(batch_id|parent_session_id)\b", text.split(" WHERE ", 1)[-1])
+        and " WHERE " in text
+        and not text.startswith("INSERT")
+    ]
+    assert any("batch_id = " in text for text in lookups), statements
+    assert any("parent_session_id = " in text for text in lookups), statements
+    assert any("parent_session_id IN " in text for text in lookups), statements
+    check = sqlite3.connect(tmp_path / "coordinator.db")
+    try:
+        for text in lookups:
+            plan = [str(row[3]) for row in check.execute(f"EXPLAIN QUERY PLAN {text}")]
+            assert not [step for step in plan if _FULL_SCAN.match(step)], (text, plan)
+    finally:
+        check.close()
