@@ -9,7 +9,7 @@ from pydantic import JsonValue
 
 from agent_coordinator._errors import Conflict, NotFound
 from agent_coordinator._store.listener import RUN_QUEUED
-from agent_coordinator._store.records import Claim, NewRun, RunRecord, SessionRecord
+from agent_coordinator._store.records import Claim, NewRun, RunRecord, RunState, SessionRecord
 from agent_coordinator._store.sql import (
     RUN_COLUMNS,
     SESSION_COLUMNS,
@@ -105,9 +105,7 @@ class RunQueries(SqlBase):
                 ).fetchone()
                 if row is not None:
                     return self._same_request(self._read(cursor, row), new), None, False
-            row, transcript = self._insert_run(cursor, new, now, holder)
-            assert row is not None
-            run = run_record(row)
+            run, transcript = self._insert_run(cursor, new, now, holder)
             if holder is None:
                 self._notify(cursor, RUN_QUEUED, new.id)
                 return run, None, True
@@ -124,13 +122,16 @@ class RunQueries(SqlBase):
 
     def _insert_run(
         self, cursor: Cursor, new: NewRun, now: float, holder: tuple[str, float] | None
-    ) -> tuple[Sequence[object] | None, list[JsonValue]]:
+    ) -> tuple[RunRecord, list[JsonValue]]:
         """Insert a new run, with the session it starts (or marking its session queued).
 
         With a ``holder`` (runner id, lease seconds) the run is stored claimed by it, and its
         session ``running``; the session's transcript is returned for it to continue.
+
+        Returns:
+            The run as stored, and the transcript its claim continues (empty without one).
         """
-        status = "queued" if holder is None else "running"
+        status: RunState = "queued" if holder is None else "running"
         transcript: list[JsonValue] = []
         if new.kind == "start_session":
             self._exec(
@@ -163,11 +164,13 @@ class RunQueries(SqlBase):
         owner, expires, claims, started = (
             (None, None, 0, None) if holder is None else (holder[0], now + holder[1], 1, now)
         )
+        # Only seq is read back: the record is built from the values written, so the input is
+        # neither returned by the database nor parsed again.
         row = self._exec(
             cursor,
             f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 0, ?, ?, "
-            f"NULL) RETURNING {RUN_COLUMNS}",
+            "NULL) RETURNING seq",
             (
                 new.id,
                 new.session_id,
@@ -184,7 +187,28 @@ class RunQueries(SqlBase):
                 started,
             ),
         ).fetchone()
-        return row, transcript
+        assert row is not None
+        run = RunRecord.model_construct(
+            id=new.id,
+            seq=int(str(row[0])),
+            session_id=new.session_id,
+            kind=new.kind,
+            agent_name=new.agent_name,
+            status=status,
+            input=new.input,
+            idempotency_key=new.idempotency_key,
+            request_hash=new.request_hash,
+            result=None,
+            error=None,
+            lease_owner=owner,
+            lease_expires_at=expires,
+            claims=claims,
+            cancel_requested=False,
+            created_at=now,
+            started_at=started,
+            finished_at=None,
+        )
+        return run, transcript
 
     def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
         """Return one run read from the ``runs`` table, its result whole (transcript too)."""
