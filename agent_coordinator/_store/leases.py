@@ -47,6 +47,10 @@ __all__ = ["LeaseQueries"]
 _ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
 _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
+_CANCELLED_WHILE_RUNNING = dumps(
+    {"type": "cancelled", "message": "the run was cancelled while it ran; what it produced is kept"}
+)
+"""The error column of a run asked to cancel while it ran, as it ends."""
 
 
 class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
@@ -247,13 +251,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         # The stored result leaves out an error the error column holds, unless the run ends
         # cancelled (decided by the statement below): then the column holds the cancel's.
         stored = None if result is None else dumps(stored_result(result, attempts, kept))
-        lean = None if result is None else dumps(stored_result(result, attempts, kept, error))
-        cancelled = dumps(
-            {
-                "type": "cancelled",
-                "message": "the run was cancelled while it ran; what it produced is kept",
-            }
-        )
+        lean = stored
+        if result is not None and error is not None:
+            lean = dumps(stored_result(result, attempts, kept, error))
         with self._tx(pipelined=True) as cursor:
             # One statement reads the cancel flag and writes the end, so a cancel accepted
             # before it is never lost to a finish racing it.
@@ -270,7 +270,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     status,
                     stored,
                     lean,
-                    cancelled,
+                    _CANCELLED_WHILE_RUNNING,
                     None if error is None else dumps(error),
                     now,
                     run_id,
@@ -281,7 +281,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 return None
             ended = run_record(row)
             if ended.status == "cancelled":  # the stored error is the cancel's
-                error = cast("dict[str, JsonValue]", loads(cancelled))
+                error = cast("dict[str, JsonValue]", loads(_CANCELLED_WHILE_RUNNING))
                 if status != "cancelled":
                     events = [*events, ("run_cancelled", {})]
             ended.result, ended.error = result, error

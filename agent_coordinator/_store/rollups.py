@@ -21,6 +21,7 @@ filled from its stored events when migrated (:meth:`Rollups._backfill`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -168,6 +169,23 @@ def _run_figures(
         yield agent_name, _day(ended), figures
 
 
+@functools.cache
+def _day_upsert(greatest: str) -> str:
+    """The statement adding a run's figures to its agent's day (``greatest``: see Rollups)."""
+    # Written once: every run's end runs it.
+    names = ", ".join(_COLUMNS)
+    return (
+        f"INSERT INTO rollups (agent_id, day, {names}, run_ms_max, turn_ms_max) "
+        f"VALUES (?, ?, {', '.join('?' * len(_COLUMNS))}, ?, ?) "
+        "ON CONFLICT (agent_id, day) DO UPDATE SET "
+        + ", ".join(f"{name} = rollups.{name} + excluded.{name}" for name in _COLUMNS)
+        + f", run_ms_max = {greatest}(COALESCE(rollups.run_ms_max, 0), "
+        "COALESCE(excluded.run_ms_max, 0)), "
+        f"turn_ms_max = {greatest}(COALESCE(rollups.turn_ms_max, 0), "
+        "COALESCE(excluded.turn_ms_max, 0))"
+    )
+
+
 def _day(when: float) -> date:
     return datetime.fromtimestamp(when, UTC).date()
 
@@ -301,17 +319,9 @@ class Rollups(SqlBase):
             self._add_figures(cursor, agent, day, figures)
 
     def _add_figures(self, cursor: Cursor, agent: str, day: date, figures: _Figures) -> None:
-        names = ", ".join(_COLUMNS)
         self._exec(
             cursor,
-            f"INSERT INTO rollups (agent_id, day, {names}, run_ms_max, turn_ms_max) "
-            f"VALUES (?, ?, {', '.join('?' * len(_COLUMNS))}, ?, ?) "
-            "ON CONFLICT (agent_id, day) DO UPDATE SET "
-            + ", ".join(f"{name} = rollups.{name} + excluded.{name}" for name in _COLUMNS)
-            + f", run_ms_max = {self.greatest}(COALESCE(rollups.run_ms_max, 0), "
-            "COALESCE(excluded.run_ms_max, 0)), "
-            f"turn_ms_max = {self.greatest}(COALESCE(rollups.turn_ms_max, 0), "
-            "COALESCE(excluded.turn_ms_max, 0))",
+            _day_upsert(self.greatest),
             (
                 agent,
                 day.isoformat(),
