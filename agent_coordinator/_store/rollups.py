@@ -335,12 +335,14 @@ class Rollups(SqlBase):
         # statement (one round trip), its rows in one order in every transaction, so two runs
         # ending at once never wait on each other's rows crosswise (PostgreSQL would end one
         # of them as a deadlock).
-        rows = [
-            (agent, day_key, kind, key, count)
-            for day_key in (day.isoformat(), _ALL_DAYS)
+        counted = [
+            (kind, key, count)
             for kind in _KINDS
             for key, count in sorted(figures.keyed(kind).items())
             if count
+        ]
+        rows = [
+            (agent, day_key, *each) for day_key in (day.isoformat(), _ALL_DAYS) for each in counted
         ]
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
