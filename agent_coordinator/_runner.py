@@ -190,6 +190,11 @@ class Runner:
         self.batch_poll_s = batch_poll_s
         self.id = runner_id()
         self._wake = asyncio.Event()
+        self._told = 0
+        """Runs (or batches) announced by :meth:`wake` that the claimer has not claimed yet."""
+        self._sweep = True
+        """Whether the claimer claims until the queue is empty: at start and after each poll,
+        for runs nobody announced (a lease ran out, a wake lost, a process not told)."""
         self._stopping = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
         self._tender: asyncio.Task[None] | None = None
@@ -202,7 +207,8 @@ class Runner:
         self._slots = _Slots(workers)
 
     def wake(self) -> None:
-        """Tell the runner there may be work (a run was just stored)."""
+        """Tell the runner a run (or a batch) was just stored: its claimer claims once more."""
+        self._told += 1
         self._wake.set()
 
     def reserve(self) -> bool:
@@ -263,7 +269,7 @@ class Runner:
         if self.store.wakes_runners:
             loop = asyncio.get_running_loop()
             self._unlisten = self.store.listen(
-                RUN_QUEUED, lambda _: loop.call_soon_threadsafe(self._wake.set)
+                RUN_QUEUED, lambda _: loop.call_soon_threadsafe(self.wake)
             )
         self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
         self._tender = asyncio.create_task(self._tend(), name=f"runner-{self.id}-tender")
@@ -297,14 +303,25 @@ class Runner:
         await self.stop()
 
     async def _dispatch(self) -> None:
-        """Claim runs one at a time while a worker slot is free."""
-        # One claimer per runner, so a new run costs one claim, not one per idle worker.
+        """Claim runs one at a time while a worker slot is free: one claim a run announced."""
+        # One claimer per runner, so a new run costs one claim, not one per idle worker. A claim
+        # is a write transaction: claiming again after each run to find the queue empty (and
+        # then looking for a batch) cost two more a run, contended by every other process.
         failures = 0
         while not self._stopping.is_set():
             await self._slots.take()
             if self._stopping.is_set():
                 break
+            if not self._sweep and self._told == 0:
+                self._slots.give()
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self._pause(failures))
+                except TimeoutError:
+                    self._sweep = True  # the poll: runs nobody announced
+                continue
             self._wake.clear()
+            self._told = max(self._told - 1, 0)
             claim: Claim | BatchClaim | None
             try:
                 claim = await self.store.call(
@@ -329,8 +346,13 @@ class Runner:
                 failures = 0
             if claim is None:
                 self._slots.give()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._pause(failures))
+                if failures:  # claim again after the back-off (or a wake)
+                    self._told += 1
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), self._pause(failures))
+                else:  # the queue is empty: what was announced is claimed (here or elsewhere)
+                    self._told = 0
+                    self._sweep = False
                 continue
             self._launch(
                 self.execute(claim) if isinstance(claim, Claim) else self.execute_batch(claim)
