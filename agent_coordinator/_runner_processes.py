@@ -99,10 +99,10 @@ class ServeChannel:
         self._socket.setblocking(False)
 
     def listen(self, wake: Callable[[], None]) -> None:
-        """Call ``wake`` on the running event loop once for each run ``serve`` stores.
+        """Call ``wake`` on the running event loop each time ``serve`` stores a run.
 
         Args:
-            wake: What wakes this process's runner (its claimer claims once a call).
+            wake: What wakes this process's runner.
         """
         loop = asyncio.get_running_loop()
 
@@ -114,8 +114,7 @@ class ServeChannel:
             except OSError:
                 data = b""
             if data:
-                for _ in range(data.count(_WAKE)):  # one byte a run, read several at once
-                    wake()
+                wake()
             else:  # serve is gone; exit_with_parent stops this process
                 loop.remove_reader(self._socket)
 
@@ -221,13 +220,11 @@ class RunnerProcesses:
         return _Child(popen, ours, backoff)
 
     def wake(self, index: int) -> None:
-        """Tell runner process number ``index`` that a run was stored.
-
-        A full channel drops the wake, and a process being restarted is not told: the run is
-        then found at a runner's next poll.
+        """Tell runner process number ``index`` a run was stored (a full channel: it is awake).
 
         Args:
-            index: Which process, from 0 to :attr:`count` less 1.
+            index: Which process, from 0 to :attr:`count` less 1 (one being restarted is not
+                told: the next run's wake goes to another).
         """
         if index < len(self._children):
             with contextlib.suppress(OSError):
