@@ -713,12 +713,7 @@ class Runner:
         events: EventBuffer,
         holding: Holding | None = None,
     ) -> RunRecord | None:
-        data: dict[str, JsonValue] = result.model_dump(mode="json")
-        data["schema_validation"] = (
-            None
-            if result.schema_validation is None
-            else result.schema_validation.model_dump(mode="json")
-        )
+        data: dict[str, JsonValue] = result.model_dump(mode="json")  # schema_validation with it
         error = data["error"] if isinstance(data.get("error"), dict) else None
         listed = data.get("attempts")
         attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []
