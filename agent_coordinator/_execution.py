@@ -77,6 +77,8 @@ ProgressRecorder = Callable[[dict[str, JsonValue]], Awaitable[None]]
 """Keeps a run's finished turns (the library's ``RunProgress`` as JSON) before its next model
 call; awaited by the run."""
 
+_NO_OPTIONS = RunOptions()
+
 _RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events", default=None)
 """The event buffer of the run the current task executes."""
 
@@ -242,6 +244,8 @@ class Execution:
         Raises:
             InvalidRequest: An option is unknown or has the wrong type (422, every problem).
         """
+        if not options:  # most requests set none; RunOptions is frozen, so one serves all
+            return _NO_OPTIONS
         try:
             return RunOptions.model_validate(dict(options))
         except PydanticValidationError as error:

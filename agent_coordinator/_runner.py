@@ -190,6 +190,10 @@ class Runner:
         self.batch_poll_s = batch_poll_s
         self.id = runner_id()
         self._wake = asyncio.Event()
+        self._batch_told = False
+        """Whether the runner was told of a batch since it last looked for one."""
+        self._batch_look_at = 0.0
+        """When (event loop time) the claimer looks for a batch again, told of one or not."""
         self._stopping = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
         self._tender: asyncio.Task[None] | None = None
@@ -201,8 +205,9 @@ class Runner:
         self._executing: set[str] = set()
         self._slots = _Slots(workers)
 
-    def wake(self) -> None:
-        """Tell the runner there may be work (a run was just stored)."""
+    def wake(self, *, batch: bool = False) -> None:
+        """Tell the runner there may be work: a run was just stored, or a batch (``batch``)."""
+        self._batch_told = self._batch_told or batch
         self._wake.set()
 
     def reserve(self) -> bool:
@@ -263,7 +268,11 @@ class Runner:
         if self.store.wakes_runners:
             loop = asyncio.get_running_loop()
             self._unlisten = self.store.listen(
-                RUN_QUEUED, lambda _: loop.call_soon_threadsafe(self._wake.set)
+                RUN_QUEUED,
+                # A batch's id (or ANY, after a reconnect) may name a batch: look for one too.
+                lambda stored: loop.call_soon_threadsafe(
+                    functools.partial(self.wake, batch=not stored.startswith("run_"))
+                ),
             )
         self._dispatcher = asyncio.create_task(self._dispatch(), name=f"runner-{self.id}")
         self._tender = asyncio.create_task(self._tend(), name=f"runner-{self.id}-tender")
@@ -297,8 +306,12 @@ class Runner:
         await self.stop()
 
     async def _dispatch(self) -> None:
-        """Claim runs one at a time while a worker slot is free."""
-        # One claimer per runner, so a new run costs one claim, not one per idle worker.
+        """Claim runs one at a time while a worker slot is free; a batch when one may wait."""
+        # One claimer per runner, so a new run costs one claim, not one per idle worker. A claim
+        # is a write transaction, contended by every other process on SQLite: with no run
+        # waiting, a batch is looked for when the runner was told of one, else once a poll
+        # (batches stored by other processes, leases run out), not after every run.
+        loop = asyncio.get_running_loop()
         failures = 0
         while not self._stopping.is_set():
             await self._slots.take()
@@ -310,10 +323,13 @@ class Runner:
                 claim = await self.store.call(
                     self.store.claim, self.id, self.lease_s, self.max_claims
                 )
-                if claim is None:
+                if claim is None and (self._batch_told or loop.time() >= self._batch_look_at):
+                    self._batch_told = False
                     claim = await self.store.call(
                         self.store.claim_batch, self.id, self.lease_s, self.max_claims
                     )
+                    # another batch may wait behind one claimed: look again at the next claim
+                    self._batch_look_at = loop.time() + (0 if claim is not None else self.poll_s)
             except StoreUnavailable as error:
                 if failures == 0:
                     logger.error("runner %s: cannot claim runs: %s", self.id, error.message)
@@ -697,12 +713,7 @@ class Runner:
         events: EventBuffer,
         holding: Holding | None = None,
     ) -> RunRecord | None:
-        data: dict[str, JsonValue] = result.model_dump(mode="json")
-        data["schema_validation"] = (
-            None
-            if result.schema_validation is None
-            else result.schema_validation.model_dump(mode="json")
-        )
+        data: dict[str, JsonValue] = result.model_dump(mode="json")  # schema_validation with it
         error = data["error"] if isinstance(data.get("error"), dict) else None
         listed = data.get("attempts")
         attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []

@@ -22,9 +22,12 @@ ServicesDep = Annotated[Services, Depends(_services)]
 """The app's services, for a handler's signature."""
 
 
-async def require_token(request: Request, services: ServicesDep) -> None:
+async def require_token(request: Request) -> None:
     """Check the bearer token when the service has one (compared in constant time)."""
-    if services.token is None:
+    # The services read here, not through ServicesDep: every request solves this dependency,
+    # and a sub-dependency is solved again for it each time.
+    token = (await _services(request)).token
+    if token is None:
         return
-    if not bearer_matches(request.headers.get("authorization", ""), services.token):
+    if not bearer_matches(request.headers.get("authorization", ""), token):
         raise Unauthorized("Unauthorized", "a valid 'Authorization: Bearer <token>' is required")

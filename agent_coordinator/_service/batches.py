@@ -81,7 +81,7 @@ async def submit_batch(services: Services, body: BatchCreate) -> BatchRecord:
         services.store.create_batch, new_id("bat"), body.agent_name, items
     )
     if services.runner is not None:
-        services.runner.wake()
+        services.runner.wake(batch=True)
     return batch
 
 
