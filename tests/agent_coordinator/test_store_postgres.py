@@ -1,0 +1,147 @@
+"""The PostgreSQL store from async code: its calls run on the event loop without blocking it.
+
+A call waiting on a row lock another connection holds leaves the service answering, over real
+HTTP against a real ``agentshape serve``; a call cancelled while it waits leaves no transaction
+open and its connection back in the pool; and calls need no worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from agent_coordinator._store import NewRun, PostgresStore, RunInput
+from tests.agent_coordinator.harness import Postgres, write_fleet
+from tests.agent_coordinator.processes import serve
+
+REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+BOUND_S = 60
+"""How long a condition may take to come true on a loaded machine."""
+
+
+def _busy_backends(database: str, *others: int) -> list[tuple[str, str | None]]:
+    """The state and wait of each backend on ``database`` waiting on a lock or in a transaction.
+
+    Args:
+        database: The database's URL.
+        *others: Backends to leave out (the test's own connections).
+    """
+    with psycopg.connect(database, autocommit=True) as observer:
+        rows = observer.execute(
+            "SELECT state, wait_event_type FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND NOT (pid = ANY(%s)) "
+            "AND (wait_event_type = 'Lock' OR state LIKE 'idle in transaction%%')",
+            (list(others),),
+        ).fetchall()
+    return [(str(state), wait) for state, wait in rows]
+
+
+def _waiting_on_lock(database: str, *others: int) -> bool:
+    return ("active", "Lock") in _busy_backends(database, *others)
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    """Wait (off the loop) until ``condition`` holds, for up to :data:`BOUND_S`."""
+    deadline = time.monotonic() + BOUND_S
+    while not await asyncio.to_thread(condition):
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+def _queued_run(store: PostgresStore, run_id: str) -> None:
+    store.create_run(
+        NewRun(
+            id=run_id,
+            session_id=f"ses_{run_id}",
+            kind="start_session",
+            agent_name="grader",
+            input=RunInput(prompt="Grade the notes."),
+        )
+    )
+
+
+@pytest.fixture
+async def store(postgres: Postgres) -> AsyncIterator[PostgresStore]:
+    opened = PostgresStore(postgres.new_database(), loop_connections=2)
+    opened.migrate()
+    yield opened
+    opened.close()
+
+
+def test_a_call_waiting_on_a_row_lock_leaves_serve_answering(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    write_fleet(tmp_path / "agents")
+    database = postgres.new_database()
+    process, url = serve(tmp_path, database, {}, "--workers", "0")
+    try:
+        run_id = httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"]
+        with psycopg.connect(database) as locker, ThreadPoolExecutor(1) as caller:
+            locker.execute("SELECT id FROM runs WHERE id = %s FOR UPDATE", (run_id,))
+            cancel = caller.submit(httpx.post, f"{url}/runs/{run_id}/cancel", timeout=BOUND_S)
+            deadline = time.monotonic() + BOUND_S
+            while not _waiting_on_lock(database, locker.info.backend_pid):
+                assert time.monotonic() < deadline, "the cancel never reached the row lock"
+                time.sleep(0.05)
+            for _ in range(5):
+                assert httpx.get(f"{url}/health", timeout=BOUND_S).json() == {"status": "ok"}
+            # Other store calls go on too: a read does not wait for the row's lock.
+            read = httpx.get(f"{url}/runs/{run_id}", timeout=BOUND_S)
+            assert (read.status_code, read.json()["status"]) == (200, "queued")
+            assert not cancel.done()
+            locker.rollback()
+            answered = cancel.result(BOUND_S)
+        assert (answered.status_code, answered.json()["status"]) == (200, "cancelled")
+    finally:
+        process.stop()
+
+
+async def test_a_call_cancelled_while_it_waits_leaves_no_transaction_open(
+    store: PostgresStore,
+) -> None:
+    _queued_run(store, "run_1")
+    database = store._dsn
+    # More cancelled calls than the loop's pool has connections: each connection came back.
+    for _ in range(store.loop_connections + 1):
+        with psycopg.connect(database) as locker:
+            locker.execute("SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE")
+            waiting = asyncio.create_task(store.call(store.request_cancel, "run_1"))
+            await _until(
+                lambda: _waiting_on_lock(database, locker.info.backend_pid),
+                "the call never reached the row lock",
+            )
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            # While the lock is still held, nothing of the store's waits for it or is left in
+            # a transaction.
+            await _until(
+                lambda: _busy_backends(database, locker.info.backend_pid) == [],
+                "the cancelled call left its transaction open",
+            )
+            locker.rollback()
+    run = await store.call(store.get_run, "run_1")
+    assert (run.status, run.cancel_requested) == ("queued", False)
+    answers = await asyncio.gather(
+        *(store.call(store.get_run, "run_1") for _ in range(store.loop_connections * 3))
+    )
+    assert {answer.status for answer in answers} == {"queued"}
+    assert (await store.call(store.request_cancel, "run_1")).status == "cancelled"
+
+
+async def test_calls_need_no_worker_thread(store: PostgresStore) -> None:
+    _queued_run(store, "run_1")
+    idle = ThreadPoolExecutor(1)
+    idle.shutdown()  # to_thread on this loop now fails
+    asyncio.get_running_loop().set_default_executor(idle)
+    answers = await asyncio.gather(*(store.call(store.get_run, "run_1") for _ in range(10)))
+    assert {answer.id for answer in answers} == {"run_1"}
+    assert (await store.call(store.request_cancel, "run_1")).status == "cancelled"
