@@ -74,22 +74,15 @@ class _BridgedConnection:
 
     Each call awaits the async driver through :func:`~agent_coordinator._store.bridge.await_only`.
     A call interrupted (its caller cancelled) leaves the connection in a state nobody should
-    guess at: it answers no more statements and is closed when handed back.
+    guess at: it is closed at once, so the server ends its transaction, the statements after it
+    fail at once, and the pool opens another connection when it is handed back.
 
     Args:
         connection: The pool's async connection, in autocommit mode.
-        unusable: The driver's error class raised for a statement after an interruption.
     """
 
-    def __init__(
-        self,
-        connection: psycopg.AsyncConnection[_Row],
-        unusable: type[Exception],
-    ) -> None:
+    def __init__(self, connection: psycopg.AsyncConnection[_Row]) -> None:
         self.connection = connection
-        self.interrupted = False
-        """Whether a call was interrupted (by a cancellation) before it answered."""
-        self._unusable = unusable
 
     @property
     def broken(self) -> bool:
@@ -98,17 +91,12 @@ class _BridgedConnection:
 
     def wait(self, awaitable: Awaitable[_T]) -> _T:
         """Return what one driver call gives, waiting for it on the event loop."""
-        if self.interrupted:
-            close = getattr(awaitable, "close", None)
-            if callable(close):
-                close()
-            raise self._unusable("a statement on this connection was interrupted")
         try:
             return await_only(awaitable)
         except Exception:
             raise
         except BaseException:
-            self.interrupted = True
+            await_only(self.connection.close())
             raise
 
     def cursor(self) -> _BridgedCursor:
@@ -120,7 +108,8 @@ class _BridgedConnection:
         """Send the statements made inside without waiting for each answer (psycopg's pipeline)."""
         entered = self.connection.pipeline()
         self.wait(entered.__aenter__())
-        # The store leaves a pipeline only after its statements (an error is read by then).
+        # Left without an exception (the transaction closes it before its ROLLBACK): the exit
+        # reads every answer and raises the error of a statement that failed.
         try:
             yield
         finally:
@@ -325,15 +314,11 @@ class PostgresStore(SqlStore):
             raise StoreUnavailable(self._unreachable()) from error
         except self._pool_closed as error:  # only while the loop shuts down
             raise StoreUnavailable(f"the store at {self.url} was closed") from error
-        lent = _BridgedConnection(connection, self._psycopg.InterfaceError)
         try:
-            yield lent
+            yield _BridgedConnection(connection)
         finally:
             # Shielded: a caller cancelled meanwhile must not leave the connection out of the
-            # pool. An interrupted one is closed (the server ends its transaction) and the pool
-            # opens another; a broken one is closed by the pool.
-            if lent.interrupted:
-                await_only(asyncio.shield(connection.close()))
+            # pool. The pool closes a broken or closed one and opens another.
             await_only(asyncio.shield(pool.putconn(connection)))
 
     def _unreachable(self) -> str:

@@ -56,18 +56,6 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-def _queued_run(store: PostgresStore, run_id: str) -> None:
-    store.create_run(
-        NewRun(
-            id=run_id,
-            session_id=f"ses_{run_id}",
-            kind="start_session",
-            agent_name="grader",
-            input=RunInput(prompt="Grade the notes."),
-        )
-    )
-
-
 @pytest.fixture
 async def store(postgres: Postgres) -> AsyncIterator[PostgresStore]:
     opened = PostgresStore(postgres.new_database(), loop_connections=2)
@@ -104,19 +92,47 @@ def test_a_call_waiting_on_a_row_lock_leaves_serve_answering(
         process.stop()
 
 
+def _new_run(run_id: str) -> NewRun:
+    return NewRun(
+        id=run_id,
+        session_id=f"ses_{run_id}",
+        kind="start_session",
+        agent_name="grader",
+        input=RunInput(prompt="Grade the notes."),
+    )
+
+
+def _hold_run_row(locker: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Lock the row a cancel updates (its transaction waits on it, one statement at a time)."""
+    locker.execute("SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE")
+
+
+def _hold_session_id(locker: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Insert, uncommitted, the session a new run starts (its pipelined insert waits on it)."""
+    locker.execute(
+        "INSERT INTO sessions (id, agent_name, status, transcript, depth, created_at, updated_at)"
+        " VALUES ('ses_run_2', 'grader', 'queued', '[]', 0, 0, 0)"
+    )
+
+
+@pytest.mark.parametrize("hold", [_hold_run_row, _hold_session_id])
 async def test_a_call_cancelled_while_it_waits_leaves_no_transaction_open(
-    store: PostgresStore,
+    store: PostgresStore, hold: Callable[[psycopg.Connection[tuple[object, ...]]], None]
 ) -> None:
-    _queued_run(store, "run_1")
+    store.create_run(_new_run("run_1"))
     database = store._dsn
+    calls = {
+        _hold_run_row: lambda: store.call(store.request_cancel, "run_1"),
+        _hold_session_id: lambda: store.call(store.create_run, _new_run("run_2")),
+    }
     # More cancelled calls than the loop's pool has connections: each connection came back.
     for _ in range(store.loop_connections + 1):
         with psycopg.connect(database) as locker:
-            locker.execute("SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE")
-            waiting = asyncio.create_task(store.call(store.request_cancel, "run_1"))
+            hold(locker)
+            waiting = asyncio.create_task(calls[hold]())
             await _until(
                 lambda: _waiting_on_lock(database, locker.info.backend_pid),
-                "the call never reached the row lock",
+                "the call never reached the lock",
             )
             waiting.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -128,17 +144,19 @@ async def test_a_call_cancelled_while_it_waits_leaves_no_transaction_open(
                 "the cancelled call left its transaction open",
             )
             locker.rollback()
+    # Nothing the cancelled calls began was kept, and the store answers as before.
     run = await store.call(store.get_run, "run_1")
     assert (run.status, run.cancel_requested) == ("queued", False)
+    assert await store.call(store.get_run, "run_2") is None
     answers = await asyncio.gather(
         *(store.call(store.get_run, "run_1") for _ in range(store.loop_connections * 3))
     )
     assert {answer.status for answer in answers} == {"queued"}
-    assert (await store.call(store.request_cancel, "run_1")).status == "cancelled"
+    await calls[hold]()
 
 
 async def test_calls_need_no_worker_thread(store: PostgresStore) -> None:
-    _queued_run(store, "run_1")
+    store.create_run(_new_run("run_1"))
     idle = ThreadPoolExecutor(1)
     idle.shutdown()  # to_thread on this loop now fails
     asyncio.get_running_loop().set_default_executor(idle)
