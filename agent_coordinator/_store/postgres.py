@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -156,6 +157,10 @@ class _LoopPool:
     holder: asyncio.Task[None] | None = None
     checking: bool = False
     """Whether a test of its idle connections is under way (one at a time)."""
+    connections: weakref.WeakSet[psycopg.AsyncConnection[_Row]] = field(
+        default_factory=weakref.WeakSet
+    )
+    """The connections the pool opened and has not let go of."""
 
 
 class PostgresStore(SqlStore):
@@ -260,16 +265,22 @@ class PostgresStore(SqlStore):
         found = self._loop_pools.get(loop)
         if found is not None:
             return found
+        connections: weakref.WeakSet[psycopg.AsyncConnection[_Row]] = weakref.WeakSet()
+
+        async def remember(connection: psycopg.AsyncConnection[_Row]) -> None:
+            connections.add(connection)
+
         pool = self._async_pool_class(
             self._dsn,
             kwargs={"autocommit": True},
             min_size=1,
             max_size=self.loop_connections,
             timeout=self.wait_s,
+            configure=remember,
             name="agentshape-loop",
             open=False,
         )
-        made = _LoopPool(pool=pool, opened=loop.create_future())
+        made = _LoopPool(pool=pool, opened=loop.create_future(), connections=connections)
         self._loop_pools[loop] = made
         made.holder = loop.create_task(self._hold(loop, made), name="agentshape-store-pool")
         return made
@@ -285,8 +296,15 @@ class PostgresStore(SqlStore):
         finally:
             if not held.opened.done():
                 held.opened.set_exception(StoreUnavailable(f"the store at {self.url} was closed"))
-            self._loop_pools.pop(loop, None)
-            await held.pool.close()
+            if self._loop_pools.get(loop) is held:
+                del self._loop_pools[loop]
+            try:
+                await held.pool.close()
+            finally:
+                # At the loop's end the pool's own tasks are cancelled with this one, and its
+                # close stops at them: the connections it opened are closed here in any case.
+                for connection in list(held.connections):
+                    await connection.close()
 
     @contextmanager
     def _checkout(self, *, write: bool) -> Iterator[object]:

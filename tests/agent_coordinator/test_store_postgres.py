@@ -163,3 +163,36 @@ async def test_calls_need_no_worker_thread(store: PostgresStore) -> None:
     answers = await asyncio.gather(*(store.call(store.get_run, "run_1") for _ in range(10)))
     assert {answer.id for answer in answers} == {"run_1"}
     assert (await store.call(store.request_cancel, "run_1")).status == "cancelled"
+
+
+def _connections(database: str) -> int:
+    with psycopg.connect(database, autocommit=True) as observer:
+        row = observer.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_loop_s_connections_are_closed_when_the_loop_ends(postgres: Postgres) -> None:
+    database = postgres.new_database()
+    store = PostgresStore(database, loop_connections=3)
+    try:
+        store.migrate()
+        store.create_run(_new_run("run_1"))
+        blocking = _connections(database)  # the blocking pool's, which the migration used
+
+        async def calls() -> set[str]:
+            runs = await asyncio.gather(*(store.call(store.get_run, "run_1") for _ in range(9)))
+            assert _connections(database) > blocking  # the loop's own connections
+            return {run.id for run in runs if run is not None}
+
+        assert asyncio.run(calls()) == {"run_1"}
+        deadline = time.monotonic() + BOUND_S
+        while _connections(database) != blocking:
+            assert time.monotonic() < deadline, "the loop's connections outlived it"
+            time.sleep(0.05)
+        assert asyncio.run(calls()) == {"run_1"}  # a later loop has a pool of its own
+    finally:
+        store.close()
