@@ -23,13 +23,12 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from agent_contracts._errors import ConfigError
 from agent_coordinator._errors import StoreFull, StoreUnavailable
 from agent_coordinator._store.base import Cursor, SqlStore
-from agent_coordinator._store.bridge import await_only, bridged, spawn
 from agent_coordinator._store.listener import Listener
 
 if TYPE_CHECKING:
@@ -58,6 +57,17 @@ rollups' rows most of all), which costs each run more CPU in the service and the
 _Row = tuple[object, ...]
 
 
+class _Awaiting(Protocol):
+    """The bridge's ``await_only``, handed in.
+
+    The bridge (and greenlet with it) is imported with psycopg, only for a PostgreSQL store.
+    """
+
+    def __call__(self, awaitable: Awaitable[_T], /) -> _T:
+        """Wait for ``awaitable`` from code the bridge runs."""
+        ...
+
+
 def redact_url(url: str) -> str:
     """Return ``url`` without its password, for printing."""
     parts = urlsplit(url)
@@ -80,10 +90,12 @@ class _BridgedConnection:
 
     Args:
         connection: The pool's async connection, in autocommit mode.
+        await_only: The bridge's :func:`~agent_coordinator._store.bridge.await_only`.
     """
 
-    def __init__(self, connection: psycopg.AsyncConnection[_Row]) -> None:
+    def __init__(self, connection: psycopg.AsyncConnection[_Row], await_only: _Awaiting) -> None:
         self.connection = connection
+        self._await_only = await_only
 
     @property
     def broken(self) -> bool:
@@ -93,11 +105,11 @@ class _BridgedConnection:
     def wait(self, awaitable: Awaitable[_T]) -> _T:
         """Return what one driver call gives, waiting for it on the event loop."""
         try:
-            return await_only(awaitable)
+            return self._await_only(awaitable)
         except Exception:
             raise
         except BaseException:
-            await_only(self.connection.close())
+            self._await_only(self.connection.close())
             raise
 
     def cursor(self) -> _BridgedCursor:
@@ -199,11 +211,15 @@ class PostgresStore(SqlStore):
         try:
             import psycopg
             from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+
+            from agent_coordinator._store import bridge
         except ImportError as error:  # pragma: no cover - the server extra installs them
             raise ConfigError(
-                "PostgreSQL needs psycopg and psycopg_pool: pip install 'agentshape[server]'"
+                "PostgreSQL needs psycopg, psycopg_pool and greenlet: "
+                "pip install 'agentshape[server]'"
             ) from error
         self._psycopg = psycopg
+        self._bridge = bridge
         self._async_pool_class = AsyncConnectionPool
         self._pipelines = psycopg.Pipeline.is_supported()
         self._pool_timeout = PoolTimeout
@@ -257,7 +273,7 @@ class PostgresStore(SqlStore):
         loop_pool = self._loop_pool()
         if not loop_pool.opened.done():
             await asyncio.shield(loop_pool.opened)
-        return await spawn(method, *args, **kwargs)
+        return await self._bridge.spawn(method, *args, **kwargs)
 
     def _loop_pool(self) -> _LoopPool:
         """Return the running event loop's pool, made (and opening) on the loop's first call."""
@@ -308,7 +324,7 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _checkout(self, *, write: bool) -> Iterator[object]:
-        if bridged():
+        if self._bridge.bridged():
             with self._checkout_bridged() as lent:
                 yield lent
             return
@@ -327,26 +343,27 @@ class PostgresStore(SqlStore):
         """Lend a transaction inside the bridge one of the running loop's async connections."""
         pool = self._loop_pool().pool
         try:
-            connection = await_only(pool.getconn())
+            connection = self._bridge.await_only(pool.getconn())
         except self._pool_timeout as error:
             raise StoreUnavailable(self._unreachable()) from error
         except self._pool_closed as error:  # only while the loop shuts down
             raise StoreUnavailable(f"the store at {self.url} was closed") from error
         try:
-            yield _BridgedConnection(connection)
+            yield _BridgedConnection(connection, self._bridge.await_only)
         finally:
             # Shielded: a caller cancelled meanwhile must not leave the connection out of the
             # pool. The pool closes a broken or closed one and opens another.
-            await_only(asyncio.shield(pool.putconn(connection)))
+            self._bridge.await_only(asyncio.shield(pool.putconn(connection)))
 
     def _unreachable(self) -> str:
         """Say why no connection could be had, from one direct attempt to connect."""
         try:
-            if bridged():
+            if self._bridge.bridged():
                 connecting = self._psycopg.AsyncConnection.connect(
                     self._dsn, connect_timeout=self._connect_timeout
                 )
-                await_only(await_only(connecting).close())
+                opened = self._bridge.await_only(connecting)
+                self._bridge.await_only(opened.close())
             else:
                 self._psycopg.connect(self._dsn, connect_timeout=self._connect_timeout).close()
         except self._psycopg.Error as error:
@@ -374,12 +391,12 @@ class PostgresStore(SqlStore):
 
     def _drop_broken(self) -> None:
         """Have the pool test its idle connections: a restarted server broke all of them."""
-        if bridged():
+        if self._bridge.bridged():
             held = self._loop_pool()
             if not held.checking:  # one test at a time; the loop's thread alone sets it
                 held.checking = True
                 try:
-                    await_only(held.pool.check())
+                    self._bridge.await_only(held.pool.check())
                 finally:
                     held.checking = False
             return

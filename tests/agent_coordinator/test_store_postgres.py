@@ -8,6 +8,9 @@ open and its connection back in the pool; and calls need no worker thread.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -196,3 +199,37 @@ def test_a_loop_s_connections_are_closed_when_the_loop_ends(postgres: Postgres) 
         assert asyncio.run(calls()) == {"run_1"}  # a later loop has a pool of its own
     finally:
         store.close()
+
+
+BLOCKED_IMPORTS = """
+import sys
+
+class Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {"greenlet", "psycopg", "psycopg_pool"}:
+            raise ImportError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, Missing())
+import agent_coordinator, agentshape._cli
+from agent_coordinator import open_store
+try:
+    open_store("postgresql://nobody@127.0.0.1:1/none")
+except Exception as error:
+    print(type(error).__name__, error)
+"""
+
+
+def test_without_the_server_extra_only_a_postgresql_store_needs_greenlet(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED_IMPORTS],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "ConfigError PostgreSQL needs psycopg, psycopg_pool and greenlet: "
+        "pip install 'agentshape[server]'"
+    )
