@@ -2,7 +2,8 @@
 
 A call waiting on a row lock another connection holds leaves the service answering, over real
 HTTP against a real ``agentshape serve``; a call cancelled while it waits leaves no transaction
-open and its connection back in the pool; and calls need no worker thread.
+open and its connection back in the pool; calls need no worker thread; a loop's connections are
+closed when the loop ends; and only a PostgreSQL store needs the server extra's greenlet.
 """
 
 from __future__ import annotations
