@@ -29,7 +29,7 @@ class NotBridged(RuntimeError):
     """:func:`await_only` was called outside a function :func:`spawn` runs."""
 
 
-class _Bridged(greenlet):  # type: ignore[misc]  # greenlet's class is typed loosely
+class _Bridged(greenlet):  # type: ignore[misc]  # greenlet ships no types: its class is Any
     """The greenlet :func:`spawn` runs a function in; its parent awaits on its behalf."""
 
     def __init__(self, run: Callable[..., object], parent: greenlet) -> None:
