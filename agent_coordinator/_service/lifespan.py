@@ -29,11 +29,12 @@ def _ended_elsewhere(services: Services, run_id: str) -> None:
 
 
 STORE_THREADS = 6
-"""Threads the store's transactions run in, at most (the event loop's default executor).
+"""Threads the blocking work of async code runs in, at most (the event loop's default executor):
+SQLite transactions that would wait for the write lock, the report pages' reads, file writes.
 
-A few: the store's transactions are short, and on PostgreSQL 32 at once (one per thread) cost
-each run more CPU, in the service and in the database server, and took fewer runs a second than
-6, as the transactions then wait on each other's row locks (the rollups' rows most of all).
+A few: the store's transactions are short, and many at once wait on each other's row locks (the
+rollups' rows most of all). PostgreSQL's store calls run on the event loop itself, as many at
+once as its pool has connections (``LOOP_CONNECTIONS`` of :mod:`agent_coordinator._store.postgres`).
 """
 
 

@@ -7,8 +7,9 @@ Every method is one transaction (a prune's batch, one a session), so a run is st
 is answered, a claim hands a run to exactly one runner, and a run ends at most once:
 :meth:`SqlStore.finish` only succeeds for the runner that still holds the run's lease.
 
-Methods block; async callers use :meth:`SqlStore.call` (a worker thread; on SQLite, in place
-unless the call would wait for a lock).
+Methods block; async callers use :meth:`SqlStore.call` (on SQLite, in place unless the call
+would wait for a lock, then a worker thread; on PostgreSQL, on the event loop over async
+connections).
 """
 
 from __future__ import annotations

@@ -3,18 +3,27 @@
 The same queries as SQLite; a claim selects its row ``FOR UPDATE SKIP LOCKED`` so concurrent
 runners each take a different run without waiting on one another, and migrations hold a
 transaction-level advisory lock so two processes starting at once apply them once.
-The driver is psycopg 3 with its connection pool (``pip install 'agentshape[server]'``).
+The driver is psycopg 3 with its connection pools (``pip install 'agentshape[server]'``).
 
-Each transaction borrows a connection from the pool, so a database that restarts costs the
+Each transaction borrows a connection from a pool, so a database that restarts costs the
 connections it broke, not the service (see :meth:`~agent_coordinator._store.sql.SqlBase.call`).
+From async code (:meth:`PostgresStore.call`) the same blocking-style queries run on the event
+loop's thread, over psycopg's async connections, through the greenlet bridge of
+:mod:`~agent_coordinator._store.bridge`: the loop serves everything else while a statement waits
+for the database, and no worker thread is handed the call. Each event loop has its own pool of
+async connections, closed when the loop shuts down (its tasks are cancelled) or the store closes;
+code outside the bridge (the CLI, migrations, worker threads) uses a blocking pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from agent_contracts._errors import ConfigError
@@ -24,8 +33,12 @@ from agent_coordinator._store.listener import Listener
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresStore", "redact_url"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 _MIGRATION_LOCK = 7_312_001
 """The advisory lock key migrations take."""
@@ -33,6 +46,26 @@ _MIGRATION_LOCK = 7_312_001
 _GONE_STATES = frozenset({"57P01", "57P02", "57P03"})
 """Server shutting down or starting (admin shutdown, crash shutdown, cannot connect now); the
 other connection failures are class ``08``."""
+
+LOOP_CONNECTIONS = 6
+"""Transactions an event loop runs at once, at most (its pool's connections).
+
+A few: the store's transactions are short, and many at once wait on each other's row locks (the
+rollups' rows most of all), which costs each run more CPU in the service and the database server.
+"""
+
+_Row = tuple[object, ...]
+
+
+class _Awaiting(Protocol):
+    """The bridge's ``await_only``, handed in.
+
+    The bridge (and greenlet with it) is imported with psycopg, only for a PostgreSQL store.
+    """
+
+    def __call__(self, awaitable: Awaitable[_T], /) -> _T:
+        """Wait for ``awaitable`` from code the bridge runs."""
+        ...
 
 
 def redact_url(url: str) -> str:
@@ -47,12 +80,110 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
+class _BridgedConnection:
+    """An async psycopg connection with the blocking methods the store uses, for the bridge.
+
+    Each call awaits the async driver through :func:`~agent_coordinator._store.bridge.await_only`.
+    A call interrupted (its caller cancelled) leaves the connection in a state nobody should
+    guess at: it is closed at once, so the server ends its transaction, the statements after it
+    fail at once, and the pool opens another connection when it is handed back.
+
+    Args:
+        connection: The pool's async connection, in autocommit mode.
+        await_only: The bridge's :func:`~agent_coordinator._store.bridge.await_only`.
+    """
+
+    def __init__(self, connection: psycopg.AsyncConnection[_Row], await_only: _Awaiting) -> None:
+        self.connection = connection
+        self._await_only = await_only
+
+    @property
+    def broken(self) -> bool:
+        """Whether the connection was lost (psycopg's ``broken``)."""
+        return self.connection.broken
+
+    def wait(self, awaitable: Awaitable[_T]) -> _T:
+        """Return what one driver call gives, waiting for it on the event loop."""
+        try:
+            return self._await_only(awaitable)
+        except Exception:
+            raise
+        except BaseException:
+            self._await_only(self.connection.close())
+            raise
+
+    def cursor(self) -> _BridgedCursor:
+        """Return a new cursor of the connection."""
+        return _BridgedCursor(self, self.connection.cursor())
+
+    @contextmanager
+    def pipeline(self) -> Iterator[None]:
+        """Send the statements made inside without waiting for each answer (psycopg's pipeline)."""
+        entered = self.connection.pipeline()
+        self.wait(entered.__aenter__())
+        # Left without an exception (the transaction closes it before its ROLLBACK): the exit
+        # reads every answer and raises the error of a statement that failed.
+        try:
+            yield
+        finally:
+            self.wait(entered.__aexit__(None, None, None))
+
+
+class _BridgedCursor:
+    """An async psycopg cursor as the store's blocking :class:`~agent_coordinator._store.Cursor`.
+
+    Args:
+        connection: The bridged connection it belongs to.
+        cursor: The async cursor.
+    """
+
+    def __init__(self, connection: _BridgedConnection, cursor: psycopg.AsyncCursor[_Row]) -> None:
+        self._connection = connection
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        return self._cursor.rowcount
+
+    def execute(self, query: str, params: Sequence[object] = (), /) -> _BridgedCursor:
+        """Run one statement (in a pipeline: send it)."""
+        self._connection.wait(self._cursor.execute(query, params))
+        return self
+
+    def fetchone(self) -> Sequence[object] | None:
+        """Return the next row of the last statement."""
+        return self._connection.wait(self._cursor.fetchone())
+
+    def fetchall(self) -> Sequence[Sequence[object]]:
+        """Return the remaining rows of the last statement."""
+        return self._connection.wait(self._cursor.fetchall())
+
+
+@dataclass
+class _LoopPool:
+    """An event loop's pool of async connections, and the task that holds it open."""
+
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[_Row]]
+    opened: asyncio.Future[None]
+    holder: asyncio.Task[None] | None = None
+    checking: bool = False
+    """Whether a test of its idle connections is under way (one at a time)."""
+    connections: weakref.WeakSet[psycopg.AsyncConnection[_Row]] = field(
+        default_factory=weakref.WeakSet
+    )
+    """The connections the pool opened and has not let go of."""
+
+
 class PostgresStore(SqlStore):
-    """Runs and sessions in a PostgreSQL database, over a pool of connections.
+    """Runs and sessions in a PostgreSQL database, over pools of connections.
 
     Args:
         url: A ``postgresql://user:password@host:port/database`` URL.
-        max_connections: The most connections the pool opens (one per worker thread at most).
+        max_connections: The most connections the blocking pool opens (one per worker thread
+            at most).
+        loop_connections: The most connections each event loop's pool opens: the transactions
+            its async callers run at once.
         wait_s: Seconds a transaction waits for a connection before it answers
             ``StoreUnavailable``.
 
@@ -68,24 +199,38 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     wakes_runners = True
 
-    def __init__(self, url: str, *, max_connections: int = 32, wait_s: float = 3.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = 32,
+        loop_connections: int = LOOP_CONNECTIONS,
+        wait_s: float = 3.0,
+    ) -> None:
         super().__init__()
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool, PoolTimeout
+            from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+
+            from agent_coordinator._store import bridge
         except ImportError as error:  # pragma: no cover - the server extra installs them
             raise ConfigError(
-                "PostgreSQL needs psycopg and psycopg_pool: pip install 'agentshape[server]'"
+                "PostgreSQL needs psycopg, psycopg_pool and greenlet: "
+                "pip install 'agentshape[server]'"
             ) from error
         self._psycopg = psycopg
+        self._bridge = bridge
+        self._async_pool_class = AsyncConnectionPool
         self._pipelines = psycopg.Pipeline.is_supported()
         self._pool_timeout = PoolTimeout
+        self._pool_closed = PoolClosed
         self.integrity_errors = (psycopg.errors.UniqueViolation,)
         self._dsn = url
         self.url = redact_url(url)
         self.wait_s = wait_s
+        self.loop_connections = loop_connections
         self._checking = threading.Lock()
-        self._pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
+        self._pool: ConnectionPool[psycopg.Connection[_Row]] = ConnectionPool(
             url,
             kwargs={"autocommit": True},
             min_size=1,
@@ -94,10 +239,15 @@ class PostgresStore(SqlStore):
             name="agentshape",
             open=True,
         )
+        self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         self._listener = Listener(
-            lambda: psycopg.connect(url, autocommit=True, connect_timeout=max(2, round(wait_s))),
+            lambda: psycopg.connect(url, autocommit=True, connect_timeout=self._connect_timeout),
             name="agentshape-listen",
         )
+
+    @property
+    def _connect_timeout(self) -> int:
+        return max(2, round(self.wait_s))
 
     def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
         """Call ``subscriber`` (from the listening thread) on each notification on ``channel``.
@@ -115,8 +265,69 @@ class PostgresStore(SqlStore):
     def _notify(self, cursor: Cursor, channel: str, payload: str) -> None:
         cursor.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
+    async def _call_once(
+        self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        # On the event loop's thread, over the loop's async connections (see the module's
+        # docstring): handing each call to a worker thread cost more CPU than the call.
+        loop_pool = self._loop_pool()
+        if not loop_pool.opened.done():
+            await asyncio.shield(loop_pool.opened)
+        return await self._bridge.spawn(method, *args, **kwargs)
+
+    def _loop_pool(self) -> _LoopPool:
+        """Return the running event loop's pool, made (and opening) on the loop's first call."""
+        loop = asyncio.get_running_loop()
+        found = self._loop_pools.get(loop)
+        if found is not None:
+            return found
+        connections: weakref.WeakSet[psycopg.AsyncConnection[_Row]] = weakref.WeakSet()
+
+        async def remember(connection: psycopg.AsyncConnection[_Row]) -> None:
+            connections.add(connection)
+
+        pool = self._async_pool_class(
+            self._dsn,
+            kwargs={"autocommit": True},
+            min_size=1,
+            max_size=self.loop_connections,
+            timeout=self.wait_s,
+            configure=remember,
+            name="agentshape-loop",
+            open=False,
+        )
+        made = _LoopPool(pool=pool, opened=loop.create_future(), connections=connections)
+        self._loop_pools[loop] = made
+        made.holder = loop.create_task(self._hold(loop, made), name="agentshape-store-pool")
+        return made
+
+    async def _hold(self, loop: asyncio.AbstractEventLoop, held: _LoopPool) -> None:
+        """Open a loop's pool and keep it open until this task is cancelled, then close it."""
+        # The loop's end cancels its remaining tasks (asyncio.run, uvicorn, pytest-asyncio), and
+        # so closes the pool while the loop can still await it; close() cancels it too.
+        try:
+            await held.pool.open()
+            held.opened.set_result(None)
+            await loop.create_future()
+        finally:
+            if not held.opened.done():
+                held.opened.set_exception(StoreUnavailable(f"the store at {self.url} was closed"))
+            if self._loop_pools.get(loop) is held:
+                del self._loop_pools[loop]
+            try:
+                await held.pool.close()
+            finally:
+                # At the loop's end the pool's own tasks are cancelled with this one, and its
+                # close stops at them: the connections it opened are closed here in any case.
+                for connection in list(held.connections):
+                    await connection.close()
+
     @contextmanager
     def _checkout(self, *, write: bool) -> Iterator[object]:
+        if self._bridge.bridged():
+            with self._checkout_bridged() as lent:
+                yield lent
+            return
         try:
             connection = self._pool.getconn()
         except self._pool_timeout as error:
@@ -127,10 +338,34 @@ class PostgresStore(SqlStore):
             # A broken connection is closed here and the pool opens another.
             self._pool.putconn(connection)
 
+    @contextmanager
+    def _checkout_bridged(self) -> Iterator[_BridgedConnection]:
+        """Lend a transaction inside the bridge one of the running loop's async connections."""
+        pool = self._loop_pool().pool
+        try:
+            connection = self._bridge.await_only(pool.getconn())
+        except self._pool_timeout as error:
+            raise StoreUnavailable(self._unreachable()) from error
+        except self._pool_closed as error:  # only while the loop shuts down
+            raise StoreUnavailable(f"the store at {self.url} was closed") from error
+        try:
+            yield _BridgedConnection(connection, self._bridge.await_only)
+        finally:
+            # Shielded: a caller cancelled meanwhile must not leave the connection out of the
+            # pool. The pool closes a broken or closed one and opens another.
+            self._bridge.await_only(asyncio.shield(pool.putconn(connection)))
+
     def _unreachable(self) -> str:
         """Say why no connection could be had, from one direct attempt to connect."""
         try:
-            self._psycopg.connect(self._dsn, connect_timeout=max(2, round(self.wait_s))).close()
+            if self._bridge.bridged():
+                connecting = self._psycopg.AsyncConnection.connect(
+                    self._dsn, connect_timeout=self._connect_timeout
+                )
+                opened = self._bridge.await_only(connecting)
+                self._bridge.await_only(opened.close())
+            else:
+                self._psycopg.connect(self._dsn, connect_timeout=self._connect_timeout).close()
         except self._psycopg.Error as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             return f"the database at {self.url} cannot be reached: {reason}"
@@ -139,7 +374,7 @@ class PostgresStore(SqlStore):
     def _unusable(
         self, error: Exception, connection: object, *, committing: bool
     ) -> StoreUnavailable | StoreFull | None:
-        assert isinstance(connection, self._psycopg.Connection)
+        assert isinstance(connection, (self._psycopg.Connection, _BridgedConnection))
         if isinstance(error, self._psycopg.errors.DiskFull):
             return StoreFull(f"the disk holding the database at {self.url} is full: {error}")
         state = getattr(error, "sqlstate", None) or ""
@@ -156,6 +391,15 @@ class PostgresStore(SqlStore):
 
     def _drop_broken(self) -> None:
         """Have the pool test its idle connections: a restarted server broke all of them."""
+        if self._bridge.bridged():
+            held = self._loop_pool()
+            if not held.checking:  # one test at a time; the loop's thread alone sets it
+                held.checking = True
+                try:
+                    self._bridge.await_only(held.pool.check())
+                finally:
+                    held.checking = False
+            return
         if self._checking.acquire(blocking=False):
             try:
                 self._pool.check()
@@ -163,13 +407,13 @@ class PostgresStore(SqlStore):
                 self._checking.release()
 
     def _pipeline(self, connection: object) -> AbstractContextManager[object]:
-        assert isinstance(connection, self._psycopg.Connection)
+        assert isinstance(connection, (self._psycopg.Connection, _BridgedConnection))
         if not self._pipelines:  # a libpq before 14: each statement waits for its answer
             return nullcontext()
         return connection.pipeline()
 
     def _cursor(self, connection: object) -> Cursor:
-        assert isinstance(connection, self._psycopg.Connection)
+        assert isinstance(connection, (self._psycopg.Connection, _BridgedConnection))
         cursor: Cursor = connection.cursor()
         return cursor
 
@@ -177,6 +421,12 @@ class PostgresStore(SqlStore):
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
 
     def close(self) -> None:
-        """Stop listening; close the pool and every connection in it."""
+        """Stop listening; close the pools and every connection in them.
+
+        An event loop's pool closes on that loop, as soon as it runs (at once if it is running).
+        """
         self._listener.close()
+        for loop, held in list(self._loop_pools.items()):
+            if held.holder is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(held.holder.cancel)
         self._pool.close()

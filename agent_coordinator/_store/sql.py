@@ -384,21 +384,42 @@ class SqlBase(ABC):
         return query if self.placeholder == "?" else query.replace("?", self.placeholder)
 
     async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """Call one of this store's (blocking) methods from async code."""
-        # Runs in a worker thread, so the event loop never waits on the database (SQLite runs in
-        # place when it cannot wait); a call whose transaction failed on a lost connection before
-        # any commit is retried, with doubling pauses, for up to retry_s seconds.
+        """Call one of this store's (blocking) methods from async code.
+
+        The event loop never waits on the database meanwhile (see :meth:`_call_once`).
+
+        Args:
+            method: A method of this store, such as ``store.get_run``.
+            *args: Its positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What the method returns.
+
+        Raises:
+            StoreUnavailable: The database could not be used, after the retries a transaction
+                that failed on a lost connection before any commit gets.
+            Exception: Whatever else the method raises.
+        """
+        # A call whose transaction failed on a lost connection before any commit is retried,
+        # with doubling pauses, for up to retry_s seconds.
         deadline = time.monotonic() + self.retry_s
         pause = _FIRST_PAUSE_S
         while True:
             try:
-                return await asyncio.to_thread(method, *args, **kwargs)
+                return await self._call_once(method, *args, **kwargs)
             except StoreUnavailable as error:
                 if not error.retryable or time.monotonic() + pause > deadline:
                     raise
                 logger.warning("%s; trying again in %.2f s", error.message, pause)
             await asyncio.sleep(pause)
             pause *= 2
+
+    async def _call_once(
+        self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """Make one try of :meth:`call` without the event loop waiting: in a worker thread."""
+        return await asyncio.to_thread(method, *args, **kwargs)
 
     def _holding_writes(self) -> AbstractContextManager[object]:
         """Hold this process's write lock (when writes are serialized) for one transaction."""
