@@ -175,6 +175,16 @@ class _LoopPool:
     """The connections the pool opened and has not let go of."""
 
 
+def _bridgeable(loop: asyncio.AbstractEventLoop) -> bool:
+    """Return whether psycopg's async connections can run on ``loop``.
+
+    They wait for their sockets with the loop's ``add_reader``, which Windows' default loop
+    (the proactor) lacks: there the calls go to worker threads, over the blocking pool.
+    """
+    proactor = getattr(asyncio, "ProactorEventLoop", None)
+    return proactor is None or not isinstance(loop, proactor)
+
+
 class PostgresStore(SqlStore):
     """Runs and sessions in a PostgreSQL database, over pools of connections.
 
@@ -270,6 +280,8 @@ class PostgresStore(SqlStore):
     ) -> _T:
         # On the event loop's thread, over the loop's async connections (see the module's
         # docstring): handing each call to a worker thread cost more CPU than the call.
+        if not _bridgeable(asyncio.get_running_loop()):
+            return await super()._call_once(method, *args, **kwargs)
         loop_pool = self._loop_pool()
         if not loop_pool.opened.done():
             await asyncio.shield(loop_pool.opened)

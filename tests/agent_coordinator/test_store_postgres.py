@@ -12,6 +12,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -167,6 +168,33 @@ async def test_calls_need_no_worker_thread(store: PostgresStore) -> None:
     answers = await asyncio.gather(*(store.call(store.get_run, "run_1") for _ in range(10)))
     assert {answer.id for answer in answers} == {"run_1"}
     assert (await store.call(store.request_cancel, "run_1")).status == "cancelled"
+
+
+class _Proactor(asyncio.SelectorEventLoop):
+    """Stands for Windows' proactor loop, on which psycopg's async connections cannot run."""
+
+
+def test_on_a_proactor_loop_calls_go_to_worker_threads(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(asyncio, "ProactorEventLoop", _Proactor, raising=False)
+    store = PostgresStore(postgres.new_database())
+    store.migrate()
+    store.create_run(_new_run("run_1"))
+    threads: set[str] = set()
+
+    def get_run(run_id: str) -> str:
+        threads.add(threading.current_thread().name)
+        return store.get_run(run_id).id
+
+    loop = _Proactor()
+    try:
+        found = loop.run_until_complete(store.call(get_run, "run_1"))
+    finally:
+        loop.close()
+        store.close()
+    assert found == "run_1"
+    assert threading.main_thread().name not in threads
 
 
 def _connections(database: str) -> int:
