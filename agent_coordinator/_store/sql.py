@@ -38,7 +38,6 @@ __all__ = [
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
     "STORE_ONCE_VERSION",
-    "SYSTEM_ONCE_VERSION",
     "TRANSCRIPT_COLUMNS",
     "Cursor",
     "SqlBase",
@@ -63,8 +62,6 @@ _T = TypeVar("_T")
 
 STORE_ONCE_VERSION = 8
 """The migration after which a run's result no longer repeats its attempts and transcript."""
-SYSTEM_ONCE_VERSION = 12
-"""The migration after which a session's system message is kept once per distinct text."""
 _ELSEWHERE = "stored_elsewhere"
 """The key of a stored result naming what it leaves out (the library's ``RunResult`` forbids
 keys of its own, so it never has this one)."""
