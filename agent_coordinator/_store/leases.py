@@ -29,15 +29,16 @@ from agent_coordinator._store.records import (
 from agent_coordinator._store.rollups import Rollups
 from agent_coordinator._store.sql import (
     RUN_COLUMNS,
+    TRANSCRIPT_COLUMNS,
     Cursor,
     dumps,
     lean_attempt_events,
     loads,
     read_transcript,
     run_record,
+    split_transcript,
     stored_attempt,
     stored_result,
-    stored_transcript,
 )
 from agent_coordinator._store.turns import TurnLog
 from agent_coordinator._store.webhooks import WebhookQueries
@@ -47,6 +48,8 @@ __all__ = ["LeaseQueries"]
 _ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
 _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
+_SYSTEMS_KEPT = 1024
+"""System message digests a store remembers as stored at most (forgotten all at once beyond)."""
 _CANCELLED_WHILE_RUNNING = dumps(
     {"type": "cancelled", "message": "the run was cancelled while it ran; what it produced is kept"}
 )
@@ -55,6 +58,12 @@ _CANCELLED_WHILE_RUNNING = dumps(
 
 class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
     """Claims, leases, recorded turns, a run's end (webhook, day's rollup), cancel, events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # The digests of system messages a committed run's end stored: a system message is never
+        # deleted, so a later end naming one needs no statement to store it.
+        self._systems_kept: set[str] = set()
 
     def claim(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
@@ -151,10 +160,10 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         found = self._exec(
             cursor,
             "UPDATE sessions SET status = 'running', updated_at = ? WHERE id = ? "
-            "RETURNING transcript",
+            f"RETURNING {TRANSCRIPT_COLUMNS}",
             (now, run.session_id),
         ).fetchone()
-        transcript = read_transcript(found[0]) if found is not None else []
+        transcript = read_transcript(*found) if found is not None else []
         claimed: list[tuple[str, dict[str, JsonValue]]] = [
             ("run_claimed", {"runner": owner, "claim": run.claims})
         ]
@@ -310,7 +319,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             if holding is not None and holding.events is not None:
                 logged = [*lean_attempt_events(holding.events, attempts), *added]
             self._roll_up(cursor, run_id, ended.agent_name, now, logged)
-            self._end_session(cursor, ended, status, transcript, holding, now)
+            system = self._end_session(cursor, ended, status, transcript, holding, now)
+        if system is not None:
+            if len(self._systems_kept) >= _SYSTEMS_KEPT:
+                self._systems_kept.clear()
+            self._systems_kept.add(system)
         return ended
 
     def _end_session(
@@ -321,8 +334,12 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         transcript: Sequence[JsonValue] | None,
         holding: Holding | None,
         now: float,
-    ) -> None:
-        """Write the session's status and, when the run has one, its transcript."""
+    ) -> str | None:
+        """Write the session's status and, when the run has one, its transcript.
+
+        Returns:
+            The digest of the system message the session's row names, if it names one.
+        """
         session_id = ended.session_id
         if not transcript:
             self._exec(
@@ -330,28 +347,46 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
                 (status, now, session_id),
             )
-            return
-        text = stored_transcript(transcript)
+            return None
+        text, system = split_transcript(transcript)
+        digest = None if system is None else system[0]
+        if system is not None and system[0] not in self._systems_kept:
+            self._exec(
+                cursor,
+                "INSERT INTO system_messages (digest, message) VALUES (?, ?) "
+                "ON CONFLICT (digest) DO NOTHING",
+                system,
+            )
         claimed = None if holding is None else holding.transcript
         # A transcript continuing the one the claim read, in a session that still holds that
         # (compared whole, in the statement), changes no earlier run's transcript.
         continues = claimed is not None and list(transcript[: len(claimed)]) == claimed
-        if (
-            continues
-            and self._exec(
+        if continues:
+            was, was_system = split_transcript(claimed or [])
+            if self._exec(
                 cursor,
-                "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? "
-                "WHERE id = ? AND transcript = ? RETURNING id",
-                (status, text, now, session_id, stored_transcript(claimed or [])),
-            ).fetchone()
-        ):
-            return
+                "UPDATE sessions SET status = ?, transcript = ?, system_digest = ?, "
+                "updated_at = ? WHERE id = ? AND transcript = ? "
+                "AND COALESCE(system_digest, '') = ? RETURNING id",
+                (
+                    status,
+                    text,
+                    digest,
+                    now,
+                    session_id,
+                    was,
+                    "" if was_system is None else was_system[0],
+                ),
+            ).fetchone():
+                return digest
         self._keep_earlier_transcripts(cursor, session_id, ended.id, transcript)
         self._exec(
             cursor,
-            "UPDATE sessions SET status = ?, transcript = ?, updated_at = ? WHERE id = ?",
-            (status, text, now, session_id),
+            "UPDATE sessions SET status = ?, transcript = ?, system_digest = ?, updated_at = ? "
+            "WHERE id = ?",
+            (status, text, digest, now, session_id),
         )
+        return digest
 
     def _keep_earlier_transcripts(
         self, cursor: Cursor, session_id: str, run_id: str, transcript: Sequence[JsonValue]
@@ -361,9 +396,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         # a transcript that does not begin with the session's would change them, so those runs get
         # their own copy first.
         row = self._exec(
-            cursor, "SELECT transcript FROM sessions WHERE id = ?", (session_id,)
+            cursor, f"SELECT {TRANSCRIPT_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
-        old = read_transcript(row[0]) if row is not None else []
+        old = read_transcript(*row) if row is not None else []
         if list(transcript[: len(old)]) == old:
             return
         rows = self._exec(

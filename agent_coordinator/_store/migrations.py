@@ -246,5 +246,20 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "WHERE parent_session_id IS NOT NULL",
         ),
     ),
+    (
+        12,
+        (
+            # Every session of an agent begins with the same system message: each distinct one
+            # is kept once, under the digest of its text (``sql.split_transcript``), and a
+            # session's row names it in ``system_digest`` instead of holding it. A row written
+            # before keeps its system message inline (``system_digest`` NULL) until its session
+            # is next written. A message is never deleted, so no row names a missing one.
+            """CREATE TABLE system_messages (
+                digest TEXT PRIMARY KEY,
+                message TEXT NOT NULL
+            )""",
+            "ALTER TABLE sessions ADD COLUMN system_digest TEXT",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

@@ -13,6 +13,7 @@ from agent_coordinator._store.records import Claim, NewRun, RunRecord, RunState,
 from agent_coordinator._store.sql import (
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    TRANSCRIPT_COLUMNS,
     Cursor,
     SqlBase,
     dumps,
@@ -136,8 +137,8 @@ class RunQueries(SqlBase):
         if new.kind == "start_session":
             self._exec(
                 cursor,
-                f"INSERT INTO sessions ({SESSION_COLUMNS.replace('seq, ', '')}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO sessions (id, agent_name, status, transcript, parent_session_id, "
+                "depth, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     new.session_id,
                     new.agent_name,
@@ -154,13 +155,13 @@ class RunQueries(SqlBase):
             found = self._exec(
                 cursor,
                 "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ? RETURNING "
-                + ("id" if holder is None else "transcript"),
+                + ("id" if holder is None else TRANSCRIPT_COLUMNS),
                 (status, now, new.session_id),
             ).fetchone()
             if found is None:  # deleted (PostgreSQL) since it was read above
                 raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
             if holder is not None:
-                transcript = read_transcript(found[0])
+                transcript = read_transcript(*found)
         owner, expires, claims, started = (
             (None, None, 0, None) if holder is None else (holder[0], now + holder[1], 1, now)
         )

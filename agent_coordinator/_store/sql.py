@@ -10,6 +10,7 @@ parameters.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ __all__ = [
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
     "STORE_ONCE_VERSION",
+    "TRANSCRIPT_COLUMNS",
     "Cursor",
     "SqlBase",
     "dumps",
@@ -47,6 +49,7 @@ __all__ = [
     "read_transcript",
     "run_record",
     "session_record",
+    "split_transcript",
     "stored_attempt",
     "stored_result",
     "stored_transcript",
@@ -75,8 +78,15 @@ RUN_COLUMNS = (
     "result, error, lease_owner, lease_expires_at, claims, cancel_requested, created_at, "
     "started_at, finished_at"
 )
+TRANSCRIPT_COLUMNS = (
+    "transcript, (SELECT m.message FROM system_messages m WHERE m.digest = sessions.system_digest)"
+)
+"""A session's stored transcript and the text of its system message (``NULL`` where the
+transcript holds it inline, or has none), in a query of the ``sessions`` table: the two
+arguments of :func:`read_transcript`."""
 SESSION_COLUMNS = (
-    "id, seq, agent_name, status, transcript, parent_session_id, depth, created_at, updated_at"
+    f"id, seq, agent_name, status, {TRANSCRIPT_COLUMNS}, parent_session_id, depth, created_at, "
+    "updated_at"
 )
 
 
@@ -225,11 +235,46 @@ def stored_transcript(transcript: Sequence[JsonValue]) -> str:
     return dumps(kept)
 
 
-def read_transcript(value: object) -> list[JsonValue]:
-    """Return a ``sessions.transcript`` column as the library's messages (JSON)."""
+def split_transcript(transcript: Sequence[JsonValue]) -> tuple[str, tuple[str, str] | None]:
+    """Return a session's transcript as the store keeps it: its system message apart.
+
+    Every session of an agent begins with the same system message, so the ``system_messages``
+    table keeps each distinct one once, under a digest of its text, and the session's row names
+    that digest (``sessions.system_digest``) in place of the message.
+
+    Args:
+        transcript: The library's messages (JSON).
+
+    Returns:
+        The ``sessions.transcript`` text (the messages after a first ``system`` message, as
+        :func:`stored_transcript` writes them) and that message as ``(digest, text)``, or the
+        whole transcript's text and ``None`` when it does not begin with a system message.
+    """
+    first = transcript[0] if transcript else None
+    if not isinstance(first, dict) or first.get("role") != "system":
+        return stored_transcript(transcript), None
+    text = dumps(first)
+    # 128 bits of SHA-256: no two distinct texts a deployment holds share them.
+    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    return stored_transcript(transcript[1:]), (digest, text)
+
+
+def read_transcript(value: object, system: object = None) -> list[JsonValue]:
+    """Return a session's stored transcript as the library's messages (JSON).
+
+    Args:
+        value: The ``sessions.transcript`` column.
+        system: The text of the session's system message kept apart (the second of
+            :data:`TRANSCRIPT_COLUMNS`), or ``None`` where the transcript holds its own.
+
+    Returns:
+        The messages, the system message first where it was kept apart.
+    """
     transcript = loads(value)
     if not isinstance(transcript, list):
         return []
+    if system is not None:
+        transcript.insert(0, loads(system))
     for message in transcript:
         for call in _calls(message):
             if "arguments" not in call:
@@ -292,6 +337,7 @@ def session_record(row: Sequence[object]) -> SessionRecord:
         agent_name,
         status,
         transcript,
+        system,
         parent_session_id,
         depth,
         created_at,
@@ -302,7 +348,7 @@ def session_record(row: Sequence[object]) -> SessionRecord:
         seq=cast("int", seq),
         agent_name=cast("str", agent_name),
         status=cast("RunState", status),
-        transcript=read_transcript(transcript),
+        transcript=read_transcript(transcript, system),
         parent_session_id=cast("str | None", parent_session_id),
         depth=cast("int", depth),
         created_at=cast("float", created_at),
@@ -655,9 +701,11 @@ class SqlBase(ABC):
                 continue
             if run.session_id not in sessions:
                 row = self._exec(
-                    cursor, "SELECT transcript FROM sessions WHERE id = ?", (run.session_id,)
+                    cursor,
+                    f"SELECT {TRANSCRIPT_COLUMNS} FROM sessions WHERE id = ?",
+                    (run.session_id,),
                 ).fetchone()
-                sessions[run.session_id] = read_transcript(row[0]) if row is not None else []
+                sessions[run.session_id] = read_transcript(*row) if row is not None else []
             result["transcript"] = sessions[run.session_id][:length]
 
     def migrate(self) -> int:

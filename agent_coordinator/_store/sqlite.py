@@ -17,7 +17,7 @@ first, and from then on every transaction answers 503 ``StoreUnavailable`` and t
 logged once. A full disk answers 507 ``StoreFull``.
 
 A new file is made with ``auto_vacuum = INCREMENTAL``, so the pages a prune frees can be handed
-back to the file system (:meth:`SqliteStore.reclaim_space`), and 8 KiB pages.
+back to the file system (:meth:`SqliteStore.reclaim_space`), and 4 KiB pages.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ DEFAULT_DATABASE = Path(".agentshape/coordinator.db")
 """Where the service keeps its data when given no ``--database``."""
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-PAGE_SIZE = 8192
+PAGE_SIZE = 4096
 """Bytes a page of a file this store makes holds (an existing file keeps its own)."""
 _CHECKPOINT_EVERY = 200
 """In-place write transactions between two checkpoints run in a worker thread."""
@@ -235,9 +235,10 @@ class SqliteStore(SqlStore):
         if new:
             # Only a new file takes it (before its first table); an existing one keeps its mode
             # until a VACUUM (see the README), and asking there writes (failing on a full disk).
-            # A session's row (its transcript) is a few KiB: two rarely fit a 4 KiB page, which
-            # then stands half empty; an 8 KiB page holds three. (Set first: auto_vacuum fixes
-            # the page size.)
+            # A commit writes whole pages to the WAL, and its cost follows those bytes: small
+            # pages make a run's two commits cheaper. A session's row fits two to a 4 KiB page
+            # because its system message is kept apart, once (sql.split_transcript). (Set
+            # first: auto_vacuum fixes the page size.)
             connection.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
         connection.execute("PRAGMA journal_mode = WAL")

@@ -149,7 +149,11 @@ def test_a_store_from_before_the_rollups_is_migrated_with_its_runs_reviewed(
     old.execute("INSERT INTO schema_migrations VALUES (1, 0)")
     old.execute("ATTACH DATABASE ? AS built", (str(built),))
     for table, columns in (
-        ("sessions", "*"),
+        (
+            "sessions",
+            "seq, id, agent_name, status, transcript, parent_session_id, depth, created_at, "
+            "updated_at",
+        ),
         (
             "runs",
             "seq, id, session_id, kind, agent_name, status, input, idempotency_key, "

@@ -1,10 +1,11 @@
-"""Migration 11, on SQLite and PostgreSQL: the batch and parent indexes hold only what is looked up.
+"""Migrations 11 and 12, on SQLite and PostgreSQL: lean indexes, the system message kept once.
 
 Most runs belong to no batch and most sessions have no parent; migration 11 makes ``runs_batch``
 and ``sessions_parent`` partial, so a new run or session no longer writes a NULL entry to each.
 A store at migration 10 (and one written by 0.2.0) is migrated with every batch's runs and every
 child session still found, and on SQLite every statement the store runs to find them reads an
-index, never a whole table (``EXPLAIN QUERY PLAN``).
+index, never a whole table (``EXPLAIN QUERY PLAN``). A store at migration 11 reads its sessions'
+transcripts (the system message inline) as written after migration 12, and resumes them.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import JsonValue
 
 from agent_coordinator import SqlStore, open_store
 from agent_coordinator._store import NewRun, RunInput, SqliteStore
 from agent_coordinator._store.migrations import MIGRATIONS
+from agent_coordinator._store.sql import dumps, stored_transcript
 
 STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
 """A store written by agentshape 0.2.0 (migration 1 only; see test_rollups.py)."""
@@ -163,3 +166,82 @@ def test_every_lookup_by_batch_or_parent_reads_an_index(tmp_path: Path) -> None:
             assert not [step for step in plan if _FULL_SCAN.match(step)], (text, plan)
     finally:
         check.close()
+
+
+SYSTEM: dict[str, JsonValue] = {
+    "role": "system",
+    "content": "You grade answers. SYSMARK-grader.",
+    "tool_calls": [],
+}
+"""The first message of the transcripts the migration 12 test stores."""
+
+
+def _conversation(name: str) -> list[JsonValue]:
+    return [
+        SYSTEM,
+        {"role": "user", "content": f"Grade {name}.", "tool_calls": []},
+        {"role": "assistant", "content": f"{name}: pass", "tool_calls": []},
+    ]
+
+
+def test_a_store_at_migration_11_reads_its_transcripts_as_written_and_resumes_them(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        "agent_coordinator._store.sql.MIGRATIONS",
+        tuple(item for item in MIGRATIONS if item[0] <= 11),
+    )
+    old = open_store(database)
+    try:
+        with old._tx() as cursor:
+            old._exec(cursor, "SELECT 1 FROM sessions")  # at migration 11: no system_messages
+        for name in ("a", "b"):
+            old.create_run(_new(name))
+        # A run's end, as the store wrote a session's row before migration 12: whole, inline.
+        with old._tx() as cursor:
+            for name in ("a", "b"):
+                old._exec(
+                    cursor,
+                    "UPDATE sessions SET status = 'completed', transcript = ? WHERE id = ?",
+                    (stored_transcript(_conversation(name)), f"ses_{name}"),
+                )
+                old._exec(
+                    cursor,
+                    "UPDATE runs SET status = 'completed', lease_owner = NULL WHERE id = ?",
+                    (f"run_{name}",),
+                )
+    finally:
+        old.close()
+    monkeypatch.undo()
+    store = open_store(database)
+    try:
+        assert store.migrate() == MIGRATIONS[-1][0]
+        for name in ("a", "b"):
+            session = store.get_session(f"ses_{name}")
+            assert session is not None
+            assert dumps(session.transcript) == dumps(_conversation(name))
+        listed = {session.id: session.transcript for session in store.list_sessions(limit=10)}
+        assert dumps(listed["ses_b"]) == dumps(_conversation("b"))
+        # Resumed, the run's claim hands over the whole transcript, system message first.
+        resume = _new("a").model_copy(update={"id": "run_a2", "kind": "resume_session"})
+        store.create_run(resume)
+        claim = store.claim_run("run_a2", "runner-1", 30)
+        assert claim is not None and dumps(claim.transcript) == dumps(_conversation("a"))
+        longer: list[JsonValue] = [
+            *_conversation("a"),
+            {"role": "user", "content": "Again.", "tool_calls": []},
+        ]
+        assert store.finish(
+            "run_a2", "runner-1", status="completed", result=None, error=None, transcript=longer
+        )
+        session = store.get_session("ses_a")
+        assert session is not None and dumps(session.transcript) == dumps(longer)
+        with store._tx(write=False) as cursor:
+            rows = store._exec(
+                cursor, "SELECT id, transcript, system_digest FROM sessions ORDER BY id"
+            ).fetchall()
+        kept = {str(row[0]): (str(row[1]), row[2]) for row in rows}
+        assert "SYSMARK" not in kept["ses_a"][0] and kept["ses_a"][1] is not None
+        assert kept["ses_b"] == (stored_transcript(_conversation("b")), None)  # not rewritten
+    finally:
+        store.close()

@@ -1,0 +1,248 @@
+"""A session's system message kept once per distinct text, on SQLite and PostgreSQL.
+
+Every session of an agent begins with the same system message: migration 12 keeps each distinct
+one once (``system_messages``) and a session's row names it. Every read gives the library's
+transcript back exactly: for rows written so and for rows written before (the message inline),
+through a resume (the model is sent the system message again), for two agents, for a prompt
+changed between two runs of a session, and after a deletion or a prune.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import cast
+
+import pytest
+from pydantic import JsonValue
+
+from agent_contracts import Message, RunResult, ToolCall, ToolResult, Usage
+from agent_coordinator import SqlStore, open_store
+from agent_coordinator._store import NewRun, RunInput
+from agent_coordinator._store.sql import dumps, loads, stored_transcript
+from tests.agent_coordinator.conftest import ServiceFactory
+from tests.fake_llm import FakeLLM, openai_tool_call
+
+REVIEWER = "You review pull requests. SYSMARK-reviewer: name the file and line of each problem."
+WRITER = "You write short answers. SYSMARK-writer."
+ANSWER = {"summary": "One bound is off by one.", "approval": "request_changes"}
+
+
+@pytest.fixture
+def store(database: str) -> Iterator[SqlStore]:
+    opened = open_store(database)
+    yield opened
+    opened.close()
+
+
+def _transcript(system: str, earlier: list[JsonValue], prompt: str, n: int) -> list[JsonValue]:
+    """The library's transcript after a run: the earlier one (or a system message) and a turn."""
+    call = ToolCall(
+        id=f"call_{n}", name="submit_result", arguments=ANSWER, raw_arguments=str(ANSWER)
+    )
+    turn = [
+        Message.user(prompt),
+        Message(role="assistant", tool_calls=[call]),
+        Message(
+            role="tool",
+            tool_results=[ToolResult(tool_call_id=call.id, name=call.name, content="ok")],
+        ),
+    ]
+    start = earlier or [Message.system(system).model_dump(mode="json")]
+    return [*start, *(message.model_dump(mode="json") for message in turn)]
+
+
+def _run(
+    store: SqlStore,
+    run_id: str,
+    session_id: str,
+    *,
+    agent: str = "reviewer",
+    system: str = REVIEWER,
+    resume: bool = False,
+    new_prompt: bool = False,
+) -> dict[str, JsonValue]:
+    """Store, claim and finish a run as a runner does; return its result's JSON.
+
+    With ``new_prompt`` the run's transcript begins with ``system`` instead of the system
+    message the session held (the agent's prompt changed between two runs).
+    """
+    store.create_run(
+        NewRun(
+            id=run_id,
+            session_id=session_id,
+            kind="resume_session" if resume else "start_session",
+            agent_name=agent,
+            input=RunInput(prompt=f"Task of {run_id}."),
+        )
+    )
+    claim = store.claim_run(run_id, "runner-1", 30)
+    assert claim is not None
+    earlier = list(claim.transcript)
+    if new_prompt:
+        earlier[0] = Message.system(system).model_dump(mode="json")
+    transcript = _transcript(system, earlier, f"Task of {run_id}.", len(earlier))
+    result = RunResult(
+        status="completed",
+        result_data=ANSWER,
+        usage=Usage(input_tokens=10, output_tokens=5, requests=1),
+        duration_ms=3.0,
+        transcript=[Message.model_validate(message) for message in transcript],
+        run_id=run_id,
+        agent_id=agent,
+        model="gpt-test",
+    )
+    data = cast("dict[str, JsonValue]", result.model_dump(mode="json"))
+    ended = store.finish(
+        run_id,
+        "runner-1",
+        status="completed",
+        result=data,
+        error=None,
+        attempts=[],
+        transcript=transcript,
+    )
+    assert ended is not None
+    return data
+
+
+def _stored(store: SqlStore, query: str) -> list[tuple[object, ...]]:
+    with store._tx(write=False) as cursor:
+        return [tuple(row) for row in store._exec(cursor, query).fetchall()]
+
+
+def _assert_reads_back(store: SqlStore, runs: dict[str, dict[str, JsonValue]]) -> None:
+    """Every run's result and its session's transcript read back exactly (the same JSON text)."""
+    latest: dict[str, JsonValue] = {}
+    for run_id, data in runs.items():
+        run = store.get_run(run_id)
+        assert run is not None and run.result == data, run_id
+        assert dumps(run.result["transcript"]) == dumps(data["transcript"]), run_id
+        latest[run.session_id] = data["transcript"]
+    listed = {session.id: session.transcript for session in store.list_sessions(limit=100)}
+    for session_id, transcript in latest.items():
+        session = store.get_session(session_id)
+        assert session is not None, session_id
+        assert dumps(session.transcript) == dumps(transcript), session_id
+        assert dumps(listed[session_id]) == dumps(transcript), session_id
+
+
+def test_two_agents_keep_each_system_message_once_and_read_back_whole(store: SqlStore) -> None:
+    runs = {f"run_r{n}": _run(store, f"run_r{n}", f"ses_r{n}") for n in range(3)}
+    runs |= {
+        f"run_w{n}": _run(store, f"run_w{n}", f"ses_w{n}", agent="writer", system=WRITER)
+        for n in range(2)
+    }
+    _assert_reads_back(store, runs)
+    kept = sorted(
+        str(loads(row[0])) for row in _stored(store, "SELECT message FROM system_messages")
+    )
+    assert kept == sorted(
+        str(Message.system(text).model_dump(mode="json")) for text in (REVIEWER, WRITER)
+    )
+    # No session's row holds a copy of its system message.
+    assert not [
+        row for row in _stored(store, "SELECT transcript FROM sessions") if "SYSMARK" in str(row[0])
+    ]
+
+
+def test_a_resumed_session_continues_with_its_system_message(store: SqlStore) -> None:
+    first = _run(store, "run_1", "ses_1")
+    second = _run(store, "run_2", "ses_1", resume=True)
+    assert second["transcript"][: len(first["transcript"])] == first["transcript"]  # type: ignore[index,arg-type]
+    _assert_reads_back(store, {"run_1": first, "run_2": second})
+    assert len(_stored(store, "SELECT digest FROM system_messages")) == 1
+
+
+def test_a_prompt_changed_between_two_runs_keeps_each_runs_own(store: SqlStore) -> None:
+    first = _run(store, "run_1", "ses_1")
+    changed = "You review pull requests, briefly. SYSMARK-changed."
+    second = _run(store, "run_2", "ses_1", resume=True, system=changed, new_prompt=True)
+    assert cast("list[JsonValue]", second["transcript"])[0] == Message.system(changed).model_dump(
+        mode="json"
+    )
+    _assert_reads_back(store, {"run_1": first, "run_2": second})
+    assert len(_stored(store, "SELECT digest FROM system_messages")) == 2
+
+
+def test_a_row_written_before_reads_back_as_written_and_resumes(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A session's row as the store wrote it before migration 12: the whole transcript inline, as
+    # stored_transcript writes it, and no system_digest.
+    monkeypatch.setattr(
+        "agent_coordinator._store.leases.split_transcript",
+        lambda transcript: (stored_transcript(transcript), None),
+    )
+    first = _run(store, "run_1", "ses_1")
+    monkeypatch.undo()
+    assert _stored(store, "SELECT transcript, system_digest FROM sessions") == [
+        (stored_transcript(cast("list[JsonValue]", first["transcript"])), None)
+    ]
+    _assert_reads_back(store, {"run_1": first})
+    second = _run(store, "run_2", "ses_1", resume=True)
+    assert second["transcript"][: len(first["transcript"])] == first["transcript"]  # type: ignore[index,arg-type]
+    _assert_reads_back(store, {"run_1": first, "run_2": second})
+    ((text, digest),) = _stored(store, "SELECT transcript, system_digest FROM sessions")
+    assert digest is not None and "SYSMARK" not in str(text)
+
+
+def test_deleting_and_pruning_sessions_leaves_the_others_whole(store: SqlStore) -> None:
+    runs = {f"run_{n}": _run(store, f"run_{n}", f"ses_{n}") for n in range(3)}
+    runs["run_w"] = _run(store, "run_w", "ses_w", agent="writer", system=WRITER)
+    store.delete_session("ses_0")
+    store.delete_session("ses_w")
+    # The system messages stay (see migration 12): no session's row names a missing one.
+    assert len(_stored(store, "SELECT digest FROM system_messages")) == 2
+    _assert_reads_back(store, {key: runs[key] for key in ("run_1", "run_2")})
+    pruned = store.prune_batch(before=time.time() + 60, limit=10)
+    assert sorted(pruned.sessions) == ["ses_1", "ses_2"]
+    assert _stored(store, "SELECT id FROM sessions") == []
+    again = _run(store, "run_again", "ses_again", agent="writer", system=WRITER)
+    _assert_reads_back(store, {"run_again": again})
+    names = "SELECT s.id FROM sessions s WHERE s.system_digest IS NOT NULL AND NOT EXISTS "
+    names += "(SELECT 1 FROM system_messages m WHERE m.digest = s.system_digest)"
+    assert _stored(store, names) == []
+
+
+def _env(fake_llm: FakeLLM) -> dict[str, str]:
+    return {
+        "OPENAI_API_KEY": "sk-test-key-0000000000000000",
+        "OPENAI_BASE_URL": fake_llm.openai_base_url,
+    }
+
+
+def test_a_session_resumed_over_http_sends_the_model_its_system_message_again(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(
+        openai_tool_call("submit_result", ANSWER),
+        openai_tool_call("submit_result", {"summary": "Hi."}),
+        openai_tool_call("submit_result", ANSWER),
+    )
+    service = make_service(env=_env(fake_llm), model="openai:gpt-test")
+    body: dict[str, object] = {
+        "agent_name": "reviewer",
+        "prompt": "Review PR 1",
+        "parameters": {"pr_url": "u"},
+    }
+    started = service.run(body).json()
+    assert started["status"] == "completed", started
+    other = service.run({"agent_name": "summariser", "prompt": "Say hi."}).json()
+    assert other["status"] == "completed", other
+    session_id = started["session_id"]
+    resumed = service.run(
+        {"type": "resume_session", "session_id": session_id, "prompt": "And the tests?"}
+    ).json()
+    assert resumed["status"] == "completed", resumed
+    first, summary, again = (request.body["messages"] for request in fake_llm.requests)
+    assert isinstance(first, list) and isinstance(again, list) and isinstance(summary, list)
+    assert first[0]["role"] == "system" and "You review pull requests." in first[0]["content"]
+    assert summary[0]["role"] == "system" and "You summarise text." in summary[0]["content"]
+    # The resumed run's request begins with the first run's, its system message first.
+    assert again[: len(first)] == first and len(again) > len(first)
+    session = service.client.get(f"/sessions/{session_id}").json()
+    assert session["messages"] > len(again)  # and the resumed run's answer
+    assert [run["status"] for run in session["runs"]] == ["completed", "completed"]
+    # Each agent's system message is kept once, apart from the sessions' rows.
+    assert len(_stored(service.store, "SELECT digest FROM system_messages")) == 2
