@@ -8,6 +8,7 @@ route, is rendered by one handler as :class:`ErrorBody` with a stable ``error`` 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +38,7 @@ from agent_coordinator._errors import (
     ErrorBody,
     ErrorDetail,
     ServiceError,
+    StoreUnavailable,
     Unprocessable,
     from_library,
 )
@@ -51,6 +53,11 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
+
+READY_WITHIN_S = 10.0
+"""Seconds ``GET /ready`` waits for the database's answer before it answers 503 (more than a
+PostgreSQL store waits for a connection and then for its diagnosis, so an unreachable database
+is named as such)."""
 
 _HTTP_CODES = {
     400: "BadRequest",
@@ -183,9 +190,18 @@ def create_app(
         """Answer ``ready`` when the database answers too; 503 ``StoreUnavailable`` when not.
 
         No token needed: for a load balancer, which takes the service out of rotation while the
-        database cannot be used (unreachable, or its file removed or replaced).
+        database cannot be used (unreachable, its file removed or replaced, or no answer within
+        :data:`READY_WITHIN_S` seconds).
         """
-        await services.store.call(services.store.ready)
+        store = services.store
+        try:
+            # A database that stops answering (a frozen host, a network that drops packets
+            # without a reset) holds a statement forever: a probe gets its 503 in time instead.
+            await asyncio.wait_for(store.call(store.ready), READY_WITHIN_S)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"the database at {store.url} did not answer within {READY_WITHIN_S:g} s"
+            ) from None
         return Ready()
 
     # Every route by path and methods, for a 405's Allow (the app's own list holds the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -175,6 +176,61 @@ def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Pa
     assert last.startswith("agentshape: the database at postgresql://agentshape:")
     assert "cannot be reached" in last and "Connection refused" in last
     assert "Traceback" not in command.stderr and "secret" not in command.stderr
+
+
+def _cluster_pids(cluster: Postgres) -> list[int]:
+    """Return the postmaster's pid and its children's (Linux ``/proc``)."""
+    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent == postmaster:
+                    pids.append(int(entry.name))
+    return pids
+
+
+@contextlib.contextmanager
+def _frozen(cluster: Postgres) -> Iterator[None]:
+    """Stop every process of ``cluster`` (SIGSTOP): connections stay open, nothing answers."""
+    pids = _cluster_pids(cluster)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def test_a_database_that_stops_answering_makes_ready_answer_503_in_time(
+    tmp_path: Path, own_postgres: Postgres
+) -> None:
+    write_fleet(tmp_path / "agents")
+    process, url = serve(tmp_path, own_postgres.new_database(), {}, "--model", "test")
+    stderr = _Stderr(process)
+    try:
+        assert (
+            httpx.post(f"{url}/runs", params={"wait": 30}, json=REVIEW, timeout=60).json()["status"]
+            == "completed"
+        )
+        assert httpx.get(f"{url}/ready").json() == {"status": "ready"}
+        with _frozen(own_postgres):
+            # Generous bound: the answer is due after READY_WITHIN_S (10 s), never "no answer".
+            status, code, message = _error(httpx.get(f"{url}/ready", timeout=60))
+            assert (status, code) == (503, "StoreUnavailable")
+            assert "did not answer within 10 s" in message and "127.0.0.1" in message
+            assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+        deadline = time.monotonic() + 60
+        while httpx.get(f"{url}/ready", timeout=60).status_code != 200:
+            assert time.monotonic() < deadline, "never ready again after the database answered"
+            time.sleep(0.1)
+        again = httpx.post(f"{url}/runs", params={"wait": 30}, json=REVIEW, timeout=60)
+        assert again.json()["status"] == "completed"
+    finally:
+        _stop(process, stderr)
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
