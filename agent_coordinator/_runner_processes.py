@@ -73,7 +73,7 @@ _WAKE = b'{"wake":true}\n'
 _MAX_LINE = 64 * 1024 * 1024
 """The longest line a channel buffers; a longer one is dropped (a claim holds a transcript)."""
 
-Message = dict[str, object]
+_Message = dict[str, object]
 """One message of the channel: a JSON object."""
 
 
@@ -93,14 +93,14 @@ class _Lines:
         self._outbox = bytearray()
         self._writing = False
 
-    def feed(self, data: bytes) -> list[Message]:
+    def feed(self, data: bytes) -> list[_Message]:
         """Return the whole messages ``data`` completes; a malformed one is logged and skipped."""
         lines = (self._pending + data).split(b"\n")
         self._pending = lines.pop()
         if len(self._pending) > _MAX_LINE:
             logger.error("%s: dropped a message of over %d bytes", self.name, _MAX_LINE)
             self._pending = b""
-        messages = []
+        messages: list[_Message] = []
         for line in lines:
             if not line.strip():
                 continue
@@ -164,7 +164,7 @@ class _Lines:
         self.socket.close()
 
 
-def _line(message: Message) -> bytes:
+def _line(message: _Message) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
