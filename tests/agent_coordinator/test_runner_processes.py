@@ -9,13 +9,14 @@ import os
 import re
 import signal
 import socket
+import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from agent_coordinator._runner_processes import RunnerProcesses, ServeChannel
+from agent_coordinator._runner_processes import Handed, RunnerProcesses, ServeChannel
 from agent_coordinator._store.records import Claim
 from tests.agent_coordinator.harness import write_fleet
 from tests.agent_coordinator.processes import Process, serve
@@ -554,4 +555,68 @@ def test_a_runner_process_logs_and_skips_what_it_cannot_read_from_serve(
     assert logged[3:] == [
         "channel to serve: skipped an unknown message: {'what': 1}",
         """channel to serve: the channel closed in the middle of a message: b'{"wake"'""",
+    ]
+
+
+_GARBLED_RUNNER = """
+import os, sys
+fd = int(sys.argv[sys.argv.index("--serve-channel") + 1])
+os.write(fd, b'garbage\\n{"runner": "fake:1:ab", "work')
+os.write(fd, b'ers": 2}\\n["x"]\\n{"what": 1}\\n{"done": "run_x"}\\n{"unfinish')
+while os.read(fd, 65536):  # until serve closes the channel
+    pass
+"""
+
+
+def test_serve_logs_and_skips_what_it_cannot_read_from_a_runner_process(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that writes garbage around its messages: serve keeps what it can read.
+
+    The process stands in for a runner (the command ``serve`` starts runs this script instead):
+    its id and workers are learned (serve may hand it runs), its ``done`` reaches the waiting
+    requests, the rest is logged, and the message it leaves unfinished when it dies too.
+    """
+    script = tmp_path / "garbled.py"
+    script.write_text(_GARBLED_RUNNER)
+    executable = tmp_path / "python"
+    executable.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
+    executable.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(executable))
+    processes = RunnerProcesses(1, [], database=None, stop_s=60, restart_s=3600)
+    ended: list[str] = []
+
+    async def main() -> Handed | None:
+        supervisor = asyncio.create_task(processes.supervise(ended.append))
+        [pid] = processes.pids
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while not ended:
+            assert loop.time() < deadline, caplog.text
+            await asyncio.sleep(0.01)
+        slot = processes.reserve()
+        os.kill(pid, signal.SIGKILL)
+        while "starting another in" not in caplog.text:
+            assert loop.time() < deadline, caplog.text
+            await asyncio.sleep(0.01)
+        supervisor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await supervisor
+        return slot
+
+    processes.start()
+    [pid] = processes.pids
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent_coordinator._runner_processes"):
+            slot = asyncio.run(main())
+    finally:
+        processes.stop()
+    assert ended == ["run_x"]
+    assert slot is not None and slot.runner == "fake:1:ab"
+    assert [record.getMessage() for record in caplog.records] == [
+        f"runner process {pid}: skipped a malformed message: b'garbage'",
+        f"runner process {pid}: skipped a malformed message: b'[\"x\"]'",
+        f"runner process {pid}: skipped an unknown message: {{'what': 1}}",
+        f"runner process {pid}: the channel closed in the middle of a message: b'{{\"unfinish'",
+        f"runner process {pid} stopped (killed by SIGKILL); starting another in 3600 s",
     ]
