@@ -38,6 +38,7 @@ from agent_coordinator._runner_processes import (
 )
 from agent_coordinator._store import DEFAULT_DATABASE, DEFAULT_MAX_CLAIMS, SqlStore, open_store
 from agent_coordinator._store.call_limits import RATE_WINDOW_S
+from agent_coordinator._store.records import Claim, RunRecord
 from agent_coordinator._webhooks import SECRET_ENV, WebhookSettings
 from agent_core._fleet import load_fleet
 from agent_core._registry import DEFAULT_REGISTRY_PATH, SchemaRegistry
@@ -667,8 +668,14 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _log_to(err)
     store, execution = _open(args)
     channel = None if args.serve_channel is None else ServeChannel(args.serve_channel)
-    # PostgreSQL tells serve of the runs ended here; on SQLite only the channel does.
-    tell = None if channel is None or store.wakes_runners else channel
+    handed: set[str] = set()  # the runs serve handed this process whose work is not done
+
+    def finished(run: RunRecord) -> None:
+        # PostgreSQL tells serve of the runs ended here; on SQLite only the channel does. A run
+        # serve handed over is told of once, when its work is done.
+        if channel is not None and not store.wakes_runners and run.id not in handed:
+            channel.ended(run.id)
+
     runner = Runner(
         store,
         execution,
@@ -676,7 +683,7 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         lease_s=args.lease,
         poll_s=_poll_s(args, store),
         max_claims=args.max_claims,
-        on_finished=None if tell is None else lambda run: tell.ended(run.id),
+        on_finished=finished,
         batch_poll_s=args.batch_poll,
     )
     sweeper = None if args.retain_days is None else Sweeper(store, args.retain_days)
@@ -693,8 +700,19 @@ def runner_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        if channel is not None and not store.wakes_runners:
-            channel.listen(runner.wake)
+        if channel is not None:
+            served = channel
+
+            def done(run_id: str) -> None:
+                handed.discard(run_id)
+                served.done(run_id)
+
+            def take(claim: Claim) -> None:
+                handed.add(claim.run.id)
+                runner.take_handed(claim, done)
+
+            channel.listen(runner.wake, take)
+            channel.hello(runner.id, args.workers)
         if sweeper is None:
             await runner.run_until(stop)
         else:

@@ -15,7 +15,9 @@ A run stored by this process wakes its runner at once; on PostgreSQL the databas
 wakes every process's runners, and ``poll_s`` is the fallback. A run this process can execute at
 once (a worker is free that no queued run waits for) is stored already claimed by its runner and
 handed over in memory (:meth:`Runner.reserve`, :meth:`Runner.take`): no runner is told, none claims
-it, and it is as durable as any claimed run (its lease runs out if the process dies).
+it, and it is as durable as any claimed run (its lease runs out if the process dies). ``serve``
+hands such runs to the runners of its runner processes the same way, over their channels
+(:meth:`Runner.take_handed`).
 
 A worker with no run waiting claims a batch (``POST /batches``) and gathers its runs' model calls
 into provider batches recorded in the store, so a runner taking the batch over re-attaches to
@@ -105,6 +107,10 @@ class _Slots:
             return False
         self.free -= 1
         return True
+
+    def take_over(self) -> None:
+        """Take a slot whether one is free or not (the claimer then waits for slots freed)."""
+        self.free -= 1
 
     async def take(self) -> None:
         """Wait for a free slot and take it (one caller at a time: the claimer)."""
@@ -239,6 +245,22 @@ class Runner:
         else:
             self._launch(self.execute(claim))
 
+    def take_handed(self, claim: Claim, done: Callable[[str], None]) -> None:
+        """Execute a run another process stored claimed by this runner and handed over.
+
+        The run takes a worker slot, free or not: the process that hands runs over counts
+        them, and hands at most :attr:`workers` at once; meanwhile this runner's claimer takes
+        runs from the queue only for the slots left free. A runner stopping puts the run back
+        in the queue instead.
+
+        Args:
+            claim: The run's claim, as the store returned it to the other process.
+            done: Called with the run's id once the work on it is done, ended or not.
+        """
+        self._slots.take_over()
+        work = self._requeue(claim.run.id) if self._stopping.is_set() else self.execute(claim)
+        self._launch(work).add_done_callback(lambda _: done(claim.run.id))
+
     async def _requeue(self, run_id: str) -> None:
         """Put a run this runner holds back in the queue (it stops before running it)."""
         try:
@@ -246,12 +268,13 @@ class Runner:
         except Exception:  # its lease runs out instead
             logger.exception("runner %s: cannot put run %s back in the queue", self.id, run_id)
 
-    def _launch(self, work: Coroutine[object, object, None]) -> None:
+    def _launch(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
         """Run ``work`` (a claimed run or batch) in a slot already taken; give it back after."""
         task = asyncio.create_task(work)
         self._active.add(task)
         task.add_done_callback(self._active.discard)
         task.add_done_callback(lambda _: self._slots.give())
+        return task
 
     def cancel(self, run_id: str) -> None:
         """Stop a run this runner executes because it was asked to cancel (no-op otherwise).

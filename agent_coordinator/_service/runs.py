@@ -16,6 +16,7 @@ from pydantic import JsonValue
 from agent_contracts._runs import JsonSchema, RunOptions
 from agent_coordinator._errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
 from agent_coordinator._runner import Runner
+from agent_coordinator._runner_processes import Handed, RunnerProcesses
 from agent_coordinator._service.bodies import RunCreate
 from agent_coordinator._service.services import Services
 from agent_coordinator._store.records import TERMINAL, Claim, NewRun, RunInput, RunRecord
@@ -167,10 +168,10 @@ async def submit_run(
         body: The request.
         key: Its idempotency key, if it has one.
         run_id: The id to store the run under (a new one if ``None``).
-        run_now: Whether the caller waits for the run: then, when this process has no runner
-            processes and its runner has a free worker no queued run waits for, the run is
-            stored already claimed by that runner and handed to it in memory, instead of
-            through the queue.
+        run_now: Whether the caller waits for the run: then, when a runner process has a free
+            slot, the run is stored already claimed by its runner and handed to it over its
+            channel; else, when this process's runner has a free worker no queued run waits
+            for, stored claimed by that runner and handed to it in memory; else queued.
 
     Returns:
         The run as stored (the idempotency key's earlier run, if the key was used before).
@@ -228,12 +229,15 @@ async def submit_run(
         request_hash=digest,
     )
     runner = services.runner
-    # Beside runner processes every run goes through the queue, each process in turn: handing
-    # serve's own runner its turns measured slower (serve's loop also answers every request).
-    processes = services.runner_processes
-    alone = processes is None or processes.count == 0
-    if run_now and alone and runner is not None and runner.reserve():
-        return await _hand_over(services, runner, new)
+    if run_now and runner is not None:
+        # A runner process with a free slot first: serve's loop also answers every request, so
+        # its own runner takes a waited run only when every runner process is full.
+        processes = services.runner_processes
+        slot = None if processes is None else processes.reserve()
+        if processes is not None and slot is not None:
+            return await _hand_to_process(services, processes, slot, runner.lease_s, new)
+        if runner.reserve():
+            return await _hand_over(services, runner, new)
     run, created = await services.store.call(services.store.create_run, new)
     if created:
         services.wake_runners(services.next_turn())
@@ -250,6 +254,32 @@ async def _hand_over(services: Services, runner: Runner, new: NewRun) -> RunReco
     stored.add_done_callback(functools.partial(_start_stored, runner))
     run, _ = await asyncio.shield(stored)
     return run
+
+
+async def _hand_to_process(
+    services: Services, processes: RunnerProcesses, slot: Handed, lease_s: float, new: NewRun
+) -> RunRecord:
+    """Store a run claimed by a runner process's runner (``slot``) and send it the run."""
+    stored = asyncio.ensure_future(
+        services.store.call(services.store.create_claimed_run, new, slot.runner, lease_s)
+    )
+    # Sent when stored even if the request is cancelled meanwhile, as _hand_over does.
+    stored.add_done_callback(functools.partial(_send_stored, processes, slot))
+    run, _ = await asyncio.shield(stored)
+    return run
+
+
+def _send_stored(
+    processes: RunnerProcesses,
+    slot: Handed,
+    stored: asyncio.Future[tuple[RunRecord, Claim | None]],
+) -> None:
+    """Send a runner process a run stored claimed by its runner, or give back its slot."""
+    claim = None if stored.cancelled() or stored.exception() is not None else stored.result()[1]
+    if claim is None:
+        processes.unreserve(slot)
+    else:
+        processes.hand(slot, claim)
 
 
 def _start_stored(runner: Runner, stored: asyncio.Future[tuple[RunRecord, Claim | None]]) -> None:
