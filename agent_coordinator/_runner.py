@@ -50,7 +50,13 @@ from agent_coordinator._execution import Execution
 from agent_coordinator._store.base import SqlStore
 from agent_coordinator._store.claims import DEFAULT_MAX_CLAIMS
 from agent_coordinator._store.listener import RUN_QUEUED
-from agent_coordinator._store.records import BatchClaim, Claim, Holding, RunRecord
+from agent_coordinator._store.records import (
+    BatchClaim,
+    Claim,
+    Holding,
+    RequeueReason,
+    RunRecord,
+)
 from agent_executor._batching import Batcher
 from agent_executor._tools import InputTool
 
@@ -107,10 +113,6 @@ class _Slots:
             return False
         self.free -= 1
         return True
-
-    def take_over(self) -> None:
-        """Take a slot whether one is free or not (the claimer then waits for slots freed)."""
-        self.free -= 1
 
     async def take(self) -> None:
         """Wait for a free slot and take it (one caller at a time: the claimer)."""
@@ -248,23 +250,28 @@ class Runner:
     def take_handed(self, claim: Claim, done: Callable[[str], None]) -> None:
         """Execute a run another process stored claimed by this runner and handed over.
 
-        The run takes a worker slot, free or not: the process that hands runs over counts
-        them, and hands at most :attr:`workers` at once; meanwhile this runner's claimer takes
-        runs from the queue only for the slots left free. A runner stopping puts the run back
-        in the queue instead.
+        The run takes a free worker slot. The process that hands runs over counts them and
+        hands at most :attr:`workers` at once, but this runner's claimer may have filled the
+        slots from the queue meanwhile: then, and when this runner stops, the run is put back
+        in the queue (claimed there as any run) rather than run past :attr:`workers`.
 
         Args:
             claim: The run's claim, as the store returned it to the other process.
             done: Called with the run's id once the work on it is done, ended or not.
         """
-        self._slots.take_over()
-        work = self._requeue(claim.run.id) if self._stopping.is_set() else self.execute(claim)
-        self._launch(work).add_done_callback(lambda _: done(claim.run.id))
+        if not self._stopping.is_set() and self._slots.take_now():
+            task = self._launch(self.execute(claim))
+        else:
+            reason: RequeueReason = "shutdown" if self._stopping.is_set() else "no_free_slot"
+            task = asyncio.create_task(self._requeue(claim.run.id, reason))
+            self._active.add(task)
+            task.add_done_callback(self._active.discard)
+        task.add_done_callback(lambda _: done(claim.run.id))
 
-    async def _requeue(self, run_id: str) -> None:
-        """Put a run this runner holds back in the queue (it stops before running it)."""
+    async def _requeue(self, run_id: str, reason: RequeueReason = "shutdown") -> None:
+        """Put a run this runner holds back in the queue, before running it."""
         try:
-            await self.store.call(self.store.release, run_id, self.id)
+            await self.store.call(self.store.release, run_id, self.id, reason=reason)
         except Exception:  # its lease runs out instead
             logger.exception("runner %s: cannot put run %s back in the queue", self.id, run_id)
 

@@ -94,7 +94,9 @@ class RunClaim(_Answer):
     """The runner that held it (host, process id and a random part)."""
     claimed_at: datetime
     ended_at: datetime | None = None
-    ended: Literal["completed", "failed", "cancelled", "expired", "shutdown"] | None = None
+    ended: Literal["completed", "failed", "cancelled", "expired", "shutdown", "requeued"] | None = (
+        None
+    )
     """How the claim ended: the run ended, the lease ran out (the runner died or hung), or the
     runner put the run back at shutdown; ``None`` while it is held."""
 

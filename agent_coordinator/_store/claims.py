@@ -1,7 +1,8 @@
 """The claim log, read from a run's events: each claim, who held it and how it ended.
 
 A claim is its ``run_claimed`` event (``runner``, ``claim``). It ends with the run (its status),
-with ``run_requeued`` (its runner shut down and put the run back) or with ``claim_expired`` (its
+with ``run_requeued`` (its runner shut down and put the run back, or a run handed to it found no
+free worker slot) or with ``claim_expired`` (its
 lease ran out; written by the claim that found it so). The log has no table of its own, so a run
 that goes as planned costs no write more; the ``claim_expired`` events are what
 :meth:`~agent_coordinator._store.leases.LeaseQueries.claim` caps with ``max_claims``.
@@ -27,6 +28,8 @@ EXPIRED_CLAIMS = (
 )
 """A subquery over ``runs``: how many of the run's claims ran out before."""
 _ENDS: dict[str, ClaimEnd] = {"claim_expired": "expired", "run_requeued": "shutdown"}
+_REQUEUED: dict[object, ClaimEnd] = {"no_free_slot": "requeued"}
+"""A ``run_requeued`` event's ``reason`` other than a shutdown, and the claim end it gives."""
 
 
 class ClaimLog(SqlBase):
@@ -53,13 +56,15 @@ class ClaimLog(SqlBase):
                 ).fetchall()
                 for run_id, kind, data, created_at in rows:
                     claims = history[str(run_id)]
+                    found = loads(data)
+                    details = found if isinstance(found, dict) else {}
                     if claims and claims[-1]["ended"] is None:
                         # a claim followed by another without an end recorded ran out
                         ended = _ENDS.get(str(kind), "expired")
+                        if kind == "run_requeued":
+                            ended = _REQUEUED.get(details.get("reason"), ended)
                         claims[-1].update(ended=ended, ended_at=float(str(created_at)))
                     if kind == "run_claimed":
-                        found = loads(data)
-                        details = found if isinstance(found, dict) else {}
                         claims.append(
                             {
                                 "number": details.get("claim", len(claims) + 1),

@@ -23,6 +23,7 @@ from agent_coordinator._store.records import (
     EventRecord,
     Holding,
     LeaseState,
+    RequeueReason,
     RunRecord,
     RunState,
 )
@@ -418,8 +419,18 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     (dumps(run.result), run.id),
                 )
 
-    def release(self, run_id: str, owner: str) -> bool:
-        """Put a run ``owner`` holds back in the queue (a runner shutting down)."""
+    def release(self, run_id: str, owner: str, *, reason: RequeueReason = "shutdown") -> bool:
+        """Put a run ``owner`` holds back in the queue.
+
+        Args:
+            run_id: The run.
+            owner: The runner that holds it.
+            reason: ``shutdown`` (the runner stops) or ``no_free_slot`` (a run handed to the
+                runner found its worker slots taken); the claim log tells them apart.
+
+        Returns:
+            Whether the run was put back (``False``: ``owner`` no longer held it).
+        """
         now = time.time()
         with self._tx() as cursor:
             row = self._exec(
@@ -435,7 +446,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "UPDATE sessions SET status = 'queued', updated_at = ? WHERE id = ?",
                 (now, str(row[0])),
             )
-            self._insert_events(cursor, run_id, [("run_requeued", {"reason": "shutdown"})], now)
+            self._insert_events(cursor, run_id, [("run_requeued", {"reason": reason})], now)
             self._notify(cursor, RUN_QUEUED, run_id)
         return True
 

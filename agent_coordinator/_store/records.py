@@ -29,6 +29,7 @@ __all__ = [
     "Holding",
     "LeaseState",
     "NewRun",
+    "RequeueReason",
     "RunInput",
     "RunKind",
     "RunRecord",
@@ -162,8 +163,12 @@ class Holding:
     """Every event stored for the run so far, in order (``None``: not known)."""
 
 
-ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown"]
-"""How a claim ended: the run ended (its status), the lease ran out, or the runner shut down."""
+ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown", "requeued"]
+"""How a claim ended: the run ended (its status), the lease ran out, the runner shut down, or a
+run handed to the runner found no free worker slot and went back to the queue (``requeued``)."""
+
+RequeueReason = Literal["shutdown", "no_free_slot"]
+"""Why a runner put a run it held back in the queue (the ``reason`` of ``run_requeued``)."""
 
 
 class ClaimRecord(BaseModel):

@@ -6,6 +6,7 @@ takes a run over after its runner was killed sends only the call that was in fli
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -17,7 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_coordinator import open_store
+from agent_coordinator import Execution, Runner, open_store
+from agent_coordinator._store import NewRun, RunInput
+from agent_core import SchemaRegistry, load_fleet
+from agent_executor import KNOWN_TOOLS
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, write_fleet
 from tests.agent_coordinator.processes import Process, serve
@@ -165,3 +169,58 @@ def test_a_runner_that_lost_the_lease_sends_no_further_model_call(
     assert len(fake_llm.requests) == 1
     view = service.client.get(f"/runs/{run_id}").json()
     assert view["status"] == "running" and view["claims"] == 2
+
+
+async def test_a_run_handed_to_a_runner_with_no_free_slot_goes_back_to_the_queue(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # serve counts the runs it hands a runner process, but the process's claimer may have
+    # filled its slots from the queue meanwhile: --workers still holds.
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 1.0))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    fleet = load_fleet(
+        write_fleet(tmp_path / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
+    )
+    execution = Execution(
+        fleet,
+        SchemaRegistry(tmp_path / "schemas.db"),
+        default_model="openai:gpt-test",
+        env=env,
+        workspace=tmp_path,
+    )
+    store = open_store(str(tmp_path / "data.db"))
+    store.migrate()
+    runner = Runner(store, execution, workers=1, lease_s=10, poll_s=0.1, grace_s=2.0)
+    review = RunInput(prompt="Review PR 1", parameters={"pr_url": "u"})
+    queued = NewRun(
+        id="run_q", session_id="ses_q", kind="start_session", agent_name="reviewer", input=review
+    )
+    handed = NewRun(
+        id="run_h", session_id="ses_h", kind="start_session", agent_name="reviewer", input=review
+    )
+    runner.start()
+    try:
+        store.create_run(queued)
+        runner.wake()
+        while store.get_run("run_q").status != "running":  # the claimer took the only slot
+            await asyncio.sleep(0.02)
+        _, claim = store.create_claimed_run(handed, runner.id, 10)
+        assert claim is not None
+        done: list[str] = []
+        runner.take_handed(claim, done.append)
+        while not done:
+            await asyncio.sleep(0.02)
+        assert done == ["run_h"]
+        assert store.get_run("run_q").status == "running"
+        assert store.get_run("run_h").status == "queued"  # not run beside run_q
+        for run_id in ("run_q", "run_h"):
+            while store.get_run(run_id).status not in ("completed", "failed"):
+                await asyncio.sleep(0.05)
+            assert store.get_run(run_id).status == "completed"
+        events = [event.type for event in store.events_after("run_h")]
+        assert events.count("run_requeued") == 1 and events.count("run_completed") == 1
+        history = store.claim_history([store.get_run("run_h")])["run_h"]
+        assert [claim.ended for claim in history] == ["requeued", "completed"]
+    finally:
+        await runner.stop()
+        store.close()

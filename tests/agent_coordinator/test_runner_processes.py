@@ -441,9 +441,13 @@ def test_a_burst_of_waited_runs_through_runner_processes_all_end_once(
     assert len(ids) == total
     assert {view["run_id"] for view in views} == ids | {run["run_id"] for run in ready}
     assert len(views) == total + len(ready)
-    assert {(view["status"], view["claims"], len(view["claim_history"])) for view in views} == {
-        ("completed", 1, 1)
-    }
+    # Claimed once; or, handed to a runner process whose slots its own claims had filled
+    # meanwhile, put back in the queue first and claimed there (--workers holds).
+    assert {view["status"] for view in views} == {"completed"}
+    for view in views:
+        ends = [claim["ended"] for claim in view["claim_history"]]
+        assert ends in (["completed"], ["requeued", "completed"]), view
+        assert view["claims"] == len(ends)
     handed = {  # stored claimed by a runner process's runner, not claimed from the queue
         int(view["claim_history"][0]["runner"].split(":")[1])
         for view in views
