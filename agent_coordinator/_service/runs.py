@@ -10,6 +10,7 @@ import asyncio
 import functools
 import hashlib
 import secrets
+from collections.abc import Callable
 
 from pydantic import JsonValue
 
@@ -246,46 +247,50 @@ async def submit_run(
 
 async def _hand_over(services: Services, runner: Runner, new: NewRun) -> RunRecord:
     """Store a run claimed by ``runner`` (a slot reserved for it) and have it executed now."""
-    stored = asyncio.ensure_future(
-        services.store.call(services.store.create_claimed_run, new, runner.id, runner.lease_s)
+    return await _store_claimed(
+        services, new, runner.id, runner.lease_s, runner.take, runner.unreserve
     )
-    # Handed over when stored even if the request is cancelled meanwhile: the run is stored
-    # claimed, and left to its lease it would wait that long for another runner.
-    stored.add_done_callback(functools.partial(_start_stored, runner))
-    run, _ = await asyncio.shield(stored)
-    return run
 
 
 async def _hand_to_process(
     services: Services, processes: RunnerProcesses, slot: Handed, lease_s: float, new: NewRun
 ) -> RunRecord:
     """Store a run claimed by a runner process's runner (``slot``) and send it the run."""
-    stored = asyncio.ensure_future(
-        services.store.call(services.store.create_claimed_run, new, slot.runner, lease_s)
+    return await _store_claimed(
+        services,
+        new,
+        slot.runner,
+        lease_s,
+        functools.partial(processes.hand, slot),
+        functools.partial(processes.unreserve, slot),
     )
-    # Sent when stored even if the request is cancelled meanwhile, as _hand_over does.
-    stored.add_done_callback(functools.partial(_send_stored, processes, slot))
+
+
+async def _store_claimed(
+    services: Services,
+    new: NewRun,
+    owner: str,
+    lease_s: float,
+    start: Callable[[Claim], None],
+    give_back: Callable[[], None],
+) -> RunRecord:
+    """Store ``new`` claimed by runner ``owner``; then ``start`` its claim, or ``give_back``.
+
+    The claim is started once stored even if the request is cancelled meanwhile: the run is
+    stored claimed, and left to its lease it would wait that long for another runner.
+    """
+
+    def stored_then(stored: asyncio.Future[tuple[RunRecord, Claim | None]]) -> None:
+        failed = stored.cancelled() or stored.exception() is not None
+        claim = None if failed else stored.result()[1]
+        if claim is None:
+            give_back()
+        else:
+            start(claim)
+
+    stored = asyncio.ensure_future(
+        services.store.call(services.store.create_claimed_run, new, owner, lease_s)
+    )
+    stored.add_done_callback(stored_then)
     run, _ = await asyncio.shield(stored)
     return run
-
-
-def _send_stored(
-    processes: RunnerProcesses,
-    slot: Handed,
-    stored: asyncio.Future[tuple[RunRecord, Claim | None]],
-) -> None:
-    """Send a runner process a run stored claimed by its runner, or give back its slot."""
-    claim = None if stored.cancelled() or stored.exception() is not None else stored.result()[1]
-    if claim is None:
-        processes.unreserve(slot)
-    else:
-        processes.hand(slot, claim)
-
-
-def _start_stored(runner: Runner, stored: asyncio.Future[tuple[RunRecord, Claim | None]]) -> None:
-    """Have ``runner`` execute a run stored claimed, or give back its slot if none was."""
-    claim = None if stored.cancelled() or stored.exception() is not None else stored.result()[1]
-    if claim is None:
-        runner.unreserve()
-    else:
-        runner.take(claim)
