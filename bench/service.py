@@ -14,11 +14,11 @@ pr-reviewer result after ``--latency`` ms (20), so the model drops out. Parts:
    (``serve`` and every process it started) over the CPU the library spends a run (target at
    most 1.5). The two sides take turns, three rounds each, so a machine shared with other
    work loads both alike; the load average is printed beside them. The service is measured
-   as one process (``serve --processes 1 --workers 100``, the default count: lines ending
-   ``[1 process]``) and then as docs/service.md tells a user to size it on this host: one
-   process a core (``--processes auto``; ``--processes`` here changes it), the 100 runs at
-   once shared among them (``--workers 50`` each on 2 cores): ``service_vs_library`` is that
-   figure, and its line names the options;
+   as docs/service.md tells a user to run it on SQLite, one process (``serve --processes 1
+   --workers 100``, the default): ``service_vs_library`` is that figure; then with one process
+   a core (``--processes auto``; ``--processes`` here changes it), the 100 runs at once shared
+   among them (``--workers 50`` each on 2 cores), the size docs/service.md gives PostgreSQL:
+   those lines name the options in their brackets;
 2. with ``--postgres``, the same against a throwaway PostgreSQL cluster (``initdb`` of the
    Debian package): ``service_cpu_vs_library[postgres]: C`` counts the database server's
    processes (the postmaster and its backends, from ``/proc``) with the service's (target at
@@ -430,13 +430,12 @@ def _sqlite(
         _report("sqlite", label, library, served, _share(args.workers, processes))
         ratio = served.rate / library.rate
         if processes == 1:
-            print(f"service_vs_library[1 process]: {ratio:.2f} ({load_average()})")
-        else:
             print(
-                f"service_vs_library: {ratio:.2f} (serve --processes {processes} --workers "
-                f"{_share(args.workers, processes)}: one process a core, {args.workers} runs at "
-                f"once among them, as docs/service.md sizes it; {load_average()})"
+                f"service_vs_library: {ratio:.2f} (serve --processes 1 --workers "
+                f"{args.workers}, as docs/service.md sizes it on SQLite; {load_average()})"
             )
+        else:
+            print(f"service_vs_library[sqlite{label}]: {ratio:.2f} ({load_average()})")
         if args.burst and processes == args.processes:
             submitted, completed, lost = asyncio.run(burst(url, args.burst))
             print(f"burst: {submitted} submitted, {completed} completed, {lost} lost")
