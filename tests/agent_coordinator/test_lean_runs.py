@@ -88,6 +88,12 @@ class Request:
     )
 
 
+def _nested(depth: int) -> Callable[[str], bytes]:
+    value = "[" * depth + "]" * depth
+    body = f'{{"agent_name": "reviewer", "parameters": {{"pr_url": "u", "n": {value}}}}}'
+    return lambda _session: body.encode()
+
+
 def _resume(session_id: str) -> bytes:
     return httpx.Request(
         "POST", "/", json={"type": "resume_session", "session_id": session_id, "prompt": "More."}
@@ -150,6 +156,11 @@ REQUESTS = [
         422,
         "InvalidRequest",
         content=_json({"agent_name": "writer", "prompt": ""}),
+    ),
+    Request("parameters nested 150 deep", 200, content=_nested(150)),
+    Request("parameters nested 300 deep", 422, "InvalidRequest", content=_nested(300)),
+    Request(
+        "parameters nested deeper than Python parses", 400, "BadRequest", content=_nested(1100)
     ),
     Request("a body that is not JSON", 422, "InvalidRequest", content=lambda _s: b"{not json"),
     Request("no body", 422, "InvalidRequest", content=lambda _s: b""),
