@@ -9,18 +9,13 @@ route, is rendered by one handler as :class:`ErrorBody` with a stable ``error`` 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException
-from starlette.routing import BaseRoute, Match, Route
+from fastapi import Depends, FastAPI
+from starlette.routing import BaseRoute, Route
 
-from agent_contracts._errors import AgentshapeError
 from agent_coordinator._api import (
     agent_writes,
     agents,
@@ -32,16 +27,11 @@ from agent_coordinator._api import (
     sessions,
 )
 from agent_coordinator._api.deps import require_token
+from agent_coordinator._api.errors import HANDLED, render_error
+from agent_coordinator._api.lean_runs import LeanRunCreate
 from agent_coordinator._api.limits import BodyLimit
 from agent_coordinator._dashboard import DashboardPages
-from agent_coordinator._errors import (
-    ErrorBody,
-    ErrorDetail,
-    ServiceError,
-    StoreUnavailable,
-    Unprocessable,
-    from_library,
-)
+from agent_coordinator._errors import ErrorBody, StoreUnavailable
 from agent_coordinator._service.bodies import Health, Ready
 from agent_coordinator._service.hosts import AllowedHosts, HostGuard
 from agent_coordinator._service.lifespan import serving
@@ -52,75 +42,10 @@ if TYPE_CHECKING:
 
 __all__ = ["create_app"]
 
-logger = logging.getLogger(__name__)
-
 READY_WITHIN_S = 10.0
 """Seconds ``GET /ready`` waits for the database's answer before it answers 503 (more than a
 PostgreSQL store waits for a connection and then for its diagnosis, so an unreachable database
 is named as such)."""
-
-_HTTP_CODES = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    413: "PayloadTooLarge",
-    415: "UnsupportedMediaType",
-}
-
-
-def _as_service_error(error: Exception) -> ServiceError:
-    if isinstance(error, ServiceError):
-        return error
-    if isinstance(error, AgentshapeError):
-        return from_library(error)
-    if isinstance(error, RequestValidationError):
-        return Unprocessable(
-            "InvalidRequest",
-            "the request is not valid",
-            details=[
-                ErrorDetail(
-                    path="$"
-                    + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]),
-                    message=str(e["msg"]),
-                )
-                for e in error.errors()
-            ],
-        )
-    if isinstance(error, HTTPException):
-        code = _HTTP_CODES.get(error.status_code, "HttpError")
-        message = str(error.detail)
-        if isinstance(error.__cause__, RecursionError):  # FastAPI's "error parsing the body"
-            message = "the request body is nested deeper than the JSON parser allows"
-        wrapped = ServiceError(code, message)
-        wrapped.status_code = error.status_code
-        return wrapped
-    logger.exception("unexpected error", exc_info=error)
-    return ServiceError("InternalError", "the service failed unexpectedly; see its log")
-
-
-def _allowed_methods(request: Request) -> str:
-    """Return every method the request's path takes (Starlette names only the first route's)."""
-    routes: list[Route] = request.app.state.method_routes
-    methods: set[str] = set()
-    for route in routes:
-        if route.matches(request.scope)[0] != Match.NONE:
-            methods |= route.methods or set()
-    return ", ".join(sorted(methods))
-
-
-async def _render(request: Request, error: Exception) -> JSONResponse:
-    """The one exception handler: every error becomes the one error body."""
-    service_error = _as_service_error(error)
-    body: ErrorBody = service_error.body()
-    # HTTP's own headers stay with the error: a 405's Allow, a 401's WWW-Authenticate.
-    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else None
-    if headers is not None and service_error.status_code == 405:
-        headers["Allow"] = _allowed_methods(request)
-    return JSONResponse(
-        body.model_dump(mode="json"), status_code=service_error.status_code, headers=headers
-    )
 
 
 def create_app(
@@ -162,8 +87,11 @@ def create_app(
         responses={"default": {"model": ErrorBody, "description": "Any error"}},
     )
     app.state.services = services
-    for kind in (ServiceError, AgentshapeError, RequestValidationError, HTTPException, Exception):
-        app.add_exception_handler(kind, _render)
+    for kind in (*HANDLED, Exception):
+        app.add_exception_handler(kind, render_error)
+    # Innermost: a well-formed POST /runs is answered without the router, once the body limit
+    # and the host guard have let it through.
+    app.add_middleware(LeanRunCreate, services=services)
     app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
     app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
     # Outermost: a foreign Host or a cross-site change is refused before anything reads it.

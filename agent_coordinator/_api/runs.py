@@ -12,15 +12,16 @@ from fastapi.responses import StreamingResponse
 
 from agent_coordinator._api.deps import ServicesDep
 from agent_coordinator._api.model_text import ModelTextResponse, model_response
-from agent_coordinator._service.bodies import RunCreate, RunOutcome, RunPage, RunView
-from agent_coordinator._service.runs import new_id, stored_run, submit_run, until_end, wait_for_end
-from agent_coordinator._service.views import (
-    delivery_view,
-    result_event,
-    run_outcome,
-    run_view,
-    session_result,
+from agent_coordinator._service.bodies import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_WAIT_S,
+    RunCreate,
+    RunOutcome,
+    RunPage,
+    RunView,
 )
+from agent_coordinator._service.runs import stored_run, submit_and_wait, wait_for_end
+from agent_coordinator._service.views import delivery_view, result_event, run_answer, run_view
 from agent_coordinator._store.records import TERMINAL, RunState
 
 __all__ = ["router"]
@@ -41,8 +42,8 @@ _EVENT_POLL_S = 0.2
 async def create_run(
     body: RunCreate,
     services: ServicesDep,
-    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
-    wait: Annotated[float, Query(ge=0, le=120)] = 0,
+    idempotency_key: Annotated[str | None, Header(max_length=MAX_IDEMPOTENCY_KEY_CHARS)] = None,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0,
 ) -> Response:
     """Store a run (202), then optionally wait up to ``wait`` seconds for it to end (200).
 
@@ -52,24 +53,8 @@ async def create_run(
     stored: 422 lists every parameter problem, 404 an unknown agent or schema name, 400 an invalid
     inline schema. The same ``Idempotency-Key`` returns the same run, never a second one.
     """
-    if wait <= 0:
-        run = await submit_run(services, body, idempotency_key)
-    else:
-        # Subscribe before the run is stored, so its end cannot slip by unseen.
-        run_id = new_id("run")
-        ended = services.notifier.subscribe(run_id)
-        try:
-            run = await submit_run(services, body, idempotency_key, run_id=run_id, run_now=True)
-            timeout_s = min(wait, services.limits.max_wait_s)
-            if run.id != run_id:  # the idempotency key's earlier run
-                run = await wait_for_end(services, run.id, timeout_s)
-            else:
-                run = await until_end(services, run, ended, timeout_s)
-        finally:
-            services.notifier.unsubscribe(run_id, ended)
-    if run.status not in TERMINAL:
-        return model_response(run_outcome(run), 202)
-    return model_response(run_outcome(run, session_result(run)), 200)
+    run = await submit_and_wait(services, body, idempotency_key, wait)
+    return model_response(*run_answer(run))
 
 
 @router.get("/runs")
@@ -123,7 +108,7 @@ async def cancel_run(
     run_id: str,
     services: ServicesDep,
     response: Response,
-    wait: Annotated[float, Query(ge=0, le=120)] = 5,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 5,
 ) -> RunView:
     """Cancel a run and answer with what happened.
 

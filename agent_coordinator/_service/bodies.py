@@ -12,7 +12,9 @@ from agent_contracts._validation import ValidationIssue
 from agent_coordinator._store.records import ClaimEnd, RunKind, RunState
 
 __all__ = [
+    "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_PROMPT_CHARS",
+    "MAX_WAIT_S",
     "AgentDetail",
     "AgentSummary",
     "AttemptView",
@@ -41,6 +43,10 @@ __all__ = [
 
 MAX_PROMPT_CHARS = 200_000
 """The longest prompt a run may have."""
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+"""The longest ``Idempotency-Key`` header a ``POST /runs`` may give."""
+MAX_WAIT_S = 120
+"""The longest ``wait`` a ``POST /runs`` or a cancel may ask for, in seconds."""
 
 _PR_REVIEW: dict[str, JsonValue] = {
     "type": "object",

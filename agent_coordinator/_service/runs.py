@@ -1,7 +1,8 @@
 """Submitting runs and waiting for them: what the HTTP API and the MCP server both call.
 
 :func:`submit_run` checks a start or resume request and stores it (once per idempotency key);
-:func:`wait_for_end` waits for a run to end, woken at once by this process's runners.
+:func:`wait_for_end` waits for a run to end, woken at once by this process's runners;
+:func:`submit_and_wait` is ``POST /runs``: both together.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ from agent_coordinator._service.services import Services
 from agent_coordinator._store.records import TERMINAL, Claim, NewRun, RunInput, RunRecord
 from agent_coordinator._webhooks import check_webhook_url
 
-__all__ = ["checked_input", "new_id", "stored_run", "submit_run", "until_end", "wait_for_end"]
+__all__ = [
+    "checked_input",
+    "new_id",
+    "stored_run",
+    "submit_and_wait",
+    "submit_run",
+    "until_end",
+    "wait_for_end",
+]
 
 _END_POLL_S = 0.5
 """How often a wait reads a run ended by another process's runner (this process's wake it)."""
@@ -243,6 +252,40 @@ async def submit_run(
     if created:
         services.wake_runners(services.next_turn())
     return run
+
+
+async def submit_and_wait(
+    services: Services, body: RunCreate, key: str | None, wait_s: float
+) -> RunRecord:
+    """Store a run (:func:`submit_run`), then wait up to ``wait_s`` seconds for it to end.
+
+    Args:
+        services: The service's store, runners and settings.
+        body: The request.
+        key: Its idempotency key, if it has one.
+        wait_s: How long to wait for the run's end (``0``: not at all; at most the service's
+            ``max_wait_s``).
+
+    Returns:
+        The run as it is when it ended or the wait ran out (the idempotency key's earlier run,
+        if the key was used before).
+
+    Raises:
+        ServiceError: As :func:`submit_run`.
+    """
+    if wait_s <= 0:
+        return await submit_run(services, body, key)
+    # Subscribe before the run is stored, so its end cannot slip by unseen.
+    run_id = new_id("run")
+    ended = services.notifier.subscribe(run_id)
+    try:
+        run = await submit_run(services, body, key, run_id=run_id, run_now=True)
+        timeout_s = min(wait_s, services.limits.max_wait_s)
+        if run.id != run_id:  # the idempotency key's earlier run
+            return await wait_for_end(services, run.id, timeout_s)
+        return await until_end(services, run, ended, timeout_s)
+    finally:
+        services.notifier.unsubscribe(run_id, ended)
 
 
 async def _hand_over(services: Services, runner: Runner, new: NewRun) -> RunRecord:

@@ -24,7 +24,13 @@ from agent_coordinator._service.bodies import (
     WebhookDeliveryView,
     timestamp,
 )
-from agent_coordinator._store.records import ClaimRecord, DeliveryRecord, RunRecord, SessionRecord
+from agent_coordinator._store.records import (
+    TERMINAL,
+    ClaimRecord,
+    DeliveryRecord,
+    RunRecord,
+    SessionRecord,
+)
 
 __all__ = [
     "agent_detail",
@@ -33,6 +39,7 @@ __all__ = [
     "delivery_view",
     "failure",
     "result_event",
+    "run_answer",
     "run_outcome",
     "run_view",
     "session_result",
@@ -84,6 +91,18 @@ def run_outcome(run: RunRecord, result: SessionResult | None = None) -> RunOutco
     """Return ``POST /runs``'s answer: the run, with ``result`` (already checked) once it ended."""
     # The view and the result were each validated as they were built; not a second time.
     return RunOutcome.model_construct(**run_view(run).__dict__, result=result)
+
+
+def run_answer(run: RunRecord) -> tuple[RunOutcome, int]:
+    """Return ``POST /runs``'s answer to ``run`` and its status.
+
+    Returns:
+        The run and 202 while it is queued or running; once it has ended, the run with its
+        result and 200.
+    """
+    if run.status not in TERMINAL:
+        return run_outcome(run), 202
+    return run_outcome(run, session_result(run)), 200
 
 
 def delivery_view(delivery: DeliveryRecord) -> WebhookDeliveryView:

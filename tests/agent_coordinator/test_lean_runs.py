@@ -1,0 +1,253 @@
+"""``POST /runs`` through the lean path answers exactly as the FastAPI route does, over real HTTP.
+
+Two services with the same fleet, token and limits get the same requests in the same order: the
+app as served, and the same app without :class:`LeanRunCreate` (every request then reaches the
+route). Their answers are the same, status, headers and body, once each service's own run and
+session ids, timestamps and folders are replaced by placeholders (ids numbered in order of
+appearance, so a repeated ``Idempotency-Key`` must give back the same run on both). The lean
+path does not touch the store's code, so SQLite stands for both stores here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_coordinator._api.app import create_app
+from agent_coordinator._api.lean_runs import LeanRunCreate
+from agent_coordinator._service.services import Limits
+from tests.agent_coordinator import harness
+
+TOKEN = "s3cret-token"
+MAX_BODY = 4096
+REVIEW = {"agent_name": "reviewer", "parameters": {"pr_url": "https://example.com/pr/1"}}
+WRITE = {"agent_name": "writer", "prompt": "Say hi."}
+
+_IDS = re.compile(r"\b(run|ses)_[0-9a-f]{16}\b")
+_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
+@dataclass
+class Answers:
+    """One service's answers, as a user sees them, ids and times replaced by placeholders."""
+
+    service: harness.Service
+    root: Path
+    ids: dict[str, str] = field(default_factory=dict)
+    first_session: str = ""
+
+    def normalized(self, text: str) -> str:
+        def placeholder(found: re.Match[str]) -> str:
+            return self.ids.setdefault(found[0], f"<{found[1]} {len(self.ids)}>")
+
+        text = text.replace(str(self.root), "<root>")
+        return _TIMES.sub("<time>", _IDS.sub(placeholder, text))
+
+    def send(self, request: Request) -> tuple[int, dict[str, str], str]:
+        given = {"authorization": f"Bearer {TOKEN}", **request.headers}
+        headers = {name: value for name, value in given.items() if value is not None}
+        content = request.content(self.first_session)
+        response = httpx.post(
+            f"{self.service.url}/runs{request.query}",
+            content=content,
+            headers=headers,
+            timeout=30,
+        )
+        if not self.first_session and response.status_code == 200:
+            self.first_session = response.json()["session_id"]
+        assert response.headers["content-length"] == str(len(response.content))
+        shown = {
+            name: value
+            for name, value in response.headers.items()
+            if name not in ("date", "content-length")
+        }
+        return response.status_code, shown, self.normalized(response.text)
+
+
+def _json(body: object) -> Callable[[str], bytes]:
+    return lambda _session: httpx.Request("POST", "/", json=body).content
+
+
+@dataclass
+class Request:
+    """A ``POST /runs`` to send to both services."""
+
+    name: str
+    status: int
+    error: str | None = None
+    query: str = "?wait=20"
+    content: Callable[[str], bytes | Iterator[bytes]] = field(default_factory=lambda: _json(WRITE))
+    headers: dict[str, str | None] = field(
+        default_factory=lambda: {"content-type": "application/json"}
+    )
+
+
+def _nested(depth: int) -> Callable[[str], bytes]:
+    value = "[" * depth + "]" * depth
+    body = f'{{"agent_name": "reviewer", "parameters": {{"pr_url": "u", "n": {value}}}}}'
+    return lambda _session: body.encode()
+
+
+def _resume(session_id: str) -> bytes:
+    return httpx.Request(
+        "POST", "/", json={"type": "resume_session", "session_id": session_id, "prompt": "More."}
+    ).content
+
+
+REQUESTS = [
+    Request("a good run, waited for", 200, content=_json(REVIEW)),
+    Request("a good run, not waited for", 202, query=""),
+    Request("wait=0", 202, query="?wait=0"),
+    Request("wait as a decimal", 200, query="?wait=20.5"),
+    Request("wait as FastAPI alone reads it", 200, query="?wait=2e1"),
+    Request("a resumed session", 200, content=_resume),
+    Request(
+        "a key, first", 200, headers={"content-type": "application/json", "idempotency-key": "k1"}
+    ),
+    Request(
+        "the key again", 200, headers={"content-type": "application/json", "idempotency-key": "k1"}
+    ),
+    Request(
+        "the key with another body",
+        409,
+        "IdempotencyConflict",
+        content=_json(REVIEW),
+        headers={"content-type": "application/json", "idempotency-key": "k1"},
+    ),
+    Request(
+        "a key too long",
+        422,
+        "InvalidRequest",
+        headers={"content-type": "application/json", "idempotency-key": "k" * 201},
+    ),
+    Request(
+        "a key of the longest length",
+        200,
+        headers={"content-type": "application/json", "idempotency-key": "k" * 200},
+    ),
+    Request(
+        "no token",
+        401,
+        "Unauthorized",
+        headers={"content-type": "application/json", "authorization": None},
+    ),
+    Request(
+        "a wrong token",
+        401,
+        "Unauthorized",
+        headers={"content-type": "application/json", "authorization": "Bearer s3cret-tokem"},
+    ),
+    Request(
+        "a wrong token and an invalid body",
+        401,
+        "Unauthorized",
+        content=_json({"agent_name": "writer", "prompt": ""}),
+        headers={"content-type": "application/json", "authorization": "Bearer nope"},
+    ),
+    Request("a field unknown", 422, "InvalidRequest", content=_json({**WRITE, "colour": "red"})),
+    Request(
+        "an empty prompt",
+        422,
+        "InvalidRequest",
+        content=_json({"agent_name": "writer", "prompt": ""}),
+    ),
+    Request("parameters nested 150 deep", 200, content=_nested(150)),
+    Request("parameters nested 300 deep", 422, "InvalidRequest", content=_nested(300)),
+    Request(
+        "parameters nested deeper than Python parses", 400, "BadRequest", content=_nested(1100)
+    ),
+    Request("a body that is not JSON", 422, "InvalidRequest", content=lambda _s: b"{not json"),
+    Request("no body", 422, "InvalidRequest", content=lambda _s: b""),
+    Request("a body that is null", 422, "InvalidRequest", content=lambda _s: b"null"),
+    Request(
+        "start_session without an agent", 422, "InvalidRequest", content=_json({"prompt": "x"})
+    ),
+    Request("wait past the bound", 422, "InvalidRequest", query="?wait=121"),
+    Request("wait negative", 422, "InvalidRequest", query="?wait=-1"),
+    Request("wait not a number", 422, "InvalidRequest", query="?wait=soon"),
+    Request("wait given twice", 200, query="?wait=1&wait=20"),
+    Request("another query beside wait", 200, query="?wait=20&colour=red"),
+    Request(
+        "a body past the limit",
+        413,
+        "PayloadTooLarge",
+        content=_json({"agent_name": "writer", "prompt": "x" * MAX_BODY}),
+    ),
+    Request(
+        "a chunked body",
+        200,
+        content=lambda _s: iter([b'{"agent_name": "writer", ', b'"prompt": "hi"}']),
+    ),
+    Request("an unknown agent", 404, content=_json({"agent_name": "nobody", "prompt": "x"})),
+    Request(
+        "an unknown session",
+        404,
+        "SessionNotFound",
+        content=_json(
+            {"type": "resume_session", "session_id": "ses_0000000000000000", "prompt": "x"}
+        ),
+    ),
+    Request(
+        "JSON with a charset", 200, headers={"content-type": "application/json; charset=utf-8"}
+    ),
+    Request("no content type", 422, "InvalidRequest", headers={}),
+    Request("text/plain", 422, "InvalidRequest", headers={"content-type": "text/plain"}),
+    Request(
+        "a foreign Host",
+        421,
+        "HostNotAllowed",
+        headers={"content-type": "application/json", "host": "evil.example"},
+    ),
+    Request(
+        "a cross-site browser POST",
+        403,
+        "CrossSiteRequest",
+        headers={
+            "content-type": "application/json",
+            "origin": "https://evil.example",
+            "sec-fetch-site": "cross-site",
+        },
+    ),
+]
+
+
+def _without_lean_path(*args: object, **kwargs: object) -> object:
+    app = create_app(*args, **kwargs)  # type: ignore[arg-type]
+    lean: object = LeanRunCreate
+    kept = [entry for entry in app.user_middleware if entry.cls is not lean]
+    assert len(kept) == len(app.user_middleware) - 1
+    app.user_middleware = kept
+    return app
+
+
+@pytest.fixture
+def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Answers, Answers]]:
+    settings = {"token": TOKEN, "limits": Limits(max_body_bytes=MAX_BODY)}
+    (tmp_path / "lean").mkdir()
+    (tmp_path / "route").mkdir()
+    lean = harness.Service(tmp_path / "lean", str(tmp_path / "lean.db"), **settings)  # type: ignore[arg-type]
+    try:
+        monkeypatch.setattr(harness, "create_app", _without_lean_path)
+        route = harness.Service(tmp_path / "route", str(tmp_path / "route.db"), **settings)  # type: ignore[arg-type]
+        try:
+            yield Answers(lean, tmp_path / "lean"), Answers(route, tmp_path / "route")
+        finally:
+            route.close()
+    finally:
+        lean.close()
+
+
+def test_the_lean_path_answers_as_the_route_does(services: tuple[Answers, Answers]) -> None:
+    lean, route = services
+    for request in REQUESTS:
+        status, headers, text = lean.send(request)
+        assert (status, headers, text) == route.send(request), request.name
+        assert status == request.status, (request.name, text)
+        if request.error is not None:
+            assert json.loads(text)["error"] == request.error, (request.name, text)
