@@ -24,12 +24,33 @@ from __future__ import annotations
 
 from pydantic import BaseModel, JsonValue
 
+from agent_contracts._events import (
+    AnalyticsEvent,
+    AttemptEvent,
+    ModelTurnEvent,
+    RetryEvent,
+    RunCompletedEvent,
+    RunFailedEvent,
+    RunStartedEvent,
+    ToolCallEvent,
+)
 from agent_executor._stream_events import PartialOutput, RunEvent, RunStarted, TextDelta
 
 __all__ = ["STREAM_TYPES", "EventBuffer", "StoredEvent"]
 
 StoredEvent = tuple[str, dict[str, JsonValue]]
 """An event as the store keeps it: its type and its JSON data."""
+
+_ANALYTICS_TYPES = (
+    RunStartedEvent,
+    ModelTurnEvent,
+    ToolCallEvent,
+    AttemptEvent,
+    RetryEvent,
+    RunCompletedEvent,
+    RunFailedEvent,
+)
+"""The classes of :data:`~agent_contracts._events.AnalyticsEvent`."""
 
 STREAM_TYPES: frozenset[str] = frozenset(
     {"partial_output", "retry_started", "text_delta", "tool_call_finished", "tool_call_started"}
@@ -47,11 +68,16 @@ class EventBuffer:
 
     def __init__(self) -> None:
         self._pending: list[StoredEvent | RunEvent] = []
+        self.analytics: list[AnalyticsEvent] = []
+        """Every analytics event of the run so far, as the library emitted it, in order (the
+        run's end counts them for the rollups without reading their JSON back)."""
 
     def emit(self, event: BaseModel) -> None:
         """Keep one analytics event."""
         data: dict[str, JsonValue] = event.model_dump(mode="json")
         self._pending.append((str(data.get("event", type(event).__name__)), data))
+        if isinstance(event, _ANALYTICS_TYPES):
+            self.analytics.append(event)
 
     def stream(self, event: RunEvent) -> None:
         """Keep one stream event.

@@ -316,10 +316,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 self._lean_attempt_events(cursor, run_id, attempts)
             self._note_error(cursor, error)
             # The runner's copy of the run's events, as stored, spares reading them back.
-            logged = None
+            logged = analytics = None
             if holding is not None and holding.events is not None:
                 logged = [*lean_attempt_events(holding.events, attempts), *added]
-            self._roll_up(cursor, run_id, ended.agent_name, now, logged)
+                analytics = holding.analytics
+            self._roll_up(cursor, run_id, ended.agent_name, now, logged, analytics)
             system = self._end_session(cursor, ended, status, transcript, holding, now)
         if system is not None:
             if len(self._systems_kept) >= _SYSTEMS_KEPT:

@@ -6,11 +6,13 @@ PostgreSQL; the API turns them into ISO 8601 strings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from agent_contracts._events import AnalyticsEvent
 from agent_contracts._runs import JsonSchema
 
 __all__ = [
@@ -161,6 +163,10 @@ class Holding:
     events held one, or an earlier claim did)."""
     events: list[tuple[str, dict[str, JsonValue]]] | None = None
     """Every event stored for the run so far, in order (``None``: not known)."""
+    analytics: Sequence[AnalyticsEvent] | None = None
+    """The analytics events among :attr:`events` and the events the end stores, as the library
+    emitted them, in order; the other events are ones the review does not know (``None``: not
+    known, the stored events are read as the review reads them)."""
 
 
 ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown", "requeued"]
