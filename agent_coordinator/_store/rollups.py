@@ -322,8 +322,8 @@ class Rollups(SqlBase):
             run_id: The run.
             agent_name: Its agent.
             ended: When it ended.
-            logged: Every event stored for the run, in order, as stored (type and data); read
-                from the store when ``None``.
+            logged: Every event stored for the run, in order (type and data); read from the
+                store when ``None``.
             analytics: The analytics events among ``logged``, in order, as the library emitted
                 them (:attr:`~agent_coordinator._store.records.Holding.analytics`); counted as
                 they are instead of read back from ``logged``, whose other events are the
