@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
 from agent_contracts._events import AnalyticsEvent
 from agent_contracts._runs import JsonSchema
@@ -143,7 +143,10 @@ class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run: RunRecord
-    transcript: list[JsonValue]
+    # Not checked as JSON here: it is the store's own writing (or the process that claimed the
+    # run sent it), and the run validates it as the library's messages.
+    transcript: SkipValidation[list[JsonValue]]
+    """The session's conversation so far (the library's messages as JSON)."""
     progress: dict[str, JsonValue] | None = None
     """The turns an earlier claim of the run recorded (``None``: the run starts afresh)."""
     events: list[tuple[str, dict[str, JsonValue]]] | None = None
