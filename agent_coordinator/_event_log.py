@@ -5,7 +5,8 @@ keeps both, in the order they happened, until the runner stores them (every tick
 run's end):
 
 - its analytics events (``run_started``, ``model_turn``, ``tool_call``, ``attempt``, ``retry``,
-  ``run_completed``, ``run_failed``), stored as they are;
+  ``run_completed``, ``run_failed``), stored as they are; the models themselves are kept as well
+  (:attr:`EventBuffer.analytics`) for the run's end, which counts them for the rollups;
 - for a run asked to stream, the events ``Agent.run_stream`` yields (:data:`STREAM_TYPES`), stored
   as their ``to_json()``: ``text_delta``, ``tool_call_started``, ``tool_call_finished``,
   ``partial_output`` and ``retry_started``. The stream's ``RunStarted`` is left out (the
