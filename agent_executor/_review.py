@@ -406,7 +406,7 @@ class Tally:
             data: The event's JSON object.
 
         Returns:
-            Whether it is a known event (one that is not is not counted).
+            Whether it is a known event; an unknown one is not counted.
         """
         try:
             event = ANALYTICS_EVENT_ADAPTER.validate_python(data)

@@ -14,10 +14,10 @@
 A run's figures are the review's own arithmetic (its :class:`~agent_executor._review.Tally` over
 that run's stored events: at a run's end, the events as the library emitted them, which its runner
 holds), so :meth:`Rollups.rollup_review` (what ``GET /reports/analytics`` returns) gives the CLI's
-numbers over the same events, except that latency percentiles are read
-from the histograms, and that a window starts at a UTC midnight. Runs still open are added
-when the review is read (their events only: a few runs). A store from before the rollups is
-filled from its stored events when migrated (:meth:`Rollups._backfill`).
+numbers over the same events, except that latency percentiles are read from the histograms, and
+that a window starts at a UTC midnight. Runs still open are added when the review is read (their
+events only: a few runs). A store from before the rollups is filled from its stored events when
+migrated (:meth:`Rollups._backfill`).
 """
 
 from __future__ import annotations
@@ -128,9 +128,7 @@ def _larger(one: float | None, other: float | None) -> float | None:
     return other if one is None else one if other is None else max(one, other)
 
 
-def _tally(
-    events: Iterable[dict[str, JsonValue]],
-) -> tuple[Tally, int]:
+def _tally(events: Iterable[dict[str, JsonValue]]) -> tuple[Tally, int]:
     """Count a run's stored events as the review does; return them and how many are unknown."""
     tally = Tally()
     unrecognised = sum(not tally.add_data(data) for data in events)
