@@ -135,6 +135,25 @@ def _tally(events: Iterable[dict[str, JsonValue]]) -> tuple[Tally, int]:
     return tally, unrecognised
 
 
+def _logged_tally(
+    logged: Sequence[tuple[str, dict[str, JsonValue]]], analytics: Sequence[AnalyticsEvent] | None
+) -> tuple[Tally, int]:
+    """Count a run's events as :func:`_tally` does, from what its runner holds.
+
+    Args:
+        logged: Every event stored for the run, in order (type and data).
+        analytics: The analytics events among them as the library emitted them, counted as they
+            are (the others are the unknown ones); ``None``: ``logged`` is counted.
+    """
+    if analytics is None:
+        return _tally(data for kind, data in logged if kind not in STREAM_TYPES)
+    tally = Tally()
+    for event in analytics:
+        tally.add(event)
+    kept = sum(kind not in STREAM_TYPES for kind, _ in logged)
+    return tally, kept - len(analytics)
+
+
 def _run_figures(
     tally: Tally, unrecognised: int, agent_name: str, ended: float
 ) -> Iterator[tuple[str, date, _Figures]]:
@@ -327,17 +346,12 @@ class Rollups(SqlBase):
                 they are instead of read back from ``logged``, whose other events are the
                 unknown ones. ``None``: ``logged`` is counted.
         """
-        if logged is None:
-            tally, unrecognised = _tally(self._run_events(cursor, [run_id])[run_id])
-        elif analytics is None:
-            tally, unrecognised = _tally(data for kind, data in logged if kind not in STREAM_TYPES)
-        else:
-            tally = Tally()
-            for event in analytics:
-                tally.add(event)
-            kept = sum(kind not in STREAM_TYPES for kind, _ in logged)
-            unrecognised = kept - len(analytics)
-        for agent, day, figures in _run_figures(tally, unrecognised, agent_name, ended):
+        counted = (
+            _tally(self._run_events(cursor, [run_id])[run_id])
+            if logged is None
+            else _logged_tally(logged, analytics)
+        )
+        for agent, day, figures in _run_figures(*counted, agent_name, ended):
             self._add_figures(cursor, agent, day, figures)
 
     def _add_figures(self, cursor: Cursor, agent: str, day: date, figures: _Figures) -> None:
