@@ -5,7 +5,8 @@ keeps both, in the order they happened, until the runner stores them (every tick
 run's end):
 
 - its analytics events (``run_started``, ``model_turn``, ``tool_call``, ``attempt``, ``retry``,
-  ``run_completed``, ``run_failed``), stored as they are;
+  ``run_completed``, ``run_failed``), stored as they are; the models themselves are kept as well
+  (:attr:`EventBuffer.analytics`) for the run's end, which counts them for the rollups;
 - for a run asked to stream, the events ``Agent.run_stream`` yields (:data:`STREAM_TYPES`), stored
   as their ``to_json()``: ``text_delta``, ``tool_call_started``, ``tool_call_finished``,
   ``partial_output`` and ``retry_started``. The stream's ``RunStarted`` is left out (the
@@ -24,12 +25,33 @@ from __future__ import annotations
 
 from pydantic import BaseModel, JsonValue
 
+from agent_contracts._events import (
+    AnalyticsEvent,
+    AttemptEvent,
+    ModelTurnEvent,
+    RetryEvent,
+    RunCompletedEvent,
+    RunFailedEvent,
+    RunStartedEvent,
+    ToolCallEvent,
+)
 from agent_executor._stream_events import PartialOutput, RunEvent, RunStarted, TextDelta
 
 __all__ = ["STREAM_TYPES", "EventBuffer", "StoredEvent"]
 
 StoredEvent = tuple[str, dict[str, JsonValue]]
 """An event as the store keeps it: its type and its JSON data."""
+
+_ANALYTICS_TYPES = (
+    RunStartedEvent,
+    ModelTurnEvent,
+    ToolCallEvent,
+    AttemptEvent,
+    RetryEvent,
+    RunCompletedEvent,
+    RunFailedEvent,
+)
+"""The classes of :data:`~agent_contracts._events.AnalyticsEvent`."""
 
 STREAM_TYPES: frozenset[str] = frozenset(
     {"partial_output", "retry_started", "text_delta", "tool_call_finished", "tool_call_started"}
@@ -47,11 +69,16 @@ class EventBuffer:
 
     def __init__(self) -> None:
         self._pending: list[StoredEvent | RunEvent] = []
+        self.analytics: list[AnalyticsEvent] = []
+        """Every analytics event of the run so far, as the library emitted it, in order (the
+        run's end counts them for the rollups without reading their JSON back)."""
 
     def emit(self, event: BaseModel) -> None:
         """Keep one analytics event."""
         data: dict[str, JsonValue] = event.model_dump(mode="json")
         self._pending.append((str(data.get("event", type(event).__name__)), data))
+        if isinstance(event, _ANALYTICS_TYPES):
+            self.analytics.append(event)
 
     def stream(self, event: RunEvent) -> None:
         """Keep one stream event.

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, JsonValue, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from agent_contracts._call_limits import CallLimits
@@ -78,6 +78,9 @@ ProgressRecorder = Callable[[dict[str, JsonValue]], Awaitable[None]]
 call; awaited by the run."""
 
 _NO_OPTIONS = RunOptions()
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+"""Reads a session's transcript (JSON) as the library's messages."""
 
 _RUN_EVENTS: ContextVar[EventBuffer | None] = ContextVar("agentshape_run_events", default=None)
 """The event buffer of the run the current task executes."""
@@ -384,7 +387,7 @@ class Execution:
         try:
             config = self.config(agent_name)
             agent = self._agent(config, tools)
-            messages = [Message.model_validate(message) for message in transcript]
+            messages = _MESSAGES.validate_python(transcript)
             options = self.options(run.options)
             if model is not None and options.timeout_s is None:
                 options = options.model_copy(update={"timeout_s": BATCH_RUN_TIMEOUT_S})

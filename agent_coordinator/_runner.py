@@ -560,6 +560,7 @@ class Runner:
             events=None
             if earlier or logged is None or flight.stored is None
             else [*logged, *flight.stored],
+            analytics=events.analytics,
         )
         if stopped == "cancelled":
             stage.append("storing the result")

@@ -26,7 +26,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from html import escape
@@ -55,7 +55,9 @@ __all__ = [
     "DayTrend",
     "LatencyStats",
     "Review",
+    "Tally",
     "TokenTotals",
+    "Totals",
     "format_review_table",
     "parse_since",
     "render_review_html",
@@ -249,26 +251,41 @@ class _Open:
 
 
 @dataclass
-class _Totals:
-    """One agent's (or every agent's) running totals."""
+class Totals:
+    """One agent's (or every agent's) running totals: the figures its review is made of."""
 
     runs: int = 0
+    """Runs that ended."""
     completed: int = 0
+    """Runs that ended with a result."""
     attempted: int = 0
+    """Ended runs that logged a first attempt."""
     first_ok: int = 0
+    """Ended runs whose first attempt met the contract."""
     rescued: int = 0
+    """Completed runs that needed a re-prompt."""
     retries: int = 0
+    """Re-prompts the ended runs made."""
     incomplete: int = 0
+    """Runs with a start and no end."""
     batched: int = 0
+    """Ended runs whose model calls went through a provider batch."""
     input_tokens: int = 0
+    """Prompt tokens of every run."""
     output_tokens: int = 0
+    """Completion tokens of every run."""
     failures: Counter[str] = field(default_factory=Counter)
+    """Failed runs by error type."""
     retry_reasons: Counter[str] = field(default_factory=Counter)
+    """Re-prompts by the failed attempt's error type."""
     run_ms: array[float] = field(default_factory=lambda: array("d"))
+    """The wall time of each ended run, in milliseconds."""
     turn_ms: array[float] = field(default_factory=lambda: array("d"))
+    """The time of each model call, in milliseconds."""
     days: dict[date, Counter[str]] = field(default_factory=dict)
+    """Runs (``runs``, ``completed``, ``failed``, ``incomplete``) by the UTC day they started."""
 
-    def ended(self, run: _Open, end: RunCompletedEvent | RunFailedEvent) -> None:
+    def _ended(self, run: _Open, end: RunCompletedEvent | RunFailedEvent) -> None:
         self.runs += 1
         self.batched += run.batched
         self.retries += end.retries
@@ -288,7 +305,7 @@ class _Totals:
         counts["runs"] += 1
         counts["completed" if isinstance(end, RunCompletedEvent) else "failed"] += 1
 
-    def unfinished(self, run: _Open) -> None:
+    def _unfinished(self, run: _Open) -> None:
         self.incomplete += 1
         self.input_tokens += run.input_tokens
         self.output_tokens += run.output_tokens
@@ -296,6 +313,7 @@ class _Totals:
             self.days.setdefault(run.day, Counter())["incomplete"] += 1
 
     def review(self, agent_id: str) -> AgentReview:
+        """Return these totals as ``agent_id``'s review (rates and percentiles worked out)."""
         return AgentReview(
             agent_id=agent_id,
             runs=self.runs,
@@ -338,8 +356,8 @@ class Tally:
         """Events counted."""
         self._open: dict[str, _Open] = {}
         self._ended: set[str] = set()
-        self._agents: dict[str, _Totals] = {}
-        self._all = _Totals()
+        self._agents: dict[str, Totals] = {}
+        self._all = Totals()
 
     def add(self, event: AnalyticsEvent) -> None:
         """Count one event (one of another agent, or before ``since``, is passed over)."""
@@ -364,7 +382,7 @@ class Tally:
             run.day = run.day or event.ts.astimezone(UTC).date()
         elif isinstance(event, RunCompletedEvent | RunFailedEvent):
             for each in self._totals_of(run.agent_id):
-                each.ended(run, event)
+                each._ended(run, event)
             del self._open[event.run_id]
             self._ended.add(event.run_id)
         elif isinstance(event, AttemptEvent):
@@ -375,23 +393,48 @@ class Tally:
             run.output_tokens += event.usage.output_tokens
             run.batched = run.batched or event.batch_id is not None
 
-    def _totals_of(self, agent_id: str) -> tuple[_Totals, _Totals]:
+    def _totals_of(self, agent_id: str) -> tuple[Totals, Totals]:
         totals = self._agents.get(agent_id)
         if totals is None:
-            totals = self._agents[agent_id] = _Totals()
+            totals = self._agents[agent_id] = Totals()
         return totals, self._all
+
+    def add_data(self, data: Mapping[str, JsonValue]) -> bool:
+        """Count one event given as a JSON object, as :meth:`add` does.
+
+        Args:
+            data: The event's JSON object.
+
+        Returns:
+            Whether it is a known event; an unknown one is not counted.
+        """
+        try:
+            event = ANALYTICS_EVENT_ADAPTER.validate_python(data)
+        except PydanticValidationError:
+            return False
+        self.add(event)
+        return True
+
+    def totals(self) -> tuple[dict[str, Totals], Totals]:
+        """Return each agent's totals, by agent id, and every agent's together.
+
+        Runs still open (a ``run_started`` and no end) are counted as incomplete first, so
+        :meth:`add` is not called after this.
+        """
+        for run in self._open.values():
+            for each in self._totals_of(run.agent_id):
+                each._unfinished(run)
+        self._open.clear()
+        return self._agents, self._all
 
     def reviews(self) -> tuple[list[AgentReview], AgentReview]:
         """Return each agent's review, sorted by agent id, and every agent's together.
 
         Runs still open (a ``run_started`` and no end) count as incomplete.
         """
-        for run in self._open.values():
-            for each in self._totals_of(run.agent_id):
-                each.unfinished(run)
-        self._open.clear()
-        agents = [totals.review(name) for name, totals in sorted(self._agents.items())]
-        return agents, self._all.review(ALL_AGENTS)
+        agents, everyone = self.totals()
+        reviews = [totals.review(name) for name, totals in sorted(agents.items())]
+        return reviews, everyone.review(ALL_AGENTS)
 
 
 # -- reading the logs -----------------------------------------------------------------------------
@@ -513,12 +556,7 @@ def review_events(
     """
     since_utc = _as_utc(since)
     tally = Tally(agent=agent, since=since_utc)
-    unrecognised = 0
-    for raw in events:
-        try:
-            tally.add(ANALYTICS_EVENT_ADAPTER.validate_python(raw))
-        except PydanticValidationError:
-            unrecognised += 1
+    unrecognised = sum(not tally.add_data(raw) for raw in events)
     agents, overall = tally.reviews()
     return Review(
         source=source,

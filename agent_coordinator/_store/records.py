@@ -6,11 +6,13 @@ PostgreSQL; the API turns them into ISO 8601 strings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SkipValidation
 
+from agent_contracts._events import AnalyticsEvent
 from agent_contracts._runs import JsonSchema
 
 __all__ = [
@@ -141,7 +143,10 @@ class Claim(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run: RunRecord
-    transcript: list[JsonValue]
+    # Not checked as JSON here: it is the store's own writing (or the process that claimed the
+    # run sent it), and the run validates it as the library's messages.
+    transcript: SkipValidation[list[JsonValue]]
+    """The session's conversation so far (the library's messages as JSON)."""
     progress: dict[str, JsonValue] | None = None
     """The turns an earlier claim of the run recorded (``None``: the run starts afresh)."""
     events: list[tuple[str, dict[str, JsonValue]]] | None = None
@@ -161,6 +166,10 @@ class Holding:
     events held one, or an earlier claim did)."""
     events: list[tuple[str, dict[str, JsonValue]]] | None = None
     """Every event stored for the run so far, in order (``None``: not known)."""
+    analytics: Sequence[AnalyticsEvent] | None = None
+    """The analytics events among :attr:`events` and the events the end stores, as the library
+    emitted them, in order; the other events are ones the review does not know (``None``: not
+    known, the stored events are read as the review reads them)."""
 
 
 ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown", "requeued"]

@@ -11,12 +11,13 @@
   the keyed counts (failures, reasons, buckets) also for all days together, so a review of the
   whole store reads a row per bucket, not one per bucket and day.
 
-A run's figures are the review's own arithmetic (:func:`~agent_executor._review.review_events`
-over that run's stored events), so :meth:`Rollups.rollup_review` (what ``GET /reports/analytics``
-returns) gives the CLI's numbers over the same events, except that latency percentiles are read
-from the histograms, and that a window starts at a UTC midnight. Runs still open are added
-when the review is read (their events only: a few runs). A store from before the rollups is
-filled from its stored events when migrated (:meth:`Rollups._backfill`).
+A run's figures are the review's own arithmetic (its :class:`~agent_executor._review.Tally` over
+that run's stored events: at a run's end, the events as the library emitted them, which its runner
+holds), so :meth:`Rollups.rollup_review` (what ``GET /reports/analytics`` returns) gives the CLI's
+numbers over the same events, except that latency percentiles are read from the histograms, and
+that a window starts at a UTC midnight. Runs still open are added when the review is read (their
+events only: a few runs). A store from before the rollups is filled from its stored events when
+migrated (:meth:`Rollups._backfill`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from pydantic import JsonValue
 
+from agent_contracts._events import AnalyticsEvent
 from agent_coordinator._event_log import STREAM_TYPES
 from agent_coordinator._store.sql import Cursor, SqlBase, loads
 from agent_executor._review import (
@@ -38,8 +40,8 @@ from agent_executor._review import (
     DayTrend,
     LatencyStats,
     Review,
+    Tally,
     TokenTotals,
-    review_events,
 )
 
 __all__ = ["ROLLUPS_VERSION", "Rollups"]
@@ -126,46 +128,75 @@ def _larger(one: float | None, other: float | None) -> float | None:
     return other if one is None else one if other is None else max(one, other)
 
 
+def _tally(events: Iterable[dict[str, JsonValue]]) -> tuple[Tally, int]:
+    """Count a run's stored events as the review does; return them and how many are unknown."""
+    tally = Tally()
+    unrecognised = sum(not tally.add_data(data) for data in events)
+    return tally, unrecognised
+
+
+def _logged_tally(
+    logged: Sequence[tuple[str, dict[str, JsonValue]]], analytics: Sequence[AnalyticsEvent] | None
+) -> tuple[Tally, int]:
+    """Count a run's events as :func:`_tally` does, from what its runner holds.
+
+    Args:
+        logged: Every event stored for the run, in order (type and data).
+        analytics: The analytics events among them as the library emitted them, counted as they
+            are (the others are the unknown ones); ``None``: ``logged`` is counted.
+    """
+    if analytics is None:
+        return _tally(data for kind, data in logged if kind not in STREAM_TYPES)
+    tally = Tally()
+    for event in analytics:
+        tally.add(event)
+    kept = sum(kind not in STREAM_TYPES for kind, _ in logged)
+    return tally, kept - len(analytics)
+
+
 def _run_figures(
-    events: list[dict[str, JsonValue]], agent_name: str, ended: float
+    tally: Tally, unrecognised: int, agent_name: str, ended: float
 ) -> Iterator[tuple[str, date, _Figures]]:
-    """What one run's events add, per agent: ``(agent, day, figures)``."""
-    review = review_events(events, source="")
-    turns: dict[str, list[float]] = {}
-    for data in events:
-        if data.get("event") == "model_turn" and isinstance(data.get("latency_ms"), int | float):
-            turns.setdefault(str(data.get("agent_id")), []).append(float(str(data["latency_ms"])))
-    for agent in review.agents:
+    """What one run's counted events add, per agent: ``(agent, day, figures)``.
+
+    Args:
+        tally: The run's analytics events, counted (nothing is added to it after).
+        unrecognised: How many of its other stored events are not a known event.
+        agent_name: The run's agent (named when its events name none).
+        ended: When it ended (the day of an agent whose runs name no day).
+    """
+    agents, _ = tally.totals()
+    for agent_id, totals in sorted(agents.items()):
         figures = _Figures()
         figures.counts.update(
             {
-                "runs": agent.runs,
-                "completed": agent.completed,
-                "attempted": agent.attempted,
-                "first_ok": agent.first_try_valid,
-                "rescued": agent.rescued,
-                "retries": agent.retries,
-                "incomplete": agent.incomplete,
-                "input_tokens": agent.tokens.input,
-                "output_tokens": agent.tokens.output,
-                "events": review.events,
-                "unrecognised": review.unrecognised_events,
+                "runs": totals.runs,
+                "completed": totals.completed,
+                "attempted": totals.attempted,
+                "first_ok": totals.first_ok,
+                "rescued": totals.rescued,
+                "retries": totals.retries,
+                "incomplete": totals.incomplete,
+                "input_tokens": totals.input_tokens,
+                "output_tokens": totals.output_tokens,
+                "events": tally.events,
+                "unrecognised": unrecognised,
             }
         )
-        figures.failures.update(agent.failures_by_type)
-        figures.reasons.update(agent.retry_reasons)
-        figures.sent["batch"] = agent.batched
-        if agent.run_latency.max_ms is not None:
-            figures.run_ms[_bucket(agent.run_latency.max_ms)] += 1
-            figures.run_max = agent.run_latency.max_ms
-        for ms in turns.get(agent.agent_id, []):
+        figures.failures.update(totals.failures)
+        figures.reasons.update(totals.retry_reasons)
+        figures.sent["batch"] = totals.batched
+        if totals.run_ms:
+            figures.run_max = max(totals.run_ms)
+            figures.run_ms[_bucket(figures.run_max)] += 1
+        for ms in totals.turn_ms:
             figures.turn_ms[_bucket(ms)] += 1
             figures.turn_max = _larger(figures.turn_max, ms)
-        day = agent.days[0].day if agent.days else _day(ended)
-        yield agent.agent_id, day, figures
-    if not review.agents and (review.events or review.unrecognised_events):
+        day = min(totals.days) if totals.days else _day(ended)
+        yield agent_id, day, figures
+    if not agents and (tally.events or unrecognised):
         figures = _Figures()
-        figures.counts.update({"events": review.events, "unrecognised": review.unrecognised_events})
+        figures.counts.update({"events": tally.events, "unrecognised": unrecognised})
         yield agent_name, _day(ended), figures
 
 
@@ -299,6 +330,7 @@ class Rollups(SqlBase):
         agent_name: str,
         ended: float,
         logged: Sequence[tuple[str, dict[str, JsonValue]]] | None = None,
+        analytics: Sequence[AnalyticsEvent] | None = None,
     ) -> None:
         """Add an ended run's figures to its agent's day (inside the transaction that ends it).
 
@@ -307,15 +339,19 @@ class Rollups(SqlBase):
             run_id: The run.
             agent_name: Its agent.
             ended: When it ended.
-            logged: Every event stored for the run, in order, as stored (type and data); read
-                from the store when ``None``.
+            logged: Every event stored for the run, in order (type and data); read from the
+                store when ``None``.
+            analytics: The analytics events among ``logged``, in order, as the library emitted
+                them (:attr:`~agent_coordinator._store.records.Holding.analytics`); counted as
+                they are instead of read back from ``logged``, whose other events are the
+                unknown ones. ``None``: ``logged`` is counted.
         """
-        events = (
-            self._run_events(cursor, [run_id])[run_id]
+        counted = (
+            _tally(self._run_events(cursor, [run_id])[run_id])
             if logged is None
-            else [data for kind, data in logged if kind not in STREAM_TYPES]
+            else _logged_tally(logged, analytics)
         )
-        for agent, day, figures in _run_figures(events, agent_name, ended):
+        for agent, day, figures in _run_figures(*counted, agent_name, ended):
             self._add_figures(cursor, agent, day, figures)
 
     def _add_figures(self, cursor: Cursor, agent: str, day: date, figures: _Figures) -> None:
@@ -376,7 +412,7 @@ class Rollups(SqlBase):
                 break
             ended = {str(row[0]): (str(row[1]), float(str(row[2]))) for row in rows}
             for run_id, events in self._run_events(cursor, list(ended)).items():
-                for agent, day, figures in _run_figures(events, *ended[run_id]):
+                for agent, day, figures in _run_figures(*_tally(events), *ended[run_id]):
                     totals.setdefault((agent, day), _Figures()).add(figures)
             after = str(rows[-1][0])
         for (agent, day), figures in totals.items():
@@ -440,7 +476,8 @@ class Rollups(SqlBase):
             for start in range(0, len(listed), _BATCH):
                 found = self._run_events(cursor, listed[start : start + _BATCH])
                 for run_id, events in found.items():
-                    for agent_id, day, figures in _run_figures(events, open_runs[run_id], now):
+                    counted = _run_figures(*_tally(events), open_runs[run_id], now)
+                    for agent_id, day, figures in counted:
                         if (since is None or day >= since) and agent in (None, agent_id):
                             agents.setdefault(agent_id, _Figures()).add(figures)
                             days.setdefault((agent_id, day), Counter()).update(figures.counts)

@@ -7,18 +7,22 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from agent_coordinator import open_store
+from agent_coordinator._event_log import STREAM_TYPES
 from agent_coordinator._store.migrations import MIGRATIONS
 from bench.service_scale import build
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
+from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
+VALID = {"summary": "ok", "approval": "approve"}
 LATENCY = ("run_latency", "model_latency")
 
 
@@ -89,6 +93,37 @@ def test_the_analytics_review_is_the_clis_over_the_same_events(
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
     empty = service.client.get("/reports/analytics", params={"since": tomorrow}).json()
     assert (empty["overall"]["runs"], empty["agents"]) == (0, [])
+
+
+def test_streamed_failed_and_cancelled_runs_are_reviewed_as_the_cli_reviews_their_events(
+    make_service: ServiceFactory, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    """A run's end counts the events its runner holds; the CLI counts the stored ones."""
+    fake_llm.respond(delayed(openai_tool_call("submit_result", VALID), 120))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    service = make_service(env=env, model="openai:gpt-test", workers=2)
+    hanging = service.client.post("/runs", json=REVIEW).json()
+    deadline = time.monotonic() + 60
+    while service.client.get(f"/runs/{hanging['run_id']}").json()["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    streamed = {**REVIEW, "model": "test:fail_first=invalid_arguments", "stream": True}
+    assert service.run(streamed).json()["status"] == "completed"
+    failed = service.run({**REVIEW, "model": "test:fail_first=invalid_arguments+invalid_arguments"})
+    assert failed.json()["status"] == "failed"
+    cancel = service.client.post(f"/runs/{hanging['run_id']}/cancel", params={"wait": 20})
+    assert cancel.json()["status"] == "cancelled"
+    with service.store._tx(write=False) as cursor:
+        rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
+    assert {"partial_output", "retry", "run_failed"} <= {str(row[0]) for row in rows}
+    # The analytics leave out stream events (they are no analytics events at all).
+    lines = [str(data) for kind, data in rows if kind not in STREAM_TYPES]
+    api = service.client.get("/reports/analytics").json()
+    overall = api["overall"]
+    assert (overall["runs"], overall["completed"], overall["incomplete"]) == (2, 1, 1)
+    assert (overall["retries"], overall["first_try_valid"]) == (2, 0)
+    assert api["unrecognised_events"] > 0  # the claims and the cancel
+    _same(api, _cli_review(tmp_path, lines))
 
 
 def test_a_big_store_is_reviewed_as_the_cli_reviews_its_events(
