@@ -429,29 +429,30 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             writes.append(
                 (f"DELETE FROM run_turns WHERE run_id IN (SELECT id FROM ended) AND {gate}", [])
             )
+        # Rows go as arrays: a few parameters however many rows, so the statement's text is the
+        # same for every run of a shape, prepared once (and psycopg converts it once).
         if attempts:
             writes.append(
                 (
-                    "INSERT INTO attempts (run_id, number, data) SELECT * FROM (VALUES "
-                    + ", ".join("(?, ?, ?)" for _ in attempts)
-                    + f") AS v WHERE {gate} "
-                    "ON CONFLICT (run_id, number) DO UPDATE SET data = excluded.data",
+                    "INSERT INTO attempts (run_id, number, data) SELECT ?, v.* FROM "
+                    "unnest(CAST(? AS INTEGER[]), CAST(? AS TEXT[])) AS v "
+                    f"WHERE {gate} ON CONFLICT (run_id, number) DO UPDATE SET data = excluded.data",
                     [
-                        value
-                        for number, attempt in enumerate(attempts, start=1)
-                        for value in (run_id, number, dumps(stored_attempt(attempt)))
+                        run_id,
+                        list(range(1, len(attempts) + 1)),
+                        [dumps(stored_attempt(attempt)) for attempt in attempts],
                     ],
                 )
             )
         added = lean_attempt_events(events, attempts)
         if added:
-            # The gate keeps the rows in the order listed, so their ids are too.
+            # unnest gives the rows in the order listed, so their ids are in that order too.
             writes.append(
                 (
-                    "INSERT INTO events (run_id, type, data, created_at) SELECT * FROM (VALUES "
-                    + ", ".join("(?, ?, ?, ?)" for _ in added)
-                    + f") AS v WHERE {gate}",
-                    [value for kind, data in added for value in (run_id, kind, dumps(data), now)],
+                    "INSERT INTO events (run_id, type, data, created_at) SELECT ?, v.*, "
+                    "CAST(? AS DOUBLE PRECISION) FROM unnest(CAST(? AS TEXT[]), "
+                    f"CAST(? AS TEXT[])) AS v WHERE {gate}",
+                    [run_id, now, [kind for kind, _ in added], [dumps(d) for _, d in added]],
                 )
             )
         kind = error.get("type") if error is not None else None

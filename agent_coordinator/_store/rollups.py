@@ -339,7 +339,7 @@ class Rollups(SqlBase):
             ended: When the run ended.
             logged: Every event stored for the run, in order, as stored (type and data).
             gate: An SQL condition each statement writes only under (a caller sends them
-                within one statement of its own).
+                within one statement of its own, to PostgreSQL: they bind arrays).
 
         Returns:
             Each statement (an ``INSERT``) and its parameters; ``None`` when the figures need
@@ -389,16 +389,31 @@ class Rollups(SqlBase):
         rows = [
             (agent, day_key, *each) for day_key in (day.isoformat(), _ALL_DAYS) for each in counted
         ]
-        for start in range(0, len(rows), _ROWS_PER_INSERT):
-            chunk = rows[start : start + _ROWS_PER_INSERT]
-            values = "VALUES " + ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)
-            if gate is not None:
-                values = f"SELECT * FROM ({values}) AS v WHERE {gate}"
+        upsert = (
+            "INSERT INTO rollup_counts (agent_id, day, kind, name, total) {rows} "
+            "ON CONFLICT (agent_id, day, kind, name) "
+            "DO UPDATE SET total = rollup_counts.total + excluded.total"
+        )
+        if gate is not None and rows:
+            # PostgreSQL's arrays: five parameters however many rows, so the statement's text
+            # (and the one it is part of) is the same for every run, prepared once.
+            columns = list(zip(*rows, strict=True))
             statements.append(
                 (
-                    f"INSERT INTO rollup_counts (agent_id, day, kind, name, total) {values}"
-                    " ON CONFLICT (agent_id, day, kind, name) "
-                    "DO UPDATE SET total = rollup_counts.total + excluded.total",
+                    upsert.format(
+                        rows="SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), "
+                        "CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])) "
+                        f"WHERE {gate}"
+                    ),
+                    [list(column) for column in columns],
+                )
+            )
+            return statements
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            statements.append(
+                (
+                    upsert.format(rows="VALUES " + ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)),
                     [value for row in chunk for value in row],
                 )
             )
