@@ -430,12 +430,13 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 (f"DELETE FROM run_turns WHERE run_id IN (SELECT id FROM ended) AND {gate}", [])
             )
         # Rows go as arrays: a few parameters however many rows, so the statement's text is the
-        # same for every run of a shape, prepared once (and psycopg converts it once).
+        # same for every run of a shape, prepared once (and psycopg converts it once). Arrays
+        # are sent binary (psycopg's %b): as text, each element is escaped, JSON and all.
         if attempts:
             writes.append(
                 (
                     "INSERT INTO attempts (run_id, number, data) SELECT ?, v.* FROM "
-                    "unnest(CAST(? AS INTEGER[]), CAST(? AS TEXT[])) AS v "
+                    "unnest(CAST(%b AS INTEGER[]), CAST(%b AS TEXT[])) AS v "
                     f"WHERE {gate} ON CONFLICT (run_id, number) DO UPDATE SET data = excluded.data",
                     [
                         run_id,
@@ -450,8 +451,8 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             writes.append(
                 (
                     "INSERT INTO events (run_id, type, data, created_at) SELECT ?, v.*, "
-                    "CAST(? AS DOUBLE PRECISION) FROM unnest(CAST(? AS TEXT[]), "
-                    f"CAST(? AS TEXT[])) AS v WHERE {gate}",
+                    "CAST(? AS DOUBLE PRECISION) FROM unnest(CAST(%b AS TEXT[]), "
+                    f"CAST(%b AS TEXT[])) AS v WHERE {gate}",
                     [run_id, now, [kind for kind, _ in added], [dumps(d) for _, d in added]],
                 )
             )

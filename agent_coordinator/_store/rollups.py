@@ -395,14 +395,15 @@ class Rollups(SqlBase):
             "DO UPDATE SET total = rollup_counts.total + excluded.total"
         )
         if gate is not None and rows:
-            # PostgreSQL's arrays: five parameters however many rows, so the statement's text
-            # (and the one it is part of) is the same for every run, prepared once.
+            # PostgreSQL's arrays, sent binary (psycopg's %b): five parameters however many
+            # rows, so the statement's text (and the one it is part of) is the same for every
+            # run, prepared once.
             columns = list(zip(*rows, strict=True))
             statements.append(
                 (
                     upsert.format(
-                        rows="SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), "
-                        "CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])) "
+                        rows="SELECT * FROM unnest(CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), "
+                        "CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), CAST(%b AS BIGINT[])) "
                         f"WHERE {gate}"
                     ),
                     [list(column) for column in columns],
