@@ -51,8 +51,6 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 _AFTER = "{after}"
 """Where a write of :meth:`LeaseQueries._finish_in_one_statement` says what it comes after."""
-_MAX_STATEMENT_PARAMETERS = 30_000
-"""Parameters one statement ending a run binds at most (PostgreSQL allows 65,535)."""
 _SYSTEMS_KEPT = 1024
 """System message digests a store remembers as stored at most (forgotten all at once beyond)."""
 _CANCELLED_WHILE_RUNNING = dumps(
@@ -390,7 +388,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         assert holding.events is not None
         if holding.attempt_events:
             return None
-        gate = _AFTER
+        gate = _AFTER  # each write's condition, written in when the writes are put together
         query = (
             "WITH ended AS (UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
             "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
@@ -497,8 +495,6 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             params += values
         query += " SELECT ended.*, pg_notify(?, ?) FROM ended"
         params += [RUN_ENDED, run_id]
-        if len(params) > _MAX_STATEMENT_PARAMETERS:
-            return None
         # Its connection lost before the answer, the statement may have been applied (as a
         # COMMIT may): the caller's retry then finds the run ended, as after a lost COMMIT.
         with self._statement(applied_if_lost=True) as cursor:
