@@ -49,6 +49,8 @@ __all__ = ["LeaseQueries"]
 _ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
 _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
+_AFTER = "{after}"
+"""Where a write of :meth:`LeaseQueries._finish_in_one_statement` says what it comes after."""
 _SYSTEMS_KEPT = 1024
 """System message digests a store remembers as stored at most (forgotten all at once beyond)."""
 _CANCELLED_WHILE_RUNNING = dumps(
@@ -264,6 +266,21 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         lean = stored
         if result is not None and error is not None:
             lean = dumps(stored_result(result, attempts, kept, error))
+        if self.one_statement_writes and holding is not None and holding.events is not None:
+            done = self._finish_in_one_statement(
+                run_id,
+                owner,
+                status,
+                (result, lean),
+                error,
+                attempts,
+                events,
+                transcript,
+                holding,
+                now,
+            )
+            if done is not None:
+                return done
         with self._tx(pipelined=True) as cursor:
             # One statement reads the cancel flag and writes the end, so a cancel accepted
             # before it is never lost to a finish racing it.
@@ -324,9 +341,172 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             self._roll_up(cursor, run_id, ended.agent_name, now, logged, analytics)
             system = self._end_session(cursor, ended, status, transcript, holding, now)
         if system is not None:
-            if len(self._systems_kept) >= _SYSTEMS_KEPT:
-                self._systems_kept.clear()
-            self._systems_kept.add(system)
+            self._keep_system(system)
+        return ended
+
+    def _keep_system(self, digest: str) -> None:
+        """Remember that a committed run's end stored the system message of ``digest``."""
+        if len(self._systems_kept) >= _SYSTEMS_KEPT:
+            self._systems_kept.clear()
+        self._systems_kept.add(digest)
+
+    def _finish_in_one_statement(
+        self,
+        run_id: str,
+        owner: str,
+        status: RunState,
+        result: tuple[dict[str, JsonValue] | None, str | None],
+        error: dict[str, JsonValue] | None,
+        attempts: Sequence[dict[str, JsonValue]],
+        events: Sequence[tuple[str, dict[str, JsonValue]]],
+        transcript: Sequence[JsonValue] | None,
+        holding: Holding,
+        now: float,
+    ) -> RunRecord | None:
+        """End a run as :meth:`finish` does, in one statement of data-modifying ``WITH`` clauses.
+
+        For :attr:`~agent_coordinator._store.sql.SqlBase.one_statement_writes` stores, and only
+        the usual end: ``owner`` holds the run, nobody asked to cancel it, it has no webhook,
+        its new transcript continues the one its claim read (which the session still holds),
+        and ``holding`` knows every event stored for it without an ``attempt`` event. The run's
+        update is the first clause and every other write is made only if it was, so otherwise
+        nothing is written and ``None`` says :meth:`finish` must end the run its own way.
+
+        Args:
+            run_id: The run.
+            owner: The runner that holds it.
+            status: How it ended.
+            result: Its result, and that result as the ``runs`` table keeps it.
+            error: Why it failed.
+            attempts: Its attempts.
+            events: Its events not stored yet.
+            transcript: The session's transcript after the run.
+            holding: What ``owner`` knows the store holds for the run.
+            now: When it ended.
+
+        Returns:
+            The ended run (its result and error as given), or ``None``.
+        """
+        assert holding.events is not None
+        if holding.attempt_events:
+            return None
+        gate = _AFTER  # each write's condition, written in when the writes are put together
+        query = (
+            "WITH ended AS (UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
+            "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
+            "AND status = 'running' AND cancel_requested = 0 "
+            # A run with a webhook (a key of its stored input: no text of a JSON string
+            # spells it unescaped) is ended by finish, which writes the delivery.
+            """AND strpos(input, '"webhook":') = 0"""
+        )
+        params: list[object] = [
+            status,
+            result[1],
+            None if error is None else dumps(error),
+            now,
+            run_id,
+            owner,
+        ]
+        ends_session: list[str] = []
+        session_params: list[object] = [status, now]
+        system: tuple[str, str] | None = None
+        if transcript:
+            claimed = holding.transcript
+            if list(transcript[: len(claimed)]) != claimed:
+                return None  # earlier runs' transcripts may change: finish keeps them
+            text, system = split_transcript(transcript)
+            was, was_system = split_transcript(claimed)
+            query += (
+                " AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = runs.session_id "
+                "AND s.transcript = ? AND COALESCE(s.system_digest, '') = ?)"
+            )
+            params += [was, "" if was_system is None else was_system[0]]
+            ends_session = ["transcript = ?", "system_digest = ?"]
+            session_params += [text, None if system is None else system[0]]
+        query += f" RETURNING {_ENDED_COLUMNS})"
+        writes: list[tuple[str, list[object]]] = []
+        if holding.turns:
+            writes.append(
+                (f"DELETE FROM run_turns WHERE run_id IN (SELECT id FROM ended) AND {gate}", [])
+            )
+        # Rows go as arrays: a few parameters however many rows, so the statement's text is the
+        # same for every run of a shape, prepared once (and psycopg converts it once). Arrays
+        # are sent binary (psycopg's %b): as text, each element is escaped, JSON and all.
+        if attempts:
+            writes.append(
+                (
+                    "INSERT INTO attempts (run_id, number, data) SELECT ?, v.* FROM "
+                    "unnest(CAST(%b AS INTEGER[]), CAST(%b AS TEXT[])) AS v "
+                    f"WHERE {gate} ON CONFLICT (run_id, number) DO UPDATE SET data = excluded.data",
+                    [
+                        run_id,
+                        list(range(1, len(attempts) + 1)),
+                        [dumps(stored_attempt(attempt)) for attempt in attempts],
+                    ],
+                )
+            )
+        added = lean_attempt_events(events, attempts)
+        if added:
+            # unnest gives the rows in the order listed, so their ids are in that order too.
+            writes.append(
+                (
+                    "INSERT INTO events (run_id, type, data, created_at) SELECT ?, v.*, "
+                    "CAST(? AS DOUBLE PRECISION) FROM unnest(CAST(%b AS TEXT[]), "
+                    f"CAST(%b AS TEXT[])) AS v WHERE {gate}",
+                    [run_id, now, [kind for kind, _ in added], [dumps(d) for _, d in added]],
+                )
+            )
+        kind = error.get("type") if error is not None else None
+        if isinstance(kind, str):
+            writes.append(
+                (
+                    f"INSERT INTO error_types (type) SELECT ? WHERE {gate} ON CONFLICT DO NOTHING",
+                    [kind],
+                )
+            )
+        logged = [*holding.events, *added]
+        figures = self._roll_up_statements(now, logged, gate, holding.analytics)
+        if figures is None:
+            return None
+        writes += figures
+        if system is not None and system[0] not in self._systems_kept:
+            writes.append(
+                (
+                    f"INSERT INTO system_messages (digest, message) SELECT ?, ? WHERE {gate} "
+                    "ON CONFLICT (digest) DO NOTHING",
+                    list(system),
+                )
+            )
+        writes.append(
+            (
+                "UPDATE sessions SET "
+                + ", ".join(["status = ?", "updated_at = ?", *ends_session])
+                + f" WHERE id IN (SELECT session_id FROM ended) AND {gate}",
+                session_params,
+            )
+        )
+        # Each write waits for the one before it (it counts its rows first), so the rows a
+        # statement locks are locked in finish's order, whichever way a run ends: otherwise
+        # PostgreSQL runs the clauses in an order of its own, and two runs ending at once, one
+        # each way, could each wait on the other's rollups (a deadlock).
+        for number, (write, values) in enumerate(writes):
+            after = "EXISTS (SELECT 1 FROM ended)"
+            if number:
+                after += f" AND (SELECT COUNT(*) FROM w{number - 1}) >= 0"
+            query += f", w{number} AS ({write.replace(_AFTER, after)} RETURNING 1)"
+            params += values
+        query += " SELECT ended.*, pg_notify(?, ?) FROM ended"
+        params += [RUN_ENDED, run_id]
+        # Its connection lost before the answer, the statement may have been applied (as a
+        # COMMIT may): the caller's retry then finds the run ended, as after a lost COMMIT.
+        with self._statement(applied_if_lost=True) as cursor:
+            row = self._exec(cursor, query, params).fetchone()
+        if row is None:
+            return None
+        ended = run_record(row[:-1])
+        ended.result, ended.error = result[0], error
+        if system is not None:
+            self._keep_system(system[0])
         return ended
 
     def _end_session(

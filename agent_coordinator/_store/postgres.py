@@ -208,6 +208,7 @@ class PostgresStore(SqlStore):
     lock_rows = " FOR UPDATE"
     placeholder = "%s"
     wakes_runners = True
+    one_statement_writes = True
 
     def __init__(
         self,

@@ -62,6 +62,9 @@ _KINDS = ("failure", "reason", "run_ms", "turn_ms", "sent")
 """What ``rollup_counts`` keeps counts of: failures by type, retry reasons, latency buckets,
 and runs by how their model calls were sent (``batch``: through a provider batch; the live
 runs are the others)."""
+_UNNAMED = "\x00"
+"""The agent name :meth:`Rollups._roll_up_statements` gives runs whose events name none (no agent
+is named so)."""
 _COLUMNS = (
     "runs",
     "completed",
@@ -201,13 +204,22 @@ def _run_figures(
 
 
 @functools.cache
-def _day_upsert(greatest: str) -> str:
-    """The statement adding a run's figures to its agent's day (``greatest``: see Rollups)."""
+def _day_upsert(greatest: str, gate: str | None = None) -> str:
+    """The statement adding a run's figures to its agent's day (``greatest``: see Rollups).
+
+    With a ``gate`` (an SQL condition) the row is added only where the condition holds.
+    """
     # Written once: every run's end runs it.
     names = ", ".join(_COLUMNS)
+    marks = ", ".join("?" * len(_COLUMNS))
+    values = (
+        f"VALUES (?, ?, {marks}, ?, ?)"
+        if gate is None
+        else f"SELECT ?, ?, {marks}, CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION) "
+        f"WHERE {gate}"
+    )
     return (
-        f"INSERT INTO rollups (agent_id, day, {names}, run_ms_max, turn_ms_max) "
-        f"VALUES (?, ?, {', '.join('?' * len(_COLUMNS))}, ?, ?) "
+        f"INSERT INTO rollups (agent_id, day, {names}, run_ms_max, turn_ms_max) {values} "
         "ON CONFLICT (agent_id, day) DO UPDATE SET "
         + ", ".join(f"{name} = rollups.{name} + excluded.{name}" for name in _COLUMNS)
         + f", run_ms_max = {greatest}(COALESCE(rollups.run_ms_max, 0), "
@@ -354,18 +366,56 @@ class Rollups(SqlBase):
         for agent, day, figures in _run_figures(*counted, agent_name, ended):
             self._add_figures(cursor, agent, day, figures)
 
+    def _roll_up_statements(
+        self,
+        ended: float,
+        logged: Sequence[tuple[str, dict[str, JsonValue]]],
+        gate: str,
+        analytics: Sequence[AnalyticsEvent] | None = None,
+    ) -> list[tuple[str, list[object]]] | None:
+        """Return what :meth:`_roll_up` writes for a run whose events are ``logged``, unsent.
+
+        Args:
+            ended: When the run ended.
+            logged: Every event stored for the run, in order, as stored (type and data).
+            gate: An SQL condition each statement writes only under (a caller sends them
+                within one statement of its own, to PostgreSQL: they bind arrays).
+            analytics: The analytics events among ``logged`` as the library emitted them
+                (counted as they are); ``None``: ``logged`` is counted.
+
+        Returns:
+            Each statement (an ``INSERT``) and its parameters; ``None`` when the figures need
+            the run's agent name, which no event names (then :meth:`_roll_up` writes them).
+        """
+        found = list(_run_figures(*_logged_tally(logged, analytics), _UNNAMED, ended))
+        if any(agent == _UNNAMED for agent, _, _ in found):
+            return None
+        return [
+            statement
+            for agent, day, figures in found
+            for statement in self._figure_statements(agent, day, figures, gate)
+        ]
+
     def _add_figures(self, cursor: Cursor, agent: str, day: date, figures: _Figures) -> None:
-        self._exec(
-            cursor,
-            _day_upsert(self.greatest),
+        for query, params in self._figure_statements(agent, day, figures):
+            self._exec(cursor, query, params)
+
+    def _figure_statements(
+        self, agent: str, day: date, figures: _Figures, gate: str | None = None
+    ) -> list[tuple[str, list[object]]]:
+        """The statements adding figures to an agent's day (only where ``gate`` holds, if any)."""
+        statements: list[tuple[str, list[object]]] = [
             (
-                agent,
-                day.isoformat(),
-                *(figures.counts[name] for name in _COLUMNS),
-                figures.run_max,
-                figures.turn_max,
-            ),
-        )
+                _day_upsert(self.greatest, gate),
+                [
+                    agent,
+                    day.isoformat(),
+                    *(figures.counts[name] for name in _COLUMNS),
+                    figures.run_max,
+                    figures.turn_max,
+                ],
+            )
+        ]
         # The keyed counts go to the day and to every day together (ALL_DAYS), which a review
         # of the whole store reads: a row per bucket, however many days there are. One
         # statement (one round trip), its rows in one order in every transaction, so two runs
@@ -380,16 +430,36 @@ class Rollups(SqlBase):
         rows = [
             (agent, day_key, *each) for day_key in (day.isoformat(), _ALL_DAYS) for each in counted
         ]
+        upsert = (
+            "INSERT INTO rollup_counts (agent_id, day, kind, name, total) {rows} "
+            "ON CONFLICT (agent_id, day, kind, name) "
+            "DO UPDATE SET total = rollup_counts.total + excluded.total"
+        )
+        if gate is not None and rows:
+            # PostgreSQL's arrays, sent binary (psycopg's %b): five parameters however many
+            # rows, so the statement's text (and the one it is part of) is the same for every
+            # run, prepared once.
+            columns = list(zip(*rows, strict=True))
+            statements.append(
+                (
+                    upsert.format(
+                        rows="SELECT * FROM unnest(CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), "
+                        "CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), CAST(%b AS BIGINT[])) "
+                        f"WHERE {gate}"
+                    ),
+                    [list(column) for column in columns],
+                )
+            )
+            return statements
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
-            self._exec(
-                cursor,
-                "INSERT INTO rollup_counts (agent_id, day, kind, name, total) VALUES "
-                + ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)
-                + " ON CONFLICT (agent_id, day, kind, name) "
-                "DO UPDATE SET total = rollup_counts.total + excluded.total",
-                [value for row in chunk for value in row],
+            statements.append(
+                (
+                    upsert.format(rows="VALUES " + ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)),
+                    [value for row in chunk for value in row],
+                )
             )
+        return statements
 
     def _after_migration(self, cursor: Cursor, version: int) -> None:
         super()._after_migration(cursor, version)

@@ -36,7 +36,7 @@ class RunQueries(SqlBase):
         try:
             run, _, created = self._create_run(new, None)
         except self.integrity_errors:
-            existing = self._by_key(new.idempotency_key)
+            existing = self._stored_before(new)
             if existing is None:
                 raise
             return self._same_request(existing, new), False
@@ -68,20 +68,35 @@ class RunQueries(SqlBase):
         try:
             run, claim, _ = self._create_run(new, (owner, lease_s))
         except self.integrity_errors:
-            existing = self._by_key(new.idempotency_key)
+            existing = self._stored_before(new)
             if existing is None:
                 raise
+            if (
+                existing.id == new.id
+                and existing.lease_owner == owner
+                and existing.status == "running"
+                and existing.claims == 1
+            ):  # this very call's statement, applied before its connection was lost
+                return existing, Claim(run=existing, transcript=[], events=_claimed(owner))
             return self._same_request(existing, new), None
         return run, claim
 
-    def _by_key(self, key: str | None) -> RunRecord | None:
-        if key is None:
-            return None
+    def _stored_before(self, new: NewRun) -> RunRecord | None:
+        """Return the run stored before ``new`` that a duplicate key means, or ``None``.
+
+        That is the run of ``new``'s idempotency key, or ``new`` itself: a one-statement
+        creation sent again after its connection was lost, having been applied the first time.
+        """
         with self._tx(write=False) as cursor:
-            row = self._exec(
-                cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE idempotency_key = ?", (key,)
-            ).fetchone()
-            return None if row is None else self._read(cursor, row)
+            for column, value in (("idempotency_key", new.idempotency_key), ("id", new.id)):
+                if value is None:
+                    continue
+                row = self._exec(
+                    cursor, f"SELECT {RUN_COLUMNS} FROM runs WHERE {column} = ?", (value,)
+                ).fetchone()
+                if row is not None:
+                    return self._read(cursor, row)
+        return None
 
     @staticmethod
     def _same_request(existing: RunRecord, new: NewRun) -> RunRecord:
@@ -97,6 +112,8 @@ class RunQueries(SqlBase):
         self, new: NewRun, holder: tuple[str, float] | None
     ) -> tuple[RunRecord, Claim | None, bool]:
         now = time.time()
+        if self.one_statement_writes and new.kind == "start_session":
+            return self._create_in_one_statement(new, holder, now)
         with self._tx(pipelined=True) as cursor:
             if new.idempotency_key is not None:
                 row = self._exec(
@@ -110,16 +127,77 @@ class RunQueries(SqlBase):
             if holder is None:
                 self._notify(cursor, RUN_QUEUED, new.id)
                 return run, None, True
-            # What a claim records (LeaseQueries._take), for the claim history.
-            claimed: list[tuple[str, dict[str, JsonValue]]] = [
-                ("run_claimed", {"runner": holder[0], "claim": 1})
-            ]
+            claimed = _claimed(holder[0])
             self._insert_rows(
                 cursor,
                 "events (run_id, type, data, created_at)",
                 [(new.id, kind, dumps(data), now) for kind, data in claimed],
             )
         return run, Claim(run=run, transcript=transcript, events=claimed), True
+
+    def _create_in_one_statement(
+        self, new: NewRun, holder: tuple[str, float] | None, now: float
+    ) -> tuple[RunRecord, Claim | None, bool]:
+        """Store a run starting a session as :meth:`_create_run` does, in one statement.
+
+        For :attr:`~agent_coordinator._store.sql.SqlBase.one_statement_writes` stores: the
+        session, the run, its claim's event and the notification of a queued run are one
+        round trip. A run already stored with the key (or this run, stored by the same call
+        before its connection was lost) fails the statement as a duplicate, which the callers
+        resolve.
+        """
+        status: RunState = "queued" if holder is None else "running"
+        owner, expires, claims, started = (
+            (None, None, 0, None) if holder is None else (holder[0], now + holder[1], 1, now)
+        )
+        claimed = [] if holder is None else _claimed(holder[0])
+        query = (
+            "WITH session AS (INSERT INTO sessions (id, agent_name, status, transcript, "
+            "parent_session_id, depth, created_at, updated_at) VALUES (?, ?, ?, '[]', ?, ?, ?, "
+            f"?)), run AS (INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 0, ?, ?, NULL) RETURNING seq)"
+        )
+        params: list[object] = [
+            new.session_id,
+            new.agent_name,
+            status,
+            new.parent_session_id,
+            new.depth,
+            now,
+            now,
+            new.id,
+            new.session_id,
+            new.kind,
+            new.agent_name,
+            status,
+            new.input.model_dump_json(exclude_defaults=True),
+            new.idempotency_key,
+            new.request_hash,
+            owner,
+            expires,
+            claims,
+            now,
+            started,
+        ]
+        for kind, data in claimed:
+            query += (
+                ", claimed AS (INSERT INTO events (run_id, type, data, created_at) "
+                "VALUES (?, ?, ?, ?))"
+            )
+            params += [new.id, kind, dumps(data), now]
+        if holder is None:  # the notification is sent when the statement commits
+            query += " SELECT seq, pg_notify(?, ?) FROM run"
+            params += [RUN_QUEUED, new.id]
+        else:
+            query += " SELECT seq FROM run"
+        # Sent again after a lost connection, an applied statement fails as a duplicate.
+        with self._statement(applied_if_lost=False) as cursor:
+            row = self._exec(cursor, query, params).fetchone()
+        assert row is not None
+        run = _new_record(new, int(str(row[0])), status, owner, expires, claims, now, started)
+        if holder is None:
+            return run, None, True
+        return run, Claim(run=run, transcript=[], events=claimed), True
 
     def _insert_run(
         self, cursor: Cursor, new: NewRun, now: float, holder: tuple[str, float] | None
@@ -189,26 +267,7 @@ class RunQueries(SqlBase):
             ),
         ).fetchone()
         assert row is not None
-        run = RunRecord.model_construct(
-            id=new.id,
-            seq=int(str(row[0])),
-            session_id=new.session_id,
-            kind=new.kind,
-            agent_name=new.agent_name,
-            status=status,
-            input=new.input,
-            idempotency_key=new.idempotency_key,
-            request_hash=new.request_hash,
-            result=None,
-            error=None,
-            lease_owner=owner,
-            lease_expires_at=expires,
-            claims=claims,
-            cancel_requested=False,
-            created_at=now,
-            started_at=started,
-            finished_at=None,
-        )
+        run = _new_record(new, int(str(row[0])), status, owner, expires, claims, now, started)
         return run, transcript
 
     def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
@@ -324,3 +383,41 @@ class RunQueries(SqlBase):
         with self._tx(write=False) as cursor:
             row = self._exec(cursor, f"SELECT COUNT(*) FROM runs{where}", params).fetchone()
         return int(str(row[0])) if row is not None else 0
+
+
+def _claimed(owner: str) -> list[tuple[str, dict[str, JsonValue]]]:
+    """The events a run's first claim records (as ``LeaseQueries._take`` does), for its history."""
+    return [("run_claimed", {"runner": owner, "claim": 1})]
+
+
+def _new_record(
+    new: NewRun,
+    seq: int,
+    status: RunState,
+    owner: str | None,
+    expires: float | None,
+    claims: int,
+    now: float,
+    started: float | None,
+) -> RunRecord:
+    """Return a run just inserted, built from the values written (only ``seq`` read back)."""
+    return RunRecord.model_construct(
+        id=new.id,
+        seq=seq,
+        session_id=new.session_id,
+        kind=new.kind,
+        agent_name=new.agent_name,
+        status=status,
+        input=new.input,
+        idempotency_key=new.idempotency_key,
+        request_hash=new.request_hash,
+        result=None,
+        error=None,
+        lease_owner=owner,
+        lease_expires_at=expires,
+        claims=claims,
+        cancel_requested=False,
+        created_at=now,
+        started_at=started,
+        finished_at=None,
+    )

@@ -388,6 +388,10 @@ class SqlBase(ABC):
     wakes_runners: bool = False
     """Whether :meth:`listen` hands over runs queued and ended in other processes (PostgreSQL);
     without it, runners and waiting requests in other processes only see them by polling."""
+    one_statement_writes: bool = False
+    """Whether a write of several tables may be one statement of data-modifying ``WITH``
+    clauses, committed on its own (PostgreSQL): a run's creation and its usual end are then
+    one round trip each instead of a transaction of several statements."""
 
     def __init__(self) -> None:
         self._write_lock = threading.Lock()
@@ -506,6 +510,27 @@ class SqlBase(ABC):
                         raise
             except Exception as error:
                 unusable = self._unusable(error, connection, committing=committing)
+                if unusable is None:
+                    raise
+                raise unusable from error
+
+    @contextmanager
+    def _statement(self, *, applied_if_lost: bool) -> Iterator[Cursor]:
+        """Lend a cursor for one statement that is its own transaction (no ``BEGIN``).
+
+        For :attr:`one_statement_writes` stores only, whose connections commit each statement.
+
+        Args:
+            applied_if_lost: Whether a statement whose connection was lost before its answer
+                may have been applied, so it must not be sent again (``StoreUnavailable`` not
+                retryable); ``False`` where sending it again is safe (it then fails as a
+                duplicate, which its caller recognises).
+        """
+        with self._checkout(write=True) as connection:
+            try:
+                yield self._cursor(connection)
+            except Exception as error:
+                unusable = self._unusable(error, connection, committing=applied_if_lost)
                 if unusable is None:
                     raise
                 raise unusable from error

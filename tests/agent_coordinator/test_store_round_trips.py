@@ -18,10 +18,10 @@ IDLE_CLAIMS = ("SELECT id, lease_owner, claims", "SELECT id, claims FROM batches
 """Only a claim that found no queued run looks for runs whose lease ran out, and a runner looks
 for batches to claim after its runs. An idle runner makes both after each run and when woken;
 whether they fall inside the counted window depends on timing, so they are not counted."""
-MOST_STATEMENTS_A_RUN = 14
-"""Measured: storing the run already claimed by ``serve``'s own runner 5 (no notification, no
-claim), its end 9 (its events, attempts and rollups written from what the runner holds, none
-read back)."""
+MOST_STATEMENTS_A_RUN = 2
+"""Storing the run already claimed by ``serve``'s own runner is one statement (the session, the
+run and its claim's event), its end one more (the run, its attempts, events, rollups, session
+and notification), each committed on its own."""
 MOST_TRANSACTIONS_A_RUN = 2
 
 
@@ -36,7 +36,11 @@ def _counted_database(postgres: Postgres) -> str:
 
 
 def _transactions(log: str) -> list[list[str]]:
-    """The transactions the log shows whole (``BEGIN`` to ``COMMIT``), each its statements."""
+    """The transactions the log shows whole, each its statements.
+
+    A transaction is ``BEGIN`` to ``COMMIT``, or one statement sent outside them (the
+    connections commit each statement on its own).
+    """
     open_: dict[str, list[str]] = {}
     whole: list[list[str]] = []
     for backend, statement in STATEMENT.findall(log):
@@ -46,6 +50,8 @@ def _transactions(log: str) -> list[list[str]]:
             open_[backend].append(statement)
             if statement == "COMMIT":
                 whole.append(open_.pop(backend))
+        else:
+            whole.append([statement])
     return whole
 
 
