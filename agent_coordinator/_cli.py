@@ -457,6 +457,9 @@ def _serve(app: ASGIApp, sock: socket.socket, services: Services) -> None:
     config = uvicorn.Config(
         app,
         log_level="warning",
+        # serve shows warnings and errors only: access lines (INFO) would never be shown, yet
+        # uvicorn builds each one's arguments on every request while the logger has a handler.
+        access_log=False,
         lifespan="on",
         timeout_keep_alive=75,
         timeout_graceful_shutdown=_SHUTDOWN_GRACE_S,
