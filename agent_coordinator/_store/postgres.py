@@ -252,6 +252,9 @@ class PostgresStore(SqlStore):
         )
         self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         self._listener = Listener(
+            lambda: psycopg.AsyncConnection.connect(
+                url, autocommit=True, connect_timeout=self._connect_timeout
+            ),
             lambda: psycopg.connect(url, autocommit=True, connect_timeout=self._connect_timeout),
             name="agentshape-listen",
         )
@@ -261,7 +264,9 @@ class PostgresStore(SqlStore):
         return max(2, round(self.wait_s))
 
     def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
-        """Call ``subscriber`` (from the listening thread) on each notification on ``channel``.
+        """Call ``subscriber`` on the running event loop on each notification on ``channel``.
+
+        The loop listens on a connection of its own (:mod:`~agent_coordinator._store.listener`).
 
         Args:
             channel: ``RUN_QUEUED`` or ``RUN_ENDED`` of :mod:`~agent_coordinator._store.listener`.
@@ -270,6 +275,9 @@ class PostgresStore(SqlStore):
 
         Returns:
             What to call to stop.
+
+        Raises:
+            RuntimeError: No event loop is running in the calling thread.
         """
         return self._listener.subscribe(channel, subscriber)
 
