@@ -157,6 +157,8 @@ class Listener:
             for channel in _CHANNELS:
                 await connection.execute(f"LISTEN {channel}")
             pgconn = connection.pgconn
+            # Taken now: a lost connection no longer tells its socket.
+            socket = connection.fileno()
             lost: asyncio.Future[Exception] = listening.loop.create_future()
 
             def readable() -> None:
@@ -165,19 +167,20 @@ class Listener:
                 try:
                     pgconn.consume_input()
                 except Exception as error:  # the server closed the connection, or went away
+                    listening.loop.remove_reader(socket)  # its end of file stays readable
                     if not lost.done():
                         lost.set_result(error)
                     return
                 while (note := pgconn.notifies()) is not None:
                     listening.deliver(note.relname.decode(), note.extra.decode())
 
-            listening.loop.add_reader(connection.fileno(), readable)
+            listening.loop.add_reader(socket, readable)
             try:
                 listening.reconnected()  # anything sent while no one listened is lost
                 readable()  # what arrived with the LISTENs' answers
                 raise await lost
             finally:
-                listening.loop.remove_reader(connection.fileno())
+                listening.loop.remove_reader(socket)
         finally:
             await connection.close()
 
