@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Iterator
@@ -47,13 +48,12 @@ def test_notifications_reach_each_subscriber_on_its_own_event_loop(postgres: Pos
 
     async def listen() -> tuple[list[tuple[str, str, int]], int]:
         heard: list[tuple[str, str, int]] = []
+
+        def hear(channel: str, payload: str) -> None:
+            heard.append((channel, payload, threading.get_ident()))
+
         for channel in (RUN_QUEUED, RUN_ENDED):
-            store.listen(
-                channel,
-                lambda payload, channel=channel: heard.append(
-                    (channel, payload, threading.get_ident())
-                ),
-            )
+            store.listen(channel, functools.partial(hear, channel))
         await _until(heard, 2)
         await asyncio.to_thread(_notify, database, RUN_ENDED, "run_1")
         await asyncio.to_thread(_notify, database, RUN_QUEUED, "run_2")
@@ -66,6 +66,37 @@ def test_notifications_reach_each_subscriber_on_its_own_event_loop(postgres: Pos
         store.close()
     assert sorted(heard[:2]) == [(RUN_ENDED, ANY, loop_thread), (RUN_QUEUED, ANY, loop_thread)]
     assert heard[2:] == [(RUN_ENDED, "run_1", loop_thread), (RUN_QUEUED, "run_2", loop_thread)]
+
+
+class _Proactor(asyncio.SelectorEventLoop):
+    """Stands for Windows' proactor loop, which cannot call back when a socket has data."""
+
+
+def test_on_a_proactor_loop_a_thread_listens_and_hands_notifications_to_the_loop(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(asyncio, "ProactorEventLoop", _Proactor, raising=False)
+    database = postgres.new_database()
+    store = PostgresStore(database)
+
+    async def listen() -> tuple[list[tuple[str, str, int]], int]:
+        heard: list[tuple[str, str, int]] = []
+        store.listen(
+            RUN_ENDED, lambda payload: heard.append((RUN_ENDED, payload, threading.get_ident()))
+        )
+        await _until(heard, 1)
+        await asyncio.to_thread(_notify, database, RUN_ENDED, "run_1")
+        await _until(heard, 2)
+        return heard, threading.get_ident()
+
+    loop = _Proactor()
+    try:
+        heard, loop_thread = loop.run_until_complete(listen())
+    finally:
+        store.close()
+        loop.run_until_complete(asyncio.sleep(0))  # the listening task ends on its loop
+        loop.close()
+    assert heard == [(RUN_ENDED, ANY, loop_thread), (RUN_ENDED, "run_1", loop_thread)]
 
 
 def test_a_restarted_database_is_listened_to_again(own_postgres: Postgres) -> None:
