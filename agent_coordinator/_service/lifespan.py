@@ -50,10 +50,7 @@ async def serving(
     async with AsyncExitStack() as stack:
         if services.store.wakes_runners:  # requests waiting for runs other processes end
             stack.callback(
-                services.store.listen(
-                    RUN_ENDED,
-                    lambda run_id: loop.call_soon_threadsafe(_ended_elsewhere, services, run_id),
-                )
+                services.store.listen(RUN_ENDED, lambda run_id: _ended_elsewhere(services, run_id))
             )
         for manager in managers:
             await stack.enter_async_context(manager.run())

@@ -3,7 +3,7 @@
 The same queries as SQLite; a claim selects its row ``FOR UPDATE SKIP LOCKED`` so concurrent
 runners each take a different run without waiting on one another, and migrations hold a
 transaction-level advisory lock so two processes starting at once apply them once.
-The driver is psycopg 3 with its connection pools (``pip install 'agentshape[server]'``).
+The driver is psycopg 3 (``pip install 'agentshape[server]'``).
 
 Each transaction borrows a connection from a pool, so a database that restarts costs the
 connections it broke, not the service (see :meth:`~agent_coordinator._store.sql.SqlBase.call`).
@@ -11,18 +11,18 @@ From async code (:meth:`PostgresStore.call`) the same blocking-style queries run
 loop's thread, over psycopg's async connections, through the greenlet bridge of
 :mod:`~agent_coordinator._store.bridge`: the loop serves everything else while a statement waits
 for the database, and no worker thread is handed the call. Each event loop has its own pool of
-async connections, closed when the loop shuts down (its tasks are cancelled) or the store closes;
-code outside the bridge (the CLI, migrations, worker threads) uses a blocking pool.
+async connections (:mod:`~agent_coordinator._store.loop_pool`), closed when the loop shuts down
+(its tasks are cancelled) or the store closes; code outside the bridge (the CLI, migrations,
+worker threads) uses psycopg_pool's blocking pool.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -33,7 +33,8 @@ from agent_coordinator._store.listener import Listener
 
 if TYPE_CHECKING:
     import psycopg
-    from psycopg_pool import AsyncConnectionPool
+
+    from agent_coordinator._store.loop_pool import LoopPool
 
 __all__ = ["PostgresStore", "redact_url"]
 
@@ -161,18 +162,17 @@ class _BridgedCursor:
 
 
 @dataclass
-class _LoopPool:
-    """An event loop's pool of async connections, and the task that holds it open."""
+class _Held:
+    """An event loop's pool of async connections, and the task that closes it with the loop."""
 
-    pool: AsyncConnectionPool[psycopg.AsyncConnection[_Row]]
-    opened: asyncio.Future[None]
+    pool: LoopPool
     holder: asyncio.Task[None] | None = None
-    checking: bool = False
-    """Whether a test of its idle connections is under way (one at a time)."""
-    connections: weakref.WeakSet[psycopg.AsyncConnection[_Row]] = field(
-        default_factory=weakref.WeakSet
-    )
-    """The connections the pool opened and has not let go of."""
+
+
+def _first_line(error: Exception) -> str:
+    """Return the first line of a driver's error, for a message."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else repr(error)
 
 
 def _bridgeable(loop: asyncio.AbstractEventLoop) -> bool:
@@ -221,9 +221,9 @@ class PostgresStore(SqlStore):
         super().__init__()
         try:
             import psycopg
-            from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+            from psycopg_pool import ConnectionPool, PoolTimeout
 
-            from agent_coordinator._store import bridge
+            from agent_coordinator._store import bridge, loop_pool
         except ImportError as error:  # pragma: no cover - the server extra installs them
             raise ConfigError(
                 "PostgreSQL needs psycopg, psycopg_pool and greenlet: "
@@ -231,10 +231,9 @@ class PostgresStore(SqlStore):
             ) from error
         self._psycopg = psycopg
         self._bridge = bridge
-        self._async_pool_class = AsyncConnectionPool
+        self._loop_pool_module = loop_pool
         self._pipelines = psycopg.Pipeline.is_supported()
         self._pool_timeout = PoolTimeout
-        self._pool_closed = PoolClosed
         self.integrity_errors = (psycopg.errors.UniqueViolation,)
         self._dsn = url
         self.url = redact_url(url)
@@ -250,8 +249,11 @@ class PostgresStore(SqlStore):
             name="agentshape",
             open=True,
         )
-        self._loop_pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
+        self._loop_pools: dict[asyncio.AbstractEventLoop, _Held] = {}
         self._listener = Listener(
+            lambda: psycopg.AsyncConnection.connect(
+                url, autocommit=True, connect_timeout=self._connect_timeout
+            ),
             lambda: psycopg.connect(url, autocommit=True, connect_timeout=self._connect_timeout),
             name="agentshape-listen",
         )
@@ -261,7 +263,9 @@ class PostgresStore(SqlStore):
         return max(2, round(self.wait_s))
 
     def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
-        """Call ``subscriber`` (from the listening thread) on each notification on ``channel``.
+        """Call ``subscriber`` on the running event loop on each notification on ``channel``.
+
+        The loop listens on a connection of its own (:mod:`~agent_coordinator._store.listener`).
 
         Args:
             channel: ``RUN_QUEUED`` or ``RUN_ENDED`` of :mod:`~agent_coordinator._store.listener`.
@@ -270,6 +274,9 @@ class PostgresStore(SqlStore):
 
         Returns:
             What to call to stop.
+
+        Raises:
+            RuntimeError: No event loop is running in the calling thread.
         """
         return self._listener.subscribe(channel, subscriber)
 
@@ -283,57 +290,35 @@ class PostgresStore(SqlStore):
         # docstring): handing each call to a worker thread cost more CPU than the call.
         if not _bridgeable(asyncio.get_running_loop()):
             return await super()._call_once(method, *args, **kwargs)
-        loop_pool = self._loop_pool()
-        if not loop_pool.opened.done():
-            await asyncio.shield(loop_pool.opened)
         return await self._bridge.spawn(method, *args, **kwargs)
 
-    def _loop_pool(self) -> _LoopPool:
-        """Return the running event loop's pool, made (and opening) on the loop's first call."""
+    def _loop_pool(self) -> _Held:
+        """Return the running event loop's pool, made on the loop's first call."""
         loop = asyncio.get_running_loop()
         found = self._loop_pools.get(loop)
         if found is not None:
             return found
-        connections: weakref.WeakSet[psycopg.AsyncConnection[_Row]] = weakref.WeakSet()
-
-        async def remember(connection: psycopg.AsyncConnection[_Row]) -> None:
-            connections.add(connection)
-
-        pool = self._async_pool_class(
-            self._dsn,
-            kwargs={"autocommit": True},
-            min_size=1,
-            max_size=self.loop_connections,
-            timeout=self.wait_s,
-            configure=remember,
-            name="agentshape-loop",
-            open=False,
+        pool = self._loop_pool_module.LoopPool(
+            lambda: self._psycopg.AsyncConnection.connect(
+                self._dsn, autocommit=True, connect_timeout=self._connect_timeout
+            ),
+            self.loop_connections,
+            self.wait_s,
         )
-        made = _LoopPool(pool=pool, opened=loop.create_future(), connections=connections)
-        self._loop_pools[loop] = made
+        made = self._loop_pools[loop] = _Held(pool=pool)
         made.holder = loop.create_task(self._hold(loop, made), name="agentshape-store-pool")
         return made
 
-    async def _hold(self, loop: asyncio.AbstractEventLoop, held: _LoopPool) -> None:
-        """Open a loop's pool and keep it open until this task is cancelled, then close it."""
+    async def _hold(self, loop: asyncio.AbstractEventLoop, held: _Held) -> None:
+        """Keep a loop's pool until this task is cancelled, then close it and its connections."""
         # The loop's end cancels its remaining tasks (asyncio.run, uvicorn, pytest-asyncio), and
-        # so closes the pool while the loop can still await it; close() cancels it too.
+        # so closes the pool while the loop still runs; close() cancels it too.
         try:
-            await held.pool.open()
-            held.opened.set_result(None)
             await loop.create_future()
         finally:
-            if not held.opened.done():
-                held.opened.set_exception(StoreUnavailable(f"the store at {self.url} was closed"))
             if self._loop_pools.get(loop) is held:
                 del self._loop_pools[loop]
-            try:
-                await held.pool.close()
-            finally:
-                # At the loop's end the pool's own tasks are cancelled with this one, and its
-                # close stops at them: the connections it opened are closed here in any case.
-                for connection in list(held.connections):
-                    await connection.close()
+            held.pool.close()
 
     @contextmanager
     def _checkout(self, *, write: bool) -> Iterator[object]:
@@ -356,17 +341,23 @@ class PostgresStore(SqlStore):
         """Lend a transaction inside the bridge one of the running loop's async connections."""
         pool = self._loop_pool().pool
         try:
-            connection = self._bridge.await_only(pool.getconn())
-        except self._pool_timeout as error:
+            connection = self._bridge.await_only(pool.get())
+        except self._loop_pool_module.NoneFree as error:
             raise StoreUnavailable(self._unreachable()) from error
-        except self._pool_closed as error:  # only while the loop shuts down
+        except self._loop_pool_module.PoolClosed as error:  # only while the loop shuts down
             raise StoreUnavailable(f"the store at {self.url} was closed") from error
+        except self._psycopg.OperationalError as error:
+            # Nothing was sent: the call may be tried again, as after a connection lost.
+            raise StoreUnavailable(
+                f"the database at {self.url} cannot be reached: {_first_line(error)}",
+                retryable=True,
+            ) from error
         try:
             yield _BridgedConnection(connection, self._bridge.await_only)
         finally:
-            # Shielded: a caller cancelled meanwhile must not leave the connection out of the
-            # pool. The pool closes a broken or closed one and opens another.
-            self._bridge.await_only(asyncio.shield(pool.putconn(connection)))
+            # Not awaited, so a caller cancelled meanwhile cannot keep it out of the pool; a
+            # broken or closed one is closed, and the next caller opens another.
+            pool.put(connection)
 
     def _unreachable(self) -> str:
         """Say why no connection could be had, from one direct attempt to connect."""
@@ -380,8 +371,7 @@ class PostgresStore(SqlStore):
             else:
                 self._psycopg.connect(self._dsn, connect_timeout=self._connect_timeout).close()
         except self._psycopg.Error as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-            return f"the database at {self.url} cannot be reached: {reason}"
+            return f"the database at {self.url} cannot be reached: {_first_line(error)}"
         return f"no connection to the database at {self.url} was free within {self.wait_s} s"
 
     def _unusable(
@@ -395,7 +385,7 @@ class PostgresStore(SqlStore):
         if not isinstance(error, self._psycopg.OperationalError) or not lost:
             return None
         self._drop_broken()
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        reason = _first_line(error)
         # A COMMIT that got no answer may have been applied: not tried again.
         return StoreUnavailable(
             f"the connection to the database at {self.url} was lost: {reason}",
@@ -405,13 +395,7 @@ class PostgresStore(SqlStore):
     def _drop_broken(self) -> None:
         """Have the pool test its idle connections: a restarted server broke all of them."""
         if self._bridge.bridged():
-            held = self._loop_pool()
-            if not held.checking:  # one test at a time; the loop's thread alone sets it
-                held.checking = True
-                try:
-                    self._bridge.await_only(held.pool.check())
-                finally:
-                    held.checking = False
+            self._loop_pool().pool.drop_broken()
             return
         if self._checking.acquire(blocking=False):
             try:

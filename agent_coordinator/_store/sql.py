@@ -421,7 +421,7 @@ class SqlBase(ABC):
         """Close every connection this store opened."""
 
     def listen(self, channel: str, subscriber: Callable[[str], object]) -> Callable[[], None]:
-        """Call ``subscriber`` from another thread each time any process notifies ``channel``."""
+        """Call ``subscriber`` on the running event loop when any process notifies ``channel``."""
         # Here nothing is ever notified (see wakes_runners).
         return _nothing
 
