@@ -374,6 +374,18 @@ def test_the_analytics_page_shows_batch_and_live_runs(tmp_path: Path, page: Page
         service.close()
 
 
+def test_the_home_page_counts_its_agents_and_sessions_in_words(
+    dash: Service, page: Page, fake_llm: FakeLLM
+) -> None:
+    fake_llm.respond(openai_tool_call("submit_result", VALID))
+    page.goto(f"{dash.url}/")
+    expect(page.get_by_text("4 agents; config valid", exact=True)).to_be_visible()
+    expect(page.get_by_text("0 sessions, 0 failed", exact=True)).to_be_visible()
+    assert dash.run(REVIEW).json()["status"] == "completed"
+    page.reload()
+    expect(page.get_by_text("1 session, 0 failed", exact=True)).to_be_visible()
+
+
 def test_with_a_token_the_dashboard_asks_once_and_shows_nothing_without_it(
     tmp_path: Path, page: Page
 ) -> None:

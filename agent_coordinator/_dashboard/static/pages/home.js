@@ -14,8 +14,8 @@ export async function render(view, _params, signal) {
     el(
       "div",
       { class: "grid" },
-      card("/agents", "Agents", `${fleet.loaded.length} agents; ${problems ? `${problems} config problem(s)` : "config valid"}`),
-      card("/sessions", "Sessions", `${counted(sessions)} sessions, ${counted(failed)} failed`),
+      card("/agents", "Agents", `${plural(fleet.loaded.length, "agent")}; ${problems ? plural(problems, "config problem") : "config valid"}`),
+      card("/sessions", "Sessions", `${counted(sessions, "session")}, ${counted(failed)} failed`),
       card("/runs/new", "Start a run", "Run an agent with a prompt, parameters and a schema"),
       card("/schemas", "Schemas", "The named output schema registry"),
       card("/analytics", "Analytics", "Success rates, failures, retries, tokens, latency"),
@@ -24,9 +24,16 @@ export async function render(view, _params, signal) {
   );
 }
 
-// A total counted up to the service's cap reads "10,000+" beyond it.
-function counted(page) {
-  return `${page.total.toLocaleString("en")}${page.total_exact === false ? "+" : ""}`;
+// A total counted up to the service's cap reads "10,000+" beyond it; with a noun, "1 session",
+// "2 sessions", "10,000+ sessions".
+function counted(page, noun = "") {
+  const number = `${page.total.toLocaleString("en")}${page.total_exact === false ? "+" : ""}`;
+  if (!noun) return number;
+  return `${number} ${noun}${page.total === 1 && page.total_exact !== false ? "" : "s"}`;
+}
+
+function plural(count, noun) {
+  return `${count.toLocaleString("en")} ${noun}${count === 1 ? "" : "s"}`;
 }
 
 function card(href, title, text) {
