@@ -27,6 +27,12 @@ from agent_coordinator._store.sql import (
 
 __all__ = ["RunQueries"]
 
+_INSERT_RUN = (
+    f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 0, ?, ?, NULL) RETURNING seq"
+)
+"""A new run's row (its values: :func:`_run_values`), only its ``seq`` returned."""
+
 
 class RunQueries(SqlBase):
     """Runs and sessions: stored before they are answered, read back for the API."""
@@ -146,38 +152,22 @@ class RunQueries(SqlBase):
         before its connection was lost) fails the statement as a duplicate, which the callers
         resolve.
         """
-        status: RunState = "queued" if holder is None else "running"
-        owner, expires, claims, started = (
-            (None, None, 0, None) if holder is None else (holder[0], now + holder[1], 1, now)
-        )
+        run = _new_record(new, holder, now)
         claimed = [] if holder is None else _claimed(holder[0])
         query = (
             "WITH session AS (INSERT INTO sessions (id, agent_name, status, transcript, "
             "parent_session_id, depth, created_at, updated_at) VALUES (?, ?, ?, '[]', ?, ?, ?, "
-            f"?)), run AS (INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 0, ?, ?, NULL) RETURNING seq)"
+            f"?)), run AS ({_INSERT_RUN})"
         )
         params: list[object] = [
             new.session_id,
             new.agent_name,
-            status,
+            run.status,
             new.parent_session_id,
             new.depth,
             now,
             now,
-            new.id,
-            new.session_id,
-            new.kind,
-            new.agent_name,
-            status,
-            new.input.model_dump_json(exclude_defaults=True),
-            new.idempotency_key,
-            new.request_hash,
-            owner,
-            expires,
-            claims,
-            now,
-            started,
+            *_run_values(run),
         ]
         for kind, data in claimed:
             query += (
@@ -194,7 +184,7 @@ class RunQueries(SqlBase):
         with self._statement(applied_if_lost=False) as cursor:
             row = self._exec(cursor, query, params).fetchone()
         assert row is not None
-        run = _new_record(new, int(str(row[0])), status, owner, expires, claims, now, started)
+        run.seq = int(str(row[0]))
         if holder is None:
             return run, None, True
         return run, Claim(run=run, transcript=[], events=claimed), True
@@ -240,34 +230,12 @@ class RunQueries(SqlBase):
                 raise NotFound("SessionNotFound", f"no session {new.session_id!r}")
             if holder is not None:
                 transcript = read_transcript(*found)
-        owner, expires, claims, started = (
-            (None, None, 0, None) if holder is None else (holder[0], now + holder[1], 1, now)
-        )
         # Only seq is read back: the record is built from the values written, so the input is
         # neither returned by the database nor parsed again.
-        row = self._exec(
-            cursor,
-            f"INSERT INTO runs ({RUN_COLUMNS.replace('seq, ', '')}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, 0, ?, ?, "
-            "NULL) RETURNING seq",
-            (
-                new.id,
-                new.session_id,
-                new.kind,
-                new.agent_name,
-                status,
-                new.input.model_dump_json(exclude_defaults=True),
-                new.idempotency_key,
-                new.request_hash,
-                owner,
-                expires,
-                claims,
-                now,
-                started,
-            ),
-        ).fetchone()
+        run = _new_record(new, holder, now)
+        row = self._exec(cursor, _INSERT_RUN, _run_values(run)).fetchone()
         assert row is not None
-        run = _new_record(new, int(str(row[0])), status, owner, expires, claims, now, started)
+        run.seq = int(str(row[0]))
         return run, transcript
 
     def _read(self, cursor: Cursor, row: Sequence[object]) -> RunRecord:
@@ -390,34 +358,51 @@ def _claimed(owner: str) -> list[tuple[str, dict[str, JsonValue]]]:
     return [("run_claimed", {"runner": owner, "claim": 1})]
 
 
-def _new_record(
-    new: NewRun,
-    seq: int,
-    status: RunState,
-    owner: str | None,
-    expires: float | None,
-    claims: int,
-    now: float,
-    started: float | None,
-) -> RunRecord:
-    """Return a run just inserted, built from the values written (only ``seq`` read back)."""
+def _new_record(new: NewRun, holder: tuple[str, float] | None, now: float) -> RunRecord:
+    """Return the record of a run about to be inserted (its ``seq`` 0 until it is).
+
+    Args:
+        new: The run.
+        holder: The runner id and lease seconds of the runner it is stored claimed by, or
+            ``None`` for a queued run.
+        now: When it is stored.
+    """
     return RunRecord.model_construct(
         id=new.id,
-        seq=seq,
+        seq=0,
         session_id=new.session_id,
         kind=new.kind,
         agent_name=new.agent_name,
-        status=status,
+        status="queued" if holder is None else "running",
         input=new.input,
         idempotency_key=new.idempotency_key,
         request_hash=new.request_hash,
         result=None,
         error=None,
-        lease_owner=owner,
-        lease_expires_at=expires,
-        claims=claims,
+        lease_owner=None if holder is None else holder[0],
+        lease_expires_at=None if holder is None else now + holder[1],
+        claims=0 if holder is None else 1,
         cancel_requested=False,
         created_at=now,
-        started_at=started,
+        started_at=None if holder is None else now,
         finished_at=None,
     )
+
+
+def _run_values(run: RunRecord) -> list[object]:
+    """Return the parameters of :data:`_INSERT_RUN` for a run :func:`_new_record` built."""
+    return [
+        run.id,
+        run.session_id,
+        run.kind,
+        run.agent_name,
+        run.status,
+        run.input.model_dump_json(exclude_defaults=True),
+        run.idempotency_key,
+        run.request_hash,
+        run.lease_owner,
+        run.lease_expires_at,
+        run.claims,
+        run.created_at,
+        run.started_at,
+    ]
