@@ -27,6 +27,7 @@ import uvicorn
 from agent_coordinator import Execution, Runner, SqlStore, open_store
 from agent_coordinator._api.app import create_app
 from agent_coordinator._service.services import Limits, Services
+from agent_coordinator._store import NewRun, RunInput
 from agent_coordinator._webhooks import WebhookSettings
 from agent_core import SchemaRegistry, load_fleet
 from agent_executor import KNOWN_TOOLS
@@ -280,4 +281,15 @@ def remove_in_background(directory: Path) -> None:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+    )
+
+
+def new_run(run_id: str) -> NewRun:
+    """A run starting session ``ses_<run_id>`` of agent ``grader``, for a store test."""
+    return NewRun(
+        id=run_id,
+        session_id=f"ses_{run_id}",
+        kind="start_session",
+        agent_name="grader",
+        input=RunInput(prompt="Grade the notes."),
     )

@@ -14,8 +14,8 @@ import psycopg
 import pytest
 
 from agent_coordinator._errors import StoreUnavailable
-from agent_coordinator._store import NewRun, PostgresStore, RunInput
-from tests.agent_coordinator.harness import Postgres
+from agent_coordinator._store import PostgresStore
+from tests.agent_coordinator.harness import Postgres, new_run
 
 BOUND_S = 60
 """How long a condition may take to come true on a loaded machine."""
@@ -39,22 +39,12 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-def _new_run(run_id: str) -> NewRun:
-    return NewRun(
-        id=run_id,
-        session_id=f"ses_{run_id}",
-        kind="start_session",
-        agent_name="grader",
-        input=RunInput(prompt="Grade the notes."),
-    )
-
-
 @pytest.fixture
 async def store(postgres: Postgres) -> AsyncIterator[PostgresStore]:
     opened = PostgresStore(postgres.new_database(), loop_connections=2, wait_s=1.0)
     opened.migrate()
     for number in range(5):
-        opened.create_run(_new_run(f"run_{number}"))
+        opened.create_run(new_run(f"run_{number}"))
     yield opened
     opened.close()
 

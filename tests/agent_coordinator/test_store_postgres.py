@@ -22,8 +22,8 @@ import httpx
 import psycopg
 import pytest
 
-from agent_coordinator._store import NewRun, PostgresStore, RunInput
-from tests.agent_coordinator.harness import Postgres, write_fleet
+from agent_coordinator._store import PostgresStore
+from tests.agent_coordinator.harness import Postgres, new_run, write_fleet
 from tests.agent_coordinator.processes import serve
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
@@ -97,16 +97,6 @@ def test_a_call_waiting_on_a_row_lock_leaves_serve_answering(
         process.stop()
 
 
-def _new_run(run_id: str) -> NewRun:
-    return NewRun(
-        id=run_id,
-        session_id=f"ses_{run_id}",
-        kind="start_session",
-        agent_name="grader",
-        input=RunInput(prompt="Grade the notes."),
-    )
-
-
 def _hold_run_row(locker: psycopg.Connection[tuple[object, ...]]) -> None:
     """Lock the row a cancel updates (its transaction waits on it, one statement at a time)."""
     locker.execute("SELECT id FROM runs WHERE id = 'run_1' FOR UPDATE")
@@ -124,11 +114,11 @@ def _hold_session_id(locker: psycopg.Connection[tuple[object, ...]]) -> None:
 async def test_a_call_cancelled_while_it_waits_leaves_no_transaction_open(
     store: PostgresStore, hold: Callable[[psycopg.Connection[tuple[object, ...]]], None]
 ) -> None:
-    store.create_run(_new_run("run_1"))
+    store.create_run(new_run("run_1"))
     database = store._dsn
     calls = {
         _hold_run_row: lambda: store.call(store.request_cancel, "run_1"),
-        _hold_session_id: lambda: store.call(store.create_run, _new_run("run_2")),
+        _hold_session_id: lambda: store.call(store.create_run, new_run("run_2")),
     }
     # More cancelled calls than the loop's pool has connections: each connection came back.
     for _ in range(store.loop_connections + 1):
@@ -161,7 +151,7 @@ async def test_a_call_cancelled_while_it_waits_leaves_no_transaction_open(
 
 
 async def test_calls_need_no_worker_thread(store: PostgresStore) -> None:
-    store.create_run(_new_run("run_1"))
+    store.create_run(new_run("run_1"))
     idle = ThreadPoolExecutor(1)
     idle.shutdown()  # to_thread on this loop now fails
     asyncio.get_running_loop().set_default_executor(idle)
@@ -180,7 +170,7 @@ def test_on_a_proactor_loop_calls_go_to_worker_threads(
     monkeypatch.setattr(asyncio, "ProactorEventLoop", _Proactor, raising=False)
     store = PostgresStore(postgres.new_database())
     store.migrate()
-    store.create_run(_new_run("run_1"))
+    store.create_run(new_run("run_1"))
     threads: set[str] = set()
 
     def get_run(run_id: str) -> str:
@@ -212,7 +202,7 @@ def test_a_loop_s_connections_are_closed_when_the_loop_ends(postgres: Postgres) 
     store = PostgresStore(database, loop_connections=3)
     try:
         store.migrate()
-        store.create_run(_new_run("run_1"))
+        store.create_run(new_run("run_1"))
         blocking = _connections(database)  # the blocking pool's, which the migration used
 
         async def calls() -> set[str]:
