@@ -50,7 +50,7 @@ is named as such)."""
 
 def create_app(
     services: Services, *, mcp_host: str | None = None, hosts: AllowedHosts | None = None
-) -> FastAPI:
+) -> LeanRunCreate:
     """Build the API over ``services``; its runner (if any) starts and stops with the app.
 
     Args:
@@ -62,7 +62,7 @@ def create_app(
             and ``mcp_host``.
 
     Returns:
-        The ASGI application.
+        The ASGI application: the FastAPI app (its ``app``) behind the lean ``POST /runs``.
     """
     routes: list[BaseRoute] = []
     managers: list[StreamableHTTPSessionManager] = []
@@ -89,9 +89,6 @@ def create_app(
     app.state.services = services
     for kind in (*HANDLED, Exception):
         app.add_exception_handler(kind, render_error)
-    # Innermost: a well-formed POST /runs is answered without the router, once the body limit
-    # and the host guard have let it through.
-    app.add_middleware(LeanRunCreate, services=services)
     app.add_middleware(BodyLimit, max_bytes=services.limits.max_body_bytes)
     app.add_middleware(DashboardPages)  # the pages for browsers; the API for everyone else
     # Outermost: a foreign Host or a cross-site change is refused before anything reads it.
@@ -136,4 +133,6 @@ def create_app(
     # included routers as units).
     every = [*app.router.routes, *(route for m in modules for route in m.router.routes)]
     app.state.method_routes = [route for route in every if isinstance(route, Route)]
-    return app
+    # In front of everything: a well-formed POST /runs is answered without the middlewares and
+    # the router, by the host guard's and the body limit's rules and the route's own code.
+    return LeanRunCreate(app, services=services, hosts=hosts)

@@ -1,23 +1,29 @@
-"""``POST /runs`` answered without the router and FastAPI's dependency solving, when that is safe.
+"""``POST /runs`` answered in front of FastAPI, without its middlewares and router, when that is safe.
 
-Starting a run is the request a service answers most; going through the router, the dependencies
-and FastAPI's request handling costs CPU per run that ``bench/service.py``'s
-``service_cpu_vs_library`` target has no room for. :class:`LeanRunCreate` sits inside the host
-guard and the body limit (both still apply) and answers a ``POST /runs`` it can answer exactly as
-the route would, with the route's own code (:func:`check_token`, :func:`submit_and_wait`,
-:func:`run_answer`, :func:`model_response` and, for an error, :func:`render_error`). That is
-a request with
+Starting a run is the request a service answers most; going through the middlewares (each
+wrapping ``send`` and ``receive``), the router, the dependencies and FastAPI's request handling
+costs CPU per run that ``bench/service.py``'s ``service_cpu_vs_library`` target has no room for.
+:class:`LeanRunCreate` is the ASGI app the server runs: it answers a ``POST /runs`` it can answer
+exactly as the app behind it would, with the route's own code (:func:`check_token`,
+:func:`submit_and_wait`, :func:`run_answer`, :func:`model_response` and, for an error,
+:func:`render_error`). That is a request
 
-- a JSON body (``Content-Type: application/json``) of a given ``Content-Length`` that is a valid
-  :class:`RunCreate`;
-- no query, or a single ``wait`` written as a plain decimal within the route's bounds;
-- at most one ``Authorization`` header, and at most one ``Idempotency-Key`` of 1 to
-  :data:`MAX_IDEMPOTENCY_KEY_CHARS` characters.
+- whose ``Host``, ``Origin`` and ``Sec-Fetch-Site`` the host guard lets through
+  (:meth:`AllowedHosts.refusal`), with a ``Content-Length`` within the body limit;
+- with a JSON body (``Content-Type: application/json``) that is a valid :class:`RunCreate`;
+- with no query, or a single ``wait`` written as a plain decimal within the route's bounds;
+- with at most one ``Authorization`` header, and at most one ``Idempotency-Key`` of 1 to
+  :data:`MAX_IDEMPOTENCY_KEY_CHARS` characters;
 
-Every other request goes on to the app unchanged (one whose body was read has it replayed), so the
-answers to malformed requests (FastAPI's 422 with its error list, its 400 for a body it cannot
-parse) stay the framework's own; so does a request FastAPI records OpenTelemetry spans for. The
-route itself stays, for those and for ``/docs``.
+while the app is as :func:`~agent_coordinator._api.app.create_app` built it (no middleware
+added since, no OpenTelemetry instrumentation wrapping it) and no OpenTelemetry provider is
+configured (FastAPI then records the request's spans and metrics, naming the route it matched).
+
+Every other request goes on to the app unchanged (one whose body was read has it replayed), so
+the answers to refused and malformed requests (the guard's 421 and 403, the body limit's 413,
+FastAPI's 422 with its error list, its 400 for a body it cannot parse) stay the app's own. An
+unexpected error is answered as the app's error middleware answers it (a 500 ``InternalError``,
+logged) and raised on to the server. The route itself stays, for those and for ``/docs``.
 """
 
 from __future__ import annotations
@@ -26,14 +32,19 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from fastapi import FastAPI
+from opentelemetry import metrics, trace
+from opentelemetry._logs import get_logger_provider
 from pydantic import ValidationError
+from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agent_coordinator._api.deps import check_token
 from agent_coordinator._api.errors import HANDLED, render_error
 from agent_coordinator._api.model_text import model_response
 from agent_coordinator._service.bodies import MAX_IDEMPOTENCY_KEY_CHARS, MAX_WAIT_S, RunCreate
+from agent_coordinator._service.hosts import AllowedHosts
 from agent_coordinator._service.runs import submit_and_wait
 from agent_coordinator._service.services import Services
 from agent_coordinator._service.views import run_answer
@@ -43,6 +54,26 @@ __all__ = ["LeanRunCreate"]
 # What FastAPI parses as the same float for every spelling it matches; any other spelling (an
 # exponent, a sign, spaces, "inf") goes to FastAPI.
 _WAIT = re.compile(rb"(?:wait=((?:0|[1-9][0-9]{0,2})(?:\.[0-9]{1,6})?))?")
+
+# The OpenTelemetry API's stand-ins until a provider is set: while all three are, FastAPI
+# records nothing for a request.
+_UNSET_PROVIDERS = frozenset(
+    {
+        ("opentelemetry.trace", "ProxyTracerProvider"),
+        ("opentelemetry.metrics._internal", "_ProxyMeterProvider"),
+        ("opentelemetry._logs._internal", "ProxyLoggerProvider"),
+    }
+)
+
+
+def _telemetry_configured() -> bool:
+    """Tell whether an OpenTelemetry tracer, meter or logger provider has been set."""
+    for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
+        kind = type(provider)
+        if (kind.__module__, kind.__name__) not in _UNSET_PROVIDERS:
+            return True
+    kind = type(get_logger_provider())
+    return (kind.__module__, kind.__name__) not in _UNSET_PROVIDERS
 
 
 @dataclass(frozen=True)
@@ -54,15 +85,15 @@ class _Form:
     wait_s: float
 
 
-def _form(scope: Scope) -> _Form | None:
-    """Return the request's token, key and wait, or ``None`` if the route must answer it."""
+def _form(scope: Scope, hosts: AllowedHosts, max_body_bytes: int) -> _Form | None:
+    """Return the request's token, key and wait, or ``None`` if the app must answer it."""
     matched = _WAIT.fullmatch(scope["query_string"])
     if matched is None:
         return None
     wait_s = float(matched[1]) if matched[1] is not None else 0.0
     if wait_s > MAX_WAIT_S:
         return None
-    content_type = length = authorization = key = None
+    content_type = length = authorization = key = host = origin = fetch_site = None
     for name, value in scope["headers"]:
         if name == b"content-type":
             if content_type is not None:
@@ -80,11 +111,33 @@ def _form(scope: Scope) -> _Form | None:
             if key is not None:
                 return None
             key = value
+        elif name == b"host":
+            if host is not None:
+                return None
+            host = value
+        elif name == b"origin":
+            if origin is not None:
+                return None
+            origin = value
+        elif name == b"sec-fetch-site":
+            if fetch_site is not None:
+                return None
+            fetch_site = value
         elif name == b"transfer-encoding":
             return None
     if content_type != b"application/json" or length is None or not length.isdigit():
         return None
-    # Headers are text as Starlette decodes them (latin-1), as the route sees them.
+    if int(length) > max_body_bytes:
+        return None  # the body limit's 413
+    # Headers are text as Starlette decodes them (latin-1), as the guard and the route see them.
+    refusal = hosts.refusal(
+        None if host is None else host.decode("latin-1"),
+        method="POST",
+        origin=None if origin is None else origin.decode("latin-1"),
+        fetch_site=None if fetch_site is None else fetch_site.decode("latin-1"),
+    )
+    if refusal is not None:
+        return None  # the host guard's 421 or 403
     given_key = None if key is None else key.decode("latin-1")
     if given_key is not None and not 0 < len(given_key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         return None
@@ -120,30 +173,47 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 
 class LeanRunCreate:
-    """ASGI middleware answering a well-formed ``POST /runs`` itself; anything else goes on.
+    """The ASGI app in front of the service's FastAPI app: a well-formed ``POST /runs`` is answered
+    here, anything else goes on to it.
 
     Args:
-        app: The app behind it, whose ``POST /runs`` route answers what this does not.
+        app: The app as :func:`~agent_coordinator._api.app.create_app` built it, whose middlewares
+            and ``POST /runs`` route answer what this does not.
         services: The services the route uses.
+        hosts: The ``Host`` names the app's host guard answers.
     """
 
-    def __init__(self, app: ASGIApp, *, services: Services) -> None:
+    def __init__(self, app: FastAPI, *, services: Services, hosts: AllowedHosts) -> None:
         self.app = app
         self.services = services
+        self.hosts = hosts
+        self._middleware = list(app.user_middleware)
+        self._built: bool | None = None
+
+    def _as_built(self) -> bool:
+        """Tell whether the app's middleware stack is the one this stands in for."""
+        if self._built is None:
+            stack = self.app.middleware_stack
+            if stack is None:
+                return False  # built on the app's first request (its lifespan's, when served)
+            # OpenTelemetry's FastAPI instrumentation wraps the stack FastAPI builds
+            self._built = (
+                type(stack) is ServerErrorMiddleware
+                and self.app.user_middleware == self._middleware
+            )
+        return self._built
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Answer a ``POST /runs`` the route would answer the same way; pass on the rest."""
+        """Answer a ``POST /runs`` the app would answer the same way; pass on the rest."""
         form = None
         if (
             scope["type"] == "http"
             and scope["method"] == "POST"
             and scope["path"] == "/runs"
             and not scope.get("root_path")
-            # OpenTelemetry configured: FastAPI's request span names the route it matched
-            and scope.get("fastapi.telemetry") is None
         ):
-            form = _form(scope)
-        if form is None:
+            form = _form(scope, self.hosts, self.services.limits.max_body_bytes)
+        if form is None or not self._as_built() or _telemetry_configured():
             await self.app(scope, receive, send)
             return
         messages, raw = await _read_body(receive)
@@ -162,4 +232,8 @@ class LeanRunCreate:
             response = model_response(*run_answer(run))
         except HANDLED as error:
             response = await render_error(Request(scope), error)
+        except Exception as error:
+            # As the app's ServerErrorMiddleware: the one error body, then the server logs it.
+            await (await render_error(Request(scope), error))(scope, receive, send)
+            raise
         await response(scope, receive, send)

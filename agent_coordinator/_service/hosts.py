@@ -94,6 +94,41 @@ class AllowedHosts:
             return True
         return host is not None and _name(host) in self.names
 
+    def refusal(
+        self,
+        host: str | None,
+        *,
+        method: str | None,
+        origin: str | None,
+        fetch_site: str | None,
+    ) -> ServiceError | None:
+        """Return why a request is refused (421 or 403), or ``None`` when it is answered.
+
+        Args:
+            host: Its ``Host`` header (``None``: it has none).
+            method: Its HTTP method (``None`` for a WebSocket).
+            origin: Its ``Origin`` header, if any.
+            fetch_site: Its ``Sec-Fetch-Site`` header, if any.
+
+        Returns:
+            ``MisdirectedRequest`` ``HostNotAllowed`` for a ``Host`` not allowed,
+            ``Forbidden`` ``CrossSiteRequest`` for a browser's cross-site change, else ``None``.
+        """
+        if not self.allows(host):
+            shown = _name(host) if host else ""
+            return MisdirectedRequest(
+                "HostNotAllowed",
+                f"this service does not answer to the Host {host!r}; if that name is really "
+                f"this service's, start it with --allowed-host {shown or 'NAME'}",
+            )
+        if method in _STATE_CHANGING and _is_cross_site(host, origin, fetch_site, self):
+            return Forbidden(
+                "CrossSiteRequest",
+                "a web page on another site may not change this service's state "
+                f"(Origin {origin!r}, Sec-Fetch-Site {fetch_site!r})",
+            )
+        return None
+
     def describe(self) -> str:
         """Return the allowed names for a banner: ``localhost, 127.0.0.1, ::1`` or ``any``."""
         if self.any_host:
@@ -102,11 +137,12 @@ class AllowedHosts:
         return ", ".join(ordered + sorted(self.names - set(LOOPBACK_NAMES)))
 
 
-def _is_cross_site(headers: Headers, allowed: AllowedHosts) -> bool:
+def _is_cross_site(
+    host: str | None, origin: str | None, fetch_site: str | None, allowed: AllowedHosts
+) -> bool:
     """Tell whether a browser marked the request as coming from a page on another origin."""
-    if headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+    if (fetch_site or "").lower() in ("cross-site", "same-site"):
         return True  # same-site is still another origin (another port or subdomain)
-    origin = headers.get("origin")
     if origin is None:
         return False  # not sent by a browser, or a same-origin GET
     parts = urlsplit(origin.strip().lower())
@@ -119,7 +155,7 @@ def _is_cross_site(headers: Headers, allowed: AllowedHosts) -> bool:
         return True  # "null" (a sandboxed frame, a file), or nothing a page of ours has
     if parts.hostname in allowed.declared:
         return False
-    name, port = _host_port(headers.get("host") or "")
+    name, port = _host_port(host or "")
     return (name, port or default) != (parts.hostname, str(origin_port or default))
 
 
@@ -141,22 +177,12 @@ class HostGuard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        host = headers.get("host")
-        error: ServiceError | None = None
-        if not self.allowed.allows(host):
-            shown = _name(host) if host else ""
-            error = MisdirectedRequest(
-                "HostNotAllowed",
-                f"this service does not answer to the Host {host!r}; if that name is really "
-                f"this service's, start it with --allowed-host {shown or 'NAME'}",
-            )
-        elif scope.get("method") in _STATE_CHANGING and _is_cross_site(headers, self.allowed):
-            error = Forbidden(
-                "CrossSiteRequest",
-                "a web page on another site may not change this service's state "
-                f"(Origin {headers.get('origin')!r}, Sec-Fetch-Site "
-                f"{headers.get('sec-fetch-site')!r})",
-            )
+        error = self.allowed.refusal(
+            headers.get("host"),
+            method=scope.get("method"),
+            origin=headers.get("origin"),
+            fetch_site=headers.get("sec-fetch-site"),
+        )
         if error is None:
             await self.app(scope, receive, send)
             return
