@@ -1,4 +1,4 @@
-"""``POST /runs`` answered in front of FastAPI, without its middlewares and router, when that is safe.
+"""``POST /runs`` answered in front of FastAPI, past its middlewares and router, when that is safe.
 
 Starting a run is the request a service answers most; going through the middlewares (each
 wrapping ``send`` and ``receive``), the router, the dependencies and FastAPI's request handling
@@ -68,12 +68,15 @@ _UNSET_PROVIDERS = frozenset(
 
 def _telemetry_configured() -> bool:
     """Tell whether an OpenTelemetry tracer, meter or logger provider has been set."""
-    for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
-        kind = type(provider)
-        if (kind.__module__, kind.__name__) not in _UNSET_PROVIDERS:
-            return True
-    kind = type(get_logger_provider())
-    return (kind.__module__, kind.__name__) not in _UNSET_PROVIDERS
+    providers: tuple[object, ...] = (
+        trace.get_tracer_provider(),
+        metrics.get_meter_provider(),
+        get_logger_provider(),
+    )
+    return any(
+        (type(provider).__module__, type(provider).__name__) not in _UNSET_PROVIDERS
+        for provider in providers
+    )
 
 
 @dataclass(frozen=True)
@@ -173,8 +176,9 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 
 class LeanRunCreate:
-    """The ASGI app in front of the service's FastAPI app: a well-formed ``POST /runs`` is answered
-    here, anything else goes on to it.
+    """The ASGI app in front of the service's FastAPI app: answers a well-formed ``POST /runs``.
+
+    Anything else goes on to the FastAPI app.
 
     Args:
         app: The app as :func:`~agent_coordinator._api.app.create_app` built it, whose middlewares

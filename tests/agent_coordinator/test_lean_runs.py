@@ -1,27 +1,39 @@
-"""``POST /runs`` through the lean path answers exactly as the FastAPI route does, over real HTTP.
+"""``POST /runs`` through the lean path answers exactly as the FastAPI app does, over real HTTP.
 
 Two services with the same fleet, token and limits get the same requests in the same order: the
-app as served, and the same app without :class:`LeanRunCreate` (every request then reaches the
-route). Their answers are the same, status, headers and body, once each service's own run and
-session ids, timestamps and folders are replaced by placeholders (ids numbered in order of
-appearance, so a repeated ``Idempotency-Key`` must give back the same run on both). The lean
-path does not touch the store's code, so SQLite stands for both stores here.
+app as served (:class:`LeanRunCreate` in front of FastAPI), and the FastAPI app alone (every
+request then passes its host guard, body limit and error middleware and reaches the route). Their
+answers are the same, status, headers and body, once each service's own run and session ids,
+timestamps and folders are replaced by placeholders (ids numbered in order of appearance, so a
+repeated ``Idempotency-Key`` must give back the same run on both). That holds for the rules the
+lean path applies itself: the host guard's 421 and 403, the body limit's 413, the token's 401, the
+route's 404, 409, 422 and 503, and a 500 for an unexpected error. The lean path does not touch the
+store's code, so SQLite stands for both stores here. With OpenTelemetry configured, every
+``POST /runs`` is FastAPI's to answer, so that it records the request's span.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_coordinator._api.app import create_app
 from agent_coordinator._service.services import Limits
+from agent_coordinator._store.records import RunInput
 from tests.agent_coordinator import harness
+from tests.agent_coordinator.harness import write_fleet
+from tests.agent_coordinator.processes import serve
+from tests.agent_coordinator.webhook_receiver import Delivery, Receiver
 
 TOKEN = "s3cret-token"
 MAX_BODY = 4096
@@ -98,6 +110,15 @@ def _resume(session_id: str) -> bytes:
         "POST", "/", json={"type": "resume_session", "session_id": session_id, "prompt": "More."}
     ).content
 
+
+def _sized(size: int) -> Callable[[str], bytes]:
+    """A valid start of ``size`` bytes exactly."""
+    empty = len(httpx.Request("POST", "/", json={"agent_name": "writer", "prompt": ""}).content)
+    return _json({"agent_name": "writer", "prompt": "x" * (size - empty)})
+
+
+FAILING_PROMPT = "Fail unexpectedly."
+"""A run request whose check raises an error the service does not expect (see ``services``)."""
 
 REQUESTS = [
     Request("a good run, waited for", 200, content=_json(REVIEW)),
@@ -178,6 +199,14 @@ REQUESTS = [
         "PayloadTooLarge",
         content=_json({"agent_name": "writer", "prompt": "x" * MAX_BODY}),
     ),
+    Request("a body of exactly the limit", 200, content=_sized(MAX_BODY)),
+    Request("a body one byte past the limit", 413, "PayloadTooLarge", content=_sized(MAX_BODY + 1)),
+    Request(
+        "a chunked body past the limit",
+        413,
+        "PayloadTooLarge",
+        content=lambda _s: iter([b'{"agent_name": "writer", ', b'"prompt": "' + b"x" * MAX_BODY]),
+    ),
     Request(
         "a chunked body",
         200,
@@ -204,6 +233,42 @@ REQUESTS = [
         headers={"content-type": "application/json", "host": "evil.example"},
     ),
     Request(
+        "a Host spelled otherwise",
+        200,
+        headers={"content-type": "application/json", "host": "LOCALHOST.:8600"},
+    ),
+    Request(
+        "no Host", 421, "HostNotAllowed", headers={"content-type": "application/json", "host": ""}
+    ),
+    Request(
+        "a same-origin browser POST",
+        200,
+        headers={
+            "content-type": "application/json",
+            "host": "localhost",
+            "origin": "http://localhost",
+            "sec-fetch-site": "same-origin",
+        },
+    ),
+    Request(
+        "a browser POST from another port",
+        403,
+        "CrossSiteRequest",
+        headers={"content-type": "application/json", "origin": "http://127.0.0.1:9"},
+    ),
+    Request(
+        "a same-site browser POST",
+        403,
+        "CrossSiteRequest",
+        headers={"content-type": "application/json", "sec-fetch-site": "same-site"},
+    ),
+    Request(
+        "an Origin of null",
+        403,
+        "CrossSiteRequest",
+        headers={"content-type": "application/json", "origin": "null"},
+    ),
+    Request(
         "a cross-site browser POST",
         403,
         "CrossSiteRequest",
@@ -213,6 +278,19 @@ REQUESTS = [
             "sec-fetch-site": "cross-site",
         },
     ),
+    Request(
+        "an unexpected error",
+        500,
+        "InternalError",
+        content=_json({"agent_name": "writer", "prompt": FAILING_PROMPT}),
+    ),
+    Request(
+        "an unexpected error with a wrong token",
+        401,
+        "Unauthorized",
+        content=_json({"agent_name": "writer", "prompt": FAILING_PROMPT}),
+        headers={"content-type": "application/json", "authorization": "Bearer nope"},
+    ),
 ]
 
 
@@ -220,17 +298,32 @@ def _without_lean_path(*args: object, **kwargs: object) -> object:
     return create_app(*args, **kwargs).app  # type: ignore[arg-type]
 
 
+def _failing_on_cue(service: harness.Service, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the service's run check fail unexpectedly for :data:`FAILING_PROMPT`."""
+    check = service.execution.check
+
+    def checked(agent_name: str, wanted: RunInput) -> RunInput:
+        if wanted.prompt == FAILING_PROMPT:
+            raise RuntimeError("a fault the test injected")
+        return check(agent_name, wanted)
+
+    monkeypatch.setattr(service.execution, "check", checked)
+
+
 @pytest.fixture
 def services(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Answers, Answers]]:
     settings = {"token": TOKEN, "limits": Limits(max_body_bytes=MAX_BODY)}
-    (tmp_path / "lean").mkdir()
-    (tmp_path / "route").mkdir()
-    lean = harness.Service(tmp_path / "lean", str(tmp_path / "lean.db"), **settings)  # type: ignore[arg-type]
+    lean_root, route_root = tmp_path / "lean", tmp_path / "route"
+    lean_root.mkdir()
+    route_root.mkdir()
+    lean = harness.Service(lean_root, str(lean_root / "coordinator.db"), **settings)  # type: ignore[arg-type]
     try:
         monkeypatch.setattr(harness, "create_app", _without_lean_path)
-        route = harness.Service(tmp_path / "route", str(tmp_path / "route.db"), **settings)  # type: ignore[arg-type]
+        route = harness.Service(route_root, str(route_root / "coordinator.db"), **settings)  # type: ignore[arg-type]
         try:
-            yield Answers(lean, tmp_path / "lean"), Answers(route, tmp_path / "route")
+            for service in (lean, route):
+                _failing_on_cue(service, monkeypatch)
+            yield Answers(lean, lean_root), Answers(route, route_root)
         finally:
             route.close()
     finally:
@@ -245,3 +338,78 @@ def test_the_lean_path_answers_as_the_route_does(services: tuple[Answers, Answer
         assert status == request.status, (request.name, text)
         if request.error is not None:
             assert json.loads(text)["error"] == request.error, (request.name, text)
+    # Last, as it leaves both services without a store: the database file removed under them.
+    for answers in services:
+        (answers.root / "coordinator.db").unlink()
+    request = Request("a store that is gone", 503, "StoreUnavailable")
+    status, headers, text = lean.send(request)
+    assert (status, headers, text) == route.send(request)
+    assert status == 503 and json.loads(text)["error"] == "StoreUnavailable", text
+
+
+def _spans(deliveries: list[Delivery]) -> list[Span]:
+    spans = []
+    for delivery in deliveries:
+        export = ExportTraceServiceRequest.FromString(delivery.raw)
+        for resource in export.resource_spans:
+            for scope in resource.scope_spans:
+                spans.extend(scope.spans)
+    return spans
+
+
+def test_with_opentelemetry_configured_fastapi_records_every_run_request(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "agents")
+    collector = Receiver("unused")  # an OTLP/HTTP endpoint: it keeps what it is sent
+    env = {
+        "FASTAPI_OTEL_AUTO_CONFIGURE": "true",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": collector.url,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+    }
+    process, url = serve(tmp_path, str(tmp_path / "coordinator.db"), env, "--model", "test")
+    try:
+        answer = httpx.post(f"{url}/runs", params={"wait": 20}, json=WRITE, timeout=30)
+        assert answer.status_code == 200, answer.text
+        deadline = time.monotonic() + 60
+        while not (found := [s for s in _spans(collector.deliveries) if s.name == "POST /runs"]):
+            assert time.monotonic() < deadline, [s.name for s in _spans(collector.deliveries)]
+            time.sleep(0.05)
+    finally:
+        assert process.stop() == 0
+        collector.close()
+    attributes = {a.key: a.value for a in found[0].attributes}
+    assert attributes["http.route"].string_value == "/runs"
+    assert attributes["http.response.status_code"].int_value == 200
+
+
+class _Stamp:
+    """A middleware an embedding app adds: it stamps every answer with a header."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def stamped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"x-stamp", b"1")]
+            await send(message)
+
+        await self.app(scope, receive, stamped)
+
+
+def _stamped(*args: object, **kwargs: object) -> object:
+    app = create_app(*args, **kwargs)  # type: ignore[arg-type]
+    app.app.add_middleware(_Stamp)
+    return app
+
+
+def test_a_middleware_added_to_the_app_sees_every_run_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(harness, "create_app", _stamped)
+    service = harness.Service(tmp_path, str(tmp_path / "coordinator.db"))
+    try:
+        answer = service.client.post("/runs", params={"wait": 20}, json=WRITE)
+    finally:
+        service.close()
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-stamp"] == "1"
