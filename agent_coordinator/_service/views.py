@@ -209,7 +209,9 @@ def session_result(run: RunRecord) -> SessionResult:
         )
     text = result.get("result_text")
     data = result.get("result_data") if run.status == "completed" else None
-    return SessionResult(
+    # Every field is built here with its type; the answer's JSON value (given twice) was checked
+    # when the run stored it, and validating it again would cost each answer its size.
+    return SessionResult.model_construct(
         session_id=run.session_id,
         run_id=run.id,
         status=run.status,
