@@ -78,10 +78,30 @@ async def until_end(
         if ended.done():  # told it ended, yet read before the end: read again after a poll
             await asyncio.sleep(min(left, _END_POLL_S))
         else:
-            await asyncio.wait((ended,), timeout=min(left, poll_s))
+            await _done_or_after(ended, min(left, poll_s))
         found = ended.result() if ended.done() else None
         run = found if found is not None else await stored_run(services, run.id)
     return run
+
+
+async def _done_or_after(future: asyncio.Future[RunRecord | None], timeout_s: float) -> None:
+    """Return once ``future`` is done or ``timeout_s`` seconds have passed, leaving it as it is."""
+    # One future and one timer: what asyncio.wait((future,), timeout=...) does for one future
+    # without its sets and counters, on the path of every waited POST /runs.
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    timer = loop.call_later(timeout_s, wake)
+    future.add_done_callback(wake)
+    try:
+        await woken
+    finally:
+        timer.cancel()
+        future.remove_done_callback(wake)
 
 
 async def _inherit(

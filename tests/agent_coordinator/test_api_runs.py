@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
+import httpx
 import pytest
 
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, Service
+from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
 
@@ -224,3 +228,42 @@ def test_the_reviewers_schema_is_the_contract(service: Service) -> None:
     body = service.run(REVIEW).json()
     result = service.client.get(f"/sessions/{body['session_id']}/result").json()
     assert set(result["result_data"]) <= set(REVIEW_SCHEMA["properties"])
+
+
+def _slow_model(fake_llm: FakeLLM, seconds: float) -> dict[str, str]:
+    """Have the fake model answer every call after ``seconds``; return the env that reaches it."""
+    answer = {"summary": "ok", "approval": "approve"}
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", answer), seconds))
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+
+
+def test_a_wait_that_runs_out_answers_202_and_the_run_goes_on(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    service = make_service(env=_slow_model(fake_llm, 1.0), model="openai:gpt-test")
+    waited = service.client.post("/runs", params={"wait": 0.2}, json=REVIEW)
+    assert waited.status_code == 202, waited.text
+    run = waited.json()
+    assert run["status"] == "running" and run["result"] is None
+    deadline = time.monotonic() + 60
+    while (ended := service.client.get(f"/runs/{run['run_id']}").json())["status"] == "running":
+        assert time.monotonic() < deadline, ended
+        time.sleep(0.05)
+    assert ended["status"] == "completed" and ended["claims"] == 1
+
+
+def test_a_caller_that_leaves_its_wait_leaves_the_run_running(
+    make_service: ServiceFactory, fake_llm: FakeLLM
+) -> None:
+    service = make_service(env=_slow_model(fake_llm, 1.0), model="openai:gpt-test")
+    headers = {"Idempotency-Key": "the-caller-leaves"}
+    with pytest.raises(httpx.ReadTimeout):
+        service.client.post("/runs", params={"wait": 20}, json=REVIEW, headers=headers, timeout=0.2)
+    deadline = time.monotonic() + 60
+    while not fake_llm.requests:  # the run the caller left is in its model call
+        assert time.monotonic() < deadline, "the run never reached the model"
+        time.sleep(0.02)
+    again = service.client.post("/runs", params={"wait": 20}, json=REVIEW, headers=headers)
+    assert again.status_code == 200, again.text
+    assert again.json()["status"] == "completed" and again.json()["claims"] == 1
+    assert len(fake_llm.requests) == 1
