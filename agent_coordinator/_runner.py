@@ -666,6 +666,11 @@ class Runner:
         batch: dict[str, list[tuple[str, dict[str, JsonValue]]]] = {}
         flights: list[_InFlight] = []
         for run_id, flight in self._running.items():
+            if flight.task.done():
+                # Its end stores what it emitted, in the transaction that ends it: written
+                # here, its attempt events would be read back and rewritten there without the
+                # raw output its attempt rows keep.
+                continue
             pending = flight.events.drain()
             if pending:
                 batch[run_id] = pending
