@@ -626,6 +626,7 @@ class Runner:
             if earlier or logged is None or flight.stored is None
             else [*logged, *flight.stored],
             analytics=events.analytics,
+            input=run.input,
         )
         if stopped == "cancelled":
             stage.append("storing the result")

@@ -135,8 +135,13 @@ def loads(value: object) -> JsonValue:
 _RUN_FIELDS = frozenset(RunRecord.model_fields)
 
 
-def run_record(row: Sequence[object]) -> RunRecord:
-    """Return a row of :data:`RUN_COLUMNS` as a run."""
+def run_record(row: Sequence[object], known_input: RunInput | None = None) -> RunRecord:
+    """Return a row of :data:`RUN_COLUMNS` as a run.
+
+    Args:
+        row: The row.
+        known_input: The run's request, when the caller has it (the row's is not read).
+    """
     # The row is the store's own writing: the JSON columns are parsed without checking each column's
     # type once more.
     (
@@ -167,7 +172,7 @@ def run_record(row: Sequence[object]) -> RunRecord:
         kind=cast("RunKind", kind),
         agent_name=cast("str", agent_name),
         status=cast("RunState", status),
-        input=RunInput.model_validate_json(str(raw_input)),
+        input=RunInput.model_validate_json(str(raw_input)) if known_input is None else known_input,
         idempotency_key=cast("str | None", idempotency_key),
         request_hash=cast("str | None", request_hash),
         result=cast("dict[str, JsonValue] | None", loads(result)),
