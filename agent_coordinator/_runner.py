@@ -43,8 +43,7 @@ from pydantic import BaseModel, JsonValue
 from pydantic.main import IncEx
 
 from agent_contracts._config import AgentConfig
-from agent_contracts._messages import ToolCall
-from agent_contracts._runs import Attempt, RunError, RunResult
+from agent_contracts._runs import RunError, RunResult
 from agent_coordinator._batch_ledger import StoreLedger
 from agent_coordinator._children import TOOL_NAME, StartSession
 from agent_coordinator._errors import ServiceError, StoreUnavailable
@@ -121,19 +120,19 @@ def _result_json(result: RunResult) -> dict[str, JsonValue]:
         The result as JSON (``schema_validation`` with it).
     """
     data: dict[str, JsonValue] = result.model_dump(mode="json", exclude=_PARSED_VALUES)
-    data = _placed(data, "result_data", result.result_data, RunResult)
+    data = _placed(data, "result_data", result.result_data, type(result))
     if result.error is not None and isinstance(data.get("error"), dict):
         error = cast("dict[str, JsonValue]", data["error"])
-        data["error"] = _placed(error, "last_output", result.error.last_output, RunError)
+        data["error"] = _placed(error, "last_output", result.error.last_output, type(result.error))
     attempts = cast("list[dict[str, JsonValue]]", data["attempts"])
     for number, attempt in enumerate(result.attempts):
-        attempts[number] = _placed(attempts[number], "parsed", attempt.parsed, Attempt)
+        attempts[number] = _placed(attempts[number], "parsed", attempt.parsed, type(attempt))
     messages = cast("list[dict[str, JsonValue]]", data["transcript"])
     for message, kept in zip(messages, result.transcript, strict=True):
         if kept.tool_calls:
             calls = cast("list[dict[str, JsonValue]]", message["tool_calls"])
             for number, call in enumerate(kept.tool_calls):
-                calls[number] = _placed(calls[number], "arguments", call.arguments, ToolCall)
+                calls[number] = _placed(calls[number], "arguments", call.arguments, type(call))
     return data
 
 
