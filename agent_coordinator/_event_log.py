@@ -23,6 +23,8 @@ output still a prefix of that attempt's final value.
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import BaseModel, JsonValue
 
 from agent_contracts._events import (
@@ -69,6 +71,8 @@ class EventBuffer:
 
     def __init__(self) -> None:
         self._pending: list[StoredEvent | RunEvent] = []
+        self._streamed = False
+        """Whether a stream event is among the pending ones (else there is nothing to join)."""
         self.analytics: list[AnalyticsEvent] = []
         """Every analytics event of the run so far, as the library emitted it, in order (the
         run's end counts them for the rollups without reading their JSON back)."""
@@ -88,6 +92,7 @@ class EventBuffer:
         (it is not stored: see the module docstring).
         """
         self._pending.append(event)
+        self._streamed = True
 
     def drain(self) -> list[StoredEvent]:
         """Return the events kept since the last drain, coalesced, and forget them.
@@ -97,6 +102,9 @@ class EventBuffer:
         ``RunStarted`` events are not returned.
         """
         pending, self._pending = self._pending, []
+        if not self._streamed:  # analytics events only: kept as they are
+            return cast("list[StoredEvent]", pending)
+        self._streamed = False
         latest: dict[tuple[int, int], int] = {}  # (tier run, attempt): its last partial output
         tier = 0
         for index, event in enumerate(pending):

@@ -48,7 +48,7 @@ from agent_coordinator._errors import (
 )
 from agent_coordinator._event_log import EventBuffer
 from agent_coordinator._store.records import RunInput
-from agent_core._compiled_schema import compile_schema
+from agent_core._compiled_schema import CompiledSchema, compile_schema
 from agent_core._contract import resolve_contract
 from agent_core._fleet import Fleet
 from agent_core._output_validation import issues_from_pydantic
@@ -144,7 +144,11 @@ class Execution:
         self.env = env
         self.workspace = workspace
         self._agents: dict[str, tuple[AgentConfig, Agent[BaseModel]]] = {}
-        self._own_contracts: set[tuple[int, bool]] = set()
+        # Kept by agent id with the config they were made from: a reloaded fleet's configs are
+        # new objects, so a changed agent file is checked afresh (and an id() of a config
+        # gone is never mistaken for a new one's).
+        self._own_contracts: dict[tuple[str, bool], AgentConfig] = {}
+        self._parameter_schemas: dict[str, tuple[AgentConfig, CompiledSchema]] = {}
         self._routed = _RunEvents(analytics)
 
     def warm(self) -> None:
@@ -223,7 +227,7 @@ class Execution:
                 named = run.named_schema  # a resume brings the content its session started with
                 if named is None:
                     named = self.registry.get(run.output_schema_name)
-            if not own or (id(config), lenient) not in self._own_contracts:
+            if not own or self._own_contracts.get((config.id, lenient)) is not config:
                 resolve_contract(
                     config,
                     output_type=None,
@@ -234,10 +238,12 @@ class Execution:
                     lenient=lenient,
                 )
                 if own:  # the fleet's configs are immutable: its own contract stays good
-                    self._own_contracts.add((id(config), lenient))
+                    self._own_contracts[config.id, lenient] = config
         except AgentshapeError as error:
             raise from_library(error) from error
         self._check_parameters(config, run.parameters)
+        if run.named_schema is named:  # most requests: nothing to add
+            return run
         return run.model_copy(update={"named_schema": named})
 
     @staticmethod
@@ -273,13 +279,10 @@ class Execution:
         """
         self._check_parameters(self.config(agent_name), parameters)
 
-    @staticmethod
-    def _check_parameters(config: AgentConfig, parameters: Mapping[str, JsonValue]) -> None:
-        if config.parameters_schema is None:
+    def _check_parameters(self, config: AgentConfig, parameters: Mapping[str, JsonValue]) -> None:
+        compiled = self._parameters_schema(config)
+        if compiled is None:
             return
-        compiled = compile_schema(
-            config.parameters_schema, source=f"agent {config.id!r} parameters"
-        )
         issues = compiled.issues(dict(parameters))
         if issues:
             raise Unprocessable(
@@ -291,6 +294,26 @@ class Execution:
                     for issue in issues
                 ],
             )
+
+    def _parameters_schema(self, config: AgentConfig) -> CompiledSchema | None:
+        """Return an agent's compiled ``parameters_schema`` (``None``: it has none).
+
+        Compiled once for each config (a schema's canonical text and hash are not made for
+        every request); one is kept for each agent id of the fleet.
+        """
+        if config.parameters_schema is None:
+            return None
+        kept = self._parameter_schemas.get(config.id)
+        if kept is not None and kept[0] is config:
+            return kept[1]
+        compiled = compile_schema(
+            config.parameters_schema, source=f"agent {config.id!r} parameters"
+        )
+        if config.id not in self._parameter_schemas:  # an agent removed leaves its entry
+            for gone in [name for name in self._parameter_schemas if name not in self.fleet]:
+                del self._parameter_schemas[gone]
+        self._parameter_schemas[config.id] = (config, compiled)
+        return compiled
 
     def batcher(
         self,

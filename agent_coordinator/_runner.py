@@ -37,8 +37,10 @@ import traceback
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import cast
 
-from pydantic import JsonValue
+from pydantic import BaseModel, JsonValue
+from pydantic.main import IncEx
 
 from agent_contracts._config import AgentConfig
 from agent_contracts._runs import RunError, RunResult
@@ -91,6 +93,68 @@ async def _batched(
     """Run ``execution`` as the batcher's item ``key`` (its model calls go into batches)."""
     with batcher.item(key):
         return await execution
+
+
+_PARSED_VALUES: dict[str, IncEx | bool] = {
+    "result_data": True,
+    "error": {"last_output"},
+    "attempts": {"__all__": {"parsed"}},
+    "transcript": {"__all__": {"tool_calls": {"__all__": {"arguments"}}}},
+}
+"""The fields of a ``RunResult`` holding the JSON values the library parsed."""
+
+
+def _result_json(result: RunResult) -> dict[str, JsonValue]:
+    """Return a run's result as ``result.model_dump(mode="json")`` does, its parsed values shared.
+
+    The values the library parsed from the model's output (``result_data``, each attempt's
+    ``parsed``, each tool call's ``arguments``, the error's ``last_output``) are JSON already,
+    and usually one object: they are put in as they are, in their places, where Pydantic's dump
+    would walk and copy each of them node by node. The result is equal to the dump, key order
+    included (the stored rows are its text).
+
+    Args:
+        result: The library's result of a run.
+
+    Returns:
+        The result as JSON (``schema_validation`` with it).
+    """
+    data: dict[str, JsonValue] = result.model_dump(mode="json", exclude=_PARSED_VALUES)
+    data = _placed(data, "result_data", result.result_data, type(result))
+    if result.error is not None and isinstance(data.get("error"), dict):
+        error = cast("dict[str, JsonValue]", data["error"])
+        data["error"] = _placed(error, "last_output", result.error.last_output, type(result.error))
+    attempts = cast("list[dict[str, JsonValue]]", data["attempts"])
+    for number, attempt in enumerate(result.attempts):
+        attempts[number] = _placed(attempts[number], "parsed", attempt.parsed, type(attempt))
+    messages = cast("list[dict[str, JsonValue]]", data["transcript"])
+    for message, kept in zip(messages, result.transcript, strict=True):
+        if kept.tool_calls:
+            calls = cast("list[dict[str, JsonValue]]", message["tool_calls"])
+            for number, call in enumerate(kept.tool_calls):
+                calls[number] = _placed(calls[number], "arguments", call.arguments, type(call))
+    return data
+
+
+def _placed(
+    dumped: dict[str, JsonValue], name: str, value: JsonValue, model: type[BaseModel]
+) -> dict[str, JsonValue]:
+    """Return ``dumped`` with the field ``name`` put back where ``model`` declares it."""
+    placed: dict[str, JsonValue] = {}
+    for field in _fields(model):
+        if field == name:
+            placed[name] = value
+        elif field in dumped:
+            placed[field] = dumped[field]
+    for key, kept in dumped.items():  # computed fields, after the declared ones
+        placed.setdefault(key, kept)
+    return placed
+
+
+@functools.cache
+def _fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The names of a model's fields, in the order it declares them (and dumps them)."""
+    return tuple(model.model_fields)
 
 
 def runner_id() -> str:
@@ -561,6 +625,7 @@ class Runner:
             if earlier or logged is None or flight.stored is None
             else [*logged, *flight.stored],
             analytics=events.analytics,
+            input=run.input,
         )
         if stopped == "cancelled":
             stage.append("storing the result")
@@ -666,6 +731,11 @@ class Runner:
         batch: dict[str, list[tuple[str, dict[str, JsonValue]]]] = {}
         flights: list[_InFlight] = []
         for run_id, flight in self._running.items():
+            if flight.task.done():
+                # Its end stores what it emitted, in the transaction that ends it: written
+                # here, its attempt events would be read back and rewritten there without the
+                # raw output its attempt rows keep.
+                continue
             pending = flight.events.drain()
             if pending:
                 batch[run_id] = pending
@@ -744,7 +814,7 @@ class Runner:
         events: EventBuffer,
         holding: Holding | None = None,
     ) -> RunRecord | None:
-        data: dict[str, JsonValue] = result.model_dump(mode="json")  # schema_validation with it
+        data = _result_json(result)
         error = data["error"] if isinstance(data.get("error"), dict) else None
         listed = data.get("attempts")
         attempts = [a for a in listed if isinstance(a, dict)] if isinstance(listed, list) else []

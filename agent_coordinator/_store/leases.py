@@ -47,6 +47,8 @@ from agent_coordinator._store.webhooks import WebhookQueries
 __all__ = ["LeaseQueries"]
 
 _ENDED_COLUMNS = RUN_COLUMNS.replace("result, error", "NULL, NULL")
+_ENDED_KNOWN_INPUT = _ENDED_COLUMNS.replace("status, input,", "status, NULL,")
+"""What a run's end reads back when its runner holds the run's request (its claim read it)."""
 _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 _AFTER = "{after}"
@@ -281,6 +283,8 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             )
             if done is not None:
                 return done
+        known = None if holding is None else holding.input
+        returned = _ENDED_COLUMNS if known is None else _ENDED_KNOWN_INPUT
         with self._tx(pipelined=True) as cursor:
             # One statement reads the cancel flag and writes the end, so a cancel accepted
             # before it is never lost to a finish racing it.
@@ -292,7 +296,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
-                f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
+                f"AND status = 'running' RETURNING {returned}",
                 (
                     status,
                     stored,
@@ -306,7 +310,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             ).fetchone()
             if row is None:
                 return None
-            ended = run_record(row)
+            ended = run_record(row, known)
             if ended.status == "cancelled":  # the stored error is the cancel's
                 error = cast("dict[str, JsonValue]", loads(_CANCELLED_WHILE_RUNNING))
                 if status != "cancelled":

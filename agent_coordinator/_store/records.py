@@ -170,6 +170,8 @@ class Holding:
     """The analytics events among :attr:`events` and the events the end stores, as the library
     emitted them, in order; the other events are ones the review does not know (``None``: not
     known, the stored events are read as the review reads them)."""
+    input: RunInput | None = None
+    """The run's stored request, as its claim read it (``None``: read it back)."""
 
 
 ClaimEnd = Literal["completed", "failed", "cancelled", "expired", "shutdown", "requeued"]

@@ -62,6 +62,14 @@ _KINDS = ("failure", "reason", "run_ms", "turn_ms", "sent")
 """What ``rollup_counts`` keeps counts of: failures by type, retry reasons, latency buckets,
 and runs by how their model calls were sent (``batch``: through a provider batch; the live
 runs are the others)."""
+_KEYED = {
+    "failure": "failures",
+    "reason": "reasons",
+    "run_ms": "run_ms",
+    "turn_ms": "turn_ms",
+    "sent": "sent",
+}
+"""The :class:`_Figures` counter each kind of ``rollup_counts`` row counts."""
 _UNNAMED = "\x00"
 """The agent name :meth:`Rollups._roll_up_statements` gives runs whose events name none (no agent
 is named so)."""
@@ -105,13 +113,8 @@ class _Figures:
 
     def keyed(self, kind: str) -> Counter[str]:
         """The keyed counts stored under ``kind`` in ``rollup_counts``."""
-        return {
-            "failure": self.failures,
-            "reason": self.reasons,
-            "run_ms": self.run_ms,
-            "turn_ms": self.turn_ms,
-            "sent": self.sent,
-        }[kind]
+        counts: Counter[str] = getattr(self, _KEYED[kind])
+        return counts
 
     def add(self, other: _Figures) -> None:
         for mine, theirs in (
@@ -227,6 +230,19 @@ def _day_upsert(greatest: str, gate: str | None = None) -> str:
         f"turn_ms_max = {greatest}(COALESCE(rollups.turn_ms_max, 0), "
         "COALESCE(excluded.turn_ms_max, 0))"
     )
+
+
+_COUNTS_UPSERT = (
+    "INSERT INTO rollup_counts (agent_id, day, kind, name, total) {rows} "
+    "ON CONFLICT (agent_id, day, kind, name) "
+    "DO UPDATE SET total = rollup_counts.total + excluded.total"
+)
+
+
+@functools.lru_cache(maxsize=_ROWS_PER_INSERT)
+def _counts_upsert(rows: int) -> str:
+    """The statement adding ``rows`` keyed counts (``VALUES``) to ``rollup_counts``."""
+    return _COUNTS_UPSERT.format(rows="VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * rows))
 
 
 def _day(when: float) -> date:
@@ -424,17 +440,13 @@ class Rollups(SqlBase):
         counted = [
             (kind, key, count)
             for kind in _KINDS
-            for key, count in sorted(figures.keyed(kind).items())
+            if (counts := figures.keyed(kind))
+            for key, count in sorted(counts.items())
             if count
         ]
         rows = [
             (agent, day_key, *each) for day_key in (day.isoformat(), _ALL_DAYS) for each in counted
         ]
-        upsert = (
-            "INSERT INTO rollup_counts (agent_id, day, kind, name, total) {rows} "
-            "ON CONFLICT (agent_id, day, kind, name) "
-            "DO UPDATE SET total = rollup_counts.total + excluded.total"
-        )
         if gate is not None and rows:
             # PostgreSQL's arrays, sent binary (psycopg's %b): five parameters however many
             # rows, so the statement's text (and the one it is part of) is the same for every
@@ -442,7 +454,7 @@ class Rollups(SqlBase):
             columns = list(zip(*rows, strict=True))
             statements.append(
                 (
-                    upsert.format(
+                    _COUNTS_UPSERT.format(
                         rows="SELECT * FROM unnest(CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), "
                         "CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), CAST(%b AS BIGINT[])) "
                         f"WHERE {gate}"
@@ -453,12 +465,7 @@ class Rollups(SqlBase):
             return statements
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
-            statements.append(
-                (
-                    upsert.format(rows="VALUES " + ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)),
-                    [value for row in chunk for value in row],
-                )
-            )
+            statements.append((_counts_upsert(len(chunk)), [v for row in chunk for v in row]))
         return statements
 
     def _after_migration(self, cursor: Cursor, version: int) -> None:

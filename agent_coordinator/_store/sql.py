@@ -10,6 +10,7 @@ parameters.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import threading
@@ -131,8 +132,16 @@ def loads(value: object) -> JsonValue:
         return cast("JsonValue", read)
 
 
-def run_record(row: Sequence[object]) -> RunRecord:
-    """Return a row of :data:`RUN_COLUMNS` as a run."""
+_RUN_FIELDS = frozenset(RunRecord.model_fields)
+
+
+def run_record(row: Sequence[object], known_input: RunInput | None = None) -> RunRecord:
+    """Return a row of :data:`RUN_COLUMNS` as a run.
+
+    Args:
+        row: The row.
+        known_input: The run's request, when the caller has it (the row's is not read).
+    """
     # The row is the store's own writing: the JSON columns are parsed without checking each column's
     # type once more.
     (
@@ -156,13 +165,14 @@ def run_record(row: Sequence[object]) -> RunRecord:
         finished_at,
     ) = row
     return RunRecord.model_construct(
+        set(_RUN_FIELDS),  # every field is given: Pydantic need not work out which
         id=cast("str", run_id),
         seq=cast("int", seq),
         session_id=cast("str", session_id),
         kind=cast("RunKind", kind),
         agent_name=cast("str", agent_name),
         status=cast("RunState", status),
-        input=RunInput.model_validate_json(str(raw_input)),
+        input=RunInput.model_validate_json(str(raw_input)) if known_input is None else known_input,
         idempotency_key=cast("str | None", idempotency_key),
         request_hash=cast("str | None", request_hash),
         result=cast("dict[str, JsonValue] | None", loads(result)),
@@ -178,7 +188,8 @@ def run_record(row: Sequence[object]) -> RunRecord:
 
 
 def _same_json(a: JsonValue, b: JsonValue) -> bool:
-    return dumps(a) == dumps(b)
+    # One object is the same JSON: a runner's result shares the values the library parsed.
+    return a is b or dumps(a) == dumps(b)
 
 
 def _parsed(raw: JsonValue) -> JsonValue | None:
@@ -191,12 +202,32 @@ def _parsed(raw: JsonValue) -> JsonValue | None:
         return None
 
 
+_last_read: list[tuple[str, JsonValue, bool]] = []
+"""The last answer of :func:`_reads_as`: its text, its value and whether the one reads as the
+other (kept with the value, so its identity cannot pass to another object meanwhile)."""
+
+
+def _reads_as(raw: JsonValue, value: JsonValue) -> bool:
+    """Whether the text ``raw`` reads as JSON exactly ``value`` (dumped, they are one text)."""
+    # A run's end asks this twice of one text and one object: its submit_result call's raw
+    # arguments are its attempt's raw output, and the runner hands over one parsed object for
+    # both. The second answer is the first's, without parsing and dumping the text again.
+    if not isinstance(raw, str):
+        return _same_json(None, value)
+    last = _last_read[0] if _last_read else None
+    if last is not None and last[1] is value and last[0] == raw:
+        return last[2]
+    same = _same_json(_parsed(raw), value)
+    _last_read[:] = [(raw, value, same)]
+    return same
+
+
 def stored_attempt(attempt: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Return an attempt as the ``attempts`` table keeps it: its raw output, not its parse."""
     # parsed is kept only where it is not exactly what raw_output reads as JSON (dug out of prose,
     # or nothing parsed); read_attempt puts it back.
     parsed = attempt.get("parsed")
-    if parsed is None or not _same_json(_parsed(attempt.get("raw_output")), parsed):
+    if parsed is None or not _reads_as(attempt.get("raw_output"), parsed):
         return attempt
     return {key: value for key, value in attempt.items() if key != "parsed"}
 
@@ -225,9 +256,7 @@ def stored_transcript(transcript: Sequence[JsonValue]) -> str:
             lean: list[JsonValue] = []
             for call in calls:
                 arguments = call.get("arguments")
-                if arguments is not None and _same_json(
-                    _parsed(call.get("raw_arguments")), arguments
-                ):
+                if arguments is not None and _reads_as(call.get("raw_arguments"), arguments):
                     call = {key: value for key, value in call.items() if key != "arguments"}
                 lean.append(call)
             message = {**message, "tool_calls": lean}
@@ -254,9 +283,14 @@ def split_transcript(transcript: Sequence[JsonValue]) -> tuple[str, tuple[str, s
     if not isinstance(first, dict) or first.get("role") != "system":
         return stored_transcript(transcript), None
     text = dumps(first)
+    return stored_transcript(transcript[1:]), (_digest(text), text)
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(text: str) -> str:
+    """The digest naming a system message's text (each agent's is hashed once, not per run)."""
     # 128 bits of SHA-256: no two distinct texts a deployment holds share them.
-    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
-    return stored_transcript(transcript[1:]), (digest, text)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def read_transcript(value: object, system: object = None) -> list[JsonValue]:

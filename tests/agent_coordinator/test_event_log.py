@@ -241,6 +241,17 @@ def test_a_write_joins_the_text_deltas_of_a_step() -> None:
     assert buffer.drain() == []
 
 
+def test_each_write_joins_the_text_deltas_streamed_since_the_last() -> None:
+    buffer = _buffer(TextDelta("a", 1), TextDelta("b", 1))
+    assert buffer.drain() == [("text_delta", {"type": "text_delta", "text": "ab", "step": 1})]
+    turn = ModelTurnEvent(run_id="run_1", agent_id="a", step=1)
+    buffer.emit(turn)  # a write of analytics events alone keeps them as they are
+    assert buffer.drain() == [("model_turn", turn.model_dump(mode="json"))]
+    buffer.stream(TextDelta("c", 2))
+    buffer.stream(TextDelta("d", 2))
+    assert buffer.drain() == [("text_delta", {"type": "text_delta", "text": "cd", "step": 2})]
+
+
 def test_a_write_keeps_the_latest_partial_output_of_each_attempt_where_it_was() -> None:
     buffer = _buffer(
         PartialOutput({"a": "x"}, {"a": "x"}, 1),

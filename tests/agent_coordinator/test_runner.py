@@ -18,7 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_contracts import RunResult
+from agent_contracts._json_data import PARSED_JSON
 from agent_coordinator import Execution, Runner, open_store
+from agent_coordinator._runner import _result_json
 from agent_coordinator._store import NewRun, RunInput
 from agent_core import SchemaRegistry, load_fleet
 from agent_executor import KNOWN_TOOLS
@@ -224,3 +227,64 @@ async def test_a_run_handed_to_a_runner_with_no_free_slot_goes_back_to_the_queue
     finally:
         await runner.stop()
         store.close()
+
+
+def _results() -> list[RunResult]:
+    """Results whose parsed values are shared as the library shares them, and one copied."""
+    review = {"summary": "Fine.", "approval": "approve", "score": 1.0, "tags": ["a", None, True]}
+    call = {"id": "call_1", "name": "submit_result", "arguments": review, "raw_arguments": "{}"}
+    transcript = [
+        {"role": "system", "content": "You review."},
+        {"role": "user", "content": "Review it."},
+        {"role": "assistant", "content": "", "tool_calls": [call], "thinking": [{"x": 1}]},
+        {
+            "role": "tool",
+            "tool_results": [{"tool_call_id": "call_1", "name": "submit_result", "content": "ok"}],
+        },
+    ]
+    attempt = {
+        "number": 1,
+        "mode": "tool",
+        "raw_output": "{}",
+        "parsed": review,
+        "errors": [{"path": "$.summary", "message": "too short", "keyword": "minLength"}],
+    }
+    completed = {
+        "status": "completed",
+        "result_data": review,
+        "attempts": [attempt],
+        "transcript": transcript,
+        "schema_hash": "abc",
+        "retries": 0,
+    }
+    failed = {
+        "status": "failed",
+        "attempts": [attempt, {**attempt, "number": 2}],
+        "error": {
+            "type": "output_schema_validation_failed",
+            "message": "no",
+            "validation_errors": ["$.summary: too short"],
+            "last_output": review,
+        },
+        "transcript": transcript,
+        "schema_hash": "abc",
+        "retries": 1,
+    }
+    text = {"status": "completed", "result_text": "Fine.", "transcript": transcript[:2]}
+    return [
+        RunResult.model_validate(completed, context=PARSED_JSON),
+        RunResult.model_validate(failed, context=PARSED_JSON),
+        RunResult.model_validate(text),
+        RunResult.model_validate(completed),  # every value its own copy
+    ]
+
+
+@pytest.mark.parametrize("result", _results())
+def test_a_result_is_handed_to_the_store_as_its_json_dump_key_order_and_all(
+    result: RunResult,
+) -> None:
+    # The stored rows are the text of what the runner hands over: it must be the dump's.
+    handed = _result_json(result)
+    dumped = result.model_dump(mode="json")
+    assert handed == dumped
+    assert json.dumps(handed) == json.dumps(dumped)

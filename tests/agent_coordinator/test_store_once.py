@@ -9,6 +9,7 @@ store written by 0.2.0 is rewritten that way by migration 8, every answer read b
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -303,3 +304,39 @@ def test_migration_8_rewrites_a_0_2_0_store_and_every_answer_reads_back_the_same
     finally:
         store.close()
     assert _raw(path)[4] < before * 0.7
+
+
+@pytest.mark.parametrize("reads_as_value", ["attempt", "tool call"])
+def test_one_parsed_value_under_two_raw_texts_is_judged_by_each_text(
+    store: SqlStore, reads_as_value: str
+) -> None:
+    # A runner hands over one object for an attempt's parse and its tool call's arguments; only
+    # where the raw text reads as it exactly (key order included) is it left out.
+    value: dict[str, JsonValue] = {"b": 1, "a": 2}
+    exact, reordered = '{"b": 1, "a": 2}', '{"a": 2, "b": 1}'
+    raw_output, raw_arguments = (
+        (exact, reordered) if reads_as_value == "attempt" else (reordered, exact)
+    )
+    store.create_run(_new("run_1", "ses_1"))
+    assert store.claim_run("run_1", "runner-1", 30) is not None
+    attempt: dict[str, JsonValue] = {"number": 1, "mode": "tool", "raw_output": raw_output}
+    attempt["parsed"] = value
+    call: dict[str, JsonValue] = {"id": "call_1", "name": "submit_result", "arguments": value}
+    call["raw_arguments"] = raw_arguments
+    transcript: list[JsonValue] = [{"role": "assistant", "content": "", "tool_calls": [call]}]
+    ended = store.finish(
+        "run_1",
+        "runner-1",
+        status="completed",
+        result={"status": "completed", "result_data": value},
+        error=None,
+        attempts=[attempt],
+        transcript=transcript,
+    )
+    assert ended is not None
+    [stored] = store.attempts("run_1")
+    assert json.dumps(stored["parsed"]) == exact
+    session = store.get_session("ses_1")
+    assert session is not None
+    [message] = cast("list[dict[str, list[dict[str, JsonValue]]]]", session.transcript)
+    assert json.dumps(message["tool_calls"][0]["arguments"]) == exact
