@@ -391,10 +391,14 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         if holding.attempt_events:
             return None
         gate = _AFTER  # each write's condition, written in when the writes are put together
+        # The run is found by its id's unique index only: ``status || ''`` is no column any
+        # index holds. The plan PostgreSQL keeps for a prepared statement otherwise walked
+        # runs_status through every running run, reading each row: its statistics see few
+        # running runs or none (a run runs briefly), or none yet in a new store.
         query = (
             "WITH ended AS (UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
             "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
-            "AND status = 'running' AND cancel_requested = 0 "
+            "AND status || '' = 'running' AND cancel_requested = 0 "
             # A run with a webhook (a key of its stored input: no text of a JSON string
             # spells it unescaped) is ended by finish, which writes the delivery.
             """AND strpos(input, '"webhook":') = 0"""
