@@ -368,9 +368,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         For :attr:`~agent_coordinator._store.sql.SqlBase.one_statement_writes` stores, and only
         the usual end: ``owner`` holds the run, nobody asked to cancel it, it has no webhook,
         its new transcript continues the one its claim read (which the session still holds),
-        and ``holding`` knows every event stored for it without an ``attempt`` event. The run's
-        update is the first clause and every other write is made only if it was, so otherwise
-        nothing is written and ``None`` says :meth:`finish` must end the run its own way.
+        and ``holding`` knows every event stored for it. The run's update is the first clause
+        and every other write is made only if it was, so otherwise nothing is written and
+        ``None`` says :meth:`finish` must end the run its own way.
 
         Args:
             run_id: The run.
@@ -388,8 +388,6 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             The ended run (its result and error as given), or ``None``.
         """
         assert holding.events is not None
-        if holding.attempt_events:
-            return None
         gate = _AFTER  # each write's condition, written in when the writes are put together
         # The run is found by its id's unique index only: ``status || ''`` is no column any
         # index holds. The plan PostgreSQL keeps for a prepared statement otherwise walked
@@ -460,6 +458,27 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     [run_id, now, [kind for kind, _ in added], [dumps(d) for _, d in added]],
                 )
             )
+        if holding.attempt_events:
+            # The attempt events a flush stored whole while the run went on (they are among
+            # holding.events, as dumped then) lose the raw output their attempt rows now hold.
+            stored = [(kind, data) for kind, data in holding.events if kind == "attempt"]
+            leaned = [
+                (dumps(whole), dumps(lean))
+                for (_, whole), (_, lean) in zip(
+                    stored, lean_attempt_events(stored, attempts), strict=True
+                )
+                if lean is not whole
+            ]
+            if leaned:
+                wholes, leans = (list(texts) for texts in zip(*leaned, strict=True))
+                writes.append(
+                    (
+                        "UPDATE events SET data = v.lean FROM unnest(CAST(%b AS TEXT[]), "
+                        "CAST(%b AS TEXT[])) AS v (whole, lean) WHERE events.run_id = ? "
+                        f"AND events.type = 'attempt' AND events.data = v.whole AND {gate}",
+                        [wholes, leans, run_id],
+                    )
+                )
         kind = error.get("type") if error is not None else None
         if isinstance(kind, str):
             writes.append(
