@@ -53,6 +53,14 @@ _AFTER = "{after}"
 """Where a write of :meth:`LeaseQueries._finish_in_one_statement` says what it comes after."""
 _SYSTEMS_KEPT = 1024
 """System message digests a store remembers as stored at most (forgotten all at once beyond)."""
+_RUNNING = "status || '' = 'running'"
+"""The test that a run found by its id is running, written so that no index serves it.
+
+With ``status = 'running'`` PostgreSQL could walk ``runs_status`` through every running run,
+reading each row, instead of the id's unique index: its statistics see few running runs or
+none (a run runs briefly; a new store has none analyzed), which the plan it keeps for a
+prepared statement (made without the parameters' values) took for the narrower lookup.
+"""
 _CANCELLED_WHILE_RUNNING = dumps(
     {"type": "cancelled", "message": "the run was cancelled while it ran; what it produced is kept"}
 )
@@ -183,7 +191,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             # Locked (on PostgreSQL) so a claim or finish racing the record waits for it.
             row = self._exec(
                 cursor,
-                "SELECT id FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
+                f"SELECT id FROM runs WHERE id = ? AND lease_owner = ? AND {_RUNNING}"
                 f"{self.lock_rows}",
                 (run_id, owner),
             ).fetchone()
@@ -198,7 +206,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? "
-                "AND status = 'running' RETURNING cancel_requested",
+                f"AND {_RUNNING} RETURNING cancel_requested",
                 (time.time() + lease_s, run_id, owner),
             ).fetchone()
         if row is None:
@@ -218,7 +226,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 rows = self._exec(
                     cursor,
                     f"UPDATE runs SET lease_expires_at = ? WHERE id IN ({marks}) "
-                    "AND lease_owner = ? AND status = 'running' RETURNING id, cancel_requested",
+                    f"AND lease_owner = ? AND {_RUNNING} RETURNING id, cancel_requested",
                     (expires, *chunk, owner),
                 ).fetchall()
                 for row in rows:
@@ -292,7 +300,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
-                f"AND status = 'running' RETURNING {_ENDED_COLUMNS}",
+                f"AND {_RUNNING} RETURNING {_ENDED_COLUMNS}",
                 (
                     status,
                     stored,
@@ -389,14 +397,10 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         """
         assert holding.events is not None
         gate = _AFTER  # each write's condition, written in when the writes are put together
-        # The run is found by its id's unique index only: ``status || ''`` is no column any
-        # index holds. The plan PostgreSQL keeps for a prepared statement otherwise walked
-        # runs_status through every running run, reading each row: its statistics see few
-        # running runs or none (a run runs briefly), or none yet in a new store.
         query = (
             "WITH ended AS (UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
             "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
-            "AND status || '' = 'running' AND cancel_requested = 0 "
+            f"AND {_RUNNING} AND cancel_requested = 0 "
             # A run with a webhook (a key of its stored input: no text of a JSON string
             # spells it unescaped) is ended by finish, which writes the delivery.
             """AND strpos(input, '"webhook":') = 0"""
@@ -641,7 +645,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL "
-                "WHERE id = ? AND lease_owner = ? AND status = 'running' RETURNING session_id",
+                f"WHERE id = ? AND lease_owner = ? AND {_RUNNING} RETURNING session_id",
                 (run_id, owner),
             ).fetchone()
             if row is None:
@@ -691,7 +695,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             else:
                 self._exec(
                     cursor,
-                    "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
+                    f"UPDATE runs SET cancel_requested = 1 WHERE id = ? AND {_RUNNING}",
                     (run_id,),
                 )
             found = self._exec(

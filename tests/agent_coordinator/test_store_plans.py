@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from tests.agent_coordinator.harness import Postgres, write_fleet
+from agent_coordinator import open_store
+from tests.agent_coordinator.harness import Postgres, new_run, write_fleet
 from tests.agent_coordinator.processes import serve
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
@@ -37,6 +38,27 @@ def _explained_database(postgres: Postgres) -> tuple[str, str]:
     return role, f"postgresql://{role}@127.0.0.1:{postgres.port}/{role}"
 
 
+def _analyzed_with_ended_runs(postgres: Postgres, role: str) -> None:
+    """Copy the store's first run 3,000 times as ended runs, then have the statistics read it."""
+    with psycopg.connect(postgres.url(role), autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO runs (id, session_id, kind, agent_name, status, input, claims, "
+            "cancel_requested, created_at) SELECT 'old_' || n, 'ses_old_' || n, kind, "
+            "agent_name, 'completed', input, claims, cancel_requested, created_at "
+            "FROM (SELECT * FROM runs LIMIT 1) AS first, generate_series(1, 3000) AS n"
+        )
+        connection.execute("ANALYZE")
+
+
+def _run_scans(logged: str, statement: str) -> list[list[str]]:
+    """The indexes on ``runs`` each logged plan of a statement beginning so scans, in order."""
+    return [
+        re.findall(r"Scan using (\w+) on runs\b", plan)
+        for plan in PLAN.findall(logged)
+        if f"Query Text: {statement}" in plan
+    ]
+
+
 def test_a_runs_end_finds_the_run_by_its_id_whatever_the_statistics_say(
     tmp_path: Path, postgres: Postgres
 ) -> None:
@@ -54,15 +76,7 @@ def test_a_runs_end_finds_the_run_by_its_id_whatever_the_statistics_say(
         with httpx.Client(base_url=url, timeout=90) as client:
             first = client.post("/runs", params={"wait": 60}, json=REVIEW).json()
             assert first["status"] == "completed"
-            with psycopg.connect(postgres.url(role), autocommit=True) as connection:
-                # A store of a few thousand ended runs, as the statistics see it.
-                connection.execute(
-                    "INSERT INTO runs (id, session_id, kind, agent_name, status, input, claims, "
-                    "cancel_requested, created_at) SELECT 'old_' || n, 'ses_old_' || n, kind, "
-                    "agent_name, status, input, claims, cancel_requested, created_at "
-                    "FROM runs, generate_series(1, 3000) AS n"
-                )
-                connection.execute("ANALYZE")
+            _analyzed_with_ended_runs(postgres, role)
             start = log.stat().st_size
             ended = client.post("/runs", params={"wait": 60}, json=REVIEW).json()
             with log.open("rb") as stream:
@@ -71,7 +85,29 @@ def test_a_runs_end_finds_the_run_by_its_id_whatever_the_statistics_say(
     finally:
         server.stop()
     assert ended["status"] == "completed"
-    plans = [plan for plan in PLAN.findall(logged) if "Query Text: WITH ended AS" in plan]
-    assert len(plans) == 1, logged
-    scans = re.findall(r"Scan using (\w+) on runs\b", plans[0])
-    assert scans == ["runs_id_key"], plans[0]
+    assert _run_scans(logged, "WITH ended AS") == [["runs_id_key"]], logged
+
+
+def test_a_held_runs_lease_renewal_and_release_find_it_by_its_id(postgres: Postgres) -> None:
+    """A runner renews the leases of its runs every few seconds, each found by its id."""
+    role, database = _explained_database(postgres)
+    store = open_store(database)
+    try:
+        run, _ = store.create_claimed_run(new_run("run_held"), "runner-1", 30)
+        _analyzed_with_ended_runs(postgres, role)
+        log = postgres.root / "log"
+        start = log.stat().st_size
+        assert store.renew(run.id, "runner-1", 30).held
+        assert store.renew_many([run.id], "runner-1", 30)[run.id].held
+        assert store.release(run.id, "runner-1")
+        with log.open("rb") as stream:
+            stream.seek(start)
+            logged = stream.read().decode(errors="replace")
+    finally:
+        store.close()
+    for statement in (
+        "UPDATE runs SET lease_expires_at = $1 WHERE id = $2 ",
+        "UPDATE runs SET lease_expires_at = $1 WHERE id IN ",
+        "UPDATE runs SET status = 'queued'",
+    ):
+        assert _run_scans(logged, statement) == [["runs_id_key"]], logged
