@@ -55,6 +55,14 @@ _AFTER = "{after}"
 """Where a write of :meth:`LeaseQueries._finish_in_one_statement` says what it comes after."""
 _SYSTEMS_KEPT = 1024
 """System message digests a store remembers as stored at most (forgotten all at once beyond)."""
+_RUNNING = "status || '' = 'running'"
+"""The test that a run found by its id is running, written so that no index serves it.
+
+With ``status = 'running'`` PostgreSQL could walk ``runs_status`` through every running run,
+reading each row, instead of the id's unique index: its statistics see few running runs or
+none (a run runs briefly; a new store has none analyzed), which the plan it keeps for a
+prepared statement (made without the parameters' values) took for the narrower lookup.
+"""
 _CANCELLED_WHILE_RUNNING = dumps(
     {"type": "cancelled", "message": "the run was cancelled while it ran; what it produced is kept"}
 )
@@ -185,7 +193,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             # Locked (on PostgreSQL) so a claim or finish racing the record waits for it.
             row = self._exec(
                 cursor,
-                "SELECT id FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
+                f"SELECT id FROM runs WHERE id = ? AND lease_owner = ? AND {_RUNNING}"
                 f"{self.lock_rows}",
                 (run_id, owner),
             ).fetchone()
@@ -200,7 +208,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? "
-                "AND status = 'running' RETURNING cancel_requested",
+                f"AND {_RUNNING} RETURNING cancel_requested",
                 (time.time() + lease_s, run_id, owner),
             ).fetchone()
         if row is None:
@@ -220,7 +228,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 rows = self._exec(
                     cursor,
                     f"UPDATE runs SET lease_expires_at = ? WHERE id IN ({marks}) "
-                    "AND lease_owner = ? AND status = 'running' RETURNING id, cancel_requested",
+                    f"AND lease_owner = ? AND {_RUNNING} RETURNING id, cancel_requested",
                     (expires, *chunk, owner),
                 ).fetchall()
                 for row in rows:
@@ -296,7 +304,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "finished_at = ?, lease_owner = NULL, lease_expires_at = NULL "
                 "WHERE id = ? AND lease_owner = ? "
                 # result and error are the values just written: not read back and parsed again
-                f"AND status = 'running' RETURNING {returned}",
+                f"AND {_RUNNING} RETURNING {returned}",
                 (
                     status,
                     stored,
@@ -372,9 +380,9 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         For :attr:`~agent_coordinator._store.sql.SqlBase.one_statement_writes` stores, and only
         the usual end: ``owner`` holds the run, nobody asked to cancel it, it has no webhook,
         its new transcript continues the one its claim read (which the session still holds),
-        and ``holding`` knows every event stored for it without an ``attempt`` event. The run's
-        update is the first clause and every other write is made only if it was, so otherwise
-        nothing is written and ``None`` says :meth:`finish` must end the run its own way.
+        and ``holding`` knows every event stored for it. The run's update is the first clause
+        and every other write is made only if it was, so otherwise nothing is written and
+        ``None`` says :meth:`finish` must end the run its own way.
 
         Args:
             run_id: The run.
@@ -392,13 +400,11 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             The ended run (its result and error as given), or ``None``.
         """
         assert holding.events is not None
-        if holding.attempt_events:
-            return None
         gate = _AFTER  # each write's condition, written in when the writes are put together
         query = (
             "WITH ended AS (UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ?, "
             "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ? "
-            "AND status = 'running' AND cancel_requested = 0 "
+            f"AND {_RUNNING} AND cancel_requested = 0 "
             # A run with a webhook (a key of its stored input: no text of a JSON string
             # spells it unescaped) is ended by finish, which writes the delivery.
             """AND strpos(input, '"webhook":') = 0"""
@@ -460,6 +466,27 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     [run_id, now, [kind for kind, _ in added], [dumps(d) for _, d in added]],
                 )
             )
+        if holding.attempt_events:
+            # The attempt events a flush stored whole while the run went on (they are among
+            # holding.events, as dumped then) lose the raw output their attempt rows now hold.
+            stored = [(kind, data) for kind, data in holding.events if kind == "attempt"]
+            leaned = [
+                (dumps(whole), dumps(lean))
+                for (_, whole), (_, lean) in zip(
+                    stored, lean_attempt_events(stored, attempts), strict=True
+                )
+                if lean is not whole
+            ]
+            if leaned:
+                wholes, leans = (list(texts) for texts in zip(*leaned, strict=True))
+                writes.append(
+                    (
+                        "UPDATE events SET data = v.lean FROM unnest(CAST(%b AS TEXT[]), "
+                        "CAST(%b AS TEXT[])) AS v (whole, lean) WHERE events.run_id = ? "
+                        f"AND events.type = 'attempt' AND events.data = v.whole AND {gate}",
+                        [wholes, leans, run_id],
+                    )
+                )
         kind = error.get("type") if error is not None else None
         if isinstance(kind, str):
             writes.append(
@@ -622,7 +649,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             row = self._exec(
                 cursor,
                 "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL "
-                "WHERE id = ? AND lease_owner = ? AND status = 'running' RETURNING session_id",
+                f"WHERE id = ? AND lease_owner = ? AND {_RUNNING} RETURNING session_id",
                 (run_id, owner),
             ).fetchone()
             if row is None:
@@ -672,7 +699,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             else:
                 self._exec(
                     cursor,
-                    "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
+                    f"UPDATE runs SET cancel_requested = 1 WHERE id = ? AND {_RUNNING}",
                     (run_id,),
                 )
             found = self._exec(

@@ -22,6 +22,7 @@ from pydantic import JsonValue
 from agent_contracts import Attempt, Message, RunResult, ToolCall, ToolResult, Usage
 from agent_coordinator import SqlStore, open_store
 from agent_coordinator._store import NewRun, RunInput
+from agent_coordinator._store.records import Holding
 from agent_coordinator._store.sql import loads
 from agent_core._json_text import dump_json
 
@@ -98,9 +99,19 @@ def _result(run_id: str, earlier: list[Message], *, bad_first: bool) -> RunResul
 
 
 def _run(
-    store: SqlStore, run_id: str, session_id: str, *, resume: bool = False, bad_first: bool = False
+    store: SqlStore,
+    run_id: str,
+    session_id: str,
+    *,
+    resume: bool = False,
+    bad_first: bool = False,
+    held: bool = False,
 ) -> dict[str, JsonValue]:
-    """Store, claim and finish a run as a runner does; return its result's JSON."""
+    """Store, claim and finish a run as a runner does; return its result's JSON.
+
+    ``held``: the runner tells the end what it knows the store holds for the run (every event
+    stored so far), as ``serve``'s runners do, so the end reads none of it back.
+    """
     store.create_run(_new(run_id, session_id, resume=resume))
     claim = store.claim_run(run_id, "runner-1", 30)
     assert claim is not None
@@ -111,10 +122,24 @@ def _run(
     attempts = cast("list[dict[str, JsonValue]]", data["attempts"])
     events: list[tuple[str, dict[str, JsonValue]]] = []
     for n, attempt in enumerate(attempts, start=1):
-        event: dict[str, JsonValue] = {"event": "attempt", "run_id": run_id, "number": n}
+        event: dict[str, JsonValue] = {
+            "event": "attempt",
+            "ts": "2026-11-27T08:00:00Z",
+            "run_id": run_id,
+            "agent_id": "pr-reviewer",
+            "number": n,
+        }
         event |= {"mode": "tool", "raw_output": attempt["raw_output"], "errors": attempt["errors"]}
         events.append(("attempt", event))
     store.add_events(run_id, events[:1])  # a runner's flush while the run goes on
+    holding = None
+    if held:
+        holding = Holding(
+            transcript=claim.transcript,
+            turns=False,
+            attempt_events=True,
+            events=[*(claim.events or []), *events[:1]],
+        )
     ended = store.finish(
         run_id,
         "runner-1",
@@ -124,6 +149,7 @@ def _run(
         attempts=attempts,
         events=events[1:],
         transcript=cast("list[JsonValue]", data["transcript"]),
+        holding=holding,
     )
     assert ended is not None
     return data
@@ -143,8 +169,12 @@ def _copies(store: SqlStore, marker: str) -> int:
     return sum(str(row[0]).count(marker) for row in rows if row[0] is not None)
 
 
-def test_a_run_stores_its_answer_once_per_place_and_reads_back_whole(store: SqlStore) -> None:
-    data = _run(store, "run_1", "ses_1", bad_first=True)
+@pytest.mark.parametrize("held", [False, True], ids=["read-back", "held"])
+def test_a_run_stores_its_answer_once_per_place_and_reads_back_whole(
+    store: SqlStore, held: bool
+) -> None:
+    """Also when the attempt event a flush stored whole is known to the end (``held``)."""
+    data = _run(store, "run_1", "ses_1", bad_first=True, held=held)
     # The two attempts' raw outputs, and the transcript's two tool calls' raw text: each once.
     assert _copies(store, "MARKER-7f3a") == 4
     attempted = [event.data for event in store.events_after("run_1") if event.type == "attempt"]

@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import cast
 
 import httpx
 import psycopg
+from pydantic import JsonValue
 
-from tests.agent_coordinator.harness import Postgres, write_fleet
+from agent_contracts import Attempt, AttemptEvent
+from agent_coordinator import open_store
+from agent_coordinator._store.records import Holding
+from tests.agent_coordinator.harness import Postgres, new_run, write_fleet
 from tests.agent_coordinator.processes import serve
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
@@ -85,3 +90,50 @@ def test_one_run_costs_postgresql_a_bounded_number_of_statements(
     statements = [statement for transaction in transactions for statement in transaction]
     assert 0 < len(statements) <= MOST_STATEMENTS_A_RUN, "\n".join(statements)
     assert len(transactions) <= MOST_TRANSACTIONS_A_RUN, "\n".join(statements)
+
+
+def test_a_run_whose_attempt_event_was_stored_before_its_end_ends_in_one_statement(
+    postgres: Postgres,
+) -> None:
+    """A runner's flush that stored an attempt event whole while the run went on.
+
+    The end leaves the raw output out of that event (its attempt row keeps it) in the same
+    statement, and the event reads back whole.
+    """
+    database = _counted_database(postgres)
+    store = open_store(database)
+    try:
+        run, claim = store.create_claimed_run(new_run("run_flushed"), "runner-1", 30)
+        assert claim is not None
+        raw = '{"grade": "B", "notes": "the flushed attempt"}'
+        attempt = Attempt(number=1, mode="tool", raw_output=raw, parsed={"grade": "B"})
+        flushed = AttemptEvent(run_id=run.id, agent_id="grader", number=1, mode="tool")
+        flushed = flushed.model_copy(update={"raw_output": raw})
+        event = ("attempt", cast("dict[str, JsonValue]", flushed.model_dump(mode="json")))
+        store.add_events(run.id, [event])  # the runner's tick, while the run goes on
+        log = postgres.root / "log"
+        start = log.stat().st_size
+        ended = store.finish(
+            run.id,
+            "runner-1",
+            status="completed",
+            result={"status": "completed", "result_data": {"grade": "B"}},
+            error=None,
+            attempts=[attempt.model_dump(mode="json")],
+            holding=Holding(
+                transcript=[], turns=False, attempt_events=True, events=[*claim.events, event]
+            ),
+        )
+        with log.open("rb") as stream:
+            stream.seek(start)
+            logged = stream.read().decode(errors="replace")
+        assert ended is not None and ended.status == "completed"
+        statements = [statement for _, statement in STATEMENT.findall(logged)]
+        assert len(statements) == 1, "\n".join(statements)
+        (read,) = [e.data for e in store.events_after(run.id) if e.type == "attempt"]
+        assert read["raw_output"] == raw
+        with store._tx(write=False) as cursor:
+            rows = store._exec(cursor, "SELECT data FROM events WHERE type = 'attempt'").fetchall()
+        assert [raw in str(row[0]) for row in rows] == [False]
+    finally:
+        store.close()
