@@ -281,7 +281,7 @@ def test_sessions_list_filters_pages_and_updates_live(
     for _ in range(3):
         assert dash.run(REVIEW).json()["status"] == "completed"
     page.goto(f"{dash.url}/sessions?limit=2")
-    expect(page.get_by_test_id("total")).to_have_text("3 session(s)")
+    expect(page.get_by_test_id("total")).to_have_text("3 sessions")
     expect(page.locator("tbody tr")).to_have_count(2)
     page.get_by_role("link", name="Older →").click()
     expect(page.locator("tbody tr")).to_have_count(1)
@@ -293,7 +293,7 @@ def test_sessions_list_filters_pages_and_updates_live(
     shoot(page, "sessions")
     page.get_by_label("Status").select_option("failed")
     page.get_by_role("button", name="Filter").click()
-    expect(page.get_by_test_id("total")).to_have_text("0 session(s)")
+    expect(page.get_by_test_id("total")).to_have_text("0 sessions")
 
 
 def test_schemas_and_analytics_pages(dash: Service, page: Page, fake_llm: FakeLLM) -> None:
@@ -402,7 +402,7 @@ def test_with_a_token_the_dashboard_asks_once_and_shows_nothing_without_it(
         page.keyboard.press("Enter")
         expect(page.get_by_role("link", name="reviewer", exact=True)).to_be_visible()
         page.goto(f"{service.url}/sessions")
-        expect(page.get_by_test_id("total")).to_have_text("0 session(s)")
+        expect(page.get_by_test_id("total")).to_have_text("0 sessions")
     finally:
         page.goto("about:blank")  # end the page's event stream before the server stops
         service.close()
@@ -411,7 +411,7 @@ def test_with_a_token_the_dashboard_asks_once_and_shows_nothing_without_it(
 def test_the_sessions_page_pages_ten_thousand_sessions(dash: Service, page: Page) -> None:
     fill_sessions(dash, 10_000)
     page.goto(f"{dash.url}/sessions")
-    expect(page.get_by_test_id("total")).to_have_text("10,000 session(s)")
+    expect(page.get_by_test_id("total")).to_have_text("10,000 sessions")
     expect(page.locator("tbody tr")).to_have_count(50)
     expect(page.locator("tbody tr").first).to_contain_text("ses_bulk009999")
     page.get_by_role("link", name="Older →").click()
@@ -422,7 +422,7 @@ def test_the_sessions_page_pages_ten_thousand_sessions(dash: Service, page: Page
 def test_past_ten_thousand_sessions_the_total_says_at_least(dash: Service, page: Page) -> None:
     fill_sessions(dash, 10_001)
     page.goto(f"{dash.url}/sessions")
-    expect(page.get_by_test_id("total")).to_have_text("10,000+ session(s)")
+    expect(page.get_by_test_id("total")).to_have_text("10,000+ sessions")
     page.goto(f"{dash.url}/")
     expect(page.get_by_text("10,000+ sessions, 0 failed")).to_be_visible()
     page.goto("about:blank")  # end the page's event stream before the server stops
@@ -519,7 +519,7 @@ def test_the_agents_page_shows_each_config_problem_at_its_file_and_line(
     broken = tmp_path / "agents" / "writer" / "agent.yml"
     broken.write_text("id: writer\nsystem_prompt: x\nsystem_promt: y\n")
     page.goto(f"{dash.url}/agents")
-    expect(page.get_by_test_id("fleet-state")).to_have_text("1 problem(s)")
+    expect(page.get_by_test_id("fleet-state")).to_have_text("1 problem")
     problems = page.get_by_role("list", name="Config problems")
     expect(problems).to_contain_text(f"{broken}:3")
     expect(problems).to_contain_text("system_promt")
@@ -630,7 +630,7 @@ def test_a_session_page_deletes_the_session_once_its_run_has_ended(
     page.once("dialog", accept)
     delete.click()
     expect(page).to_have_url(f"{dash.url}/sessions")
-    expect(page.get_by_test_id("total")).to_have_text("1 session(s)")
+    expect(page.get_by_test_id("total")).to_have_text("1 session")
     expect(page.locator("tbody tr")).to_have_count(1)
     expect(page.locator("tbody tr").first).to_contain_text(kept["session_id"])
     assert asked == [f"Delete the session {started['session_id']}?"]

@@ -105,6 +105,11 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// "1 session", "2 sessions"; with `more` ("+": a lower bound) always plural: "10,000+ sessions".
+export function plural(count, noun, more = "") {
+  return `${count.toLocaleString("en")}${more} ${noun}${count === 1 && !more ? "" : "s"}`;
+}
+
 export function link(href, text) {
   return el("a", { href }, text);
 }

@@ -1,5 +1,5 @@
 // "/agents/{name}": the agent editor, tabs General / Input Schema / Output Schema / MCP Servers.
-import { ApiError, api, el, errorBox, link, pathPart, pretty, setTitle } from "../app.js";
+import { ApiError, api, el, errorBox, link, pathPart, plural, pretty, setTitle } from "../app.js";
 import { CodeEditor } from "../editor.js";
 import { toYaml } from "../yaml.js";
 
@@ -118,8 +118,8 @@ function schemaPanel(agent, state, field, base) {
         el("span", { class: "where" }, f.path), `${f.severity}: ${f.message}`)));
     const errors = result.findings.filter((f) => f.severity === "error").length;
     status.replaceChildren(result.valid
-      ? el("span", { class: "ok-text" }, errors ? "" : `Schema valid${result.findings.length ? ` (${result.findings.length} note(s))` : ""}`)
-      : el("span", { class: "bad-text" }, `Schema invalid: ${errors} error(s)`));
+      ? el("span", { class: "ok-text" }, errors ? "" : `Schema valid${result.findings.length ? ` (${plural(result.findings.length, "note")})` : ""}`)
+      : el("span", { class: "bad-text" }, `Schema invalid: ${plural(errors, "error")}`));
   };
   const save = async () => {
     try {

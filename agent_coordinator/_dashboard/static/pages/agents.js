@@ -1,6 +1,6 @@
 // "/agents": the fleet, each agent's model, tools and contract, and the config's state from disk,
 // and "New agent", which writes a new agents/<id>/agent.yml through POST /agents.
-import { api, el, errorBox, link, pathPart, setTitle } from "../app.js";
+import { api, el, errorBox, link, pathPart, plural, setTitle } from "../app.js";
 
 export async function render(view, _params, signal) {
   setTitle("Agents");
@@ -14,7 +14,7 @@ export async function render(view, _params, signal) {
     el("p", {}, "Fleet directory ", el("code", {}, fleet.directory), ": ",
       fleet.valid
         ? el("span", { class: "ok-text", "data-testid": "fleet-state" }, "valid")
-        : el("span", { class: "bad-text", "data-testid": "fleet-state" }, `${errors.length} problem(s)`),
+        : el("span", { class: "bad-text", "data-testid": "fleet-state" }, plural(errors.length, "problem")),
     ),
   );
   if (fleet.problems.length) {
@@ -43,7 +43,7 @@ export async function render(view, _params, signal) {
       el("td", {}, agent.contract === "agent" ? "output_schema" : agent.contract === "default" ? "default_output_schema" : el("span", { class: "muted" }, "text"),
         fields(fleet.contract_fields[agent.name] || [])),
       el("td", {}, bad ? el("span", { class: "badge failed" }, "problems") :
-        problems.length ? el("span", { class: "badge cancelled" }, `${problems.length} warning(s)`) :
+        problems.length ? el("span", { class: "badge cancelled" }, plural(problems.length, "warning")) :
         el("span", { class: "badge valid" }, "valid")),
     );
   });

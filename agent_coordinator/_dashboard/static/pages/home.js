@@ -1,5 +1,5 @@
 // "/": where to go, with the fleet's state and the latest sessions at a glance.
-import { api, el, link, setTitle } from "../app.js";
+import { api, el, link, plural, setTitle } from "../app.js";
 
 export async function render(view, _params, signal) {
   setTitle("Dashboard");
@@ -27,13 +27,9 @@ export async function render(view, _params, signal) {
 // A total counted up to the service's cap reads "10,000+" beyond it; with a noun, "1 session",
 // "2 sessions", "10,000+ sessions".
 function counted(page, noun = "") {
-  const number = `${page.total.toLocaleString("en")}${page.total_exact === false ? "+" : ""}`;
-  if (!noun) return number;
-  return `${number} ${noun}${page.total === 1 && page.total_exact !== false ? "" : "s"}`;
-}
-
-function plural(count, noun) {
-  return `${count.toLocaleString("en")} ${noun}${count === 1 ? "" : "s"}`;
+  const more = page.total_exact === false ? "+" : "";
+  if (!noun) return `${page.total.toLocaleString("en")}${more}`;
+  return plural(page.total, noun, more);
 }
 
 function card(href, title, text) {

@@ -1,6 +1,6 @@
 // "/sessions": sessions with status, agent, model, attempts, tokens and duration; filters, paging
 // on the server (cursor), and live updates from the server-sent events of changed sessions.
-import { api, badge, el, follow, link, ms, pathPart, setTitle, when } from "../app.js";
+import { api, badge, el, follow, link, ms, pathPart, plural, setTitle, when } from "../app.js";
 
 const STATUSES = ["", "queued", "running", "completed", "failed", "cancelled"];
 const FILTERS = ["agent_name", "status", "error_type", "since", "until"];
@@ -62,9 +62,9 @@ export async function render(view, _params, signal) {
   const empty = el("p", { class: "muted", hidden: page.items.length > 0 }, "No sessions match.");
 
   let count = page.total;
-  // Beyond the service's count cap the total is a lower bound: "10,000+ session(s)".
+  // Beyond the service's count cap the total is a lower bound: "10,000+ sessions".
   const more = page.total_exact === false ? "+" : "";
-  const total = el("span", { "data-testid": "total" }, `${count.toLocaleString("en")}${more} session(s)`);
+  const total = el("span", { "data-testid": "total" }, plural(count, "session", more));
   const pager = el("nav", { class: "pager", "aria-label": "Pages" }, total);
   if (query.get("cursor")) {
     const first = new URLSearchParams(query);
@@ -91,7 +91,7 @@ export async function render(view, _params, signal) {
       body.prepend(draw(row));
       empty.hidden = true;
       count += 1;
-      total.textContent = `${count.toLocaleString("en")}${more} session(s)`;
+      total.textContent = plural(count, "session", more);
     }
   }, signal);
 
