@@ -446,7 +446,11 @@ def test_an_app_instrumented_with_its_own_tracer_provider_records_every_run_requ
     finally:
         service.close()
     assert answer.status_code == 200, answer.text
-    served = [span for span in spans.get_finished_spans() if span.kind is SpanKind.SERVER]
+    deadline = time.monotonic() + 30  # the span ends once the answer is sent
+    while not (served := [s for s in spans.get_finished_spans() if s.kind is SpanKind.SERVER]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert [(span.name, (span.attributes or {}).get("http.route")) for span in served] == [
         ("POST /runs", "/runs")
     ]
