@@ -200,9 +200,12 @@ class LeanRunCreate:
             stack = self.app.middleware_stack
             if stack is None:
                 return False  # built on the app's first request (its lifespan's, when served)
-            # OpenTelemetry's FastAPI instrumentation wraps the stack FastAPI builds
+            # OpenTelemetry's FastAPI instrumentation wraps the stack FastAPI builds: it replaces
+            # the app's own build_middleware_stack, and its stack's outermost layer is a
+            # ServerErrorMiddleware too (around its OpenTelemetryMiddleware).
             self._built = (
                 type(stack) is ServerErrorMiddleware
+                and "build_middleware_stack" not in vars(self.app)
                 and self.app.user_middleware == self._middleware
             )
         return self._built

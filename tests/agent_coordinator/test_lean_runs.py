@@ -23,8 +23,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_coordinator._api.app import create_app
@@ -414,3 +419,38 @@ def test_a_middleware_added_to_the_app_sees_every_run_request(
         service.close()
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-stamp"] == "1"
+
+
+def _instrumented(provider: TracerProvider) -> Callable[..., object]:
+    """A ``create_app`` whose FastAPI app OpenTelemetry instruments with ``provider`` (not set)."""
+
+    def create(*args: object, **kwargs: object) -> object:
+        app = create_app(*args, **kwargs)  # type: ignore[arg-type]
+        FastAPIInstrumentor.instrument_app(app.app, tracer_provider=provider)
+        return app
+
+    return create
+
+
+def test_an_app_instrumented_with_its_own_tracer_provider_records_every_run_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The provider is handed to the instrumentation, as an embedding app does, not set globally.
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    monkeypatch.setattr(harness, "create_app", _instrumented(provider))
+    service = harness.Service(tmp_path, str(tmp_path / "coordinator.db"))
+    try:
+        answer = service.client.post("/runs", params={"wait": 20}, json=WRITE)
+    finally:
+        service.close()
+    assert answer.status_code == 200, answer.text
+    deadline = time.monotonic() + 30  # the span ends once the answer is sent
+    while not (served := [s for s in spans.get_finished_spans() if s.kind is SpanKind.SERVER]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [(span.name, (span.attributes or {}).get("http.route")) for span in served] == [
+        ("POST /runs", "/runs")
+    ]
