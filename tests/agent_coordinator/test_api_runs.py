@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 
 import httpx
@@ -255,14 +257,25 @@ def test_a_wait_that_runs_out_answers_202_and_the_run_goes_on(
 def test_a_caller_that_leaves_its_wait_leaves_the_run_running(
     make_service: ServiceFactory, fake_llm: FakeLLM
 ) -> None:
-    service = make_service(env=_slow_model(fake_llm, 1.0), model="openai:gpt-test")
-    headers = {"Idempotency-Key": "the-caller-leaves"}
-    with pytest.raises(httpx.ReadTimeout):
-        service.client.post("/runs", params={"wait": 20}, json=REVIEW, headers=headers, timeout=0.2)
-    deadline = time.monotonic() + 60
-    while not fake_llm.requests:  # the run the caller left is in its model call
-        assert time.monotonic() < deadline, "the run never reached the model"
-        time.sleep(0.02)
+    # The model holds its answer long enough that the caller leaves while the run is in its call.
+    service = make_service(env=_slow_model(fake_llm, 3.0), model="openai:gpt-test")
+    headers = {**service.client.headers, "Idempotency-Key": "the-caller-leaves"}
+
+    async def leave_during_the_model_call() -> None:
+        async with httpx.AsyncClient(base_url=service.url, timeout=60) as client:
+            waiting = asyncio.create_task(
+                client.post("/runs", params={"wait": 20}, json=REVIEW, headers=headers)
+            )
+            deadline = time.monotonic() + 60
+            while not fake_llm.requests:  # the run the caller is waiting for is in its model call
+                assert not waiting.done(), waiting.result().text
+                assert time.monotonic() < deadline, "the run never reached the model"
+                await asyncio.sleep(0.02)
+            waiting.cancel()  # the caller leaves: its connection is closed
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+
+    asyncio.run(leave_during_the_model_call())
     again = service.client.post("/runs", params={"wait": 20}, json=REVIEW, headers=headers)
     assert again.status_code == 200, again.text
     assert again.json()["status"] == "completed" and again.json()["claims"] == 1
