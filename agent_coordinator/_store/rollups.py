@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from typing import TypeVar
 
 from pydantic import JsonValue
 
@@ -45,6 +46,8 @@ from agent_executor._review import (
 )
 
 __all__ = ["ROLLUPS_VERSION", "Rollups"]
+
+_K = TypeVar("_K")
 
 ROLLUPS_VERSION = 6
 """The migration that creates the rollup tables; the store fills them right after it."""
@@ -490,7 +493,7 @@ class Rollups(SqlBase):
             ended = {str(row[0]): (str(row[1]), float(str(row[2]))) for row in rows}
             for run_id, events in self._run_events(cursor, list(ended)).items():
                 for agent, day, figures in _run_figures(*_tally(events), *ended[run_id]):
-                    totals.setdefault((agent, day), _Figures()).add(figures)
+                    _figures_of(totals, (agent, day)).add(figures)
             after = str(rows[-1][0])
         for (agent, day), figures in totals.items():
             self._add_figures(cursor, agent, day, figures)
@@ -527,7 +530,7 @@ class Rollups(SqlBase):
             ).fetchall():
                 counts = Counter(dict(zip(_COLUMNS, (int(str(v)) for v in row[2:13]), strict=True)))
                 days[(str(row[0]), date.fromisoformat(str(row[1])))] = counts
-                figures = agents.setdefault(str(row[0]), _Figures())
+                figures = _figures_of(agents, str(row[0]))
                 figures.counts.update(counts)
                 figures.run_max = _larger(figures.run_max, _float(row[13]))
                 figures.turn_max = _larger(figures.turn_max, _float(row[14]))
@@ -540,7 +543,7 @@ class Rollups(SqlBase):
                 f"WHERE {days_clause} GROUP BY agent_id, kind, name",
                 params if since is not None else [*params, _ALL_DAYS],
             ).fetchall():
-                figures = agents.setdefault(str(agent_id), _Figures())
+                figures = _figures_of(agents, str(agent_id))
                 figures.keyed(str(kind))[str(name)] += int(str(total))
             open_runs = {
                 str(row[0]): str(row[1])
@@ -556,9 +559,17 @@ class Rollups(SqlBase):
                     counted = _run_figures(*_tally(events), open_runs[run_id], now)
                     for agent_id, day, figures in counted:
                         if (since is None or day >= since) and agent in (None, agent_id):
-                            agents.setdefault(agent_id, _Figures()).add(figures)
+                            _figures_of(agents, agent_id).add(figures)
                             days.setdefault((agent_id, day), Counter()).update(figures.counts)
         return _review(agents, days, source=source, since=since, agent=agent)
+
+
+def _figures_of(table: dict[_K, _Figures], key: _K) -> _Figures:
+    """Return ``table[key]``, made first if missing (``setdefault`` would make one per call)."""
+    found = table.get(key)
+    if found is None:
+        found = table[key] = _Figures()
+    return found
 
 
 def _float(value: object) -> float | None:
