@@ -261,5 +261,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE sessions ADD COLUMN system_digest TEXT",
         ),
     ),
+    (
+        13,
+        (
+            # The analytics read a window of days (``day >= ?``) or the all-days sums
+            # (``day = ''``); keyed by agent first, every view scanned every agent's every day
+            # kept, a table that grows with the days a service has run (pruning keeps rollups).
+            # A run's end updates the counts of rows that exist (the day never changes), so these
+            # entries are written once per agent, day and bucket, not per run.
+            "CREATE INDEX rollups_day ON rollups (day)",
+            "CREATE INDEX rollup_counts_day ON rollup_counts (day)",
+        ),
+    ),
 )
 """``(version, statements)``, oldest first."""

@@ -16,6 +16,7 @@ import pytest
 from agent_coordinator import open_store
 from agent_coordinator._event_log import STREAM_TYPES
 from agent_coordinator._store.migrations import MIGRATIONS
+from agent_coordinator._store.sqlite import SqliteStore
 from bench.service_scale import build
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
@@ -250,3 +251,64 @@ def test_a_store_written_by_0_2_0_is_migrated_and_its_runs_reviewed(tmp_path: Pa
         assert after["overall"]["runs"] == 3
     finally:
         service.close()
+
+
+def _history(store: SqliteStore, days: int) -> None:
+    """Rollups of 4 agents over the last ``days`` days, a run and 30 latency buckets a day each."""
+    today = datetime.now(UTC).date()
+    with store._tx() as cursor:
+        for back in range(days):
+            day = (today - timedelta(days=back)).isoformat()
+            for agent in ("a", "b", "c", "d"):
+                store._exec(
+                    cursor,
+                    "INSERT INTO rollups (agent_id, day, runs, completed, attempted, first_ok, "
+                    "rescued, retries, incomplete, input_tokens, output_tokens, events, "
+                    "unrecognised) VALUES (?, ?, 1, 1, 1, 1, 0, 0, 0, 10, 10, 3, 0)",
+                    (agent, day),
+                )
+                for bucket in range(30):
+                    store._exec(
+                        cursor,
+                        "INSERT INTO rollup_counts (agent_id, day, kind, name, total) "
+                        "VALUES (?, ?, 'run_ms', ?, 1)",
+                        (agent, day, str(300 + bucket)),
+                    )
+
+
+def _steps_of_a_week(store: SqliteStore) -> tuple[int, int]:
+    """SQLite's steps (in hundreds) to review the last 7 days, and the runs the review counts."""
+    steps = 0
+
+    def step() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    week = datetime.now(UTC).date() - timedelta(days=6)
+    connection = store._connection()
+    connection.set_progress_handler(step, 100)
+    try:
+        review = store.rollup_review(source="test", since=week, agent=None)
+    finally:
+        connection.set_progress_handler(None, 0)
+    return steps, review.overall.runs
+
+
+def test_a_review_of_a_window_reads_the_window_however_long_the_history(tmp_path: Path) -> None:
+    # Rollups outlive pruned sessions, so a service that has run for a year keeps a year of
+    # days: a week's review must read a week of them.
+    month, year = open_store(tmp_path / "month.db"), open_store(tmp_path / "year.db")
+    try:
+        assert isinstance(month, SqliteStore) and isinstance(year, SqliteStore)
+        _history(month, 30)
+        _history(year, 400)
+        (month_steps, month_runs), (year_steps, year_runs) = (
+            _steps_of_a_week(month),
+            _steps_of_a_week(year),
+        )
+    finally:
+        month.close()
+        year.close()
+    assert month_runs == year_runs == 28  # 7 days of 4 agents
+    assert year_steps < 1.5 * month_steps, (month_steps, year_steps)
