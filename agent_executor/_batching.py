@@ -239,7 +239,7 @@ class Batcher:
             if fresh:
                 items = [(w.custom_id, bodies[w.custom_id]) for w in fresh]
                 batch_id = await self.api.submit(items)
-                await self._record(batch_id, items)
+                await self._record_or_cancel(batch_id, items)
                 groups[batch_id] = fresh
             await asyncio.gather(*(self._finish(number, b, ws) for b, ws in groups.items()))
         except ProviderError as exc:
@@ -291,6 +291,30 @@ class Batcher:
             if items.get(custom_id) == digest:
                 return batch_id
         return None
+
+    async def _record_or_cancel(self, batch_id: str, items: list[tuple[str, bytes]]) -> None:
+        """Record the new batch; if it cannot be, cancel it and raise why.
+
+        A batch the ledger does not hold would be sent (and paid for) again by whoever resumes
+        the calls, so it is stopped at once rather than left running unread.
+        """
+        try:
+            await self._record(batch_id, items)
+        except Exception:  # not a cancellation: the record may have been written then
+            try:
+                await self.api.cancel(batch_id)
+            except ProviderError as exc:
+                logger.error(
+                    "batch %s of %s could not be recorded or cancelled (%s): cancel it by hand",
+                    batch_id,
+                    self.api.provider,
+                    exc,
+                )
+            else:
+                logger.warning(
+                    "batch %s of %s could not be recorded: cancelled", batch_id, self.api.provider
+                )
+            raise
 
     async def _record(self, batch_id: str, items: list[tuple[str, bytes]]) -> None:
         """Record the new batch in the ledger (before it is polled: a crash keeps it)."""

@@ -7,8 +7,10 @@ of every live body and every batch item's body, so tests compare what a batch se
 live call sends. Endpoints:
 
 - OpenAI: ``POST /v1/chat/completions`` (live), ``POST /v1/files`` (multipart upload),
-  ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/files/{id}/content``.
+  ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/files/{id}/content``,
+  ``POST /v1/batches/{id}/cancel``.
 - Anthropic: ``POST /v1/messages`` (live), ``POST /v1/messages/batches``,
+  ``POST /v1/messages/batches/{id}/cancel``,
   ``GET /v1/messages/batches/{id}``, ``GET /v1/messages/batches/{id}/results``.
 
 A batch ends after ``polls_to_end`` status reads (not after seconds); ``turnaround_s`` is the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,6 +100,7 @@ class _Batch:
     output: bytes = b""
     errors: bytes = b""
     counts: dict[str, int] = field(default_factory=dict)
+    cancelled: bool = False
 
 
 class FakeBatches:
@@ -176,6 +180,8 @@ class FakeBatches:
     def _openai_object(self, batch: _Batch) -> Json:
         ended = batch.polls >= self.polls_to_end
         status = "in_progress" if not ended else "failed" if self.fail_batches else "completed"
+        if batch.cancelled:
+            status = "cancelling"
         counts = batch.counts if ended else {}
         obj = {
             "id": batch.id,
@@ -232,9 +238,17 @@ class FakeBatches:
             "expires_at": "2026-11-27T00:00:00Z",
             "ended_at": "2026-11-26T00:00:30Z" if ended else None,
             "archived_at": None,
-            "cancel_initiated_at": None,
+            "cancel_initiated_at": "2026-11-26T00:00:01Z" if batch.cancelled else None,
             "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None,
         }
+
+    def cancel(self, batch_id: str) -> Json:
+        """Mark a batch cancelled (both APIs answer with the batch's object)."""
+        batch = next(b for b in self.batches if b.id == batch_id)
+        batch.cancelled = True
+        if batch.api == "openai":
+            return self._openai_object(batch)
+        return self._anthropic_object(batch)
 
     def anthropic_results(self, batch_id: str) -> bytes:
         return next(b for b in self.batches if b.id == batch_id).output
@@ -330,6 +344,8 @@ def _handler_for(fake: FakeBatches) -> type[BaseHTTPRequestHandler]:
                 self._json(fake.openai_create(json.loads(data)))
             elif path == "/v1/messages/batches":
                 self._json(fake.anthropic_create(json.loads(data)))
+            elif re.fullmatch(r"/v1/(messages/)?batches/[^/]+/cancel", path):
+                self._json(fake.cancel(path.split("/")[-2]))
             else:
                 self._json({"error": {"message": f"no route {path}"}}, 404)
 

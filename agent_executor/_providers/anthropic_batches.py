@@ -66,6 +66,18 @@ class AnthropicBatches:
                 batch = await client.messages.batches.create(requests=requests)
         return batch.id
 
+    async def cancel(self, batch_id: str) -> None:
+        """Cancel the batch with ``messages.batches.cancel``.
+
+        Arguments as :meth:`BatchAPI.cancel`.
+
+        Raises:
+            ProviderError: The batch could not be cancelled.
+        """
+        with translate_errors(self.provider):
+            async with self._live.sdk_client() as client:
+                await client.messages.batches.cancel(batch_id)
+
     async def status(self, batch_id: str) -> BatchStatus:
         """Return the batch's status from ``messages.batches.retrieve``.
 

@@ -64,6 +64,17 @@ class BatchAPI(Protocol):
         """
         ...
 
+    async def cancel(self, batch_id: str) -> None:
+        """Ask the provider to stop the batch (items it already answered may still be billed).
+
+        Args:
+            batch_id: The id :meth:`submit` returned.
+
+        Raises:
+            ProviderError: The provider could not be asked.
+        """
+        ...
+
     async def status(self, batch_id: str) -> BatchStatus:
         """Return where the batch stands.
 

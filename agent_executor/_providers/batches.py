@@ -74,6 +74,12 @@ class ImmediateBatches:
         self._batches[batch_id] = {cid: out for (cid, _), out in zip(items, outcomes, strict=True)}
         return batch_id
 
+    async def cancel(self, batch_id: str) -> None:
+        """Do nothing: the batch was answered when it was submitted.
+
+        Arguments as :meth:`BatchAPI.cancel`.
+        """
+
     async def status(self, batch_id: str) -> BatchStatus:
         """Return the batch's status: always ended.
 

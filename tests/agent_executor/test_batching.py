@@ -215,3 +215,32 @@ async def test_a_state_file_that_is_not_one_is_refused_naming_its_line(
     state.write_text('{"batch_id": "batch_1", "items": {}}\nnot json\n')
     with pytest.raises(ConfigError, match=r"results.jsonl.batches, line 2: not a recorded batch"):
         batcher(provider("openai", fake), state_path=state)
+
+
+class _LostLedger:
+    """A ledger whose store is gone: nothing recorded, and no record can be written."""
+
+    def recorded(self) -> dict[str, dict[str, str]]:
+        return {}
+
+    async def record(self, batch_id: str, provider: str, items: dict[str, str]) -> None:
+        raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_a_batch_that_cannot_be_recorded_is_cancelled_and_its_runs_fail(
+    api: str, fake: FakeBatches, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Left running, a batch no ledger holds would be sent and paid for again by a resume.
+    fake.polls_to_end = 10**9
+    live = provider(api, fake)
+    results = await run_many(agent(), TASKS[:2], batch=batcher(live, ledger=_LostLedger()))
+    assert [r.result.status for r in results] == ["failed", "failed"]
+    assert all(
+        r.result.error is not None and "No space left on device" in r.result.error.message
+        for r in results
+    )
+    assert [batch.cancelled for batch in fake.batches] == [True]
+    assert f"batch {fake.batches[0].id} of {live.name} could not be recorded: cancelled" in (
+        caplog.text
+    )
