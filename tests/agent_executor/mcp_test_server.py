@@ -1,16 +1,19 @@
 """An MCP server for the tests, written with the mcp SDK's server API; run as a stdio script.
 
 ``python mcp_test_server.py MODE``: ``ok`` serves its tools; ``crash`` serves them but the
-``crash`` tool kills the process; ``hang_start`` never answers the handshake; ``http PORT``
-serves streamable HTTP on loopback. With ``MCP_TEST_PID_FILE`` set it writes its process id there.
+``crash`` tool kills the process; ``hang_start`` never answers the handshake; ``http`` serves
+streamable HTTP on a free loopback port, which it prints (one line) once it is bound. With
+``MCP_TEST_PID_FILE`` set it writes its process id there.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 
+import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -49,6 +52,14 @@ if __name__ == "__main__":
             pid_file.write(str(os.getpid()))
     if sys.argv[1:] == ["hang_start"]:
         time.sleep(3600)
-    if sys.argv[1] == "http":  # streamable HTTP on loopback, at http://127.0.0.1:PORT/mcp
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    if sys.argv[1:] == ["http"]:  # streamable HTTP at http://127.0.0.1:PORT/mcp
+        # Bound here and kept: a port found free and closed again can be taken by another
+        # process before the server binds it, and the test would talk to that process.
+        listening = socket.socket()
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(64)
+        print(listening.getsockname()[1], flush=True)
+        app = server.streamable_http_app()
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
+        sys.exit(0)
     server.run("stdio")

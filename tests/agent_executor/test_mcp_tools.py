@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -198,27 +197,23 @@ async def test_a_missing_command_url_or_tool_fails_the_run_naming_the_server() -
 
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    """The test server over streamable HTTP on a free loopback port; yields its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """The test server over streamable HTTP on a loopback port of its own; yields its URL."""
     process = subprocess.Popen(
-        [sys.executable, SERVER, "http", str(port)],
-        stdout=subprocess.DEVNULL,
+        [sys.executable, SERVER, "http"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert process.stdout is not None
+        port = process.stdout.readline().strip()  # printed once bound (empty: the server died)
+        assert port.isdigit(), f"the test server did not start (exit {process.poll()})"
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 async def test_a_streamable_http_server_with_headers(http_server: str) -> None:
