@@ -402,6 +402,18 @@ class _Stamp:
         await self.app(scope, receive, stamped)
 
 
+def _run_through(
+    create: Callable[..., object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> httpx.Response:
+    """``POST /runs?wait=`` to a service whose app ``create`` builds; return the answer."""
+    monkeypatch.setattr(harness, "create_app", create)
+    service = harness.Service(tmp_path, str(tmp_path / "coordinator.db"))
+    try:
+        return service.client.post("/runs", params={"wait": 20}, json=WRITE)
+    finally:
+        service.close()
+
+
 def _stamped(*args: object, **kwargs: object) -> object:
     app = create_app(*args, **kwargs)  # type: ignore[arg-type]
     app.app.add_middleware(_Stamp)
@@ -411,12 +423,7 @@ def _stamped(*args: object, **kwargs: object) -> object:
 def test_a_middleware_added_to_the_app_sees_every_run_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(harness, "create_app", _stamped)
-    service = harness.Service(tmp_path, str(tmp_path / "coordinator.db"))
-    try:
-        answer = service.client.post("/runs", params={"wait": 20}, json=WRITE)
-    finally:
-        service.close()
+    answer = _run_through(_stamped, tmp_path, monkeypatch)
     assert answer.status_code == 200, answer.text
     assert answer.headers["x-stamp"] == "1"
 
@@ -439,12 +446,7 @@ def test_an_app_instrumented_with_its_own_tracer_provider_records_every_run_requ
     spans = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))
-    monkeypatch.setattr(harness, "create_app", _instrumented(provider))
-    service = harness.Service(tmp_path, str(tmp_path / "coordinator.db"))
-    try:
-        answer = service.client.post("/runs", params={"wait": 20}, json=WRITE)
-    finally:
-        service.close()
+    answer = _run_through(_instrumented(provider), tmp_path, monkeypatch)
     assert answer.status_code == 200, answer.text
     deadline = time.monotonic() + 30  # the span ends once the answer is sent
     while not (served := [s for s in spans.get_finished_spans() if s.kind is SpanKind.SERVER]):
