@@ -512,6 +512,12 @@ class SqlBase(ABC):
     def _begin(self, cursor: Cursor, *, write: bool) -> None:
         cursor.execute(self.begin_write if write else "BEGIN")
 
+    def _commit(self, cursor: Cursor) -> None:
+        cursor.execute("COMMIT")
+
+    def _rollback(self, cursor: Cursor) -> None:
+        cursor.execute("ROLLBACK")
+
     def _pipeline(self, connection: object) -> AbstractContextManager[object]:
         """Send a transaction's statements without waiting for each answer, where the driver can.
 
@@ -532,7 +538,7 @@ class SqlBase(ABC):
                     try:
                         yield cursor
                         committing = True
-                        cursor.execute("COMMIT")
+                        self._commit(cursor)
                         # A pipeline's answers: a statement that failed, skipping the COMMIT,
                         # raises here.
                         sent.close()
@@ -540,7 +546,7 @@ class SqlBase(ABC):
                         with suppress(Exception):
                             sent.close()  # the answers sent so far, before the ROLLBACK
                         with suppress(Exception):
-                            cursor.execute("ROLLBACK")
+                            self._rollback(cursor)
                         raise
             except Exception as error:
                 unusable = self._unusable(error, connection, committing=committing)

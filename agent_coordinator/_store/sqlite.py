@@ -6,10 +6,14 @@ several, never claim the same run. Readers never wait for the writer (WAL).
 
 From async code (:meth:`SqliteStore.call`) a call runs in place on the event loop's thread, on a
 connection of its own that never waits: a SQLite transaction is shorter than handing it to a
-worker thread and back. When the write lock is taken (by a worker thread
-of this process or by another process) the call does not wait in place: it goes to a worker
-thread, which waits as long as ``timeout``. The in-place connection leaves WAL checkpoints (which
-write and sync the database file) to a worker thread too.
+worker thread and back. The writes a run makes (its creation, progress, events and end) are
+committed in groups: those called while the event loop does its ready work wait for the end of
+it, then run in one transaction, each in a savepoint of its own (one that fails is rolled back
+alone), and commit at once. A commit writes every page it changed to the WAL, and the runs of a
+group share most of theirs (the tables' and indexes' last pages, the day's rollups). When the
+write lock is taken (by a worker thread of this process or by another process) a call does not
+wait in place: it goes to a worker thread, which waits as long as ``timeout``. The in-place
+connection leaves WAL checkpoints (which write and sync the database file) to a worker thread too.
 
 A file removed or replaced under the running service (its device and inode no longer those it
 opened) would take every later write with it: each write transaction (and ``GET /ready``) looks
@@ -23,14 +27,15 @@ back to the file system (:meth:`SqliteStore.reclaim_space`), and 4 KiB pages.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar, cast
 
 from agent_coordinator._errors import StoreFull, StoreUnavailable
 from agent_coordinator._store.base import Cursor, SqlStore
@@ -50,6 +55,34 @@ PAGE_SIZE = 4096
 """Bytes a page of a file this store makes holds (an existing file keeps its own)."""
 _CHECKPOINT_EVERY = 200
 """In-place write transactions between two checkpoints run in a worker thread."""
+
+
+_Queued = tuple[
+    Callable[..., object], tuple[object, ...], dict[str, object], asyncio.Future[object]
+]
+"""A write waiting for a group commit: the method, its arguments, and its caller's answer."""
+_GROUPED = frozenset(
+    {"add_events_many", "create_claimed_run", "create_run", "finish", "record_progress"}
+)
+"""The store methods a run makes, whose calls from async code commit in groups (each of them
+is its transactions and nothing else, so it can be a savepoint of a larger one)."""
+
+
+def _group_name(method: Callable[..., object]) -> str:
+    inner = method.func if isinstance(method, functools.partial) else method
+    return getattr(inner, "__name__", "")
+
+
+def _pass_on(answer: asyncio.Future[object], made: asyncio.Future[object]) -> None:
+    """Give ``answer`` the outcome of ``made`` (a write made in a worker thread instead)."""
+    if answer.done():
+        return
+    if made.cancelled():
+        answer.cancel()
+    elif (error := made.exception()) is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(made.result())
 
 
 class _WouldWait(Exception):
@@ -85,9 +118,14 @@ class SqliteStore(SqlStore):
         """The file's device and inode, from the first connection on."""
         self._lost: str | None = None
         """Why the file can no longer be used, once it was found removed or replaced."""
+        self._group: list[_Queued] = []
+        """Writes waiting for the next group commit (see :meth:`_commit_group`)."""
 
     async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Call a store method in place, or in a worker thread when it would wait for a lock.
+
+        A run's writes (:data:`_GROUPED`) are made in the next group commit, once the event loop
+        has done its ready work (see the module's description).
 
         Args:
             method: A method of this store, such as ``store.get_run``.
@@ -100,6 +138,8 @@ class SqliteStore(SqlStore):
         Raises:
             Exception: Whatever the method raises.
         """
+        if _group_name(method) in _GROUPED and not getattr(self._local, "in_place", False):
+            return cast("_T", await self._grouped(method, args, kwargs))
         if not getattr(self._local, "in_place", False):
             self._local.in_place = True
             try:
@@ -114,6 +154,100 @@ class SqliteStore(SqlStore):
                 self._local.in_place = False
                 self._checkpoint_now_and_then()
         return await asyncio.to_thread(method, *args, **kwargs)
+
+    def _grouped(
+        self, method: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> asyncio.Future[object]:
+        """Queue a write for the group that commits once the event loop's ready work is done."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[object] = loop.create_future()
+        if not self._group:
+            loop.call_soon(self._commit_group)
+        self._group.append((method, args, kwargs, answer))
+        return answer
+
+    def _commit_group(self) -> None:
+        """Make the queued writes in one transaction, each in a savepoint of its own.
+
+        A write that fails rolls back its savepoint only; the rest commit together, then each
+        caller gets its answer. Where the write lock is taken, each goes to a worker thread.
+        """
+        group, self._group = self._group, []
+        if self._lost is not None or not self._write_lock.acquire(blocking=False):
+            self._each_in_thread(group)
+            return
+        self._local.in_place = True
+        try:
+            connection = self._connection()
+            cursor = connection.cursor()
+            try:
+                self._check_file()
+                cursor.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode & 0xFF not in _BUSY_CODES:
+                    raise
+                self._each_in_thread(group)
+                return
+            self._local.grouped = True
+            outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
+            try:
+                for method, args, kwargs, answer in group:
+                    try:
+                        outcomes.append((answer, method(*args, **kwargs), None))
+                    except Exception as error:
+                        outcomes.append((answer, None, error))
+            finally:
+                self._local.grouped = False
+            try:
+                cursor.execute("COMMIT")
+            except Exception as error:
+                with suppress(Exception):
+                    cursor.execute("ROLLBACK")
+                self._systems_kept.clear()  # what the group stored is not there
+                failed = self._unusable(error, connection, committing=True) or error
+                for answer, _, _ in outcomes:
+                    if not answer.done():
+                        answer.set_exception(failed)
+                return
+            self._writes_in_place += len(group)
+        except Exception as error:
+            for _, _, _, answer in group:
+                if not answer.done():
+                    answer.set_exception(error)
+            return
+        finally:
+            self._local.in_place = False
+            self._write_lock.release()
+            self._checkpoint_now_and_then()
+        for answer, value, failure in outcomes:
+            if answer.done():
+                continue
+            if failure is None:
+                answer.set_result(value)
+            else:
+                answer.set_exception(failure)
+
+    def _each_in_thread(self, group: list[_Queued]) -> None:
+        """Make each queued write on its own in a worker thread (which waits for the lock)."""
+        for method, args, kwargs, answer in group:
+            made = asyncio.ensure_future(asyncio.to_thread(method, *args, **kwargs))
+            made.add_done_callback(functools.partial(_pass_on, answer))
+
+    def _begin(self, cursor: Cursor, *, write: bool) -> None:
+        if getattr(self._local, "grouped", False):
+            cursor.execute("SAVEPOINT one")
+        else:
+            super()._begin(cursor, write=write)
+
+    def _commit(self, cursor: Cursor) -> None:
+        cursor.execute("RELEASE one" if getattr(self._local, "grouped", False) else "COMMIT")
+
+    def _rollback(self, cursor: Cursor) -> None:
+        if getattr(self._local, "grouped", False):
+            cursor.execute("ROLLBACK TO one")
+            cursor.execute("RELEASE one")
+        else:
+            cursor.execute("ROLLBACK")
 
     def _checkpoint_now_and_then(self) -> None:
         if self._writes_in_place < _CHECKPOINT_EVERY:
@@ -212,6 +346,8 @@ class SqliteStore(SqlStore):
         self._local = threading.local()
 
     def _holding_writes(self) -> AbstractContextManager[object]:
+        if getattr(self._local, "grouped", False):  # the group holds the lock
+            return nullcontext()
         if getattr(self._local, "in_place", False):
             return self._write_lock_now()
         return super()._holding_writes()

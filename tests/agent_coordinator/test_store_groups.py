@@ -1,0 +1,158 @@
+"""SQLite's group commit: a run's writes called together commit in one transaction.
+
+Each write is a savepoint of the group's transaction: one that fails is undone alone, the
+others are stored and answered; a group that finds the write lock taken waits for it in worker
+threads instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from agent_coordinator._errors import Conflict
+from agent_coordinator._store import NewRun, RunInput
+from agent_coordinator._store.records import Claim, RunRecord
+from agent_coordinator._store.sqlite import SqliteStore
+
+RUNS = 40
+
+
+def _new(n: int, **fields: str) -> NewRun:
+    return NewRun.model_validate(
+        {
+            "id": f"run_{n}",
+            "session_id": f"ses_{n}",
+            "kind": "start_session",
+            "agent_name": "a",
+            "input": RunInput(prompt=f"task {n}"),
+            **fields,
+        }
+    )
+
+
+def _store(path: Path) -> SqliteStore:
+    store = SqliteStore(path)
+    store.migrate()
+    return store
+
+
+def _wal_frames(path: Path) -> int:
+    """Return the frames the WAL of ``path`` holds (each a page a commit wrote), then copy
+    them to the database file."""
+    with sqlite3.connect(path) as reader:
+        _, frames, _ = reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return int(frames)
+
+
+async def _runs_together(store: SqliteStore) -> list[RunRecord | None]:
+    made = await asyncio.gather(
+        *(store.call(store.create_claimed_run, _new(n), "r1", 30) for n in range(RUNS))
+    )
+    assert [claim is not None for _, claim in made] == [True] * RUNS
+    return await asyncio.gather(
+        *(
+            store.call(
+                store.finish, f"run_{n}", "r1", status="completed", result={"n": n}, error=None
+            )
+            for n in range(RUNS)
+        )
+    )
+
+
+async def _runs_one_by_one(store: SqliteStore) -> None:
+    for n in range(RUNS):
+        await store.call(store.create_claimed_run, _new(n), "r1", 30)
+    for n in range(RUNS):
+        await store.call(
+            store.finish, f"run_{n}", "r1", status="completed", result={"n": n}, error=None
+        )
+
+
+def test_runs_written_together_are_each_stored_and_answered(tmp_path: Path) -> None:
+    store = _store(tmp_path / "c.db")
+    try:
+        ended = asyncio.run(_runs_together(store))
+    finally:
+        store.close()
+    assert [run.result if run else None for run in ended] == [{"n": n} for n in range(RUNS)]
+    reader = _store(tmp_path / "c.db")  # what was committed, read by another connection
+    try:
+        stored = [reader.get_run(f"run_{n}") for n in range(RUNS)]
+    finally:
+        reader.close()
+    assert [(run.status, run.result) if run else None for run in stored] == [
+        ("completed", {"n": n}) for n in range(RUNS)
+    ]
+
+
+def test_runs_written_together_write_fewer_pages_than_one_by_one(tmp_path: Path) -> None:
+    """The commits of runs written together share their pages: the WAL holds far fewer."""
+    frames = {}
+    for name, write in (("together", _runs_together), ("one by one", _runs_one_by_one)):
+        path = tmp_path / f"{name}.db"
+        store = _store(path)
+        try:
+            _wal_frames(path)  # all checkpointed: the next commit starts the WAL anew
+            asyncio.run(write(store))  # type: ignore[operator]
+            frames[name] = _wal_frames(path)
+        finally:
+            store.close()
+    assert frames["together"] * 4 < frames["one by one"], frames
+
+
+def test_a_write_that_fails_in_a_group_is_undone_alone(tmp_path: Path) -> None:
+    """A run stored under an id already taken: its session's row, written first, is undone too."""
+    store = _store(tmp_path / "c.db")
+    try:
+        store.create_run(_new(1, request_hash="first"))
+
+        async def together() -> list[object]:
+            return await asyncio.gather(
+                store.call(store.create_run, _new(2)),
+                store.call(store.create_run, _new(1, session_id="ses_taken", request_hash="x")),
+                store.call(store.create_run, _new(3)),
+                return_exceptions=True,
+            )
+
+        first, taken, last = asyncio.run(together())
+        assert isinstance(taken, Conflict)
+        assert isinstance(first, tuple) and isinstance(last, tuple)
+        assert store.get_session("ses_taken") is None
+        assert [store.get_run(f"run_{n}") is not None for n in (2, 3)] == [True, True]
+        assert [store.get_session(f"ses_{n}") is not None for n in (2, 3)] == [True, True]
+    finally:
+        store.close()
+
+
+def test_a_group_that_finds_the_write_lock_taken_waits_for_it(tmp_path: Path) -> None:
+    """Another process holds the write lock: the writes wait in worker threads, then are made."""
+    path = tmp_path / "c.db"
+    store = _store(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+
+        async def main() -> list[tuple[RunRecord, Claim | None]]:
+            other.execute("BEGIN IMMEDIATE")
+            made = asyncio.gather(
+                *(store.call(store.create_claimed_run, _new(n), "r1", 30) for n in range(5))
+            )
+            # The writes are queued for a group, then the group is tried: it cannot begin (the
+            # lock is taken), so it hands them to worker threads, which wait for the lock.
+            for queued in (True, False):  # a few turns of the loop each, at most
+                for _ in range(100):
+                    if bool(store._group) == queued:
+                        break
+                    await asyncio.sleep(0)
+                else:
+                    raise AssertionError(f"the writes were never {'queued' if queued else 'tried'}")
+            other.execute("COMMIT")
+            return await made
+
+        made = asyncio.run(main())
+        assert [run.id for run, _ in made] == [f"run_{n}" for n in range(5)]
+        assert [store.get_run(f"run_{n}") is not None for n in range(5)] == [True] * 5
+    finally:
+        other.close()
+        store.close()
