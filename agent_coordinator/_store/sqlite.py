@@ -192,6 +192,8 @@ class SqliteStore(SqlStore):
             outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
             try:
                 for method, args, kwargs, answer in group:
+                    if answer.cancelled():  # its caller gave up before it began: not made
+                        continue
                     try:
                         outcomes.append((answer, method(*args, **kwargs), None))
                     except Exception as error:
@@ -230,6 +232,8 @@ class SqliteStore(SqlStore):
     def _each_in_thread(self, group: list[_Queued]) -> None:
         """Make each queued write on its own in a worker thread (which waits for the lock)."""
         for method, args, kwargs, answer in group:
+            if answer.cancelled():
+                continue
             made = asyncio.ensure_future(asyncio.to_thread(method, *args, **kwargs))
             made.add_done_callback(functools.partial(_pass_on, answer))
 

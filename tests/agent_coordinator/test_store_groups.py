@@ -126,6 +126,28 @@ def test_a_write_that_fails_in_a_group_is_undone_alone(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_write_whose_caller_gave_up_before_its_group_is_not_made(tmp_path: Path) -> None:
+    store = _store(tmp_path / "c.db")
+    try:
+
+        async def main() -> None:
+            given_up = asyncio.ensure_future(store.call(store.create_run, _new(1)))
+            kept = asyncio.ensure_future(store.call(store.create_run, _new(2)))
+            for _ in range(100):  # both queued for the group, which has not run yet
+                if len(store._group) == 2:
+                    break
+                await asyncio.sleep(0)
+            assert len(store._group) == 2
+            given_up.cancel()
+            await kept
+
+        asyncio.run(main())
+        assert store.get_run("run_1") is None and store.get_session("ses_1") is None
+        assert store.get_run("run_2") is not None
+    finally:
+        store.close()
+
+
 def test_a_group_that_finds_the_write_lock_taken_waits_for_it(tmp_path: Path) -> None:
     """Another process holds the write lock: the writes wait in worker threads, then are made."""
     path = tmp_path / "c.db"
