@@ -136,7 +136,11 @@ class Service:
                 grace_s=2.0,
                 on_finished=self.services.notifier.notify,
             )
-        self.port = free_port()
+        # Bound here and handed to uvicorn: a port found free and bound later could be taken
+        # by another test meanwhile.
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
             create_app(self.services, mcp_host="127.0.0.1" if mcp else None),
@@ -145,7 +149,9 @@ class Service:
             log_level="warning",
         )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:
@@ -163,6 +169,7 @@ class Service:
         self.client.close()
         self.server.should_exit = True
         self.thread.join(timeout=15)
+        self._socket.close()
         self.store.close()
 
 
@@ -192,7 +199,16 @@ class Postgres:
             root.chmod(0o700)
             self._user = ["runuser", "-u", "postgres", "--"]
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
-        self.start()
+        for tries_left in reversed(range(5)):
+            try:
+                self.start()
+                break
+            except subprocess.CalledProcessError:
+                # The port found free was taken before the server bound it (another test's
+                # server): a new one. Any other failure is raised.
+                if tries_left == 0 or "could not bind" not in self._log():
+                    raise
+                self.port = free_port()
         self._count = 0
 
     def start(self) -> None:
@@ -209,6 +225,12 @@ class Postgres:
             "-c max_connections=300",
             "start",
         )
+
+    def _log(self) -> str:
+        try:
+            return (self.root / "log").read_text(errors="replace")
+        except OSError:
+            return ""
 
     def stop_server(self, mode: str = "fast") -> None:
         """Stop the server (``pg_ctl stop -m mode``), keeping its data for :meth:`start`."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ import pytest
 
 from agent_core import SchemaRegistry
 from tests.agent_coordinator.conftest import ServiceFactory
-from tests.agent_coordinator.harness import REVIEW_SCHEMA, free_port, write_fleet
+from tests.agent_coordinator.harness import REVIEW_SCHEMA, write_fleet
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed (pip install 'agentshape[mcp]')")
@@ -331,8 +332,11 @@ async def test_http_with_the_token_lists_the_fleet(make_service: ServiceFactory)
 
 @pytest.fixture
 def mcp_http_process(tmp_path: Path) -> Iterator[str]:
-    """``agentshape mcp --http`` in its own process; yields its /mcp URL."""
-    port = free_port()
+    """``agentshape mcp --http`` in its own process; yields its /mcp URL.
+
+    It binds a free port itself (``--port 0``) and says which: a port found free here could be
+    taken by another test before the process binds it.
+    """
     process = subprocess.Popen(
         [
             sys.executable,
@@ -341,7 +345,7 @@ def mcp_http_process(tmp_path: Path) -> Iterator[str]:
             "mcp",
             "--http",
             "--port",
-            str(port),
+            "0",
             "--agents-dir",
             str(write_fleet(tmp_path / "agents")),
             "--model",
@@ -356,8 +360,9 @@ def mcp_http_process(tmp_path: Path) -> Iterator[str]:
     assert process.stdout is not None
     banner = process.stdout.readline()
     try:
-        assert f"http://127.0.0.1:{port}/mcp" in banner, banner
-        yield f"http://127.0.0.1:{port}/mcp"
+        found = re.search(r"http://127\.0\.0\.1:\d+/mcp", banner)
+        assert found is not None, banner
+        yield found.group(0)
     finally:
         process.terminate()
         process.wait(timeout=20)
