@@ -75,11 +75,14 @@ def _group_name(method: Callable[..., object]) -> str:
 
 def _pass_on(answer: asyncio.Future[object], made: asyncio.Future[object]) -> None:
     """Give ``answer`` the outcome of ``made`` (a write made in a worker thread instead)."""
+    if made.cancelled():
+        if not answer.done():
+            answer.cancel()
+        return
+    error = made.exception()  # retrieved even when no one waits: asyncio would log it
     if answer.done():
         return
-    if made.cancelled():
-        answer.cancel()
-    elif (error := made.exception()) is not None:
+    if error is not None:
         answer.set_exception(error)
     else:
         answer.set_result(made.result())
@@ -118,8 +121,6 @@ class SqliteStore(SqlStore):
         """The file's device and inode, from the first connection on."""
         self._lost: str | None = None
         """Why the file can no longer be used, once it was found removed or replaced."""
-        self._group: list[_Queued] = []
-        """Writes waiting for the next group commit (see :meth:`_commit_group`)."""
 
     async def call(self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Call a store method in place, or in a worker thread when it would wait for a lock.
@@ -158,24 +159,39 @@ class SqliteStore(SqlStore):
     def _grouped(
         self, method: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
     ) -> asyncio.Future[object]:
-        """Queue a write for the group that commits once the event loop's ready work is done."""
+        """Queue a write for the group that commits once the event loop's ready work is done.
+
+        Each thread (so each event loop) has a group of its own: its writes are answered on it.
+        """
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[object] = loop.create_future()
-        if not self._group:
+        pending: tuple[asyncio.AbstractEventLoop, list[_Queued]] | None = getattr(
+            self._local, "group", None
+        )
+        if pending is None or pending[0] is not loop or not pending[1]:
+            # (One left by a loop that closed before its group ran is dropped: no one waits.)
+            pending = self._local.group = (loop, [])
             loop.call_soon(self._commit_group)
-        self._group.append((method, args, kwargs, answer))
+        pending[1].append((method, args, kwargs, answer))
         return answer
 
     def _commit_group(self) -> None:
-        """Make the queued writes in one transaction, each in a savepoint of its own.
+        """Make this thread's queued writes in one transaction, each in a savepoint of its own.
 
         A write that fails rolls back its savepoint only; the rest commit together, then each
-        caller gets its answer. Where the write lock is taken, each goes to a worker thread.
+        caller gets its answer (a caller that gave up meanwhile is not asked: its write is made,
+        as one made in place would have been). Where the write lock is taken, each write goes to
+        a worker thread. A failure SQLite answers by rolling the whole transaction back (a full
+        disk, an I/O error) fails the writes made before it with that error; those after it are
+        made each on its own, in worker threads.
         """
-        group, self._group = self._group, []
+        group: list[_Queued] = self._local.group[1]
+        self._local.group = None
         if self._lost is not None or not self._write_lock.acquire(blocking=False):
             self._each_in_thread(group)
             return
+        outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
+        rest: list[_Queued] = []
         self._local.in_place = True
         try:
             connection = self._connection()
@@ -186,41 +202,15 @@ class SqliteStore(SqlStore):
             except sqlite3.OperationalError as error:
                 if error.sqlite_errorcode & 0xFF not in _BUSY_CODES:
                     raise
-                self._each_in_thread(group)
-                return
-            self._local.grouped = True
-            outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
-            try:
-                for method, args, kwargs, answer in group:
-                    if answer.cancelled():  # its caller gave up before it began: not made
-                        continue
-                    try:
-                        outcomes.append((answer, method(*args, **kwargs), None))
-                    except Exception as error:
-                        outcomes.append((answer, None, error))
-            finally:
-                self._local.grouped = False
-            try:
-                cursor.execute("COMMIT")
-            except Exception as error:
-                with suppress(Exception):
-                    cursor.execute("ROLLBACK")
-                self._systems_kept.clear()  # what the group stored is not there
-                failed = self._unusable(error, connection, committing=True) or error
-                for answer, _, _ in outcomes:
-                    if not answer.done():
-                        answer.set_exception(failed)
-                return
-            self._writes_in_place += len(group)
+                group, rest = [], group  # another process writes: each waits in a thread
+            else:
+                outcomes, rest = self._make_group(connection, group)
+                self._writes_in_place += len(outcomes)
         except Exception as error:
-            for _, _, _, answer in group:
-                if not answer.done():
-                    answer.set_exception(error)
-            return
+            outcomes = [(answer, None, error) for _, _, _, answer in group]
         finally:
             self._local.in_place = False
             self._write_lock.release()
-            self._checkpoint_now_and_then()
         for answer, value, failure in outcomes:
             if answer.done():
                 continue
@@ -228,12 +218,50 @@ class SqliteStore(SqlStore):
                 answer.set_result(value)
             else:
                 answer.set_exception(failure)
+        self._each_in_thread(rest)
+        try:
+            self._checkpoint_now_and_then()
+        except RuntimeError:  # the loop's executor is shut down: the service is stopping
+            logger.warning("WAL checkpoint of %s not started", self.path, exc_info=True)
+
+    def _make_group(
+        self, connection: sqlite3.Connection, group: list[_Queued]
+    ) -> tuple[list[tuple[asyncio.Future[object], object, BaseException | None]], list[_Queued]]:
+        """Make ``group``'s writes in the transaction begun on ``connection``, then commit it.
+
+        Returns:
+            Each write's answer future with its value or error, and the writes not made (after
+            one whose failure ended the transaction).
+        """
+        outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
+        self._local.grouped = True
+        try:
+            for index, (method, args, kwargs, answer) in enumerate(group):
+                try:
+                    outcomes.append((answer, method(*args, **kwargs), None))
+                except Exception as error:
+                    if connection.in_transaction:  # only its savepoint was rolled back
+                        outcomes.append((answer, None, error))
+                        continue
+                    # SQLite rolled the whole transaction back: what the group wrote is gone.
+                    self._systems_kept.clear()
+                    made = [(made, None, error) for made, _, _ in outcomes]
+                    return [*made, (answer, None, error)], group[index + 1 :]
+        finally:
+            self._local.grouped = False
+        try:
+            connection.execute("COMMIT")
+        except Exception as error:
+            with suppress(Exception):
+                connection.execute("ROLLBACK")
+            self._systems_kept.clear()  # what the group stored is not there
+            failed = self._unusable(error, connection, committing=True) or error
+            return [(answer, None, failed) for answer, _, _ in outcomes], []
+        return outcomes, []
 
     def _each_in_thread(self, group: list[_Queued]) -> None:
         """Make each queued write on its own in a worker thread (which waits for the lock)."""
         for method, args, kwargs, answer in group:
-            if answer.cancelled():
-                continue
             made = asyncio.ensure_future(asyncio.to_thread(method, *args, **kwargs))
             made.add_done_callback(functools.partial(_pass_on, answer))
 

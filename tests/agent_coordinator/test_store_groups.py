@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
-from agent_coordinator._errors import Conflict
+from agent_coordinator._errors import Conflict, StoreFull
 from agent_coordinator._store import NewRun, RunInput
 from agent_coordinator._store.records import Claim, RunRecord
 from agent_coordinator._store.sqlite import SqliteStore
@@ -36,6 +37,12 @@ def _store(path: Path) -> SqliteStore:
     store = SqliteStore(path)
     store.migrate()
     return store
+
+
+def _queued(store: SqliteStore) -> int:
+    """How many writes wait for this thread's next group (none once the group has run)."""
+    pending = getattr(store._local, "group", None)
+    return 0 if pending is None else len(pending[1])
 
 
 def _wal_frames(path: Path) -> int:
@@ -126,7 +133,8 @@ def test_a_write_that_fails_in_a_group_is_undone_alone(tmp_path: Path) -> None:
         store.close()
 
 
-def test_a_write_whose_caller_gave_up_before_its_group_is_not_made(tmp_path: Path) -> None:
+def test_a_write_whose_caller_gave_up_before_its_group_ran_is_still_made(tmp_path: Path) -> None:
+    """As a write made in place was: a run's end asked for is stored, whoever stops waiting."""
     store = _store(tmp_path / "c.db")
     try:
 
@@ -134,16 +142,79 @@ def test_a_write_whose_caller_gave_up_before_its_group_is_not_made(tmp_path: Pat
             given_up = asyncio.ensure_future(store.call(store.create_run, _new(1)))
             kept = asyncio.ensure_future(store.call(store.create_run, _new(2)))
             for _ in range(100):  # both queued for the group, which has not run yet
-                if len(store._group) == 2:
+                if _queued(store) == 2:
                     break
                 await asyncio.sleep(0)
-            assert len(store._group) == 2
+            assert _queued(store) == 2
             given_up.cancel()
             await kept
 
         asyncio.run(main())
-        assert store.get_run("run_1") is None and store.get_session("ses_1") is None
+        assert store.get_run("run_1") is not None and store.get_session("ses_1") is not None
         assert store.get_run("run_2") is not None
+    finally:
+        store.close()
+
+
+def test_a_failure_that_ends_the_groups_transaction_fails_what_it_undid(tmp_path: Path) -> None:
+    """A full database rolls SQLite's whole transaction back, not a savepoint: the writes the
+    group made before are answered with the failure (nothing of them is stored), and those after
+    it are made on their own."""
+    store = _store(tmp_path / "c.db")
+    try:
+        store.create_run(_new(1))
+
+        async def main() -> list[object]:
+            await store.call(store.get_run, "run_1")  # the in-place connection exists
+            in_place = store._local.in_place_connection
+            pages = in_place.execute("PRAGMA page_count").fetchone()[0]
+            in_place.execute(f"PRAGMA max_page_count = {pages + 30}")  # full, for it alone
+            return await asyncio.gather(
+                store.call(store.create_run, _new(2)),
+                store.call(store.add_events_many, {"run_1": [("big", {"text": "x" * 2**21})]}),
+                store.call(store.create_run, _new(3)),
+                return_exceptions=True,
+            )
+
+        before, full, after = asyncio.run(main())
+        assert isinstance(before, StoreFull) and isinstance(full, StoreFull)
+        assert isinstance(after, tuple)
+        assert store.get_run("run_2") is None and store.get_session("ses_2") is None
+        assert store.get_run("run_3") is not None and store.get_session("ses_3") is not None
+        assert store.events_after("run_1") == []
+    finally:
+        store.close()
+
+
+def test_groups_of_two_event_loops_in_two_threads_are_each_answered(tmp_path: Path) -> None:
+    store = _store(tmp_path / "c.db")
+    done: dict[str, int] = {}
+
+    def writer(name: str) -> None:
+        async def main() -> None:
+            for batch in range(20):
+                await asyncio.gather(
+                    *(
+                        store.call(
+                            store.create_run,
+                            _new(0, id=f"{name}_{batch}_{n}", session_id=f"s{name}_{batch}_{n}"),
+                        )
+                        for n in range(10)
+                    )
+                )
+                done[name] = batch + 1
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=writer, args=(name,), daemon=True) for name in "ab"]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert [thread.is_alive() for thread in threads] == [False, False], done
+        assert done == {"a": 20, "b": 20}
+        assert store.count_runs() == 400
     finally:
         store.close()
 
@@ -164,7 +235,7 @@ def test_a_group_that_finds_the_write_lock_taken_waits_for_it(tmp_path: Path) ->
             # lock is taken), so it hands them to worker threads, which wait for the lock.
             for queued in (True, False):  # a few turns of the loop each, at most
                 for _ in range(100):
-                    if bool(store._group) == queued:
+                    if bool(_queued(store)) == queued:
                         break
                     await asyncio.sleep(0)
                 else:
