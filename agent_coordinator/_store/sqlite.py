@@ -179,11 +179,11 @@ class SqliteStore(SqlStore):
         """Make this thread's queued writes in one transaction, each in a savepoint of its own.
 
         A write that fails rolls back its savepoint only; the rest commit together, then each
-        caller gets its answer (a caller that gave up meanwhile is not asked: its write is made,
-        as one made in place would have been). Where the write lock is taken, each write goes to
-        a worker thread. A failure SQLite answers by rolling the whole transaction back (a full
-        disk, an I/O error) fails the writes made before it with that error; those after it are
-        made each on its own, in worker threads.
+        caller gets its answer (the write of a caller that gave up meanwhile is made all the
+        same, as one made in place would have been). Where the write lock is taken, each write
+        goes to a worker thread. A failure SQLite answers by rolling the whole transaction back
+        (a full disk, an I/O error) fails the writes made before it with that error; those after
+        it are made each on its own, in worker threads.
         """
         group: list[_Queued] = self._local.group[1]
         self._local.group = None
