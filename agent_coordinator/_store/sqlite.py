@@ -195,10 +195,9 @@ class SqliteStore(SqlStore):
         self._local.in_place = True
         try:
             connection = self._connection()
-            cursor = connection.cursor()
             try:
                 self._check_file()
-                cursor.execute("BEGIN IMMEDIATE")
+                connection.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as error:
                 if error.sqlite_errorcode & 0xFF not in _BUSY_CODES:
                     raise
