@@ -13,7 +13,9 @@ alone), and commit at once. A commit writes every page it changed to the WAL, an
 group share most of theirs (the tables' and indexes' last pages, the day's rollups). When the
 write lock is taken (by a worker thread of this process or by another process) a call does not
 wait in place: it goes to a worker thread, which waits as long as ``timeout``. The in-place
-connection leaves WAL checkpoints (which write and sync the database file) to a worker thread too.
+connection leaves WAL checkpoints (which write and sync the database file) to a worker thread too,
+and keeps the savepoints' undo pages in memory (``temp_store = MEMORY``), so a group writes its
+WAL pages and no temporary file.
 
 A file removed or replaced under the running service (its device and inode no longer those it
 opened) would take every later write with it: each write transaction (and ``GET /ready``) looks
@@ -411,8 +413,12 @@ class SqliteStore(SqlStore):
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        if not wait:
+        if not wait:  # the in-place connection, which makes the group commits
             connection.execute("PRAGMA wal_autocheckpoint = 0")
+            # A savepoint keeps the pages its write changes in a sub-journal, to undo the write
+            # alone; past 64 KiB SQLite spills it to a temporary file, which a group's writes
+            # would open, write and delete again: in memory, a group writes only its WAL pages.
+            connection.execute("PRAGMA temp_store = MEMORY")
         return connection
 
     def reclaim_space(self) -> None:

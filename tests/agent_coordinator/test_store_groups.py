@@ -12,10 +12,13 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
+from pydantic import JsonValue
+
 from agent_coordinator._errors import Conflict, StoreFull
 from agent_coordinator._store import NewRun, RunInput
 from agent_coordinator._store.records import Claim, RunRecord
-from agent_coordinator._store.sqlite import SqliteStore
+from agent_coordinator._store.sqlite import PAGE_SIZE, SqliteStore
 
 RUNS = 40
 
@@ -107,6 +110,56 @@ def test_runs_written_together_write_fewer_pages_than_one_by_one(tmp_path: Path)
         finally:
             store.close()
     assert frames["together"] * 4 < frames["one by one"], frames
+
+
+def _bytes_written() -> int:
+    """Return the bytes this process has handed to ``write``-like system calls so far."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no wchar in /proc/self/io")
+
+
+async def _sessions_together(store: SqliteStore) -> None:
+    """Create and end ``RUNS`` runs together, each with a transcript of a few KiB."""
+    await asyncio.gather(
+        *(store.call(store.create_claimed_run, _new(n), "r1", 30) for n in range(RUNS))
+    )
+    asked: list[JsonValue] = [
+        {"role": "user", "content": f"review {n} " + "x" * 3000} for n in range(2)
+    ]
+    await asyncio.gather(
+        *(
+            store.call(
+                store.finish,
+                f"run_{n}",
+                "r1",
+                status="completed",
+                result={"n": n, "summary": "y" * 900},
+                error=None,
+                transcript=[*asked, {"role": "assistant", "content": "z" * 900}],
+                events=[("progress", {"n": n})],
+            )
+            for n in range(RUNS)
+        )
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_a_group_writes_its_wal_pages_and_nothing_else(tmp_path: Path) -> None:
+    """The savepoints' undo pages stay in memory: a group writes no temporary files."""
+    path = tmp_path / "c.db"
+    store = _store(path)
+    try:
+        _wal_frames(path)
+        before = _bytes_written()
+        asyncio.run(_sessions_together(store))
+        written = _bytes_written() - before
+        wal_bytes = _wal_frames(path) * (PAGE_SIZE + 24)  # a frame: its header and its page
+    finally:
+        store.close()
+    assert wal_bytes > 0
+    assert written < wal_bytes * 1.25, (written, wal_bytes)
 
 
 def test_a_write_that_fails_in_a_group_is_undone_alone(tmp_path: Path) -> None:
