@@ -53,8 +53,6 @@ _BATCH = 500
 """Run ids one statement names at most (SQLite allows 32,766 parameters)."""
 _AFTER = "{after}"
 """Where a write of :meth:`LeaseQueries._finish_in_one_statement` says what it comes after."""
-_SYSTEMS_KEPT = 1024
-"""System message digests a store remembers as stored at most (forgotten all at once beyond)."""
 _RUNNING = "status || '' = 'running'"
 """The test that a run found by its id is running, written so that no index serves it.
 
@@ -71,12 +69,6 @@ _CANCELLED_WHILE_RUNNING = dumps(
 
 class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
     """Claims, leases, recorded turns, a run's end (webhook, day's rollup), cancel, events."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        # The digests of system messages a committed run's end stored: a system message is never
-        # deleted, so a later end naming one needs no statement to store it.
-        self._systems_kept: set[str] = set()
 
     def claim(
         self, owner: str, lease_s: float, max_claims: int = DEFAULT_MAX_CLAIMS
@@ -351,16 +343,8 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 logged = [*holding.events, *added]
                 analytics = holding.analytics
             self._roll_up(cursor, run_id, ended.agent_name, now, logged, analytics)
-            system = self._end_session(cursor, ended, status, transcript, holding, now)
-        if system is not None:
-            self._keep_system(system)
+            self._end_session(cursor, ended, status, transcript, holding, now)
         return ended
-
-    def _keep_system(self, digest: str) -> None:
-        """Remember that a committed run's end stored the system message of ``digest``."""
-        if len(self._systems_kept) >= _SYSTEMS_KEPT:
-            self._systems_kept.clear()
-        self._systems_kept.add(digest)
 
     def _finish_in_one_statement(
         self,
@@ -500,7 +484,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         if figures is None:
             return None
         writes += figures
-        if system is not None and system[0] not in self._systems_kept:
+        if system is not None:
             writes.append(
                 (
                     f"INSERT INTO system_messages (digest, message) SELECT ?, ? WHERE {gate} "
@@ -536,8 +520,6 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             return None
         ended = run_record(row[:-1])
         ended.result, ended.error = result[0], error
-        if system is not None:
-            self._keep_system(system[0])
         return ended
 
     def _end_session(
@@ -548,12 +530,8 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         transcript: Sequence[JsonValue] | None,
         holding: Holding | None,
         now: float,
-    ) -> str | None:
-        """Write the session's status and, when the run has one, its transcript.
-
-        Returns:
-            The digest of the system message the session's row names, if it names one.
-        """
+    ) -> None:
+        """Write the session's status and, when the run has one, its transcript."""
         session_id = ended.session_id
         if not transcript:
             self._exec(
@@ -561,10 +539,12 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
                 (status, now, session_id),
             )
-            return None
+            return
         text, system = split_transcript(transcript)
         digest = None if system is None else system[0]
-        if system is not None and system[0] not in self._systems_kept:
+        if system is not None:
+            # Stored by every end that names it (nothing is written where it is already): a
+            # deletion removes the messages no session names any more (retention.py).
             self._exec(
                 cursor,
                 "INSERT INTO system_messages (digest, message) VALUES (?, ?) "
@@ -592,7 +572,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     "" if was_system is None else was_system[0],
                 ),
             ).fetchone():
-                return digest
+                return
         self._keep_earlier_transcripts(cursor, session_id, ended.id, transcript)
         self._exec(
             cursor,
@@ -600,7 +580,6 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             "WHERE id = ?",
             (status, text, digest, now, session_id),
         )
-        return digest
 
     def _keep_earlier_transcripts(
         self, cursor: Cursor, session_id: str, run_id: str, transcript: Sequence[JsonValue]

@@ -253,7 +253,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             # is kept once, under the digest of its text (``sql.split_transcript``), and a
             # session's row names it in ``system_digest`` instead of holding it. A row written
             # before keeps its system message inline (``system_digest`` NULL) until its session
-            # is next written. A message is never deleted, so no row names a missing one.
+            # is next written.
             """CREATE TABLE system_messages (
                 digest TEXT PRIMARY KEY,
                 message TEXT NOT NULL
@@ -271,6 +271,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             # entries are written once per agent, day and bucket, not per run.
             "CREATE INDEX rollups_day ON rollups (day)",
             "CREATE INDEX rollup_counts_day ON rollup_counts (day)",
+        ),
+    ),
+    (
+        14,
+        (
+            # A deletion deletes the system messages its sessions named that no other session
+            # names (store/retention.py): this finds whether one still does without a scan.
+            "CREATE INDEX sessions_system ON sessions (system_digest)",
         ),
     ),
 )

@@ -206,6 +206,10 @@ class PostgresStore(SqlStore):
     greatest = "GREATEST"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     lock_rows = " FOR UPDATE"
+    # A run's end stores its system message with INSERT ... ON CONFLICT DO NOTHING, which takes
+    # ROW EXCLUSIVE: this mode waits for the ends doing so now, holds new ones back until the
+    # deletion commits and lets reads through (RetentionQueries._delete).
+    hold_system_messages = "LOCK TABLE system_messages IN SHARE ROW EXCLUSIVE MODE"
     placeholder = "%s"
     wakes_runners = True
     one_statement_writes = True

@@ -6,6 +6,13 @@ agent's ``agents:start_session`` calls), which are deleted with it rather than l
 a parent that is gone. Nothing is deleted while a run of the session or of a child is queued or
 running. Aggregates kept outside these tables (analytics rollups) are not touched: they count
 runs that ended, whether or not the runs are still stored.
+
+A session's system message is kept apart, once for every session whose transcript begins with
+the same text (``system_messages``); a deletion also deletes the messages of its sessions that no
+other session names, in the same transaction. A run's end that names one stores it again if it
+is gone (``INSERT ... ON CONFLICT DO NOTHING``): on PostgreSQL the deletion first takes a lock
+those inserts wait for (and that waits for those in progress), so no end can name a message
+the deletion sees unnamed and removes.
 """
 
 from __future__ import annotations
@@ -180,12 +187,23 @@ class RetentionQueries(SqlBase):
                 tree,
             ).fetchall()
         ]
+        digests = [
+            str(row[0])
+            for row in self._exec(
+                cursor,
+                f"SELECT DISTINCT system_digest FROM sessions WHERE id IN ({sessions}) "
+                "AND system_digest IS NOT NULL",
+                tree,
+            ).fetchall()
+        ]
         for table in RUN_TABLES:
             self._exec(cursor, f"DELETE FROM {table} WHERE run_id IN ({runs})", tree)
         deleted = self._exec(
             cursor, f"DELETE FROM runs WHERE session_id IN ({sessions})", tree
         ).rowcount
         self._exec(cursor, f"DELETE FROM sessions WHERE id IN ({sessions})", tree)
+        if digests:
+            self._delete_unnamed_system_messages(cursor, digests)
         for batch_id in batches:
             if self._exec(
                 cursor, "SELECT 1 FROM runs WHERE batch_id = ? LIMIT 1", (batch_id,)
@@ -194,6 +212,18 @@ class RetentionQueries(SqlBase):
             self._exec(cursor, "DELETE FROM batch_submissions WHERE batch_id = ?", (batch_id,))
             self._exec(cursor, "DELETE FROM batches WHERE id = ?", (batch_id,))
         return deleted
+
+    def _delete_unnamed_system_messages(self, cursor: Cursor, digests: Sequence[str]) -> None:
+        """Delete the system messages of ``digests`` that no session names any more."""
+        if self.hold_system_messages is not None:
+            self._exec(cursor, self.hold_system_messages)
+        # (A statement of its own after the lock: it reads the sessions the ends committed.)
+        self._exec(
+            cursor,
+            f"DELETE FROM system_messages WHERE digest IN ({_marks(digests)}) AND NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.system_digest = system_messages.digest)",
+            digests,
+        )
 
 
 def _marks(values: Sequence[object]) -> str:

@@ -408,6 +408,9 @@ class SqlBase(ABC):
     lock_rows: str = ""
     """What a selection ends with to lock its rows until the transaction ends (SQLite's write
     transactions already hold the only write lock)."""
+    hold_system_messages: str | None = None
+    """A statement that keeps other transactions from storing a system message until this one
+    ends, and waits for those storing one now (``None``: SQLite's one writer does already)."""
     begin_write: str = "BEGIN"
     """The statement that starts a write transaction."""
     placeholder: str = "?"

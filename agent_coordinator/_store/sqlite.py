@@ -245,7 +245,6 @@ class SqliteStore(SqlStore):
                         outcomes.append((answer, None, error))
                         continue
                     # SQLite rolled the whole transaction back: what the group wrote is gone.
-                    self._systems_kept.clear()
                     made = [(made, None, error) for made, _, _ in outcomes]
                     return [*made, (answer, None, error)], group[index + 1 :]
         finally:
@@ -255,7 +254,6 @@ class SqliteStore(SqlStore):
         except Exception as error:
             with suppress(Exception):
                 connection.execute("ROLLBACK")
-            self._systems_kept.clear()  # what the group stored is not there
             failed = self._unusable(error, connection, committing=True) or error
             return [(answer, None, failed) for answer, _, _ in outcomes], []
         return outcomes, []

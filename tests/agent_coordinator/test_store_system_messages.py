@@ -4,23 +4,28 @@ Every session of an agent begins with the same system message: migration 12 keep
 one once (``system_messages``) and a session's row names it. Every read gives the library's
 transcript back exactly: for rows written so and for rows written before (the message inline),
 through a resume (the model is sent the system message again), for two agents, for a prompt
-changed between two runs of a session, and after a deletion or a prune.
+changed between two runs of a session, and after a deletion or a prune, which deletes the
+messages no session names any more.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import cast
 
+import psycopg
 import pytest
 from pydantic import JsonValue
 
 from agent_contracts import Message, RunResult, ToolCall, ToolResult, Usage
 from agent_coordinator import SqlStore, open_store
 from agent_coordinator._store import NewRun, RunInput
+from agent_coordinator._store.records import Claim
 from agent_coordinator._store.sql import dumps, loads, stored_transcript
 from tests.agent_coordinator.conftest import ServiceFactory
+from tests.agent_coordinator.harness import Postgres
 from tests.fake_llm import FakeLLM, openai_tool_call
 
 REVIEWER = "You review pull requests. SYSMARK-reviewer: name the file and line of each problem."
@@ -76,8 +81,33 @@ def _run(
             input=RunInput(prompt=f"Task of {run_id}."),
         )
     )
+    return _finish(store, run_id, agent=agent, system=system, new_prompt=new_prompt)
+
+
+def _finish(
+    store: SqlStore,
+    run_id: str,
+    *,
+    agent: str = "reviewer",
+    system: str = REVIEWER,
+    new_prompt: bool = False,
+) -> dict[str, JsonValue]:
+    """Claim and finish a stored run as a runner does; return its result's JSON."""
     claim = store.claim_run(run_id, "runner-1", 30)
     assert claim is not None
+    return _end(store, claim, agent=agent, system=system, new_prompt=new_prompt)
+
+
+def _end(
+    store: SqlStore,
+    claim: Claim,
+    *,
+    agent: str = "reviewer",
+    system: str = REVIEWER,
+    new_prompt: bool = False,
+) -> dict[str, JsonValue]:
+    """Finish a claimed run as a runner does; return its result's JSON."""
+    run_id = claim.run.id
     earlier = list(claim.transcript)
     if new_prompt:
         earlier[0] = Message.system(system).model_dump(mode="json")
@@ -187,19 +217,30 @@ def test_a_row_written_before_reads_back_as_written_and_resumes(
     assert digest is not None and "SYSMARK" not in str(text)
 
 
-def test_deleting_and_pruning_sessions_leaves_the_others_whole(store: SqlStore) -> None:
+def _kept_messages(store: SqlStore) -> list[str]:
+    """The texts of the system messages the store keeps, sorted."""
+    rows = _stored(store, "SELECT message FROM system_messages")
+    return sorted(str(cast("dict[str, JsonValue]", loads(row[0]))["content"]) for row in rows)
+
+
+def test_deleting_and_pruning_sessions_deletes_the_system_messages_none_names(
+    store: SqlStore,
+) -> None:
     runs = {f"run_{n}": _run(store, f"run_{n}", f"ses_{n}") for n in range(3)}
     runs["run_w"] = _run(store, "run_w", "ses_w", agent="writer", system=WRITER)
     store.delete_session("ses_0")
     store.delete_session("ses_w")
-    # The system messages stay (see migration 12): no session's row names a missing one.
-    assert len(_stored(store, "SELECT digest FROM system_messages")) == 2
+    # The reviewer's is still named by two sessions; no session names the writer's any more.
+    assert _kept_messages(store) == [REVIEWER]
     _assert_reads_back(store, {key: runs[key] for key in ("run_1", "run_2")})
     pruned = store.prune_batch(before=time.time() + 60, limit=10)
     assert sorted(pruned.sessions) == ["ses_1", "ses_2"]
     assert _stored(store, "SELECT id FROM sessions") == []
+    assert _kept_messages(store) == []
+    # The same store writes the writer's message again: it is stored anew, not assumed kept.
     again = _run(store, "run_again", "ses_again", agent="writer", system=WRITER)
     _assert_reads_back(store, {"run_again": again})
+    assert _kept_messages(store) == [WRITER]
     names = "SELECT s.id FROM sessions s WHERE s.system_digest IS NOT NULL AND NOT EXISTS "
     names += "(SELECT 1 FROM system_messages m WHERE m.digest = s.system_digest)"
     assert _stored(store, names) == []
@@ -246,3 +287,60 @@ def test_a_session_resumed_over_http_sends_the_model_its_system_message_again(
     assert [run["status"] for run in session["runs"]] == ["completed", "completed"]
     # Each agent's system message is kept once, apart from the sessions' rows.
     assert len(_stored(service.store, "SELECT digest FROM system_messages")) == 2
+
+
+def _waiting(database: str, statement: str) -> bool:
+    """Whether a connection of ``database`` waits for a lock in a statement starting so."""
+    with psycopg.connect(database, autocommit=True) as watcher:
+        row = watcher.execute(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE %s",
+            (statement + "%",),
+        ).fetchone()
+    return row is not None and int(row[0]) > 0
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def test_a_deletion_waits_for_a_run_end_naming_its_message(postgres: Postgres) -> None:
+    """A run's end has stored its session's system message, not yet committed, as a deletion
+    removes the only other session naming it: the deletion waits, then keeps the message."""
+    database = postgres.new_database()
+    ending, deleting = open_store(database), open_store(database)
+    try:
+        _run(ending, "run_0", "ses_0")
+        ending.create_run(
+            NewRun(
+                id="run_1",
+                session_id="ses_1",
+                kind="start_session",
+                agent_name="reviewer",
+                input=RunInput(prompt="Task of run_1."),
+            )
+        )
+        claim = ending.claim_run("run_1", "runner-1", 30)
+        assert claim is not None
+        with psycopg.connect(database) as holder:
+            # The end stops at its session's row (after storing the message) until released.
+            holder.execute("SELECT 1 FROM sessions WHERE id = 'ses_1' FOR UPDATE")
+            ender = threading.Thread(target=_end, args=(ending, claim))
+            ender.start()
+            _until(lambda: _waiting(database, "UPDATE sessions"))
+            deleter = threading.Thread(target=deleting.delete_session, args=("ses_0",))
+            deleter.start()
+            _until(lambda: not deleter.is_alive() or _waiting(database, "LOCK TABLE"))
+            holder.rollback()
+        ender.join(60)
+        deleter.join(60)
+        assert _stored(deleting, "SELECT id FROM sessions") == [("ses_1",)]
+        assert _kept_messages(deleting) == [REVIEWER]
+        session = deleting.get_session("ses_1")
+        assert session is not None and session.transcript[0]["content"] == REVIEWER  # type: ignore[index,call-overload]
+    finally:
+        ending.close()
+        deleting.close()
