@@ -317,6 +317,20 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     events = [*events, ("run_cancelled", {})]
             ended.result, ended.error = result, error
             status = ended.status
+            split = split_transcript(transcript) if transcript else None
+            if split is not None and split[1] is not None:
+                # Stored by every end that names it (nothing is written where it is already): a
+                # deletion removes the messages no session names any more (retention.py). Its
+                # table is locked before any row another end may hold (the day's rollups), as
+                # the one-statement end locks it as it starts: a deletion waiting for one end
+                # while another waits behind the deletion would close a circle PostgreSQL only
+                # breaks after its deadlock_timeout.
+                self._exec(
+                    cursor,
+                    "INSERT INTO system_messages (digest, message) VALUES (?, ?) "
+                    "ON CONFLICT (digest) DO NOTHING",
+                    split[1],
+                )
             self._enqueue_webhook(cursor, ended, now)
             if holding is None or holding.turns:
                 self._drop_turns(cursor, run_id)
@@ -343,7 +357,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 logged = [*holding.events, *added]
                 analytics = holding.analytics
             self._roll_up(cursor, run_id, ended.agent_name, now, logged, analytics)
-            self._end_session(cursor, ended, status, transcript, holding, now)
+            self._end_session(cursor, ended, status, transcript, split, holding, now)
         return ended
 
     def _finish_in_one_statement(
@@ -528,29 +542,25 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
         ended: RunRecord,
         status: RunState,
         transcript: Sequence[JsonValue] | None,
+        split: tuple[str, tuple[str, str] | None] | None,
         holding: Holding | None,
         now: float,
     ) -> None:
-        """Write the session's status and, when the run has one, its transcript."""
+        """Write the session's status and, when the run has one, its transcript.
+
+        ``split`` is :func:`~agent_coordinator._store.sql.split_transcript` of the transcript,
+        whose system message the end has stored already.
+        """
         session_id = ended.session_id
-        if not transcript:
+        if not transcript or split is None:
             self._exec(
                 cursor,
                 "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
                 (status, now, session_id),
             )
             return
-        text, system = split_transcript(transcript)
+        text, system = split
         digest = None if system is None else system[0]
-        if system is not None:
-            # Stored by every end that names it (nothing is written where it is already): a
-            # deletion removes the messages no session names any more (retention.py).
-            self._exec(
-                cursor,
-                "INSERT INTO system_messages (digest, message) VALUES (?, ?) "
-                "ON CONFLICT (digest) DO NOTHING",
-                system,
-            )
         claimed = None if holding is None else holding.transcript
         # A transcript continuing the one the claim read, in a session that still holds that
         # (compared whole, in the statement), changes no earlier run's transcript.

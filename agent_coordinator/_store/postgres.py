@@ -206,6 +206,9 @@ class PostgresStore(SqlStore):
     greatest = "GREATEST"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     lock_rows = " FOR UPDATE"
+    # Whatever the database's default: each statement of a transaction reads what was committed
+    # when it began, after the locks it waited for (a deletion's system messages rely on it).
+    begin_write = begin_read = "BEGIN ISOLATION LEVEL READ COMMITTED"
     # A run's end stores its system message with INSERT ... ON CONFLICT DO NOTHING, which takes
     # ROW EXCLUSIVE: this mode waits for the ends doing so now, holds new ones back until the
     # deletion commits and lets reads through (RetentionQueries._delete).

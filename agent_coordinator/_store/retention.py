@@ -9,10 +9,13 @@ runs that ended, whether or not the runs are still stored.
 
 A session's system message is kept apart, once for every session whose transcript begins with
 the same text (``system_messages``); a deletion also deletes the messages of its sessions that no
-other session names, in the same transaction. A run's end that names one stores it again if it
-is gone (``INSERT ... ON CONFLICT DO NOTHING``): on PostgreSQL the deletion first takes a lock
-those inserts wait for (and that waits for those in progress), so no end can name a message
-the deletion sees unnamed and removes.
+other session names, in the same transaction, and a prune's last batch every message no session
+names (one a session stopped naming when its agent's prompt changed, or one two deletions at
+once each left to the other). A run's end that names one stores it again if it is gone
+(``INSERT ... ON CONFLICT DO NOTHING``, before it touches any row another end may hold): on
+PostgreSQL a deletion of messages first takes a lock those inserts wait for (and that waits for
+those in progress), and every transaction reads at ``READ COMMITTED``, so no end can name a
+message the deletion saw unnamed and removed.
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ class RetentionQueries(SqlBase):
         A session is deleted with its child sessions only when every one of them has ended,
         none has a run queued or running, and none was updated at or after ``before``; the
         others are passed over (and looked at again by a later prune). Each session is deleted
-        in a transaction of its own, so a batch never holds the database for long.
+        in a transaction of its own, so a batch never holds the database for long. The last
+        batch (``next_after`` ``None``) also deletes every system message no session names.
 
         Args:
             before: Seconds since the epoch; sessions updated at or after it are kept.
@@ -117,6 +121,9 @@ class RetentionQueries(SqlBase):
                 else:
                     runs += self._delete(cursor, tree)
         next_after = int(str(rows[-1][0])) if len(rows) == limit else None
+        if next_after is None and not dry_run:
+            with self._tx() as cursor:
+                self._delete_unnamed_system_messages(cursor)
         return PruneBatch(sessions=tuple(deleted), runs=runs, next_after=next_after)
 
     def reclaim_space(self) -> None:
@@ -213,17 +220,23 @@ class RetentionQueries(SqlBase):
             self._exec(cursor, "DELETE FROM batches WHERE id = ?", (batch_id,))
         return deleted
 
-    def _delete_unnamed_system_messages(self, cursor: Cursor, digests: Sequence[str]) -> None:
-        """Delete the system messages of ``digests`` that no session names any more."""
+    def _delete_unnamed_system_messages(
+        self, cursor: Cursor, digests: Sequence[str] | None = None
+    ) -> None:
+        """Delete the system messages of ``digests`` (``None``: all) that no session names."""
+        among = "" if digests is None else f"digest IN ({_marks(digests)}) AND "
+        unnamed = (
+            f"FROM system_messages WHERE {among}NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.system_digest = system_messages.digest)"
+        )
+        params = () if digests is None else digests
+        # Usually another session still names each (its agent's other sessions): then no lock.
+        if not self._exec(cursor, f"SELECT 1 {unnamed} LIMIT 1", params).fetchone():
+            return
         if self.hold_system_messages is not None:
             self._exec(cursor, self.hold_system_messages)
         # (A statement of its own after the lock: it reads the sessions the ends committed.)
-        self._exec(
-            cursor,
-            f"DELETE FROM system_messages WHERE digest IN ({_marks(digests)}) AND NOT EXISTS "
-            "(SELECT 1 FROM sessions s WHERE s.system_digest = system_messages.digest)",
-            digests,
-        )
+        self._exec(cursor, f"DELETE {unnamed}", params)
 
 
 def _marks(values: Sequence[object]) -> str:

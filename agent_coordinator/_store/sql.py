@@ -413,6 +413,8 @@ class SqlBase(ABC):
     ends, and waits for those storing one now (``None``: SQLite's one writer does already)."""
     begin_write: str = "BEGIN"
     """The statement that starts a write transaction."""
+    begin_read: str = "BEGIN"
+    """The statement that starts a read-only transaction."""
     placeholder: str = "?"
     """How the driver writes a query parameter."""
     integrity_errors: tuple[type[Exception], ...] = ()
@@ -513,7 +515,7 @@ class SqlBase(ABC):
         return self._write_lock if self.serialize_writes else nullcontext()
 
     def _begin(self, cursor: Cursor, *, write: bool) -> None:
-        cursor.execute(self.begin_write if write else "BEGIN")
+        cursor.execute(self.begin_write if write else self.begin_read)
 
     def _commit(self, cursor: Cursor) -> None:
         cursor.execute("COMMIT")

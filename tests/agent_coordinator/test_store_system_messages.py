@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 import psycopg
 import pytest
 from pydantic import JsonValue
 
-from agent_contracts import Message, RunResult, ToolCall, ToolResult, Usage
+from agent_contracts import Message, RunResult, RunStartedEvent, ToolCall, ToolResult, Usage
 from agent_coordinator import SqlStore, open_store
 from agent_coordinator._store import NewRun, RunInput
-from agent_coordinator._store.records import Claim
-from agent_coordinator._store.sql import dumps, loads, stored_transcript
+from agent_coordinator._store.records import Claim, Holding
+from agent_coordinator._store.sql import Cursor, dumps, loads, stored_transcript
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Postgres
 from tests.fake_llm import FakeLLM, openai_tool_call
@@ -105,8 +105,13 @@ def _end(
     agent: str = "reviewer",
     system: str = REVIEWER,
     new_prompt: bool = False,
+    holding: bool = False,
 ) -> dict[str, JsonValue]:
-    """Finish a claimed run as a runner does; return its result's JSON."""
+    """Finish a claimed run as a runner does; return its result's JSON.
+
+    With ``holding`` the end says what the runner knows the store holds (its usual end, one
+    statement on PostgreSQL); without, the end reads it back (a transaction of statements).
+    """
     run_id = claim.run.id
     earlier = list(claim.transcript)
     if new_prompt:
@@ -123,6 +128,7 @@ def _end(
         model="gpt-test",
     )
     data = cast("dict[str, JsonValue]", result.model_dump(mode="json"))
+    started = RunStartedEvent(run_id=run_id, agent_id=agent, model="gpt-test")
     ended = store.finish(
         run_id,
         "runner-1",
@@ -130,7 +136,16 @@ def _end(
         result=data,
         error=None,
         attempts=[],
+        events=[("run_started", cast("dict[str, JsonValue]", started.model_dump(mode="json")))],
         transcript=transcript,
+        holding=Holding(
+            transcript=list(claim.transcript),
+            turns=False,
+            attempt_events=False,
+            events=list(claim.events or ()),
+        )
+        if holding
+        else None,
     )
     assert ended is not None
     return data
@@ -192,7 +207,13 @@ def test_a_prompt_changed_between_two_runs_keeps_each_runs_own(store: SqlStore) 
         mode="json"
     )
     _assert_reads_back(store, {"run_1": first, "run_2": second})
-    assert len(_stored(store, "SELECT digest FROM system_messages")) == 2
+    assert _kept_messages(store) == sorted([REVIEWER, changed])
+    # The session names the new one only: a prune (that deletes no session) deletes the old one,
+    # and the first run, which began with it, reads back all the same.
+    pruned = store.prune_batch(before=time.time() - 3600, limit=10)
+    assert pruned.sessions == ()
+    assert _kept_messages(store) == [changed]
+    _assert_reads_back(store, {"run_1": first, "run_2": second})
 
 
 def test_a_row_written_before_reads_back_as_written_and_resumes(
@@ -307,10 +328,23 @@ def _until(condition: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
-def test_a_deletion_waits_for_a_run_end_naming_its_message(postgres: Postgres) -> None:
+def _set_default(database: str, setting: str, value: str) -> None:
+    """Give ``database`` a default for ``setting``, for the connections made from now on."""
+    with psycopg.connect(database, autocommit=True) as admin:
+        name = admin.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        admin.execute(f"ALTER DATABASE \"{name[0]}\" SET {setting} = '{value}'")
+
+
+@pytest.mark.parametrize("isolation", ["read committed", "repeatable read"])
+def test_a_deletion_waits_for_a_run_end_naming_its_message(
+    postgres: Postgres, isolation: str
+) -> None:
     """A run's end has stored its session's system message, not yet committed, as a deletion
-    removes the only other session naming it: the deletion waits, then keeps the message."""
+    removes the only other session naming it: the deletion waits, then keeps the message
+    (whatever isolation level the database's transactions default to)."""
     database = postgres.new_database()
+    _set_default(database, "default_transaction_isolation", isolation)
     ending, deleting = open_store(database), open_store(database)
     try:
         _run(ending, "run_0", "ses_0")
@@ -344,3 +378,78 @@ def test_a_deletion_waits_for_a_run_end_naming_its_message(postgres: Postgres) -
     finally:
         ending.close()
         deleting.close()
+
+
+def _pause_after(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch, starts: str
+) -> tuple[threading.Event, threading.Event]:
+    """Make ``store`` stop after its first statement that starts with ``starts``, until released.
+
+    Returns:
+        The event set when it stopped there, and the one that lets it go on.
+    """
+    reached, release = threading.Event(), threading.Event()
+    execute = store._exec
+
+    def paused(cursor: Cursor, query: str, params: Sequence[object] = ()) -> Cursor:
+        answer = execute(cursor, query, params)
+        if query.startswith(starts) and not reached.is_set():
+            reached.set()
+            release.wait(60)
+        return answer
+
+    monkeypatch.setattr(store, "_exec", paused)
+    return reached, release
+
+
+def test_a_deletion_between_two_ends_of_one_agent_and_day_holds_neither_back(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One end (statements) holds the day's rollups; another (one statement) waits for them;
+    a deletion waits for both: each end must hold the system messages' table before the
+    rollups, else the first queues behind the deletion and the three wait in a circle until
+    PostgreSQL's deadlock_timeout (set to 10 minutes here) breaks it."""
+    database = postgres.new_database()
+    _set_default(database, "deadlock_timeout", "10min")
+    first, second, deleting = open_store(database), open_store(database), open_store(database)
+    release = threading.Event()
+    try:
+        _run(first, "run_old", "ses_old", system=WRITER)  # the session the deletion removes
+        claims = {}
+        for store, run_id in ((first, "run_a"), (second, "run_b")):
+            store.create_run(
+                NewRun(
+                    id=run_id,
+                    session_id=f"ses_{run_id}",
+                    kind="start_session",
+                    agent_name="reviewer",
+                    input=RunInput(prompt=f"Task of {run_id}."),
+                )
+            )
+            claims[run_id] = store.claim_run(run_id, "runner-1", 30)
+        reached, release = _pause_after(second, monkeypatch, "INSERT INTO rollups")
+        # (Daemon threads: stuck in the circle, they must not keep the tests from ending.)
+        threads = [
+            threading.Thread(target=_end, args=(second, claims["run_b"]), daemon=True),
+            threading.Thread(
+                target=_end, args=(first, claims["run_a"]), kwargs={"holding": True}, daemon=True
+            ),
+            threading.Thread(target=deleting.delete_session, args=("ses_old",), daemon=True),
+        ]
+        threads[0].start()
+        assert reached.wait(60)  # the first end holds the day's rollups
+        threads[1].start()
+        _until(lambda: _waiting(database, "WITH ended"))  # the second waits for them
+        threads[2].start()
+        _until(lambda: _waiting(database, "LOCK TABLE"))  # the deletion waits for the ends
+        release.set()
+        _until(lambda: not any(thread.is_alive() for thread in threads))
+        assert sorted(str(row[0]) for row in _stored(deleting, "SELECT id FROM sessions")) == [
+            "ses_run_a",
+            "ses_run_b",
+        ]
+        assert _kept_messages(deleting) == [REVIEWER]
+    finally:
+        release.set()
+        for store in (first, second, deleting):
+            store.close()
