@@ -107,8 +107,10 @@ class LoopPool:
         kept = []
         for connection in self._idle:
             pgconn = connection.pgconn
-            # The server closed it: its end of file reads as an error, and the status says so.
+            # The server closed it: its end of file reads as an error, and the status says so
+            # (a first read can return only the server's goodbye before it).
             with contextlib.suppress(psycopg.Error):
+                pgconn.consume_input()
                 pgconn.consume_input()
             if _reusable(connection):
                 kept.append(connection)

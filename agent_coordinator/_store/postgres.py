@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -169,6 +169,25 @@ class _Held:
     holder: asyncio.Task[None] | None = None
 
 
+def _check_open(connection: psycopg.Connection[_Row]) -> None:
+    """Raise if the server closed ``connection``, without a round trip (the pool takes another).
+
+    A restart of the server closes every connection: the worker threads' pool, which no loss on
+    the event loop's connections tells, would otherwise lend each of them once more (and the
+    transaction, which no caller tries again, would answer 503).
+    """
+    import psycopg
+
+    pgconn = connection.pgconn
+    # A closed connection's socket holds the server's goodbye, then its end of file: reading
+    # them (neither read blocks) makes the status say so. One read can return the goodbye only.
+    with suppress(psycopg.Error):
+        pgconn.consume_input()
+        pgconn.consume_input()
+    if connection.closed or pgconn.status != psycopg.pq.ConnStatus.OK:
+        raise psycopg.OperationalError("the server closed the connection")
+
+
 def _first_line(error: Exception) -> str:
     """Return the first line of a driver's error, for a message."""
     text = str(error).strip()
@@ -250,6 +269,7 @@ class PostgresStore(SqlStore):
         self._pool: ConnectionPool[psycopg.Connection[_Row]] = ConnectionPool(
             url,
             kwargs={"autocommit": True},
+            check=_check_open,
             min_size=1,
             max_size=max_connections,
             timeout=wait_s,

@@ -152,6 +152,31 @@ def test_the_first_requests_after_a_postgres_restart_are_answered(
         _stop(process, stderr)
 
 
+def test_reads_made_in_worker_threads_after_a_postgres_restart_are_answered(
+    tmp_path: Path, own_postgres: Postgres
+) -> None:
+    """A session's page reads its runs in a worker thread, over the threads' own pool, which no
+    caller retries: its connections, all broken by the restart, are never lent again."""
+    write_fleet(tmp_path / "agents")
+    process, url = serve(tmp_path, own_postgres.new_database(), {}, "--workers", "0")
+    stderr = _Stderr(process)
+    try:
+        run = httpx.post(f"{url}/runs", json=REVIEW).json()
+        page = f"{url}/sessions/{run['session_id']}"
+        with ThreadPoolExecutor(8) as pool:  # several connections in the threads' pool
+            warm = list(pool.map(lambda _: httpx.get(page, timeout=60).status_code, range(16)))
+        assert warm == [200] * 16
+        own_postgres.stop_server("fast")
+        own_postgres.start()
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: httpx.get(page, timeout=60), range(16)))
+        failed = [answer.text for answer in answers if answer.status_code != 200]
+        assert failed == []
+        assert {a.json()["runs"][0]["status"] for a in answers} == {"queued"}
+    finally:
+        _stop(process, stderr)
+
+
 def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Path) -> None:
     write_fleet(tmp_path / "agents")
     nowhere = f"postgresql://agentshape:secret@127.0.0.1:{free_port()}/agentshape"
