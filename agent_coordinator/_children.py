@@ -15,7 +15,6 @@ Depth (a child of a child...) and fan-out (children of one session) are bounded,
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
@@ -23,6 +22,7 @@ from pydantic import JsonValue
 from agent_contracts._errors import ToolExecutionError
 from agent_coordinator._errors import ServiceError
 from agent_coordinator._execution import child_result_text
+from agent_coordinator._ids import new_id
 from agent_coordinator._store.records import TERMINAL, NewRun, RunInput, RunRecord
 from agent_executor._child_sessions import MAX_CHILDREN, MAX_DEPTH, TOOL_NAME, StartSessionTool
 
@@ -80,8 +80,8 @@ class StartSession(StartSessionTool):
                 tool=self.name,
             ) from error
         child = NewRun(
-            id=f"run_{secrets.token_hex(8)}",
-            session_id=f"ses_{secrets.token_hex(8)}",
+            id=new_id("run"),
+            session_id=new_id("ses"),
             kind="start_session",
             agent_name=agent_name,
             input=checked,

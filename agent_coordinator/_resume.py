@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO, TypeAlias
@@ -25,6 +24,7 @@ from pydantic import JsonValue
 from agent_contracts._runs import RunResult
 from agent_coordinator._errors import ServiceError
 from agent_coordinator._execution import Execution
+from agent_coordinator._ids import new_id
 from agent_coordinator._runner import Runner
 from agent_coordinator._store import DEFAULT_DATABASE, SqlStore, open_store
 from agent_coordinator._store.records import TERMINAL, NewRun, RunInput, RunRecord
@@ -177,7 +177,7 @@ async def resume_session(
     try:
         checked = execution.check(session.agent_name, wanted)
         new = NewRun(
-            id=f"run_{secrets.token_hex(8)}",
+            id=new_id("run"),
             session_id=session_id,
             kind="resume_session",
             agent_name=session.agent_name,

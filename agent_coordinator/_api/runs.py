@@ -130,8 +130,9 @@ async def cancel_run(
 _EVENTS_EXAMPLE = (
     'id: 7\nevent: partial_output\ndata: {"type": "partial_output", '
     '"data": {"summary": "Retries now back o"}, "attempt": 1}\n\n'
-    'event: result\ndata: {"event_type": "result", "session_id": "ses_0123456789abcdef", '
-    '"run_id": "run_0123456789abcdef", "timestamp": "2026-01-01T12:00:00+00:00", '
+    'event: result\ndata: {"event_type": "result", '
+    '"session_id": "ses_01a21d59c6600123456789abcdef", '
+    '"run_id": "run_01a21d59c6600123456789abcdef", "timestamp": "2026-01-01T12:00:00+00:00", '
     '"result_text": null, "result_data": {"summary": "Retries now back off.", '
     '"approval": "approve"}}\n\n'
     'event: end\ndata: {"status": "completed"}\n\n'

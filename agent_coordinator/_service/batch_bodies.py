@@ -104,7 +104,7 @@ class BatchView(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "batch_id": "bat_0123456789abcdef",
+                    "batch_id": "bat_01a21d59c6600123456789abcdef",
                     "agent_name": "invoice-extractor",
                     "status": "running",
                     "completed": 1,
@@ -113,8 +113,8 @@ class BatchView(BaseModel):
                     "items": [
                         {
                             "id": "inv-1",
-                            "session_id": "ses_0123456789abcdef",
-                            "run_id": "run_0123456789abcdef",
+                            "session_id": "ses_01a21d59c6600123456789abcdef",
+                            "run_id": "run_01a21d59c6600123456789abcdef",
                             "status": "completed",
                         }
                     ],

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 
 from agent_coordinator._errors import ErrorDetail, ServiceError, Unprocessable
+from agent_coordinator._ids import new_id
 from agent_coordinator._service.batch_bodies import BatchCreate
 from agent_coordinator._service.bodies import RunCreate
-from agent_coordinator._service.runs import checked_input, new_id
+from agent_coordinator._service.runs import checked_input
 from agent_coordinator._service.services import Services
 from agent_coordinator._store.records import BatchRecord, NewRun, RunInput
 

@@ -79,7 +79,7 @@ class RunCreate(BaseModel):
                 {"agent_name": "pr-reviewer", "parameters": {"pr_url": "https://example.com/pr/1"}},
                 {
                     "type": "resume_session",
-                    "session_id": "ses_0123456789abcdef",
+                    "session_id": "ses_01a21d59c6600123456789abcdef",
                     "prompt": "Now list only the blocking comments.",
                 },
             ]
@@ -184,8 +184,8 @@ class RunView(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "run_id": "run_0123456789abcdef",
-                    "session_id": "ses_0123456789abcdef",
+                    "run_id": "run_01a21d59c6600123456789abcdef",
+                    "session_id": "ses_01a21d59c6600123456789abcdef",
                     "type": "start_session",
                     "agent_name": "pr-reviewer",
                     "status": "queued",
@@ -296,8 +296,8 @@ class SessionResult(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "session_id": "ses_0123456789abcdef",
-                    "run_id": "run_0123456789abcdef",
+                    "session_id": "ses_01a21d59c6600123456789abcdef",
+                    "run_id": "run_01a21d59c6600123456789abcdef",
                     "status": "completed",
                     "result": '{"summary": "ok", "approval": "approve"}',
                     "validated_output": {"summary": "ok", "approval": "approve"},

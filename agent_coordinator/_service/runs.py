@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import secrets
 from collections.abc import Callable
 
 from pydantic import JsonValue
 
 from agent_contracts._runs import JsonSchema, RunOptions
 from agent_coordinator._errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator._ids import new_id
 from agent_coordinator._runner import Runner
 from agent_coordinator._runner_processes import Handed, RunnerProcesses
 from agent_coordinator._service.bodies import RunCreate
@@ -26,7 +26,6 @@ from agent_coordinator._webhooks import check_webhook_url
 
 __all__ = [
     "checked_input",
-    "new_id",
     "stored_run",
     "submit_and_wait",
     "submit_run",
@@ -38,11 +37,6 @@ _END_POLL_S = 0.5
 """How often a wait reads a run ended by another process's runner (this process's wake it)."""
 _WOKEN_END_POLL_S = 5.0
 """The same when the store tells of runs ended in other processes (PostgreSQL): a fallback."""
-
-
-def new_id(prefix: str) -> str:
-    """Return a new id for a run (``run``) or a session (``ses``): the prefix and 16 hex digits."""
-    return f"{prefix}_{secrets.token_hex(8)}"
 
 
 async def stored_run(services: Services, run_id: str) -> RunRecord:

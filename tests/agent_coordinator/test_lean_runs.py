@@ -45,7 +45,7 @@ MAX_BODY = 4096
 REVIEW = {"agent_name": "reviewer", "parameters": {"pr_url": "https://example.com/pr/1"}}
 WRITE = {"agent_name": "writer", "prompt": "Say hi."}
 
-_IDS = re.compile(r"\b(run|ses)_[0-9a-f]{16}\b")
+_IDS = re.compile(r"\b(run|ses)_[0-9a-f]{28}\b")
 _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
 
 
