@@ -72,6 +72,14 @@ def _run(
     With ``new_prompt`` the run's transcript begins with ``system`` instead of the system
     message the session held (the agent's prompt changed between two runs).
     """
+    claim = _claimed(store, run_id, session_id, agent=agent, resume=resume)
+    return _end(store, claim, agent=agent, system=system, new_prompt=new_prompt)
+
+
+def _claimed(
+    store: SqlStore, run_id: str, session_id: str, *, agent: str = "reviewer", resume: bool = False
+) -> Claim:
+    """Store a run and claim it as a runner does."""
     store.create_run(
         NewRun(
             id=run_id,
@@ -81,21 +89,9 @@ def _run(
             input=RunInput(prompt=f"Task of {run_id}."),
         )
     )
-    return _finish(store, run_id, agent=agent, system=system, new_prompt=new_prompt)
-
-
-def _finish(
-    store: SqlStore,
-    run_id: str,
-    *,
-    agent: str = "reviewer",
-    system: str = REVIEWER,
-    new_prompt: bool = False,
-) -> dict[str, JsonValue]:
-    """Claim and finish a stored run as a runner does; return its result's JSON."""
     claim = store.claim_run(run_id, "runner-1", 30)
     assert claim is not None
-    return _end(store, claim, agent=agent, system=system, new_prompt=new_prompt)
+    return claim
 
 
 def _end(
@@ -348,17 +344,7 @@ def test_a_deletion_waits_for_a_run_end_naming_its_message(
     ending, deleting = open_store(database), open_store(database)
     try:
         _run(ending, "run_0", "ses_0")
-        ending.create_run(
-            NewRun(
-                id="run_1",
-                session_id="ses_1",
-                kind="start_session",
-                agent_name="reviewer",
-                input=RunInput(prompt="Task of run_1."),
-            )
-        )
-        claim = ending.claim_run("run_1", "runner-1", 30)
-        assert claim is not None
+        claim = _claimed(ending, "run_1", "ses_1")
         with psycopg.connect(database) as holder:
             # The end stops at its session's row (after storing the message) until released.
             holder.execute("SELECT 1 FROM sessions WHERE id = 'ses_1' FOR UPDATE")
@@ -415,18 +401,10 @@ def test_a_deletion_between_two_ends_of_one_agent_and_day_holds_neither_back(
     release = threading.Event()
     try:
         _run(first, "run_old", "ses_old", system=WRITER)  # the session the deletion removes
-        claims = {}
-        for store, run_id in ((first, "run_a"), (second, "run_b")):
-            store.create_run(
-                NewRun(
-                    id=run_id,
-                    session_id=f"ses_{run_id}",
-                    kind="start_session",
-                    agent_name="reviewer",
-                    input=RunInput(prompt=f"Task of {run_id}."),
-                )
-            )
-            claims[run_id] = store.claim_run(run_id, "runner-1", 30)
+        claims = {
+            run_id: _claimed(store, run_id, f"ses_{run_id}")
+            for store, run_id in ((first, "run_a"), (second, "run_b"))
+        }
         reached, release = _pause_after(second, monkeypatch, "INSERT INTO rollups")
         # (Daemon threads: stuck in the circle, they must not keep the tests from ending.)
         threads = [
