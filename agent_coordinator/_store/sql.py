@@ -530,8 +530,17 @@ class SqlBase(ABC):
         """
         return nullcontext()
 
+    def _tx(self, *, write: bool = True, pipelined: bool = False) -> AbstractContextManager[Cursor]:
+        """Lend a cursor in a transaction, committed when the block ends, rolled back on error.
+
+        Args:
+            write: Whether the transaction writes (``begin_write``; else ``begin_read``).
+            pipelined: Whether its statements may be sent without waiting for each answer.
+        """
+        return self._transaction(write=write, pipelined=pipelined)
+
     @contextmanager
-    def _tx(self, *, write: bool = True, pipelined: bool = False) -> Iterator[Cursor]:
+    def _transaction(self, *, write: bool, pipelined: bool) -> Iterator[Cursor]:
         with self._checkout(write=write) as connection:
             committing = False
             try:

@@ -10,12 +10,14 @@ worker thread and back. The writes a run makes (its creation, progress, events a
 committed in groups: those called while the event loop does its ready work wait for the end of
 it, then run in one transaction, each in a savepoint of its own (one that fails is rolled back
 alone), and commit at once. A commit writes every page it changed to the WAL, and the runs of a
-group share most of theirs (the tables' and indexes' last pages, the day's rollups). When the
-write lock is taken (by a worker thread of this process or by another process) a call does not
-wait in place: it goes to a worker thread, which waits as long as ``timeout``. The in-place
-connection leaves WAL checkpoints (which write and sync the database file) to a worker thread too,
-and keeps the savepoints' undo pages in memory (``temp_store = MEMORY``), so a group writes its
-WAL pages and no temporary file.
+group share most of theirs (the tables' and indexes' last pages); the figures their ends add to
+the day's rollups are summed and written once for the group. A write of a group skips what the
+group did for it (the ``BEGIN``, the write lock, the look at the file). When the write lock is
+taken (by a worker thread of this process or by another process) a call does not wait in
+place: it goes to a worker thread, which waits as long as ``timeout``. The in-place connection
+leaves WAL checkpoints (which write and sync the database file) to a worker thread too, and keeps
+the savepoints' undo pages in memory (``temp_store = MEMORY``), so a group writes its WAL pages
+and no temporary file.
 
 A file removed or replaced under the running service (its device and inode no longer those it
 opened) would take every later write with it: each write transaction (and ``GET /ready``) looks
@@ -35,12 +37,14 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import date
 from pathlib import Path
 from typing import ParamSpec, TypeVar, cast
 
 from agent_coordinator._errors import StoreFull, StoreUnavailable
 from agent_coordinator._store.base import Cursor, SqlStore
+from agent_coordinator._store.rollups import _Figures
 
 __all__ = ["DEFAULT_DATABASE", "SqliteStore"]
 
@@ -235,7 +239,9 @@ class SqliteStore(SqlStore):
             one whose failure ended the transaction).
         """
         outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
+        released: list[tuple[str, date, _Figures]] = []
         self._local.grouped = True
+        self._local.figures = ([], released)
         try:
             for index, (method, args, kwargs, answer) in enumerate(group):
                 try:
@@ -249,7 +255,9 @@ class SqliteStore(SqlStore):
                     return [*made, (answer, None, error)], group[index + 1 :]
         finally:
             self._local.grouped = False
+            self._local.figures = None
         try:
+            self._add_held_figures(connection, released)
             connection.execute("COMMIT")
         except Exception as error:
             with suppress(Exception):
@@ -264,21 +272,72 @@ class SqliteStore(SqlStore):
             made = asyncio.ensure_future(asyncio.to_thread(method, *args, **kwargs))
             made.add_done_callback(functools.partial(_pass_on, answer))
 
-    def _begin(self, cursor: Cursor, *, write: bool) -> None:
+    def _add_figures(self, cursor: Cursor, agent: str, day: date, figures: _Figures) -> None:
+        """Add a run's figures to its agent's day; in a group, once for the whole group.
+
+        The runs of a group mostly end on one agent's day: their figures are summed and written
+        by :meth:`_add_held_figures` as the group commits, one upsert of the day's row and one
+        of its keyed counts instead of those of each run. A write's figures count once its
+        savepoint is released (:meth:`_savepoint`); a rolled-back write's are dropped.
+        """
+        held: tuple[list[tuple[str, date, _Figures]], list[tuple[str, date, _Figures]]] | None
+        held = getattr(self._local, "figures", None)
+        if held is None:
+            super()._add_figures(cursor, agent, day, figures)
+        else:
+            held[0].append((agent, day, figures))
+
+    def _add_held_figures(
+        self, connection: sqlite3.Connection, released: list[tuple[str, date, _Figures]]
+    ) -> None:
+        """Write the figures a group's writes added, summed per agent and day."""
+        if not released:
+            return
+        summed: dict[tuple[str, date], _Figures] = {}
+        for agent, day, figures in released:
+            kept = summed.setdefault((agent, day), figures)
+            if kept is not figures:
+                kept.add(figures)
+        cursor = connection.cursor()
+        for (agent, day), figures in sorted(summed.items()):
+            super()._add_figures(cursor, agent, day, figures)
+
+    def _tx(self, *, write: bool = True, pipelined: bool = False) -> AbstractContextManager[Cursor]:
         if getattr(self._local, "grouped", False):
+            return self._savepoint()
+        return super()._tx(write=write, pipelined=pipelined)
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[Cursor]:
+        """Lend a cursor for one write of a group: a savepoint of the group's transaction.
+
+        The group began the transaction, holds the write lock and looked at the file; a write
+        that fails is rolled back alone. The figures it adds (:meth:`_add_figures`) count once
+        its savepoint is released.
+        """
+        connection: sqlite3.Connection = self._local.in_place_connection
+        written, released = self._local.figures
+        committing = False
+        try:
+            cursor = connection.cursor()
             cursor.execute("SAVEPOINT one")
-        else:
-            super()._begin(cursor, write=write)
-
-    def _commit(self, cursor: Cursor) -> None:
-        cursor.execute("RELEASE one" if getattr(self._local, "grouped", False) else "COMMIT")
-
-    def _rollback(self, cursor: Cursor) -> None:
-        if getattr(self._local, "grouped", False):
-            cursor.execute("ROLLBACK TO one")
-            cursor.execute("RELEASE one")
-        else:
-            cursor.execute("ROLLBACK")
+            try:
+                yield cursor
+                committing = True
+                cursor.execute("RELEASE one")
+            except BaseException:
+                written.clear()
+                with suppress(Exception):
+                    cursor.execute("ROLLBACK TO one")
+                    cursor.execute("RELEASE one")
+                raise
+            released.extend(written)
+            written.clear()
+        except Exception as error:
+            unusable = self._unusable(error, connection, committing=committing)
+            if unusable is None:
+                raise
+            raise unusable from error
 
     def _checkpoint_now_and_then(self) -> None:
         if self._writes_in_place < _CHECKPOINT_EVERY:
@@ -377,8 +436,6 @@ class SqliteStore(SqlStore):
         self._local = threading.local()
 
     def _holding_writes(self) -> AbstractContextManager[object]:
-        if getattr(self._local, "grouped", False):  # the group holds the lock
-            return nullcontext()
         if getattr(self._local, "in_place", False):
             return self._write_lock_now()
         return super()._holding_writes()

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -94,6 +95,31 @@ def test_the_analytics_review_is_the_clis_over_the_same_events(
     tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
     empty = service.client.get("/reports/analytics", params={"since": tomorrow}).json()
     assert (empty["overall"]["runs"], empty["agents"]) == (0, [])
+
+
+def test_runs_ending_at_once_are_reviewed_as_the_cli_reviews_their_events(
+    make_service: ServiceFactory, tmp_path: Path
+) -> None:
+    """Ends made together (SQLite writes them in one group, their figures summed once per agent
+    and day) are counted as one by one: completed, rescued and failed, of two agents."""
+    service = make_service(workers=24)
+    models = (
+        "test",
+        "test:fail_first=invalid_arguments",
+        "test:fail_first=invalid_arguments+invalid_arguments",
+    )
+    bodies = [
+        {**REVIEW, "model": models[n % 3]}
+        if n % 4
+        else {"agent_name": "writer", "prompt": f"hi {n}"}
+        for n in range(48)
+    ]
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        statuses = [answer.json()["status"] for answer in pool.map(service.run, bodies)]
+    assert statuses.count("failed") == sum(1 for n in range(48) if n % 4 and n % 3 == 2)
+    api = service.client.get("/reports/analytics").json()
+    assert api["overall"]["runs"] == 48
+    _same(api, _cli_review(tmp_path, _stored_events(service)))
 
 
 def test_streamed_failed_and_cancelled_runs_are_reviewed_as_the_cli_reviews_their_events(

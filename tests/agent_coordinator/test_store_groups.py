@@ -11,10 +11,12 @@ import asyncio
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import JsonValue
 
+from agent_contracts import ModelTurnEvent, RunCompletedEvent, RunStartedEvent
 from agent_coordinator._errors import Conflict, StoreFull
 from agent_coordinator._store import NewRun, RunInput
 from agent_coordinator._store.records import Claim, RunRecord
@@ -302,3 +304,87 @@ def test_a_group_that_finds_the_write_lock_taken_waits_for_it(tmp_path: Path) ->
     finally:
         other.close()
         store.close()
+
+
+def _ran(n: int, agent: str) -> list[tuple[str, dict[str, JsonValue]]]:
+    """A run's analytics events as stored: started, one model turn, completed."""
+    run_id = f"run_{n}"
+    events = (
+        RunStartedEvent(run_id=run_id, agent_id=agent),
+        ModelTurnEvent(run_id=run_id, agent_id=agent, step=1, latency_ms=10.0 * (n + 1)),
+        RunCompletedEvent(run_id=run_id, agent_id=agent, duration_ms=20.0 * (n + 1), retries=n % 2),
+    )
+    return [(event.event, event.model_dump(mode="json")) for event in events]
+
+
+def test_the_runs_a_group_ends_are_counted_in_the_rollups_once_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group writes its runs' figures summed, once per agent and day; the figures of an end
+    undone in its savepoint are not among them, and the review is the one of the runs ended."""
+    store = _store(tmp_path / "c.db")
+    agents = {n: ("a", "b")[n % 2] for n in range(RUNS)}
+    broken = 5  # its end fails after its figures were added: undone with its savepoint
+    end_session = store._end_session
+
+    def _end_session(cursor: object, ended: RunRecord, *args: object) -> None:
+        if ended.id == f"run_{broken}":
+            raise RuntimeError("the session's end failed")
+        end_session(cursor, ended, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_end_session", _end_session)
+
+    async def main() -> list[object]:
+        await asyncio.gather(
+            *(store.call(store.create_claimed_run, _new(n), "r1", 30) for n in range(RUNS))
+        )
+        summed: list[int] = []
+        add_held = store._add_held_figures
+
+        def _add_held(connection: sqlite3.Connection, released: list[Any]) -> None:
+            summed.append(len(released))
+            add_held(connection, released)
+
+        monkeypatch.setattr(store, "_add_held_figures", _add_held)
+        ends: list[object] = await asyncio.gather(
+            *(
+                store.call(
+                    store.finish,
+                    f"run_{n}",
+                    "r1",
+                    status="completed",
+                    result={"n": n},
+                    error=None,
+                    events=_ran(n, agents[n]),
+                )
+                for n in range(RUNS)
+            ),
+            return_exceptions=True,
+        )
+        assert summed == [RUNS - 1]  # one group: every end but the broken one
+        return ends
+
+    try:
+        ends = asyncio.run(main())
+        assert isinstance(ends[broken], RuntimeError)
+        assert all(isinstance(end, RunRecord) for n, end in enumerate(ends) if n != broken)
+        broken_run = store.get_run(f"run_{broken}")
+        assert broken_run is not None and broken_run.status == "running"
+        with store._tx(write=False) as cursor:
+            rows = store._exec(cursor, "SELECT agent_id, runs FROM rollups ORDER BY agent_id")
+            assert [tuple(row) for row in rows.fetchall()] == [
+                ("a", RUNS // 2),
+                ("b", RUNS // 2 - 1),
+            ]
+        review = store.rollup_review(source="test")
+    finally:
+        store.close()
+    ended = [n for n in range(RUNS) if n != broken]
+    assert review.overall.runs == review.overall.completed == RUNS - 1
+    assert review.overall.retries == sum(n % 2 for n in ended)
+    assert review.overall.model_latency.count == RUNS - 1
+    assert review.overall.run_latency.max_ms == pytest.approx(20.0 * RUNS)
+    assert {agent.agent_id: agent.runs for agent in review.agents} == {
+        "a": RUNS // 2,
+        "b": RUNS // 2 - 1,
+    }
