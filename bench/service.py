@@ -258,20 +258,26 @@ class Callers:
         self.connections = [Connection(address.hostname, address.port) for _ in range(CONCURRENCY)]
 
     async def wave(self, total: int) -> None:
-        """Make ``total`` runs, ``CONCURRENCY`` at a time, each waiting for its end."""
-        body = json.dumps(BODY).encode()
+        """Make ``total`` runs, ``CONCURRENCY`` at a time, each waiting for its end.
 
-        async def caller(connection: Connection, count: int) -> list[str]:
+        As ``run_many`` does on the library's side: a caller whose run ended starts the next
+        one still to make, so ``CONCURRENCY`` runs are in flight until fewer are left (a caller
+        with a fixed share of the runs would leave the service idle while the slowest share
+        ends).
+        """
+        body = json.dumps(BODY).encode()
+        left = total
+
+        async def caller(connection: Connection) -> list[str]:
+            nonlocal left
             statuses = []
-            for _ in range(count):
+            while left > 0:
+                left -= 1
                 status, answer = await connection.post("/runs?wait=60", body)
                 statuses.append(str(json.loads(answer)["status"]) if status < 300 else str(status))
             return statuses
 
-        shares = [total // CONCURRENCY + (n < total % CONCURRENCY) for n in range(CONCURRENCY)]
-        done = await asyncio.gather(
-            *(caller(c, k) for c, k in zip(self.connections, shares, strict=True))
-        )
+        done = await asyncio.gather(*(caller(c) for c in self.connections))
         failed = [status for statuses in done for status in statuses if status != "completed"]
         assert not failed, f"{len(failed)} service runs did not complete: {set(failed)}"
 
