@@ -36,6 +36,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import date
@@ -59,6 +60,12 @@ DEFAULT_DATABASE = Path(".agentshape/coordinator.db")
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 PAGE_SIZE = 4096
 """Bytes a page of a file this store makes holds (an existing file keeps its own)."""
+_FIRST_PAUSE_S = 0.0005
+"""How long a group that found the write lock taken waits before it tries again (doubled at
+each try, up to :data:`_LONGEST_PAUSE_S`)."""
+_LONGEST_PAUSE_S = 0.01
+_WAIT_IN_PLACE_S = 1.0
+"""How long a group waits for the write lock on the event loop before going to worker threads."""
 _CHECKPOINT_EVERY = 200
 """In-place write transactions between two checkpoints run in a worker thread."""
 
@@ -191,13 +198,17 @@ class SqliteStore(SqlStore):
         (a full disk, an I/O error) fails the writes made before it with that error; those after
         it are made each on its own, in worker threads.
         """
-        group: list[_Queued] = self._local.group[1]
+        loop, group = self._local.group
         self._local.group = None
-        if self._lost is not None or not self._write_lock.acquire(blocking=False):
+        if self._lost is not None:
             self._each_in_thread(group)
+            return
+        if not self._write_lock.acquire(blocking=False):
+            self._again_later(loop, group)
             return
         outcomes: list[tuple[asyncio.Future[object], object, BaseException | None]] = []
         rest: list[_Queued] = []
+        busy = False
         self._local.in_place = True
         try:
             connection = self._connection()
@@ -207,8 +218,9 @@ class SqliteStore(SqlStore):
             except sqlite3.OperationalError as error:
                 if error.sqlite_errorcode & 0xFF not in _BUSY_CODES:
                     raise
-                group, rest = [], group  # another process writes: each waits in a thread
+                busy = True  # another process writes
             else:
+                self._local.waiting = None
                 outcomes, rest = self._make_group(connection, group)
                 self._writes_in_place += len(outcomes)
         except Exception as error:
@@ -216,6 +228,9 @@ class SqliteStore(SqlStore):
         finally:
             self._local.in_place = False
             self._write_lock.release()
+        if busy:
+            self._again_later(loop, group)
+            return
         for answer, value, failure in outcomes:
             if answer.done():
                 continue
@@ -228,6 +243,24 @@ class SqliteStore(SqlStore):
             self._checkpoint_now_and_then()
         except RuntimeError:  # the loop's executor is shut down: the service is stopping
             logger.warning("WAL checkpoint of %s not started", self.path, exc_info=True)
+
+    def _again_later(self, loop: asyncio.AbstractEventLoop, group: list[_Queued]) -> None:
+        """Try a group whose write lock is taken again soon, with the writes queued meanwhile.
+
+        The lock is held for a transaction (another process's group, a worker thread's write),
+        a millisecond or so: the group waits on the event loop, twice as long at each try, and
+        goes to worker threads (which wait as long as ``timeout``) only after
+        :data:`_WAIT_IN_PLACE_S`.
+        """
+        now = time.monotonic()
+        since, pause = getattr(self._local, "waiting", None) or (now, _FIRST_PAUSE_S)
+        if now - since > _WAIT_IN_PLACE_S:
+            self._local.waiting = None
+            self._each_in_thread(group)
+            return
+        self._local.waiting = (since, min(pause * 2, _LONGEST_PAUSE_S))
+        self._local.group = (loop, group)
+        loop.call_later(pause, self._commit_group)
 
     def _make_group(
         self, connection: sqlite3.Connection, group: list[_Queued]

@@ -1,8 +1,8 @@
 """SQLite's group commit: a run's writes called together commit in one transaction.
 
 Each write is a savepoint of the group's transaction: one that fails is undone alone, the
-others are stored and answered; a group that finds the write lock taken waits for it in worker
-threads instead of failing.
+others are stored and answered; a group that finds the write lock taken tries again soon on the
+event loop, then waits for it in worker threads, instead of failing.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from pydantic import JsonValue
 from agent_contracts import ModelTurnEvent, RunCompletedEvent, RunStartedEvent
 from agent_coordinator._errors import Conflict, StoreFull
 from agent_coordinator._store import NewRun, RunInput
+from agent_coordinator._store import sqlite as sqlite_store
 from agent_coordinator._store.records import Claim, RunRecord
 from agent_coordinator._store.sqlite import PAGE_SIZE, SqliteStore
 
@@ -274,32 +277,69 @@ def test_groups_of_two_event_loops_in_two_threads_are_each_answered(tmp_path: Pa
         store.close()
 
 
-def test_a_group_that_finds_the_write_lock_taken_waits_for_it(tmp_path: Path) -> None:
-    """Another process holds the write lock: the writes wait in worker threads, then are made."""
+def _lock_taken_then_freed(
+    store: SqliteStore, other: sqlite3.Connection, tried: Callable[[], bool]
+) -> list[tuple[RunRecord, Claim | None]]:
+    """Five runs stored while ``other`` holds the write lock, freed once ``tried()`` holds."""
+
+    async def main() -> list[tuple[RunRecord, Claim | None]]:
+        other.execute("BEGIN IMMEDIATE")
+        made = asyncio.gather(
+            *(store.call(store.create_claimed_run, _new(n), "r1", 30) for n in range(5))
+        )
+        deadline = time.monotonic() + 30
+        while not tried():
+            assert time.monotonic() < deadline, "the group never found the lock taken"
+            await asyncio.sleep(0.001)
+        other.execute("COMMIT")
+        return await made
+
+    return asyncio.run(main())
+
+
+def test_a_group_that_finds_the_write_lock_taken_waits_for_it_on_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    """Another process holds the write lock: the group tries again soon, with the writes queued
+    meanwhile, and is made in place (in one transaction) once the lock is free."""
     path = tmp_path / "c.db"
     store = _store(path)
     other = sqlite3.connect(path, isolation_level=None)
     try:
-
-        async def main() -> list[tuple[RunRecord, Claim | None]]:
-            other.execute("BEGIN IMMEDIATE")
-            made = asyncio.gather(
-                *(store.call(store.create_claimed_run, _new(n), "r1", 30) for n in range(5))
-            )
-            # The writes are queued for a group, then the group is tried: it cannot begin (the
-            # lock is taken), so it hands them to worker threads, which wait for the lock.
-            for queued in (True, False):  # a few turns of the loop each, at most
-                for _ in range(100):
-                    if bool(_queued(store)) == queued:
-                        break
-                    await asyncio.sleep(0)
-                else:
-                    raise AssertionError(f"the writes were never {'queued' if queued else 'tried'}")
-            other.execute("COMMIT")
-            return await made
-
-        made = asyncio.run(main())
+        made = _lock_taken_then_freed(
+            store, other, lambda: getattr(store._local, "waiting", None) is not None
+        )
         assert [run.id for run, _ in made] == [f"run_{n}" for n in range(5)]
+        assert store._writes_in_place == 5  # in place, as a group: no worker thread wrote them
+        assert store._local.waiting is None  # the next group that waits starts its pauses anew
+        assert [store.get_run(f"run_{n}") is not None for n in range(5)] == [True] * 5
+    finally:
+        other.close()
+        store.close()
+
+
+def test_a_group_that_waits_too_long_for_the_write_lock_goes_to_worker_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its wait on the event loop, each write waits in a worker thread (up to the store's
+    timeout), and is made there once the lock is free."""
+    monkeypatch.setattr(sqlite_store, "_WAIT_IN_PLACE_S", 0.0)
+    path = tmp_path / "c.db"
+    store = _store(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        waited: list[int] = []
+        each_in_thread = store._each_in_thread
+
+        def _each_in_thread(group: list[Any]) -> None:
+            waited.append(len(group))
+            each_in_thread(group)
+
+        monkeypatch.setattr(store, "_each_in_thread", _each_in_thread)
+        made = _lock_taken_then_freed(store, other, lambda: bool(waited))
+        assert waited == [5]
+        assert [run.id for run, _ in made] == [f"run_{n}" for n in range(5)]
+        assert store._writes_in_place == 0
         assert [store.get_run(f"run_{n}") is not None for n in range(5)] == [True] * 5
     finally:
         other.close()
