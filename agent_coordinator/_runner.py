@@ -330,6 +330,11 @@ class Runner:
             task = asyncio.create_task(self._requeue(claim.run.id, reason))
             self._active.add(task)
             task.add_done_callback(self._active.discard)
+            if reason == "no_free_slot":
+                # No one else is told the run is queued again: this runner's claimer, which may
+                # just have found the queue empty, looks again (when a slot is free) instead of
+                # at its next poll.
+                task.add_done_callback(lambda _: self.wake())
         task.add_done_callback(lambda _: done(claim.run.id))
 
     async def _requeue(self, run_id: str, reason: RequeueReason = "shutdown") -> None:

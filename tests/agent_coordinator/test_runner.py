@@ -279,6 +279,57 @@ def _results() -> list[RunResult]:
     ]
 
 
+async def test_a_run_put_back_for_want_of_a_slot_is_claimed_without_waiting_for_a_poll(
+    tmp_path: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run comes while the claimer holds the only slot for a claim that finds nothing (a
+    claim waiting for another process's write lock): no one else is told the run is queued
+    again, so the runner looks again itself instead of at its next poll (a minute here)."""
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    fleet = load_fleet(
+        write_fleet(tmp_path / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
+    )
+    execution = Execution(
+        fleet,
+        SchemaRegistry(tmp_path / "schemas.db"),
+        default_model="openai:gpt-test",
+        env=env,
+        workspace=tmp_path,
+    )
+    store = open_store(str(tmp_path / "data.db"))
+    store.migrate()
+    runner = Runner(store, execution, workers=1, lease_s=10, poll_s=60, grace_s=2.0)
+    review = RunInput(prompt="Review PR 1", parameters={"pr_url": "u"})
+    handed = NewRun(
+        id="run_h", session_id="ses_h", kind="start_session", agent_name="reviewer", input=review
+    )
+    done: list[str] = []
+    claim_next = store.claim
+
+    def claim(*args: Any, **kwargs: Any) -> Any:
+        found = claim_next(*args, **kwargs)
+        if not done and found is None:  # the run is handed over while this claim is made
+            _, given = store.create_claimed_run(handed, runner.id, 10)
+            assert given is not None
+            runner.take_handed(given, done.append)
+        return found
+
+    monkeypatch.setattr(store, "claim", claim)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 20
+        while store.get_run("run_h") is None or store.get_run("run_h").status != "completed":
+            assert time.monotonic() < deadline, "the run waited for the runner's next poll"
+            await asyncio.sleep(0.02)
+        assert done == ["run_h"]
+        history = store.claim_history([store.get_run("run_h")])["run_h"]
+        assert [claim.ended for claim in history] == ["requeued", "completed"]
+    finally:
+        await runner.stop()
+        store.close()
+
+
 @pytest.mark.parametrize("result", _results())
 def test_a_result_is_handed_to_the_store_as_its_json_dump_key_order_and_all(
     result: RunResult,
