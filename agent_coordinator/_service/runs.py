@@ -61,20 +61,34 @@ async def wait_for_end(services: Services, run_id: str, timeout_s: float) -> Run
 async def until_end(
     services: Services, run: RunRecord, ended: asyncio.Future[RunRecord | None], timeout_s: float
 ) -> RunRecord:
-    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``."""
+    """Wait for ``ended`` (subscribed before ``run`` was read) or poll, up to ``timeout_s``.
+
+    A run this wait was told of that has not ended is waited for again: a runner process that
+    had no free slot for a run handed to it puts the run back in the queue and says its work on
+    it is done, and a store that lost its notifications wakes every wait. The wait subscribes
+    anew before it reads the run again, so the end that follows wakes it too; until then it
+    reads the run every :data:`_END_POLL_S`.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     poll_s = _WOKEN_END_POLL_S if services.store.wakes_runners else _END_POLL_S
-    while run.status not in TERMINAL:
-        left = deadline - loop.time()
-        if left <= 0:
-            break
-        if ended.done():  # told it ended, yet read before the end: read again after a poll
-            await asyncio.sleep(min(left, _END_POLL_S))
-        else:
+    again: asyncio.Future[RunRecord | None] | None = None
+    try:
+        while run.status not in TERMINAL:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            if ended.done():  # told, yet the run read since has not ended
+                ended = again = services.notifier.subscribe(run.id)
+                poll_s = _END_POLL_S
+                run = await stored_run(services, run.id)
+                continue
             await _done_or_after(ended, min(left, poll_s))
-        found = ended.result() if ended.done() else None
-        run = found if found is not None else await stored_run(services, run.id)
+            found = ended.result() if ended.done() else None
+            run = found if found is not None else await stored_run(services, run.id)
+    finally:
+        if again is not None:
+            services.notifier.unsubscribe(run.id, again)
     return run
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 
 import httpx
 import pytest
 
+from agent_coordinator import open_store
+from agent_coordinator._service import runs as runs_module
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import REVIEW_SCHEMA, Service
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
@@ -280,3 +283,41 @@ def test_a_caller_that_leaves_its_wait_leaves_the_run_running(
     assert again.status_code == 200, again.text
     assert again.json()["status"] == "completed" and again.json()["claims"] == 1
     assert len(fake_llm.requests) == 1
+
+
+def test_a_wait_told_too_soon_of_a_runs_end_is_woken_by_the_end_that_follows(
+    make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runner process with no free slot for a run ``serve`` handed it puts the run back in
+    the queue and says its work on it is done: the waiting request is told, reads the run still
+    queued, and must be woken again when another process ends it, not at its next poll (a
+    minute here)."""
+    monkeypatch.setattr(runs_module, "_END_POLL_S", 60.0)
+    service = make_service(workers=0)  # no runner here: the run waits in the queue
+    answer: list[httpx.Response] = []
+    waiting = threading.Thread(target=lambda: answer.append(service.run(REVIEW, wait=30)))
+    waiting.start()
+    deadline = time.monotonic() + 20
+    notifier = service.services.notifier
+    while not notifier._waiters or not service.store.list_runs(limit=1):
+        assert time.monotonic() < deadline, "the run was never stored"
+        time.sleep(0.01)
+    run_id = next(iter(notifier._waiters))
+    told = notifier._waiters[run_id][0]
+    loop = told.get_loop()
+    loop.call_soon_threadsafe(notifier.ended_elsewhere, run_id)  # the handed run's "done"
+    # Woken, it reads the run still queued and waits to be told again.
+    while not told.done() or not [f for f in notifier._waiters.get(run_id, ()) if f is not told]:
+        assert time.monotonic() < deadline, "the wait did not wait to be told again"
+        time.sleep(0.01)
+    other = open_store(service.store.url)  # another process claims the run and ends it
+    try:
+        claim = other.claim("elsewhere", 30)
+        assert claim is not None and claim.run.id == run_id
+        other.finish(run_id, "elsewhere", status="completed", result={"ok": True}, error=None)
+    finally:
+        other.close()
+    loop.call_soon_threadsafe(notifier.ended_elsewhere, run_id)  # that process's "ended"
+    waiting.join(timeout=20)
+    assert not waiting.is_alive(), "the wait was not woken by the run's end"
+    assert answer[0].status_code == 200 and answer[0].json()["status"] == "completed"
