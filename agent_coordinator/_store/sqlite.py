@@ -460,7 +460,21 @@ class SqliteStore(SqlStore):
         return None
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Make the writes still queued for this thread's group, then close every connection.
+
+        A group that waits for the write lock (another process holds it) waits on its event
+        loop; if the loop ended meanwhile, its writes (a run's end among them) are made here,
+        each waiting for the lock as long as ``timeout``, as they would have been.
+        """
+        pending: tuple[asyncio.AbstractEventLoop, list[_Queued]] | None = getattr(
+            self._local, "group", None
+        )
+        self._local.group = None
+        for method, args, kwargs, _ in pending[1] if pending is not None else ():
+            try:
+                method(*args, **kwargs)
+            except Exception:
+                logger.exception("a write queued when %s was closed failed", self.path)
         with self._lock:
             connections, self._connections = self._connections, []
         for connection in connections:

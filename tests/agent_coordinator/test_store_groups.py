@@ -428,3 +428,33 @@ def test_the_runs_a_group_ends_are_counted_in_the_rollups_once_each(
         "a": RUNS // 2,
         "b": RUNS // 2 - 1,
     }
+
+
+def test_writes_still_waiting_for_the_lock_when_the_loop_ends_are_made_as_the_store_closes(
+    tmp_path: Path,
+) -> None:
+    """A group waiting on an event loop that ends (the service stopping) is not dropped."""
+    path = tmp_path / "c.db"
+    store = _store(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+
+        async def main() -> None:
+            # Queued, and their callers gone (cancelled as the loop ends).
+            calls = [asyncio.ensure_future(store.call(store.create_run, _new(n))) for n in range(3)]
+            assert len(calls) == 3
+            while getattr(store._local, "waiting", None) is None:
+                await asyncio.sleep(0.001)
+
+        asyncio.run(main())
+        assert _queued(store) == 3  # the loop ended with the group waiting for the lock
+        other.execute("COMMIT")
+    finally:
+        other.close()
+        store.close()
+    reader = _store(path)
+    try:
+        assert [reader.get_run(f"run_{n}") is not None for n in range(3)] == [True] * 3
+    finally:
+        reader.close()
