@@ -13,8 +13,10 @@ alone), and commit at once. A commit writes every page it changed to the WAL, an
 group share most of theirs (the tables' and indexes' last pages); the figures their ends add to
 the day's rollups are summed and written once for the group. A write of a group skips what the
 group did for it (the ``BEGIN``, the write lock, the look at the file). When the write lock is
-taken (by a worker thread of this process or by another process) a call does not wait in
-place: it goes to a worker thread, which waits as long as ``timeout``. The in-place connection
+taken (by a worker thread of this process or by another process), a group tries again on the
+event loop a moment later, with the writes called meanwhile, and after a second goes to worker
+threads; a call made alone does not wait in place but goes to a worker thread at once. A worker
+thread waits for the lock as long as ``timeout``. The in-place connection
 leaves WAL checkpoints (which write and sync the database file) to a worker thread too, and keeps
 the savepoints' undo pages in memory (``temp_store = MEMORY``), so a group writes its WAL pages
 and no temporary file.
