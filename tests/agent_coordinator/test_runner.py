@@ -22,7 +22,7 @@ from agent_contracts import RunResult
 from agent_contracts._json_data import PARSED_JSON
 from agent_coordinator import Execution, Runner, open_store
 from agent_coordinator._runner import _result_json
-from agent_coordinator._store import NewRun, RunInput
+from agent_coordinator._store import NewRun, RunInput, SqlStore
 from agent_core import SchemaRegistry, load_fleet
 from agent_executor import KNOWN_TOOLS
 from tests.agent_coordinator.conftest import ServiceFactory
@@ -174,12 +174,10 @@ def test_a_runner_that_lost_the_lease_sends_no_further_model_call(
     assert view["status"] == "running" and view["claims"] == 2
 
 
-async def test_a_run_handed_to_a_runner_with_no_free_slot_goes_back_to_the_queue(
-    tmp_path: Path, fake_llm: FakeLLM
-) -> None:
-    # serve counts the runs it hands a runner process, but the process's claimer may have
-    # filled its slots from the queue meanwhile: --workers still holds.
-    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 1.0))
+def _one_slot_runner(
+    tmp_path: Path, fake_llm: FakeLLM, *, poll_s: float
+) -> tuple[SqlStore, Runner]:
+    """A store and a runner of the test fleet with one worker slot, its model ``fake_llm``."""
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
     fleet = load_fleet(
         write_fleet(tmp_path / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
@@ -193,14 +191,25 @@ async def test_a_run_handed_to_a_runner_with_no_free_slot_goes_back_to_the_queue
     )
     store = open_store(str(tmp_path / "data.db"))
     store.migrate()
-    runner = Runner(store, execution, workers=1, lease_s=10, poll_s=0.1, grace_s=2.0)
+    return store, Runner(store, execution, workers=1, lease_s=10, poll_s=poll_s, grace_s=2.0)
+
+
+def _review(run_id: str, session_id: str) -> NewRun:
+    """A run starting a session of the fleet's reviewer."""
     review = RunInput(prompt="Review PR 1", parameters={"pr_url": "u"})
-    queued = NewRun(
-        id="run_q", session_id="ses_q", kind="start_session", agent_name="reviewer", input=review
+    return NewRun(
+        id=run_id, session_id=session_id, kind="start_session", agent_name="reviewer", input=review
     )
-    handed = NewRun(
-        id="run_h", session_id="ses_h", kind="start_session", agent_name="reviewer", input=review
-    )
+
+
+async def test_a_run_handed_to_a_runner_with_no_free_slot_goes_back_to_the_queue(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    # serve counts the runs it hands a runner process, but the process's claimer may have
+    # filled its slots from the queue meanwhile: --workers still holds.
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 1.0))
+    store, runner = _one_slot_runner(tmp_path, fake_llm, poll_s=0.1)
+    queued, handed = _review("run_q", "ses_q"), _review("run_h", "ses_h")
     runner.start()
     try:
         store.create_run(queued)
@@ -286,24 +295,8 @@ async def test_a_run_put_back_for_want_of_a_slot_is_claimed_without_waiting_for_
     claim waiting for another process's write lock): no one else is told the run is queued
     again, so the runner looks again itself instead of at its next poll (a minute here)."""
     fake_llm.respond_always(openai_tool_call("submit_result", VALID))
-    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
-    fleet = load_fleet(
-        write_fleet(tmp_path / "agents"), known_tools=Execution.known_tools(KNOWN_TOOLS)
-    )
-    execution = Execution(
-        fleet,
-        SchemaRegistry(tmp_path / "schemas.db"),
-        default_model="openai:gpt-test",
-        env=env,
-        workspace=tmp_path,
-    )
-    store = open_store(str(tmp_path / "data.db"))
-    store.migrate()
-    runner = Runner(store, execution, workers=1, lease_s=10, poll_s=60, grace_s=2.0)
-    review = RunInput(prompt="Review PR 1", parameters={"pr_url": "u"})
-    handed = NewRun(
-        id="run_h", session_id="ses_h", kind="start_session", agent_name="reviewer", input=review
-    )
+    store, runner = _one_slot_runner(tmp_path, fake_llm, poll_s=60)
+    handed = _review("run_h", "ses_h")
     done: list[str] = []
     claim_next = store.claim
 
