@@ -200,7 +200,12 @@ class SqliteStore(SqlStore):
         (a full disk, an I/O error) fails the writes made before it with that error; those after
         it are made each on its own, in worker threads.
         """
-        loop, group = self._local.group
+        pending: tuple[asyncio.AbstractEventLoop, list[_Queued]] | None = getattr(
+            self._local, "group", None
+        )
+        if pending is None:  # made by close() meanwhile
+            return
+        loop, group = pending
         self._local.group = None
         if self._lost is not None:
             self._each_in_thread(group)
