@@ -195,10 +195,10 @@ class SqliteStore(SqlStore):
 
         A write that fails rolls back its savepoint only; the rest commit together, then each
         caller gets its answer (the write of a caller that gave up meanwhile is made all the
-        same, as one made in place would have been). Where the write lock is taken, each write
-        goes to a worker thread. A failure SQLite answers by rolling the whole transaction back
-        (a full disk, an I/O error) fails the writes made before it with that error; those after
-        it are made each on its own, in worker threads.
+        same, as one made in place would have been). Where the write lock is taken, the group
+        is tried again a moment later (:meth:`_again_later`). A failure SQLite answers by
+        rolling the whole transaction back (a full disk, an I/O error) fails the writes made
+        before it with that error; those after it are made each on its own, in worker threads.
         """
         pending: tuple[asyncio.AbstractEventLoop, list[_Queued]] | None = getattr(
             self._local, "group", None
