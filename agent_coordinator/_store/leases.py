@@ -15,6 +15,7 @@ from typing import cast
 from pydantic import JsonValue
 
 from agent_coordinator._errors import Conflict, NotFound
+from agent_coordinator._store.arrays import BigintArray, TextArray
 from agent_coordinator._store.claims import DEFAULT_MAX_CLAIMS, EXPIRED_CLAIMS, ClaimLog
 from agent_coordinator._store.listener import RUN_ENDED, RUN_QUEUED
 from agent_coordinator._store.records import (
@@ -439,17 +440,18 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
             )
         # Rows go as arrays: a few parameters however many rows, so the statement's text is the
         # same for every run of a shape, prepared once (and psycopg converts it once). Arrays
-        # are sent binary (psycopg's %b): as text, each element is escaped, JSON and all.
+        # are sent binary (psycopg's %b, see _store/arrays.py): as text, each element is
+        # escaped, JSON and all.
         if attempts:
             writes.append(
                 (
                     "INSERT INTO attempts (run_id, number, data) SELECT ?, v.* FROM "
-                    "unnest(CAST(%b AS INTEGER[]), CAST(%b AS TEXT[])) AS v "
+                    "unnest(CAST(%b AS BIGINT[]), CAST(%b AS TEXT[])) AS v "
                     f"WHERE {gate} ON CONFLICT (run_id, number) DO UPDATE SET data = excluded.data",
                     [
                         run_id,
-                        list(range(1, len(attempts) + 1)),
-                        [dumps(stored_attempt(attempt)) for attempt in attempts],
+                        BigintArray(range(1, len(attempts) + 1)),
+                        TextArray([dumps(stored_attempt(attempt)) for attempt in attempts]),
                     ],
                 )
             )
@@ -461,7 +463,12 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                     "INSERT INTO events (run_id, type, data, created_at) SELECT ?, v.*, "
                     "CAST(? AS DOUBLE PRECISION) FROM unnest(CAST(%b AS TEXT[]), "
                     f"CAST(%b AS TEXT[])) AS v WHERE {gate}",
-                    [run_id, now, [kind for kind, _ in added], [dumps(d) for _, d in added]],
+                    [
+                        run_id,
+                        now,
+                        TextArray([kind for kind, _ in added]),
+                        TextArray([dumps(d) for _, d in added]),
+                    ],
                 )
             )
         if holding.attempt_events:
@@ -476,7 +483,7 @@ class LeaseQueries(ClaimLog, WebhookQueries, Rollups, TurnLog):
                 if lean is not whole
             ]
             if leaned:
-                wholes, leans = (list(texts) for texts in zip(*leaned, strict=True))
+                wholes, leans = (TextArray(texts) for texts in zip(*leaned, strict=True))
                 writes.append(
                     (
                         "UPDATE events SET data = v.lean FROM unnest(CAST(%b AS TEXT[]), "

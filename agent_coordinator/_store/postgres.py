@@ -250,6 +250,7 @@ class PostgresStore(SqlStore):
             from psycopg_pool import ConnectionPool, PoolTimeout
 
             from agent_coordinator._store import bridge, loop_pool
+            from agent_coordinator._store.array_dumpers import adapters
         except ImportError as error:  # pragma: no cover - the server extra installs them
             raise ConfigError(
                 "PostgreSQL needs psycopg, psycopg_pool and greenlet: "
@@ -262,13 +263,14 @@ class PostgresStore(SqlStore):
         self._pool_timeout = PoolTimeout
         self.integrity_errors = (psycopg.errors.UniqueViolation,)
         self._dsn = url
+        self._adapters = adapters()
         self.url = redact_url(url)
         self.wait_s = wait_s
         self.loop_connections = loop_connections
         self._checking = threading.Lock()
         self._pool: ConnectionPool[psycopg.Connection[_Row]] = ConnectionPool(
             url,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "context": self._adapters},
             check=_check_open,
             min_size=1,
             max_size=max_connections,
@@ -327,7 +329,10 @@ class PostgresStore(SqlStore):
             return found
         pool = self._loop_pool_module.LoopPool(
             lambda: self._psycopg.AsyncConnection.connect(
-                self._dsn, autocommit=True, connect_timeout=self._connect_timeout
+                self._dsn,
+                autocommit=True,
+                context=self._adapters,
+                connect_timeout=self._connect_timeout,
             ),
             self.loop_connections,
             self.wait_s,

@@ -34,6 +34,7 @@ from pydantic import JsonValue
 
 from agent_contracts._events import AnalyticsEvent
 from agent_coordinator._event_log import STREAM_TYPES
+from agent_coordinator._store.arrays import BigintArray, TextArray
 from agent_coordinator._store.sql import Cursor, SqlBase, loads
 from agent_executor._review import (
     ALL_AGENTS,
@@ -451,9 +452,9 @@ class Rollups(SqlBase):
             (agent, day_key, *each) for day_key in (day.isoformat(), _ALL_DAYS) for each in counted
         ]
         if gate is not None and rows:
-            # PostgreSQL's arrays, sent binary (psycopg's %b): five parameters however many
-            # rows, so the statement's text (and the one it is part of) is the same for every
-            # run, prepared once.
+            # PostgreSQL's arrays, sent binary (psycopg's %b, see _store/arrays.py): five
+            # parameters however many rows, so the statement's text (and the one it is part
+            # of) is the same for every run, prepared once.
             columns = list(zip(*rows, strict=True))
             statements.append(
                 (
@@ -462,7 +463,10 @@ class Rollups(SqlBase):
                         "CAST(%b AS TEXT[]), CAST(%b AS TEXT[]), CAST(%b AS BIGINT[])) "
                         f"WHERE {gate}"
                     ),
-                    [list(column) for column in columns],
+                    [
+                        *(TextArray(column) for column in columns[:4]),
+                        BigintArray(columns[4]),
+                    ],
                 )
             )
             return statements
