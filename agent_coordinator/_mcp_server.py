@@ -164,7 +164,9 @@ async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord
         while run.status not in TERMINAL:
             await ctx.report_progress(ticks, None, f"run {run.id} is {run.status}{latest}")
             run = await wait_for_end(services, run.id, _TICK_S)
-            events = await asyncio.to_thread(services.store.events_after, run.id, events_seen)
+            events = await services.store.call_in_thread(
+                services.store.events_after, run.id, events_seen
+            )
             if events:
                 events_seen = events[-1].id
                 latest = f" (last event: {events[-1].type})"
@@ -175,7 +177,7 @@ async def _follow(services: Services, run: RunRecord, ctx: Context) -> RunRecord
         return run
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True), contextlib.suppress(ServiceError):
-            await asyncio.to_thread(services.store.request_cancel, run.id)
+            await services.store.call_in_thread(services.store.request_cancel, run.id)
         raise
 
 
@@ -252,10 +254,10 @@ def build_mcp_server(services: Services) -> MCPServer[Any]:
         description="Return a session's latest result, as GET /sessions/{id}/result gives it."
     )
     async def get_session_result(session_id: str) -> Outcome:
-        session = await asyncio.to_thread(services.store.get_session, session_id)
+        session = await services.store.call_in_thread(services.store.get_session, session_id)
         if session is None:
             return _error(NotFound("SessionNotFound", f"no session {session_id!r}"))
-        runs = await asyncio.to_thread(services.store.session_runs, session_id)
+        runs = await services.store.call_in_thread(services.store.session_runs, session_id)
         if not runs:
             return _error(NotFound("SessionNotFound", f"session {session_id!r} has no runs"))
         try:

@@ -114,7 +114,7 @@ async def list_session_rows(
             error_types=error_types(services.store),
         )
 
-    return await asyncio.to_thread(page)
+    return await services.store.call_in_thread(page)
 
 
 def _reprompts(transcript: list[JsonValue], prompts: list[str]) -> list[str]:
@@ -169,8 +169,8 @@ async def session_events(
         since = cursor
         yield f"retry: 2000\nid: {since!r}\nevent: ready\ndata: {{}}\n\n"
         while loop.time() - opened < _STREAM_S:
-            rows = await asyncio.to_thread(changed_sessions, services.store, since)
-            views = await asyncio.to_thread(_views, services, rows)
+            rows = await services.store.call_in_thread(changed_sessions, services.store, since)
+            views = await services.store.call_in_thread(_views, services, rows)
             for row, view in zip(rows, views, strict=True):
                 since = max(since, row.updated_at)
                 yield f"id: {since!r}\nevent: session\ndata: {view.model_dump_json()}\n\n"
@@ -212,7 +212,7 @@ async def session_row(session_id: str, services: ServicesDep) -> SessionDetailRo
         [view] = _views(services, [row])
         return SessionDetailRow(**view.model_dump(), reprompts=reprompts)
 
-    return await asyncio.to_thread(detail)
+    return await services.store.call_in_thread(detail)
 
 
 @router.get("/analytics")
@@ -231,7 +231,7 @@ async def analytics(
     """
     start = _since(since)
     day = datetime.fromtimestamp(start, UTC).date() if start is not None else None
-    return await asyncio.to_thread(
+    return await services.store.call_in_thread(
         services.store.rollup_review, source=services.store.url, since=day, agent=agent or None
     )
 

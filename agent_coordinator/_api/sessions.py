@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -76,7 +75,7 @@ async def get_session(session_id: str, services: ServicesDep) -> SessionView:
         ]
         return session_view(session, children=_children(services, session_id), runs=runs)
 
-    return await asyncio.to_thread(details)
+    return await services.store.call_in_thread(details)
 
 
 @router.get("/sessions/{session_id}/result")

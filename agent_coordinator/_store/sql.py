@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
 from typing import ParamSpec, Protocol, TypeVar, cast
 
@@ -490,13 +490,42 @@ class SqlBase(ABC):
                 that failed on a lost connection before any commit gets.
             Exception: Whatever else the method raises.
         """
-        # A call whose transaction failed on a lost connection before any commit is retried,
-        # with doubling pauses, for up to retry_s seconds.
+        return await self._retrying(lambda: self._call_once(method, *args, **kwargs))
+
+    async def call_in_thread(
+        self, function: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        """Call blocking code reading this store in a worker thread, retried as :meth:`call` is.
+
+        For reads with work of their own to do (a page put together from several reads), which
+        would hold up the event loop. ``function`` is called again from the start when a
+        transaction of it failed on a lost connection before any commit, so it must not write
+        in more than one transaction.
+
+        Args:
+            function: The code to call.
+            *args: Its positional arguments.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            What ``function`` returns.
+
+        Raises:
+            StoreUnavailable: The database could not be used, after the retries.
+            Exception: Whatever else ``function`` raises.
+        """
+        return await self._retrying(lambda: asyncio.to_thread(function, *args, **kwargs))
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Await ``attempt()`` until it does not fail on a lost connection before any commit.
+
+        With doubling pauses, for up to :attr:`retry_s` seconds.
+        """
         deadline = time.monotonic() + self.retry_s
         pause = _FIRST_PAUSE_S
         while True:
             try:
-                return await self._call_once(method, *args, **kwargs)
+                return await attempt()
             except StoreUnavailable as error:
                 if not error.retryable or time.monotonic() + pause > deadline:
                     raise

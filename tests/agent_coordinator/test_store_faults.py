@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from tests.agent_coordinator.harness import Postgres, free_port, throwaway_cluster, write_fleet
@@ -175,6 +176,46 @@ def test_reads_made_in_worker_threads_after_a_postgres_restart_are_answered(
         assert {a.json()["runs"][0]["status"] for a in answers} == {"queued"}
     finally:
         _stop(process, stderr)
+
+
+def test_a_page_whose_read_loses_its_connection_midway_is_answered(
+    tmp_path: Path, own_postgres: Postgres
+) -> None:
+    """A session's page reads its runs in a worker thread; the server ends that read's
+    connection while it waits on a lock, and the page is read again, not answered 503."""
+    write_fleet(tmp_path / "agents")
+    database = own_postgres.new_database()
+    process, url = serve(tmp_path, database, {}, "--workers", "0")
+    stderr = _Stderr(process)
+    try:
+        run = httpx.post(f"{url}/runs", json=REVIEW).json()
+        page = f"{url}/sessions/{run['session_id']}"
+        assert httpx.get(page).status_code == 200
+        with psycopg.connect(database) as holder, ThreadPoolExecutor(1) as pool:
+            holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+            answer = pool.submit(httpx.get, page, timeout=60)
+            waiting: list[int] = []
+            deadline = time.monotonic() + 60
+            while not waiting:
+                assert time.monotonic() < deadline, "the page's read never waited on the lock"
+                with psycopg.connect(database, autocommit=True) as observer:
+                    waiting = [
+                        int(row[0])
+                        for row in observer.execute(
+                            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND wait_event_type = 'Lock' AND query LIKE '%%FROM runs%%'"
+                        ).fetchall()
+                    ]
+                    if waiting:
+                        observer.execute("SELECT pg_terminate_backend(%s)", (waiting[0],))
+                time.sleep(0.05)
+            holder.rollback()
+            done = answer.result(timeout=60)
+        assert done.status_code == 200, done.text
+        assert done.json()["runs"][0]["run_id"] == run["run_id"]
+    finally:
+        logged = _stop(process, stderr)
+    assert "was lost" in logged  # the first read's failure, logged as it was retried
 
 
 def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import httpx
 import psycopg
 import pytest
 
+from agent_coordinator._errors import StoreUnavailable
 from agent_coordinator._store import PostgresStore
 from tests.agent_coordinator.harness import Postgres, new_run, write_fleet
 from tests.agent_coordinator.processes import serve
@@ -158,6 +159,38 @@ async def test_calls_need_no_worker_thread(store: PostgresStore) -> None:
     answers = await asyncio.gather(*(store.call(store.get_run, "run_1") for _ in range(10)))
     assert {answer.id for answer in answers} == {"run_1"}
     assert (await store.call(store.request_cancel, "run_1")).status == "cancelled"
+
+
+def _read_losing_its_first_connection(store: PostgresStore, url: str, tries: list[int]) -> str:
+    """Read in a transaction; on the first try, the server ends the connection mid-read."""
+    with store._tx(write=False) as cursor:
+        row = store._exec(cursor, "SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        tries.append(int(str(row[0])))
+        if len(tries) == 1:
+            with psycopg.connect(url, autocommit=True) as other:
+                other.execute("SELECT pg_terminate_backend(%s)", (tries[0],))
+            store._exec(cursor, "SELECT 1").fetchone()
+    return "read"
+
+
+async def test_a_read_in_a_worker_thread_is_made_again_after_its_connection_is_lost(
+    postgres: Postgres,
+) -> None:
+    url = postgres.new_database()
+    store = PostgresStore(url)
+    try:
+        tries: list[int] = []
+        read = await store.call_in_thread(_read_losing_its_first_connection, store, url, tries)
+        assert read == "read"
+        assert len(tries) == 2 and tries[0] != tries[1]
+        # Without the retry, the same read fails with the lost connection.
+        lost: list[int] = []
+        with pytest.raises(StoreUnavailable, match="was lost") as raised:
+            await asyncio.to_thread(_read_losing_its_first_connection, store, url, lost)
+        assert raised.value.retryable
+    finally:
+        store.close()
 
 
 class _Proactor(asyncio.SelectorEventLoop):
