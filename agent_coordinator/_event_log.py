@@ -13,6 +13,11 @@ run's end):
   analytics ``run_started`` says the same, once per model tier too), and ``RunFinished`` never
   reaches a sink (a run's end is its ``run_completed``/``run_failed`` event).
 
+Beside them, the store logs what the service did with the run (:data:`SERVICE_TYPES`): each
+claim (``run_claimed``), how a claim ended early (``claim_expired``, ``run_requeued``) and a
+cancel (``run_cancelled``). Neither these nor the stream events are analytics events: the
+analytics review leaves both out, as ``agentshape analytics`` never sees them in the JSONL log.
+
 So that a streamed reply costs a few rows, not one per piece, each write coalesces what
 accumulated since the last one: consecutive ``text_delta`` events of one model turn become one,
 and of an attempt's ``partial_output`` events only the latest is kept (the attempts of one
@@ -39,7 +44,7 @@ from agent_contracts._events import (
 )
 from agent_executor._stream_events import PartialOutput, RunEvent, RunStarted, TextDelta
 
-__all__ = ["STREAM_TYPES", "EventBuffer", "StoredEvent"]
+__all__ = ["NOT_ANALYTICS_TYPES", "SERVICE_TYPES", "STREAM_TYPES", "EventBuffer", "StoredEvent"]
 
 StoredEvent = tuple[str, dict[str, JsonValue]]
 """An event as the store keeps it: its type and its JSON data."""
@@ -59,6 +64,14 @@ STREAM_TYPES: frozenset[str] = frozenset(
     {"partial_output", "retry_started", "text_delta", "tool_call_finished", "tool_call_started"}
 )
 """The types of the stream events a run's log holds beside its analytics events."""
+
+SERVICE_TYPES: frozenset[str] = frozenset(
+    {"claim_expired", "run_cancelled", "run_claimed", "run_requeued"}
+)
+"""The types of the events the store logs of what the service did with a run."""
+
+NOT_ANALYTICS_TYPES: frozenset[str] = STREAM_TYPES | SERVICE_TYPES
+"""The types of a run's logged events that are no analytics events (the review leaves them out)."""
 
 
 class EventBuffer:

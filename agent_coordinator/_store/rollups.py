@@ -33,7 +33,7 @@ from typing import TypeVar
 from pydantic import JsonValue
 
 from agent_contracts._events import AnalyticsEvent
-from agent_coordinator._event_log import STREAM_TYPES
+from agent_coordinator._event_log import NOT_ANALYTICS_TYPES
 from agent_coordinator._store.arrays import BigintArray, TextArray
 from agent_coordinator._store.sql import Cursor, SqlBase, loads
 from agent_executor._review import (
@@ -156,11 +156,11 @@ def _logged_tally(
             are (the others are the unknown ones); ``None``: ``logged`` is counted.
     """
     if analytics is None:
-        return _tally(data for kind, data in logged if kind not in STREAM_TYPES)
+        return _tally(data for kind, data in logged if kind not in NOT_ANALYTICS_TYPES)
     tally = Tally()
     for event in analytics:
         tally.add(event)
-    kept = sum(kind not in STREAM_TYPES for kind, _ in logged)
+    kept = sum(kind not in NOT_ANALYTICS_TYPES for kind, _ in logged)
     return tally, kept - len(analytics)
 
 
@@ -338,11 +338,11 @@ class Rollups(SqlBase):
     def _run_events(
         self, cursor: Cursor, run_ids: list[str]
     ) -> dict[str, list[dict[str, JsonValue]]]:
-        """The analytics events (stream events left out) of some runs, by run, oldest first."""
+        """The analytics events of runs (stream and service events left out), oldest first."""
         found: dict[str, list[dict[str, JsonValue]]] = {run_id: [] for run_id in run_ids}
         if not run_ids:
             return found
-        skipped = sorted(STREAM_TYPES)
+        skipped = sorted(NOT_ANALYTICS_TYPES)
         rows = self._exec(
             cursor,
             f"SELECT run_id, data FROM events WHERE run_id IN ({', '.join('?' * len(run_ids))}) "

@@ -12,15 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent_coordinator import open_store
-from agent_coordinator._event_log import STREAM_TYPES
+from agent_coordinator._event_log import NOT_ANALYTICS_TYPES
 from agent_coordinator._store.migrations import MIGRATIONS
 from agent_coordinator._store.sqlite import SqliteStore
 from bench.service_scale import build
 from tests.agent_coordinator.conftest import ServiceFactory
-from tests.agent_coordinator.harness import Service
+from tests.agent_coordinator.harness import Service, write_fleet
+from tests.agent_coordinator.processes import serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
@@ -29,9 +31,10 @@ LATENCY = ("run_latency", "model_latency")
 
 
 def _stored_events(service: Service) -> list[str]:
+    """The analytics events the service stored, as its JSONL log holds them (not its claims)."""
     with service.store._tx(write=False) as cursor:
-        rows = service.store._exec(cursor, "SELECT data FROM events ORDER BY id").fetchall()
-    return [str(row[0]) for row in rows]
+        rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
+    return [str(data) for kind, data in rows if kind not in NOT_ANALYTICS_TYPES]
 
 
 def _cli_review(tmp_path: Path, lines: list[str], *args: str) -> dict[str, object]:
@@ -97,6 +100,43 @@ def test_the_analytics_review_is_the_clis_over_the_same_events(
     assert (empty["overall"]["runs"], empty["agents"]) == (0, [])
 
 
+def test_the_analytics_review_is_the_clis_over_the_services_own_log(tmp_path: Path) -> None:
+    """``serve`` writes its runs' analytics to a JSONL log, as the library does; the CLI's review
+    of that log is the API's, unrecognised events included (the claims and cancels the store
+    logs are no events of the log)."""
+    write_fleet(tmp_path / "agents")
+    log = tmp_path / "log"
+    process, url = serve(
+        tmp_path,
+        str(tmp_path / "coordinator.db"),
+        {},
+        "--workers",
+        "2",
+        "--model",
+        "test",
+        "--analytics-dir",
+        str(log),
+    )
+    try:
+        for model in ("test", "test:fail_first=invalid_arguments"):
+            run = httpx.post(f"{url}/runs?wait=60", json={**REVIEW, "model": model}, timeout=90)
+            assert run.json()["status"] == "completed", run.text
+        queued = httpx.post(f"{url}/runs", json={"agent_name": "writer", "prompt": "hi"}).json()
+        httpx.post(f"{url}/runs/{queued['run_id']}/cancel", params={"wait": 30}, timeout=60)
+        api = httpx.get(f"{url}/reports/analytics").json()
+    finally:
+        process.stop()
+    assert api["unrecognised_events"] == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "agentshape", "analytics", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    _same(api, json.loads(done.stdout))
+
+
 def test_runs_ending_at_once_are_reviewed_as_the_cli_reviews_their_events(
     make_service: ServiceFactory, tmp_path: Path
 ) -> None:
@@ -143,13 +183,13 @@ def test_streamed_failed_and_cancelled_runs_are_reviewed_as_the_cli_reviews_thei
     with service.store._tx(write=False) as cursor:
         rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
     assert {"partial_output", "retry", "run_failed"} <= {str(row[0]) for row in rows}
-    # The analytics leave out stream events (they are no analytics events at all).
-    lines = [str(data) for kind, data in rows if kind not in STREAM_TYPES]
+    # The analytics leave out stream events and the service's own (no analytics events at all).
+    lines = [str(data) for kind, data in rows if kind not in NOT_ANALYTICS_TYPES]
     api = service.client.get("/reports/analytics").json()
     overall = api["overall"]
     assert (overall["runs"], overall["completed"], overall["incomplete"]) == (2, 1, 1)
     assert (overall["retries"], overall["first_try_valid"]) == (2, 0)
-    assert api["unrecognised_events"] > 0  # the claims and the cancel
+    assert api["unrecognised_events"] == 0  # the claims and the cancel are the service's
     _same(api, _cli_review(tmp_path, lines))
 
 
