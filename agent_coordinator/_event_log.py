@@ -15,8 +15,10 @@ run's end):
 
 Beside them, the store logs what the service did with the run (:data:`SERVICE_TYPES`): each
 claim (``run_claimed``), how a claim ended early (``claim_expired``, ``run_requeued``) and a
-cancel (``run_cancelled``). Neither these nor the stream events are analytics events: the
-analytics review leaves both out, as ``agentshape analytics`` never sees them in the JSONL log.
+cancel (``run_cancelled``), and a failure of its own (a ``run_failed`` with the error only: a
+run that used up its leases, or failed inside the runner). Neither these nor the stream events
+are analytics events (:func:`is_analytics`): the analytics review leaves them out, as
+``agentshape analytics`` never sees them in the JSONL log.
 
 So that a streamed reply costs a few rows, not one per piece, each write coalesces what
 accumulated since the last one: consecutive ``text_delta`` events of one model turn become one,
@@ -28,6 +30,7 @@ output still a prefix of that attempt's final value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import cast
 
 from pydantic import BaseModel, JsonValue
@@ -44,7 +47,14 @@ from agent_contracts._events import (
 )
 from agent_executor._stream_events import PartialOutput, RunEvent, RunStarted, TextDelta
 
-__all__ = ["NOT_ANALYTICS_TYPES", "SERVICE_TYPES", "STREAM_TYPES", "EventBuffer", "StoredEvent"]
+__all__ = [
+    "NOT_ANALYTICS_TYPES",
+    "SERVICE_TYPES",
+    "STREAM_TYPES",
+    "EventBuffer",
+    "StoredEvent",
+    "is_analytics",
+]
 
 StoredEvent = tuple[str, dict[str, JsonValue]]
 """An event as the store keeps it: its type and its JSON data."""
@@ -72,6 +82,16 @@ SERVICE_TYPES: frozenset[str] = frozenset(
 
 NOT_ANALYTICS_TYPES: frozenset[str] = STREAM_TYPES | SERVICE_TYPES
 """The types of a run's logged events that are no analytics events (the review leaves them out)."""
+
+
+def is_analytics(kind: str, data: Mapping[str, object]) -> bool:
+    """Return whether a run's logged event (its type and data) is one of its analytics events.
+
+    Beside the types of :data:`NOT_ANALYTICS_TYPES`, a ``run_failed`` the service wrote itself
+    (a run that used up its leases, or failed inside the runner) is none: it carries the error
+    only, where the library's ``run_failed`` names its ``event``.
+    """
+    return kind not in NOT_ANALYTICS_TYPES and (kind != "run_failed" or "event" in data)
 
 
 class EventBuffer:

@@ -33,7 +33,7 @@ from typing import TypeVar
 from pydantic import JsonValue
 
 from agent_contracts._events import AnalyticsEvent
-from agent_coordinator._event_log import NOT_ANALYTICS_TYPES
+from agent_coordinator._event_log import NOT_ANALYTICS_TYPES, is_analytics
 from agent_coordinator._store.arrays import BigintArray, TextArray
 from agent_coordinator._store.sql import Cursor, SqlBase, loads
 from agent_executor._review import (
@@ -156,11 +156,11 @@ def _logged_tally(
             are (the others are the unknown ones); ``None``: ``logged`` is counted.
     """
     if analytics is None:
-        return _tally(data for kind, data in logged if kind not in NOT_ANALYTICS_TYPES)
+        return _tally(data for kind, data in logged if is_analytics(kind, data))
     tally = Tally()
     for event in analytics:
         tally.add(event)
-    kept = sum(kind not in NOT_ANALYTICS_TYPES for kind, _ in logged)
+    kept = sum(is_analytics(kind, data) for kind, data in logged)
     return tally, kept - len(analytics)
 
 
@@ -345,13 +345,14 @@ class Rollups(SqlBase):
         skipped = sorted(NOT_ANALYTICS_TYPES)
         rows = self._exec(
             cursor,
-            f"SELECT run_id, data FROM events WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
+            f"SELECT run_id, type, data FROM events WHERE run_id IN "
+            f"({', '.join('?' * len(run_ids))}) "
             f"AND type NOT IN ({', '.join('?' * len(skipped))}) ORDER BY id",
             (*run_ids, *skipped),
         ).fetchall()
-        for run_id, data in rows:
+        for run_id, kind, data in rows:
             value = loads(data)
-            if isinstance(value, dict):
+            if isinstance(value, dict) and is_analytics(str(kind), value):
                 found[str(run_id)].append(value)
         return found
 

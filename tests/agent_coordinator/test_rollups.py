@@ -16,12 +16,12 @@ import httpx
 import pytest
 
 from agent_coordinator import open_store
-from agent_coordinator._event_log import NOT_ANALYTICS_TYPES
+from agent_coordinator._event_log import is_analytics
 from agent_coordinator._store.migrations import MIGRATIONS
 from agent_coordinator._store.sqlite import SqliteStore
 from bench.service_scale import build
 from tests.agent_coordinator.conftest import ServiceFactory
-from tests.agent_coordinator.harness import Service, write_fleet
+from tests.agent_coordinator.harness import Service, new_run, write_fleet
 from tests.agent_coordinator.processes import serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
@@ -34,7 +34,7 @@ def _stored_events(service: Service) -> list[str]:
     """The analytics events the service stored, as its JSONL log holds them (not its claims)."""
     with service.store._tx(write=False) as cursor:
         rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
-    return [str(data) for kind, data in rows if kind not in NOT_ANALYTICS_TYPES]
+    return [str(data) for kind, data in rows if is_analytics(str(kind), json.loads(str(data)))]
 
 
 def _cli_review(tmp_path: Path, lines: list[str], *args: str) -> dict[str, object]:
@@ -184,7 +184,7 @@ def test_streamed_failed_and_cancelled_runs_are_reviewed_as_the_cli_reviews_thei
         rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
     assert {"partial_output", "retry", "run_failed"} <= {str(row[0]) for row in rows}
     # The analytics leave out stream events and the service's own (no analytics events at all).
-    lines = [str(data) for kind, data in rows if kind not in NOT_ANALYTICS_TYPES]
+    lines = [str(data) for kind, data in rows if is_analytics(str(kind), json.loads(str(data)))]
     api = service.client.get("/reports/analytics").json()
     overall = api["overall"]
     assert (overall["runs"], overall["completed"], overall["incomplete"]) == (2, 1, 1)
@@ -378,3 +378,38 @@ def test_a_review_of_a_window_reads_the_window_however_long_the_history(tmp_path
         year.close()
     assert month_runs == year_runs == 28  # 7 days of 4 agents
     assert year_steps < 1.5 * month_steps, (month_steps, year_steps)
+
+
+def test_failures_the_service_writes_itself_are_no_analytics_events(database: str) -> None:
+    """A run that used up its leases and a run failed inside its runner each get a
+    ``run_failed`` with the error only, which the JSONL log never holds: neither is counted,
+    nor reported unrecognised."""
+    store = open_store(database)
+    try:
+        store.migrate()
+        store.create_run(new_run("run_spent"))
+        for owner in ("runner_a", "runner_b"):
+            assert store.claim(owner, 0.05, 2) is not None
+            time.sleep(0.1)  # the lease runs out
+        assert store.claim("runner_c", 30, 2) is None  # the second expiry used the leases up
+        store.create_run(new_run("run_broken"))
+        claimed = store.claim("runner_d", 30, 2)
+        assert claimed is not None and claimed.run.id == "run_broken"
+        failure = {"type": "internal_error", "message": "the runner broke"}
+        ended = store.finish(
+            "run_broken",
+            "runner_d",
+            status="failed",
+            result=None,
+            error=failure,
+            events=[("run_failed", {"error": failure})],  # as Runner._fail stores it
+        )
+        assert ended is not None and ended.status == "failed"
+        kinds = [
+            event.type for run in ("run_spent", "run_broken") for event in store.events_after(run)
+        ]
+        assert kinds.count("run_failed") == 2
+        review = store.rollup_review(source="store")
+        assert (review.events, review.unrecognised_events, review.overall.runs) == (0, 0, 0)
+    finally:
+        store.close()

@@ -6,6 +6,7 @@ run ends beside it must end exactly as before: once, its rollups counted once.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent_coordinator import SqlStore, open_store
+from agent_coordinator._event_log import is_analytics
 from agent_coordinator._store import NewRun, RunInput
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Service
@@ -32,10 +34,10 @@ def store(database: str) -> Iterator[SqlStore]:
 
 
 def _stored(service: Service) -> list[str]:
-    """The service's stored events, as the CLI reads them (one JSON object a line)."""
+    """The service's stored analytics events, as its JSONL log holds them (a JSON object a line)."""
     with service.store._tx(write=False) as cursor:
-        rows = service.store._exec(cursor, "SELECT data FROM events ORDER BY id").fetchall()
-    return [str(row[0]) for row in rows]
+        rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
+    return [str(data) for kind, data in rows if is_analytics(str(kind), json.loads(str(data)))]
 
 
 def _new(n: int) -> NewRun:
