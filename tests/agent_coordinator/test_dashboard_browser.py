@@ -93,9 +93,10 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def dash(tmp_path: Path, fake_llm: FakeLLM) -> Iterator[Service]:
+def dash(tmp_path: Path, database: str, fake_llm: FakeLLM) -> Iterator[Service]:
+    """The dashboard's service on each store (SQLite, PostgreSQL)."""
     env = {"OPENAI_API_KEY": "sk-test-000000000000", "OPENAI_BASE_URL": fake_llm.openai_base_url}
-    service = Service(tmp_path, str(tmp_path / "coordinator.db"), model="openai:gpt-test", env=env)
+    service = Service(tmp_path, database, model="openai:gpt-test", env=env)
     (tmp_path / "agents" / "reviewer" / "agent.yml").write_text(REVIEWER_YAML)
     yield service
     service.close()
