@@ -6,7 +6,6 @@ run ends beside it must end exactly as before: once, its rollups counted once.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,11 +14,9 @@ from pathlib import Path
 import pytest
 
 from agent_coordinator import SqlStore, open_store
-from agent_coordinator._event_log import is_analytics
 from agent_coordinator._store import NewRun, RunInput
 from tests.agent_coordinator.conftest import ServiceFactory
-from tests.agent_coordinator.harness import Service
-from tests.agent_coordinator.test_rollups import _cli_review, _same
+from tests.agent_coordinator.test_rollups import _cli_review, _same, _stored_events
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
@@ -31,13 +28,6 @@ def store(database: str) -> Iterator[SqlStore]:
     opened = open_store(database)
     yield opened
     opened.close()
-
-
-def _stored(service: Service) -> list[str]:
-    """The service's stored analytics events, as its JSONL log holds them (a JSON object a line)."""
-    with service.store._tx(write=False) as cursor:
-        rows = service.store._exec(cursor, "SELECT type, data FROM events ORDER BY id").fetchall()
-    return [str(data) for kind, data in rows if is_analytics(str(kind), json.loads(str(data)))]
 
 
 def _new(n: int) -> NewRun:
@@ -87,7 +77,7 @@ def test_a_run_cancelled_while_it_runs_ends_cancelled_counted_once(
     assert events.count("event: run_cancelled") == 1
     # The cancelled run's events are counted once: the review is the CLI's over them.
     api = service.client.get("/reports/analytics").json()
-    cli = _cli_review(tmp_path, _stored(service))
+    cli = _cli_review(tmp_path, _stored_events(service))
     for key in ("events", "unrecognised_events"):
         assert api[key] == cli[key], key
     for key in ("runs", "failed", "incomplete", "attempted"):
@@ -114,7 +104,7 @@ def test_runs_of_every_shape_ending_at_once_each_end_once(
     review = service.client.get("/reports/analytics").json()
     by_agent = {agent["agent_id"]: agent["runs"] for agent in review["agents"]}
     assert by_agent == {"reviewer": 24, "writer": 8}
-    _same(review, _cli_review(tmp_path, _stored(service)))
+    _same(review, _cli_review(tmp_path, _stored_events(service)))
     before = service.client.get(f"/sessions/{answers[3].json()['session_id']}").json()
     resumed = service.run(
         {"type": "resume_session", "session_id": answers[3].json()["session_id"], "prompt": "more"}
