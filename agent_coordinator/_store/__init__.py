@@ -66,6 +66,8 @@ def open_store(database: str | Path | None = None) -> SqlStore:
 
     Raises:
         ConfigError: PostgreSQL was asked for and psycopg is not installed.
+        StoreUnavailable: The database cannot be reached (its pools are closed, so nothing
+            keeps trying to connect in the background).
     """
     text = str(database) if database is not None else str(DEFAULT_DATABASE)
     store: SqlStore
@@ -73,5 +75,11 @@ def open_store(database: str | Path | None = None) -> SqlStore:
         store = PostgresStore(text)
     else:
         store = SqliteStore(text.removeprefix("sqlite:///").removeprefix("sqlite://"))
-    store.migrate()
+    try:
+        store.migrate()
+    except BaseException:
+        # A PostgreSQL store's pool keeps connecting in worker threads, each failure logged:
+        # stopped here, so none is written after (or into) the caller's own message.
+        store.close()
+        raise
     return store

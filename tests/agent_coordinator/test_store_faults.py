@@ -19,6 +19,8 @@ import httpx
 import psycopg
 import pytest
 
+from agent_coordinator import open_store
+from agent_coordinator._errors import StoreUnavailable
 from tests.agent_coordinator.harness import Postgres, free_port, throwaway_cluster, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
@@ -242,6 +244,16 @@ def test_serve_says_so_when_its_database_cannot_be_reached_at_start(tmp_path: Pa
     assert last.startswith("agentshape: the database at postgresql://agentshape:")
     assert "cannot be reached" in last and "Connection refused" in last
     assert "Traceback" not in command.stderr and "secret" not in command.stderr
+
+
+def test_a_store_that_cannot_reach_its_database_leaves_nothing_connecting() -> None:
+    """The pool's threads stop with the failed open: none goes on connecting and logging its
+    failures after (or into) the command's own last line."""
+    nowhere = f"postgresql://agentshape:secret@127.0.0.1:{free_port()}/agentshape"
+    with pytest.raises(StoreUnavailable, match="cannot be reached"):
+        open_store(nowhere)
+    left = [t.name for t in threading.enumerate() if t.name.startswith("agentshape")]
+    assert left == []
 
 
 def _cluster_pids(cluster: Postgres) -> list[int]:
