@@ -476,15 +476,47 @@ def _serve(app: ASGIApp, sock: socket.socket, services: Services) -> None:
         sock.close()
 
 
+class _InfoLines(logging.Handler):
+    """Print a logger's INFO lines to a stream, one line each (its warnings go to the root's)."""
+
+    def __init__(self, err: TextIO) -> None:
+        super().__init__(logging.INFO)
+        self.err = err
+        self.addFilter(lambda record: record.levelno < logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write ``agentshape: <message>``."""
+        try:
+            print(f"agentshape: {record.getMessage()}", file=self.err, flush=True)
+        except Exception:  # a closed stream: as logging's own handlers do
+            self.handleError(record)
+
+
 def _log_to(err: TextIO) -> None:
-    """Send warnings and errors to ``err``, plainly, before anything else configures logging."""
-    # Without this the mcp SDK's server sets the root logger to INFO with a rich console handler,
-    # and rendering every provider call's httpx log line costs more CPU than the run.
-    logging.basicConfig(
-        level=logging.WARNING, stream=err, format="agentshape: %(levelname)s %(name)s: %(message)s"
-    )
+    """Send warnings and errors to ``err``, plainly, before anything else configures logging.
+
+    The ``agentshape`` command has given the root logger its warning printer already (then
+    this adds none); ``python -m agent_coordinator`` gets one here. Either way the root's
+    printer takes warnings only, and what retention deleted gets a line of its own.
+    """
+    root = logging.getLogger()
+    if not root.handlers:
+        # Without this the mcp SDK's server sets the root logger to INFO with a rich console
+        # handler, and rendering every provider call's httpx log line costs more CPU than the run.
+        printer = logging.StreamHandler(err)
+        printer.setLevel(logging.WARNING)
+        printer.setFormatter(logging.Formatter("agentshape: %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(printer)
+        root.setLevel(logging.WARNING)
     # What retention deleted is worth a line each sweep: the operator asked for deletions.
-    logging.getLogger("agent_coordinator._retention").setLevel(logging.INFO)
+    retention = logging.getLogger("agent_coordinator._retention")
+    retention.setLevel(logging.INFO)
+    for handler in retention.handlers:
+        if isinstance(handler, _InfoLines):
+            handler.err = err
+            break
+    else:
+        retention.addHandler(_InfoLines(err))
 
 
 def _settle(execution: Execution) -> None:

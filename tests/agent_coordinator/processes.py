@@ -1,4 +1,4 @@
-"""``python -m agent_coordinator serve|runner`` as real subprocesses, for the tests."""
+"""The service's commands (``python -m agent_coordinator`` or ``agentshape``) as subprocesses."""
 
 from __future__ import annotations
 
@@ -16,9 +16,17 @@ import httpx
 class Process:
     """A command of the service running in its own process, its output read line by line."""
 
-    def __init__(self, args: list[str], *, cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        module: str = "agent_coordinator",
+    ) -> None:
+        """Start ``python -m <module> <args>`` (``agentshape``: the command a user types)."""
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "agent_coordinator", *args],
+            [sys.executable, "-m", module, *args],
             cwd=cwd,
             env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parents[2])},
             stdout=subprocess.PIPE,
@@ -69,9 +77,17 @@ class Process:
         return [s for s in (self.popen.stdout, self.popen.stderr) if s is not None and not s.closed]
 
 
-def serve(cwd: Path, database: str, env: Mapping[str, str], *extra: str) -> tuple[Process, str]:
+def serve(
+    cwd: Path,
+    database: str,
+    env: Mapping[str, str],
+    *extra: str,
+    module: str = "agent_coordinator",
+) -> tuple[Process, str]:
     """Start ``serve`` on a free port and return it with its URL."""
-    process = Process(["serve", "--port", "0", "--database", database, *extra], cwd=cwd, env=env)
+    process = Process(
+        ["serve", "--port", "0", "--database", database, *extra], cwd=cwd, env=env, module=module
+    )
     line = process.read_until("listening on")
     url = line.split("listening on ", 1)[1].split()[0]
     deadline = time.monotonic() + 30

@@ -414,7 +414,10 @@ def test_serve_with_retain_days_sweeps_older_ended_sessions(tmp_path: Path, data
     finally:
         store.close()
     write_fleet(tmp_path / "agents")
-    process, url = serve(tmp_path, database, {}, "--workers", "0", "--retain-days", "30")
+    # The command a user types (its logging is set up before serve's: the line must survive it).
+    process, url = serve(
+        tmp_path, database, {}, "--workers", "0", "--retain-days", "30", module="agentshape"
+    )
     try:
         assert "retain:   30 days" in process.read_until("retain:")
         for gone in OLD:
@@ -445,6 +448,7 @@ def test_runner_with_retain_days_sweeps_older_ended_sessions(tmp_path: Path, dat
             ["runner", "--database", database, "--retain-days", "30", "--workers", "1"],
             cwd=tmp_path,
             env={},
+            module="agentshape",
         )
         try:
             runner.read_until("retain:   30 days")
@@ -454,7 +458,7 @@ def test_runner_with_retain_days_sweeps_older_ended_sessions(tmp_path: Path, dat
                 time.sleep(0.1)
         finally:
             assert runner.stop() == 0
-        assert "retention: deleted 3 sessions (3 runs)" in runner.rest
+        assert "agentshape: retention: deleted 3 sessions (3 runs)" in runner.rest
         assert all(store.get_session(f"old{n}") is None for n in range(3))
         assert store.get_session("young") is not None
     finally:
