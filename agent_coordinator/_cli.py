@@ -26,7 +26,7 @@ from agent_contracts._errors import ConfigError
 from agent_coordinator._call_limits import StoreCallLimiter
 from agent_coordinator._errors import StoreUnavailable
 from agent_coordinator._execution import Execution
-from agent_coordinator._retention import DAY_S, Sweeper, parse_age, prune
+from agent_coordinator._retention import DAY_S, MAX_DAYS, Sweeper, parse_age, prune
 from agent_coordinator._runner import POLL_S, WOKEN_POLL_S, Runner
 from agent_coordinator._runner_processes import (
     CHANNEL,
@@ -230,6 +230,8 @@ def _retain_days(text: str) -> float:
         days = -1.0
     if not days > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of days")
+    if days > MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than {MAX_DAYS:g} days (100 years)")
     return days
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agent_contracts._errors import ConfigError
 from agent_coordinator._store import SqlStore
 
-__all__ = ["DAY_S", "Pruned", "Sweeper", "parse_age", "prune"]
+__all__ = ["DAY_S", "MAX_DAYS", "Pruned", "Sweeper", "parse_age", "prune"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +28,8 @@ _BATCH = 100
 """Top-level sessions one batch looks at."""
 _UNITS = {"d": DAY_S, "h": 3_600.0, "m": 60.0}
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([dhm])")
+MAX_DAYS = 36_500.0
+"""The longest age retention takes (100 years): a longer one reaches before any stored session."""
 
 
 def parse_age(text: str) -> float:
@@ -37,14 +39,21 @@ def parse_age(text: str) -> float:
         text: A number followed by ``d`` (days), ``h`` (hours) or ``m`` (minutes).
 
     Raises:
-        ConfigError: ``text`` is not such an age.
+        ConfigError: ``text`` is not such an age, is 0 (which would delete every ended
+            session, the ones that ended a moment ago too) or is longer than
+            :data:`MAX_DAYS`.
     """
     match = _AGE.fullmatch(text.strip())
     if match is None:
         raise ConfigError(
             f"--older-than {text!r} is not an age: write a number and d, h or m, such as 30d"
         )
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    age = float(match.group(1)) * _UNITS[match.group(2)]
+    if not age > 0:
+        raise ConfigError(f"--older-than {text!r} is not a positive age, such as 30d")
+    if age > MAX_DAYS * DAY_S:
+        raise ConfigError(f"--older-than {text!r} is longer than {MAX_DAYS:g} days (100 years)")
+    return age
 
 
 @dataclass(frozen=True)

@@ -340,6 +340,34 @@ def test_prune_refuses_an_age_it_cannot_read(
     assert "'a month' is not an age" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("age", "said"),
+    [
+        ("0d", "'0d' is not a positive age"),
+        ("0.0m", "'0.0m' is not a positive age"),
+        ("36501d", "'36501d' is longer than 36500 days"),
+        ("1000000d", "'1000000d' is longer than 36500 days"),
+        ("99999999999999999999999m", "is longer than 36500 days"),
+    ],
+)
+def test_prune_refuses_an_age_of_nothing_or_beyond_a_century_and_deletes_nothing(
+    store: SqlStore, database: str, age: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _landscape(store, database)
+    assert main(["db", "prune", "--older-than", age, "--database", database]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    for session_id in OLD + KEPT:
+        assert store.get_session(session_id) is not None, session_id
+
+
+def test_retain_days_beyond_a_century_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("serve", "runner"):
+        for days in ("36501", "1e400"):
+            assert main([command, "--retain-days", days]) == 2
+            assert f"{days!r} is more than 36500 days" in capsys.readouterr().err
+
+
 def test_a_new_sqlite_file_is_incrementally_vacuumed_and_shrinks_after_a_prune(
     tmp_path: Path,
 ) -> None:
