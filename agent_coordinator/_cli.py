@@ -774,12 +774,13 @@ def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         # Opening a missing file would make a new, empty store: a --database naming one is a
         # mistake; the default one missing means nothing was stored here yet.
         if not path.is_file() and database is not None:
-            raise ConfigError(f"--database {where}: no such file; nothing to prune")
-        if not path.is_file():
+            named = "--database" if args.database else DATABASE_ENV
+            raise ConfigError(f"{named} {where}: no such file; nothing to prune")
+        if not path.is_file() or path.stat().st_size == 0:
             out.write(f"agentshape db prune: no store at {where} yet; nothing to prune\n")
             return 0
     try:
-        store = open_store(database)
+        store = open_store(database, migrate=not args.dry_run)
     except StoreUnavailable as error:
         raise ConfigError(error.message) from error
     before = time.time() - age

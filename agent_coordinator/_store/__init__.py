@@ -54,29 +54,37 @@ __all__ = [
 ]
 
 
-def open_store(database: str | Path | None = None) -> SqlStore:
+def open_store(database: str | Path | None = None, *, migrate: bool = True) -> SqlStore:
     """Open (and migrate) the store a ``--database`` value names.
 
     Args:
         database: ``postgresql://...`` (or ``postgres://...``) for PostgreSQL; a file path (or
             ``sqlite:///path``) for SQLite; ``None`` for ``.agentshape/coordinator.db``.
+        migrate: ``False`` opens a store only if its tables are up to date, and changes nothing
+            (for a dry run): a SQLite file is read only, through read-only connections.
 
     Returns:
         The store, its tables up to date.
 
     Raises:
-        ConfigError: PostgreSQL was asked for and psycopg is not installed.
+        ConfigError: PostgreSQL was asked for and psycopg is not installed; the database is
+            not a store (a file that is not SQLite's, or a database holding other tables
+            than a store's and none of its own); with ``migrate=False``, its tables are not
+            up to date.
         StoreUnavailable: The database cannot be reached (its pools are closed, so nothing
             keeps trying to connect in the background).
     """
     text = str(database) if database is not None else str(DEFAULT_DATABASE)
     store: SqlStore
     if text.startswith(("postgresql://", "postgres://")):
-        store = PostgresStore(text)
-    else:
-        store = SqliteStore(text.removeprefix("sqlite:///").removeprefix("sqlite://"))
+        return _migrated(PostgresStore(text), migrate)
+    path = text.removeprefix("sqlite:///").removeprefix("sqlite://")
+    return _migrated(SqliteStore(path, read_only=not migrate), migrate)
+
+
+def _migrated(store: SqlStore, migrate: bool) -> SqlStore:
     try:
-        store.migrate()
+        store.migrate(apply=migrate)
     except BaseException:
         # A PostgreSQL store's pool keeps connecting in worker threads, each failure logged:
         # stopped here, so none is written after (or into) the caller's own message.

@@ -222,6 +222,9 @@ class PostgresStore(SqlStore):
 
     serial = "BIGSERIAL PRIMARY KEY"
     error_type = "(r.error::json ->> 'type')"
+    list_tables = (
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    )
     greatest = "GREATEST"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     lock_rows = " FOR UPDATE"

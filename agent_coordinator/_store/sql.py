@@ -16,13 +16,14 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext, suppress
 from typing import ParamSpec, Protocol, TypeVar, cast
 
 from pydantic import JsonValue
 from pydantic_core import from_json, to_json
 
+from agent_contracts._errors import ConfigError
 from agent_coordinator._errors import StoreFull, StoreUnavailable
 from agent_coordinator._store.migrations import MIGRATIONS
 from agent_coordinator._store.records import (
@@ -46,6 +47,7 @@ __all__ = [
     "filters",
     "lean_attempt_events",
     "loads",
+    "not_a_store",
     "read_attempt",
     "read_transcript",
     "run_record",
@@ -403,6 +405,8 @@ class SqlBase(ABC):
     """The column type of an auto-numbered 64-bit primary key."""
     error_type: str
     """The SQL expression for the ``type`` of the JSON in a run's ``error`` column (``r.error``)."""
+    list_tables: str
+    """A query of the names of the database's tables (where the store makes its own)."""
     skip_locked: str = ""
     """What a claim's row selection ends with so concurrent runners skip each other's rows."""
     lock_rows: str = ""
@@ -816,9 +820,38 @@ class SqlBase(ABC):
                 sessions[run.session_id] = read_transcript(*row) if row is not None else []
             result["transcript"] = sessions[run.session_id][:length]
 
-    def migrate(self) -> int:
-        """Create or upgrade the tables, applying every migration not yet recorded."""
-        with self._tx() as cursor:
+    def migrate(self, *, apply: bool = True) -> int:
+        """Create or upgrade the tables, applying every migration not yet recorded.
+
+        Args:
+            apply: ``False`` changes nothing: it checks that the tables are this version's.
+
+        Returns:
+            The version the tables are at.
+
+        Raises:
+            ConfigError: The database holds tables but not the store's (another program's
+                database), or, with ``apply=False``, its tables are not up to date.
+        """
+        latest = MIGRATIONS[-1][0]
+        with self._tx(write=apply) as cursor:
+            tables = {str(row[0]) for row in self._exec(cursor, self.list_tables).fetchall()}
+            if tables and "schema_migrations" not in tables:
+                raise not_a_store(self.url, tables)
+            if not apply:
+                current = 0
+                if tables:
+                    row = self._exec(
+                        cursor, "SELECT MAX(version) FROM schema_migrations"
+                    ).fetchone()
+                    current = int(str(row[0])) if row is not None and row[0] is not None else 0
+                if current < latest:
+                    raise ConfigError(
+                        f"the store at {self.url} is at version {current} of its tables, not "
+                        f"{latest}: this command changes nothing, so it does not upgrade it "
+                        "(any other command does, serve and db prune without --dry-run too)"
+                    )
+                return current
             self._lock_migrations(cursor)
             self._exec(
                 cursor,
@@ -842,6 +875,17 @@ class SqlBase(ABC):
                 )
                 current = version
         return current
+
+
+def not_a_store(where: str, tables: Iterable[str]) -> ConfigError:
+    """The error for a database that holds other tables than a store's, none of its own."""
+    names = sorted(tables)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return ConfigError(
+        f"the database at {where} is not an agentshape store: it holds other tables ({shown}) "
+        "and none of the store's; name a new file or an empty database, so nothing of another "
+        "program's is changed"
+    )
 
 
 def _nothing() -> None:

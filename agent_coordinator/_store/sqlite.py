@@ -45,9 +45,11 @@ from datetime import date
 from pathlib import Path
 from typing import ParamSpec, TypeVar, cast
 
+from agent_contracts._errors import ConfigError
 from agent_coordinator._errors import StoreFull, StoreUnavailable
 from agent_coordinator._store.base import Cursor, SqlStore
 from agent_coordinator._store.rollups import _Figures
+from agent_coordinator._store.sql import not_a_store
 
 __all__ = ["DEFAULT_DATABASE", "SqliteStore"]
 
@@ -111,22 +113,36 @@ class SqliteStore(SqlStore):
     """Runs and sessions in one SQLite file.
 
     Args:
-        path: The file; it and its directory are created when missing.
+        path: The file; it and its directory are created when missing (not when ``read_only``).
         timeout: Seconds a write waits for another process's lock.
+        read_only: Read the file through read-only connections, writing nothing to it (a dry
+            run's store: its writes fail).
+
+    Raises:
+        ConfigError: When its first connection is made: the file is not a SQLite database, or
+            holds other tables than a store's and none of its own (it is left as it was).
     """
 
     serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
     error_type = "json_extract(r.error, '$.type')"
+    list_tables = (
+        "SELECT name FROM sqlite_master "
+        "WHERE type = 'table' AND name NOT LIKE 'sqlite/_%' ESCAPE '/'"
+    )
     begin_write = "BEGIN IMMEDIATE"
     serialize_writes = True
     integrity_errors = (sqlite3.IntegrityError,)
 
-    def __init__(self, path: str | Path = DEFAULT_DATABASE, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path = DEFAULT_DATABASE, *, timeout: float = 30.0, read_only: bool = False
+    ) -> None:
         super().__init__()
         self.path = Path(path).absolute()
         self.url = str(self.path)
         self.timeout = timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -507,9 +523,26 @@ class SqliteStore(SqlStore):
     def _connect(self, *, wait: bool = True) -> sqlite3.Connection:
         timeout = self.timeout if wait else 0.0
         new = not self.path.exists() or self.path.stat().st_size == 0
+        if self.read_only:
+            return self._connect_read_only(timeout)
         connection = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
+        if not new:
+            # Before anything is written (WAL mode is written into the file): another program's
+            # file is left as it is.
+            try:
+                tables = {str(row[0]) for row in connection.execute(self.list_tables)}
+            except sqlite3.DatabaseError as error:
+                connection.close()
+                if getattr(error, "sqlite_errorname", "") != "SQLITE_NOTADB":
+                    raise
+                raise ConfigError(
+                    f"{self.path} is not a SQLite database: name a new file for the store"
+                ) from None
+            if tables and "schema_migrations" not in tables:
+                connection.close()
+                raise not_a_store(self.url, tables)
         if new:
             # Only a new file takes it (before its first table); an existing one keeps its mode
             # until a VACUUM (see the README), and asking there writes (failing on a full disk).
@@ -528,6 +561,24 @@ class SqliteStore(SqlStore):
             # alone; past 64 KiB SQLite spills it to a temporary file, which a group's writes
             # would open, write and delete again: in memory, a group writes only its WAL pages.
             connection.execute("PRAGMA temp_store = MEMORY")
+        return connection
+
+    def _connect_read_only(self, timeout: float) -> sqlite3.Connection:
+        """Connect without writing to the file: no journal mode set, no missing file made."""
+        try:
+            connection = sqlite3.connect(
+                f"{self.path.as_uri()}?mode=ro",
+                uri=True,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            connection.execute(self.list_tables).fetchall()
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorname", "") == "SQLITE_NOTADB":
+                raise ConfigError(f"{self.path} is not a SQLite database") from None
+            raise ConfigError(f"{self.path} cannot be read: {error}") from None
+        connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
         return connection
 
     def reclaim_space(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import shutil
 import sqlite3
 import threading
 import time
@@ -28,6 +29,7 @@ from agentshape._cli import main
 from tests.agent_coordinator.conftest import ServiceFactory
 from tests.agent_coordinator.harness import Postgres, Service, write_fleet
 from tests.agent_coordinator.processes import Process, serve
+from tests.agent_coordinator.test_store_migrations import STORE_0_2_0
 
 REVIEW = {"agent_name": "reviewer", "prompt": "Review PR 1", "parameters": {"pr_url": "u"}}
 DAY_S = 86_400.0
@@ -366,6 +368,50 @@ def test_retain_days_beyond_a_century_is_refused(capsys: pytest.CaptureFixture[s
         for days in ("36501", "1e400"):
             assert main([command, "--retain-days", days]) == 2
             assert f"{days!r} is more than 36500 days" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "prune"])
+def test_prune_leaves_a_file_that_is_not_a_store_as_it_was(
+    tmp_path: Path, dry: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("hello\n")
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as connection:
+        connection.execute("CREATE TABLE mydata (x)")
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    said = {
+        not_sqlite: "is not a SQLite database",
+        theirs: "is not an agentshape store: it holds other tables (mydata)",
+    }
+    files = {path: path.read_bytes() for path in (not_sqlite, theirs, empty)}
+    for path in files:
+        argv = ["db", "prune", "--older-than", "30d", "--database", str(path)]
+        out = io.StringIO()
+        code = main([*argv, "--dry-run"] if dry else argv, out=out)
+        err = capsys.readouterr().err
+        if path == empty:
+            assert code == 0 and "nothing to prune" in out.getvalue()
+        else:
+            assert code == 2 and said[path] in err and "Traceback" not in err
+    assert {path: path.read_bytes() for path in files} == files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "notes.txt", "theirs.db"]
+
+
+def test_a_dry_run_does_not_upgrade_an_older_store_and_says_what_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "old.db"
+    shutil.copyfile(STORE_0_2_0, database)
+    argv = ["db", "prune", "--older-than", "30d", "--database", str(database)]
+    assert main([*argv, "--dry-run"]) == 2
+    assert "does not upgrade it" in capsys.readouterr().err
+    assert database.read_bytes() == STORE_0_2_0.read_bytes()
+    assert main(argv, out=io.StringIO()) == 0  # upgrades it
+    out = io.StringIO()
+    assert main([*argv, "--dry-run"], out=out) == 0
+    assert out.getvalue().startswith("agentshape db prune: would delete 0 sessions")
 
 
 def test_a_new_sqlite_file_is_incrementally_vacuumed_and_shrinks_after_a_prune(

@@ -6,6 +6,10 @@ A store at migration 10 (and one written by 0.2.0) is migrated with every batch'
 child session still found, and on SQLite every statement the store runs to find them reads an
 index, never a whole table (``EXPLAIN QUERY PLAN``). A store at migration 11 reads its sessions'
 transcripts (the system message inline) as written after migration 12, and resumes them.
+
+Another program's database (or a file that is not SQLite's) is refused and left as it was; opened
+without migrating (a dry run), a store behind this version is refused, and an up-to-date one is
+read only.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
+from agent_contracts._errors import ConfigError
 from agent_coordinator import SqlStore, open_store
 from agent_coordinator._store import NewRun, RunInput, SqliteStore
 from agent_coordinator._store.migrations import MIGRATIONS
@@ -243,5 +248,91 @@ def test_a_store_at_migration_11_reads_its_transcripts_as_written_and_resumes_th
         kept = {str(row[0]): (str(row[1]), row[2]) for row in rows}
         assert "SYSMARK" not in kept["ses_a"][0] and kept["ses_a"][1] is not None
         assert kept["ses_b"] == (stored_transcript(_conversation("b")), None)  # not rewritten
+    finally:
+        store.close()
+
+
+# Another program's database ------------------------------------------------------------------
+
+
+def _tables(database: str) -> set[str]:
+    """The tables a database holds, read without the store."""
+    if database.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(database, autocommit=True) as connection:
+            rows = connection.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            ).fetchall()
+    else:
+        with sqlite3.connect(database) as connection:
+            rows = connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+            ).fetchall()
+    return {str(row[0]) for row in rows}
+
+
+def _foreign(database: str) -> None:
+    """Make ``database`` another program's: a table of its own named as one of the store's."""
+    statements = ["CREATE TABLE sessions (name TEXT)", "INSERT INTO sessions VALUES ('theirs')"]
+    if database.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(database, autocommit=True) as connection:
+            for statement in statements:
+                connection.execute(statement)
+    else:
+        with sqlite3.connect(database) as connection:
+            for statement in statements:
+                connection.execute(statement)
+
+
+def test_another_programs_database_is_refused_and_left_as_it_was(database: str) -> None:
+    _foreign(database)
+    before = Path(database).read_bytes() if not database.startswith("postgresql") else b""
+    for migrate in (True, False):
+        with pytest.raises(ConfigError, match="is not an agentshape store") as raised:
+            open_store(database, migrate=migrate)
+        assert "(sessions)" in str(raised.value)
+        assert _tables(database) == {"sessions"}
+    if before:
+        assert Path(database).read_bytes() == before  # not even switched to WAL
+        assert not Path(f"{database}-wal").exists()
+
+
+def test_a_file_that_is_not_sqlites_is_refused_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    for migrate in (True, False):
+        with pytest.raises(ConfigError, match="is not a SQLite database"):
+            open_store(path, migrate=migrate)
+    assert path.read_text() == "hello\n"
+
+
+def test_without_migrating_a_store_behind_is_refused_and_its_file_left_alone(
+    tmp_path: Path,
+) -> None:
+    copy = tmp_path / "old.db"
+    shutil.copyfile(STORE_0_2_0, copy)
+    with pytest.raises(ConfigError, match=rf"at version 1 of its tables, not {MIGRATIONS[-1][0]}"):
+        open_store(copy, migrate=False)
+    assert copy.read_bytes() == STORE_0_2_0.read_bytes()
+    open_store(copy).close()  # migrated
+    store = open_store(copy, migrate=False)
+    try:
+        assert store.migrate(apply=False) == MIGRATIONS[-1][0]
+        assert len(store.list_sessions(limit=10)) == 5
+    finally:
+        store.close()
+
+
+def test_without_migrating_an_up_to_date_store_opens_read_only(tmp_path: Path) -> None:
+    database = tmp_path / "c.db"
+    open_store(database).close()
+    store = open_store(database, migrate=False)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            store.create_run(_new("a"))
     finally:
         store.close()
