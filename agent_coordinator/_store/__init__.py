@@ -6,6 +6,9 @@ migrations; both implementations are :class:`SqlStore` and pass the same tests.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from agent_coordinator._store.base import SqlStore
@@ -77,7 +80,9 @@ def open_store(database: str | Path | None = None, *, migrate: bool = True) -> S
     text = str(database) if database is not None else str(DEFAULT_DATABASE)
     store: SqlStore
     if text.startswith(("postgresql://", "postgres://")):
-        return _migrated(PostgresStore(text), migrate)
+        with _pool_quiet_while_opening():
+            store = PostgresStore(text)
+            return _migrated(store, migrate)
     path = text.removeprefix("sqlite:///").removeprefix("sqlite://")
     return _migrated(SqliteStore(path, read_only=not migrate), migrate)
 
@@ -91,3 +96,23 @@ def _migrated(store: SqlStore, migrate: bool) -> SqlStore:
         store.close()
         raise
     return store
+
+
+@contextmanager
+def _pool_quiet_while_opening() -> Iterator[None]:
+    """Keep psycopg_pool from logging each failed connection attempt while the store opens.
+
+    Opening waits for a first connection, and the pool's threads log a warning per attempt: a
+    database that cannot be reached would print several before the one error that says so.
+    Once the store is open, a connection lost is logged as before.
+    """
+    pool_logger = logging.getLogger("psycopg.pool")
+
+    def opening(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("error connecting")
+
+    pool_logger.addFilter(opening)
+    try:
+        yield
+    finally:
+        pool_logger.removeFilter(opening)
