@@ -15,7 +15,13 @@ from collections.abc import Callable
 from pydantic import JsonValue
 
 from agent_contracts._runs import JsonSchema, RunOptions
-from agent_coordinator._errors import BadRequest, NotFound, PayloadTooLarge, Unprocessable
+from agent_coordinator._errors import (
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    StoreUnavailable,
+    Unprocessable,
+)
 from agent_coordinator._ids import new_id
 from agent_coordinator._runner import Runner
 from agent_coordinator._runner_processes import Handed, RunnerProcesses
@@ -68,6 +74,10 @@ async def until_end(
     it is done, and a store that lost its notifications wakes every wait. The wait subscribes
     anew before it reads the run again, so the end that follows wakes it too; until then it
     reads the run every :data:`_END_POLL_S`.
+
+    A read the store cannot make (the database is down or not answering) ends the wait early
+    with the run as last read: the caller gets its id and status (202 while it runs), not a 503
+    that reads as "not created" to a client, which would then make (and pay for) the run again.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -81,15 +91,30 @@ async def until_end(
             if ended.done():  # told, yet the run read since has not ended
                 ended = again = services.notifier.subscribe(run.id)
                 poll_s = _END_POLL_S
-                run = await stored_run(services, run.id)
+                found = await _read_again(services, run.id)
+                if found is None:
+                    break
+                run = found
                 continue
             await _done_or_after(ended, min(left, poll_s))
             found = ended.result() if ended.done() else None
-            run = found if found is not None else await stored_run(services, run.id)
+            if found is None:
+                found = await _read_again(services, run.id)
+                if found is None:
+                    break
+            run = found
     finally:
         if again is not None:
             services.notifier.unsubscribe(run.id, again)
     return run
+
+
+async def _read_again(services: Services, run_id: str) -> RunRecord | None:
+    """Return the stored run ``run_id``, or ``None`` when the store cannot be read now."""
+    try:
+        return await stored_run(services, run_id)
+    except StoreUnavailable:
+        return None
 
 
 async def _done_or_after(future: asyncio.Future[RunRecord | None], timeout_s: float) -> None:

@@ -450,3 +450,54 @@ def test_a_run_answered_while_postgres_is_down_is_stored_once_it_is_back(
     finally:
         answer.set()
         _stop(process, stderr)
+
+
+def test_a_request_waiting_while_postgres_goes_down_gets_its_run_id_not_a_503(
+    tmp_path: Path, own_postgres: Postgres, fake_llm: FakeLLM
+) -> None:
+    """The run is stored and running: a 503 would read as "not created", and a client would
+    make (and pay for) it again. The wait answers 202 with the run as last read."""
+    write_fleet(tmp_path / "agents")
+    answer = threading.Event()
+
+    def hold(_: object) -> None:
+        """Hold the one model call until the database is down."""
+        answer.wait(300)
+
+    fake_llm.refuse_when(hold)
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    process, url = serve(
+        tmp_path, own_postgres.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
+    )
+    stderr = _Stderr(process)
+    answers: list[httpx.Response] = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(
+            httpx.post(f"{url}/runs", params={"wait": 120}, json=REVIEW, timeout=180)
+        )
+    )
+    try:
+        waiting.start()
+        deadline = time.monotonic() + 120
+        while not fake_llm.requests:
+            assert time.monotonic() < deadline, "the run never called the model"
+            time.sleep(0.05)
+        own_postgres.stop_server("fast")
+        answer.set()  # the run ends, and its end cannot be stored
+        waiting.join(150)
+        [waited] = answers
+        run = waited.json()
+        assert (waited.status_code, run["status"]) == (202, "running"), waited.text
+        own_postgres.start()
+        deadline = time.monotonic() + 120
+        while (
+            response := httpx.get(f"{url}/runs/{run['run_id']}", timeout=60)
+        ).status_code != 200 or (response.json()["status"] == "running"):
+            assert time.monotonic() < deadline, response.text
+            time.sleep(0.1)
+        assert response.json()["status"] == "completed", response.text
+        assert len(fake_llm.requests) == 1
+    finally:
+        answer.set()
+        _stop(process, stderr)
