@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from agent_contracts._call_limits import CallLimits
@@ -466,7 +467,15 @@ def _serve(app: ASGIApp, sock: socket.socket, services: Services) -> None:
         timeout_keep_alive=75,
         timeout_graceful_shutdown=_SHUTDOWN_GRACE_S,
     )
-    server = uvicorn.Server(config)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # Requests waiting for their runs answer now (202, the run id), before the grace
+            # period ends and cuts them off with a 500.
+            super().handle_exit(sig, frame)
+            services.notifier.stop()
+
+    server = Server(config)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the
     # handler it found; a no-op handler makes that a normal exit, after "stopped" is printed.
     for sig in (signal.SIGINT, signal.SIGTERM):

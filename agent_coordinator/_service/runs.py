@@ -78,6 +78,7 @@ async def until_end(
     A read the store cannot make (the database is down or not answering) ends the wait early
     with the run as last read: the caller gets its id and status (202 while it runs), not a 503
     that reads as "not created" to a client, which would then make (and pay for) the run again.
+    So does the server's shutdown (:meth:`Notifier.stop`), within its grace period.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -86,7 +87,7 @@ async def until_end(
     try:
         while run.status not in TERMINAL:
             left = deadline - loop.time()
-            if left <= 0:
+            if left <= 0 or services.notifier.stopping:
                 break
             if ended.done():  # told, yet the run read since has not ended
                 ended = again = services.notifier.subscribe(run.id)
@@ -99,6 +100,8 @@ async def until_end(
             await _done_or_after(ended, min(left, poll_s))
             found = ended.result() if ended.done() else None
             if found is None:
+                if services.notifier.stopping:
+                    break
                 found = await _read_again(services, run.id)
                 if found is None:
                     break

@@ -49,15 +49,30 @@ class Notifier:
 
     def __init__(self) -> None:
         self._waiters: dict[str, list[asyncio.Future[RunRecord | None]]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.stopping = False
+        """Whether the server is shutting down: waits end at once (see :meth:`stop`)."""
 
     def subscribe(self, run_id: str) -> asyncio.Future[RunRecord | None]:
         """Return a future that gets the run when it ends; pass it to :meth:`unsubscribe` after.
 
         Its result is ``None`` when the run ended in another process: read it from the store.
         """
-        future: asyncio.Future[RunRecord | None] = asyncio.get_running_loop().create_future()
+        self._loop = loop = asyncio.get_running_loop()
+        future: asyncio.Future[RunRecord | None] = loop.create_future()
         self._waiters.setdefault(run_id, []).append(future)
         return future
+
+    def stop(self) -> None:
+        """End every wait now: the server is shutting down (safe in a signal handler).
+
+        A request waiting for its run then answers with the run as it is (202 while it runs,
+        with its id) within the server's grace period, instead of being cut off by it.
+        """
+        self.stopping = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.ended_elsewhere, "")
 
     def unsubscribe(self, run_id: str, future: asyncio.Future[RunRecord | None]) -> None:
         """Stop waiting for ``run_id`` with ``future``."""

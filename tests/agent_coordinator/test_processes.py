@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -212,3 +213,40 @@ def test_serve_takes_the_database_from_the_environment_without_database(tmp_path
     finally:
         store.close()
     assert not (tmp_path / ".agentshape" / "coordinator.db").exists()
+
+
+def test_a_request_waiting_for_its_run_is_answered_with_it_when_serve_is_stopped(
+    tmp_path: Path, database: str, fake_llm: FakeLLM
+) -> None:
+    """SIGTERM during a ``?wait=``: the caller gets the run's id (202), not the grace period's
+    500; the run is left for a runner to take over, not lost."""
+    write_fleet(tmp_path / "agents")
+    fake_llm.respond_always(delayed(openai_tool_call("submit_result", VALID), 60))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    server, url = serve(tmp_path, database, env, "--model", "openai:gpt-test")
+    answers: list[httpx.Response] = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(
+            httpx.post(f"{url}/runs", params={"wait": 60}, json=REVIEW, timeout=90)
+        )
+    )
+    waiting.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not fake_llm.requests:  # the run is inside its model call
+            assert time.monotonic() < deadline, "serve's runner never called the model"
+            time.sleep(0.05)
+    finally:
+        code = server.stop()
+        waiting.join(60)
+    assert code == 0
+    [answer] = answers
+    run = answer.json()
+    assert (answer.status_code, run["status"]) == (202, "running"), answer.text
+    assert "Exception in ASGI application" not in server.rest
+    store = open_store(database)
+    try:
+        stored = store.get_run(run["run_id"])
+    finally:
+        store.close()
+    assert stored is not None and stored.status in ("queued", "running")
