@@ -796,19 +796,32 @@ class Runner:
         """Store a run's end, waiting out a database that is away."""
         deadline = asyncio.get_running_loop().time() + _ENDING_RETRY_S
         pause = self.poll_s
+        tries = 0
         while True:
             try:
-                return await self.store.call(ending)
+                ended = await self.store.call(ending)
             except StoreUnavailable as error:
                 if asyncio.get_running_loop().time() + pause > deadline:
                     raise
-                logger.warning(
-                    "runner %s: cannot store the end of run %s (%s); trying again in %.1f s",
-                    self.id,
-                    run_id,
-                    error.message,
-                    pause,
-                )
+                tries += 1
+                if tries == 1:  # once a run, not at every try: an outage holds many runs' ends
+                    logger.warning(
+                        "runner %s: cannot store the end of run %s (%s); trying again, "
+                        "every %.0f s at most",
+                        self.id,
+                        run_id,
+                        error.message,
+                        _MAX_BACKOFF_S,
+                    )
+            else:
+                if tries:
+                    logger.warning(
+                        "runner %s: stored the end of run %s after %d failed tries",
+                        self.id,
+                        run_id,
+                        tries,
+                    )
+                return ended
             await asyncio.sleep(pause)
             pause = min(pause * 2, _MAX_BACKOFF_S)
 

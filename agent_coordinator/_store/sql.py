@@ -75,6 +75,8 @@ _MAX_PARAMETERS = 2000
 """Parameters one multi-row insert binds at most (SQLite allows 32,766, PostgreSQL 65,535)."""
 _FIRST_PAUSE_S = 0.05
 """The first pause before a transaction that failed on a lost connection is tried again."""
+_RETRY_LOG_S = 30.0
+"""In an outage, seconds between two lines about the calls retried."""
 
 RUN_COLUMNS = (
     "id, seq, session_id, kind, agent_name, status, input, idempotency_key, request_hash, "
@@ -401,6 +403,10 @@ class SqlBase(ABC):
 
     url: str
     """Where the data is, for people (a file path or a ``postgresql://`` URL without password)."""
+    _retries_logged_at: float | None = None
+    """When the last retry was logged (``time.monotonic``), in an outage; ``None`` outside one."""
+    _retries_not_logged = 0
+    """Retries since that line, not logged each."""
     serial: str
     """The column type of an auto-numbered 64-bit primary key."""
     error_type: str
@@ -527,15 +533,39 @@ class SqlBase(ABC):
         """
         deadline = time.monotonic() + self.retry_s
         pause = _FIRST_PAUSE_S
+        failed = False
         while True:
             try:
-                return await attempt()
+                done = await attempt()
             except StoreUnavailable as error:
                 if not error.retryable or time.monotonic() + pause > deadline:
                     raise
-                logger.warning("%s; trying again in %.2f s", error.message, pause)
+                failed = True
+                self._log_retry(error, pause)
+            else:
+                if failed and self._retries_logged_at is not None:
+                    self._retries_logged_at = None
+                    self._retries_not_logged = 0
+                    logger.warning("the database at %s answers again", self.url)
+                return done
             await asyncio.sleep(pause)
             pause *= 2
+
+    def _log_retry(self, error: StoreUnavailable, pause: float) -> None:
+        """Log a call's retry: the first of an outage, then one line every :data:`_RETRY_LOG_S`.
+
+        Every call waiting out an outage retries; a line for each would flood the log.
+        """
+        now = time.monotonic()
+        logged = self._retries_logged_at
+        if logged is not None and now - logged < _RETRY_LOG_S:
+            self._retries_not_logged += 1
+            return
+        since = self._retries_not_logged
+        more = f" ({since} more tries since the last line)" if since else ""
+        logger.warning("%s; trying again in %.2f s%s", error.message, pause, more)
+        self._retries_logged_at = now
+        self._retries_not_logged = 0
 
     async def _call_once(
         self, method: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs

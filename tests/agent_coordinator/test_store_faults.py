@@ -3,8 +3,10 @@ file removed or replaced, a full disk. Each over real HTTP against the real proc
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
+import logging
 import os
 import signal
 import subprocess
@@ -501,3 +503,42 @@ def test_a_request_waiting_while_postgres_goes_down_gets_its_run_id_not_a_503(
     finally:
         answer.set()
         _stop(process, stderr)
+
+
+def test_an_outage_logs_a_line_not_one_for_each_call_waiting_it_out(
+    own_postgres: Postgres, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every call made while the database is away retries; the log says so once (then every
+    30 s), and once more when the database answers again."""
+    store = open_store(own_postgres.new_database())
+
+    async def calls() -> list[object]:
+        return await asyncio.gather(
+            *(store.call(store.get_run, f"run_{n}") for n in range(20)), return_exceptions=True
+        )
+
+    try:
+        own_postgres.stop_server("fast")
+        with caplog.at_level(logging.WARNING, logger="agent_coordinator._store.sql"):
+            failed = asyncio.run(calls())
+            assert all(isinstance(error, StoreUnavailable) for error in failed), failed
+            retried = [r for r in caplog.records if "trying again" in r.getMessage()]
+            assert len(retried) == 1, [r.getMessage() for r in caplog.records]
+            caplog.clear()
+
+            async def back_during_a_call() -> object:
+                reading = asyncio.ensure_future(store.call(store.get_run, "run_x"))
+                while not any("trying again" in r.getMessage() for r in caplog.records):
+                    await asyncio.sleep(0.01)
+                await asyncio.to_thread(own_postgres.start)
+                return await reading
+
+            store._retries_logged_at = None  # a new outage, as 30 s later
+            store.retry_s = 60.0  # this call waits for the database to be back
+            assert asyncio.run(back_during_a_call()) is None
+        messages = [r.getMessage() for r in caplog.records]
+        assert sum("answers again" in m for m in messages) == 1, messages
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):  # started already
+            own_postgres.start()
+        store.close()
