@@ -32,7 +32,7 @@ from agent_coordinator._api.report_bodies import (
     SessionRowView,
     row_view,
 )
-from agent_coordinator._errors import NotFound, from_library
+from agent_coordinator._errors import NotFound, StoreUnavailable, from_library
 from agent_coordinator._eval_reports import EvalEntry, read_eval_reports
 from agent_coordinator._service.services import Services
 from agent_coordinator._store.overview import (
@@ -169,8 +169,13 @@ async def session_events(
         since = cursor
         yield f"retry: 2000\nid: {since!r}\nevent: ready\ndata: {{}}\n\n"
         while loop.time() - opened < _STREAM_S:
-            rows = await services.store.call_in_thread(changed_sessions, services.store, since)
-            views = await services.store.call_in_thread(_views, services, rows)
+            try:
+                rows = await services.store.call_in_thread(changed_sessions, services.store, since)
+                views = await services.store.call_in_thread(_views, services, rows)
+            except StoreUnavailable:  # waited out to the stream's end, not broken off with a 500
+                yield ": waiting for the database\n\n"
+                await asyncio.sleep(_POLL_S)
+                continue
             for row, view in zip(rows, views, strict=True):
                 since = max(since, row.updated_at)
                 yield f"id: {since!r}\nevent: session\ndata: {view.model_dump_json()}\n\n"

@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from agent_coordinator._api.deps import ServicesDep
 from agent_coordinator._api.model_text import ModelTextResponse, model_response
+from agent_coordinator._errors import StoreUnavailable
 from agent_coordinator._service.bodies import (
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_WAIT_S,
@@ -29,6 +30,8 @@ __all__ = ["router"]
 router = APIRouter(tags=["runs"], default_response_class=ModelTextResponse)
 
 _EVENT_POLL_S = 0.2
+_STORE_WAIT_S = 1.0
+"""Seconds an event stream waits before reading again from a store it could not read."""
 
 
 @router.post(
@@ -186,15 +189,26 @@ async def run_events(
     async def stream() -> AsyncIterator[str]:
         cursor = start
         while True:
-            events = await services.store.call(services.store.events_after, run_id, cursor)
+            try:
+                events = await services.store.call(services.store.events_after, run_id, cursor)
+                run = None if events else await stored_run(services, run_id)
+                rest = (
+                    await services.store.call(services.store.events_after, run_id, cursor)
+                    if run is not None and run.status in TERMINAL
+                    else []
+                )
+            except StoreUnavailable:
+                # The stream waits the outage out (a comment line now and then keeps proxies
+                # from dropping it as idle) rather than breaking off with a 500 mid-response.
+                yield ": waiting for the database\n\n"
+                await asyncio.sleep(_STORE_WAIT_S)
+                continue
             for event in events:
                 cursor = event.id
                 yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
-            if events:
+            if run is None:
                 continue
-            run = await stored_run(services, run_id)
             if run.status in TERMINAL:
-                rest = await services.store.call(services.store.events_after, run_id, cursor)
                 for event in rest:
                     yield f"id: {event.id}\nevent: {event.type}\ndata: {json.dumps(event.data)}\n\n"
                 ended = result_event(run)

@@ -23,6 +23,7 @@ import pytest
 
 from agent_coordinator import open_store
 from agent_coordinator._errors import StoreUnavailable
+from agentshape import Client, RunEnded
 from tests.agent_coordinator.harness import Postgres, free_port, throwaway_cluster, write_fleet
 from tests.agent_coordinator.processes import Process, serve
 from tests.fake_llm import FakeLLM, delayed, openai_tool_call
@@ -542,3 +543,69 @@ def test_an_outage_logs_a_line_not_one_for_each_call_waiting_it_out(
         with contextlib.suppress(subprocess.CalledProcessError):  # started already
             own_postgres.start()
         store.close()
+
+
+def test_a_run_s_event_stream_waits_out_a_postgres_outage_and_goes_on_to_its_end(
+    tmp_path: Path, own_postgres: Postgres, fake_llm: FakeLLM
+) -> None:
+    """Followed over raw HTTP and with the Python client, across a stop longer than the store's
+    own retries: the stream stays open (comment lines) and ends with the run, without a 500."""
+    write_fleet(tmp_path / "agents")
+    answer = threading.Event()
+
+    def hold(_: object) -> None:
+        """Hold the one model call until the database has been down and back."""
+        answer.wait(300)
+
+    fake_llm.refuse_when(hold)
+    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
+    process, url = serve(
+        tmp_path, own_postgres.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
+    )
+    stderr = _Stderr(process)
+    lines: list[str] = []
+    followed: list[object] = []
+
+    def raw() -> None:
+        with httpx.stream("GET", f"{url}/runs/{run_id}/events", timeout=120) as stream:
+            for line in stream.iter_lines():
+                lines.append(line)
+                if lines[-2:-1] == ["event: end"]:  # and its data
+                    return
+
+    def client() -> None:
+        with Client(url, timeout=120) as service:
+            followed.extend(service.events(run_id))
+
+    try:
+        run_id = httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"]
+        deadline = time.monotonic() + 120
+        while not fake_llm.requests:
+            assert time.monotonic() < deadline, "the run never called the model"
+            time.sleep(0.05)
+        readers = [threading.Thread(target=raw), threading.Thread(target=client)]
+        for reader in readers:
+            reader.start()
+        while not any(line.startswith("event: run_claimed") for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.05)
+        own_postgres.stop_server("fast")
+        while ": waiting for the database" not in lines:  # past the store's own retries
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.05)
+        # The dashboard's live list: its five-second stream ends as usual, asking to reconnect.
+        sessions = httpx.get(f"{url}/reports/sessions/events", timeout=60)
+        assert sessions.status_code == 200
+        assert ": waiting for the database" in sessions.text
+        assert sessions.text.endswith('event: end\ndata: {"reconnect": true}\n\n')
+        own_postgres.start()
+        answer.set()
+        for reader in readers:
+            reader.join(120)
+        assert lines[-2:] == ["event: end", 'data: {"status": "completed"}'], lines
+        assert isinstance(followed[-1], RunEnded) and followed[-1].status == "completed"
+    finally:
+        answer.set()
+        log = _stop(process, stderr)
+    assert "Exception in ASGI application" not in log
