@@ -119,14 +119,21 @@ def create_app(
         :data:`READY_WITHIN_S` seconds).
         """
         store = services.store
+        # A database that stops answering (a frozen host, a network that drops packets without
+        # a reset) holds a statement forever: a probe gets its 503 in time instead. Not
+        # wait_for, which also waits for the cancelled call to wind down (a frozen database
+        # holds that up too: 20 s and more).
+        probe = asyncio.ensure_future(store.call(store.ready))
         try:
-            # A database that stops answering (a frozen host, a network that drops packets
-            # without a reset) holds a statement forever: a probe gets its 503 in time instead.
-            await asyncio.wait_for(store.call(store.ready), READY_WITHIN_S)
-        except TimeoutError:
+            done, _ = await asyncio.wait((probe,), timeout=READY_WITHIN_S)
+        finally:
+            if not probe.done():
+                probe.cancel()
+        if not done:
             raise StoreUnavailable(
                 f"the database at {store.url} did not answer within {READY_WITHIN_S:g} s"
-            ) from None
+            )
+        probe.result()
         return Ready()
 
     # Every route by path and methods, for a 405's Allow (the app's own list holds the

@@ -432,6 +432,8 @@ class SqlBase(ABC):
     serialize_writes: bool = False
     """Queue this process's write transactions behind one lock (SQLite has one writer anyway, and
     its busy handler sleeps far longer than a lock hand-over takes)."""
+    thread_call_s: float = 30.0
+    """Seconds a :meth:`call_in_thread` may take before it answers ``StoreUnavailable``."""
     retry_s: float = 3.0
     """Seconds :meth:`call` goes on trying a transaction that failed on a lost connection."""
     wakes_runners: bool = False
@@ -521,10 +523,27 @@ class SqlBase(ABC):
             What ``function`` returns.
 
         Raises:
-            StoreUnavailable: The database could not be used, after the retries.
+            StoreUnavailable: The database could not be used, after the retries, or the call
+                took more than :attr:`thread_call_s` (a database that stopped answering holds
+                its statement open; the thread is left to end when it answers).
             Exception: Whatever else ``function`` raises.
         """
-        return await self._retrying(lambda: asyncio.to_thread(function, *args, **kwargs))
+        return await self._retrying(lambda: self._in_thread(function, *args, **kwargs))
+
+    async def _in_thread(
+        self, function: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        running = asyncio.ensure_future(asyncio.to_thread(function, *args, **kwargs))
+        try:
+            done, _ = await asyncio.wait((running,), timeout=self.thread_call_s)
+        finally:
+            if not running.done():
+                running.cancel()  # its answer is dropped; the thread cannot be stopped
+        if not done:
+            raise StoreUnavailable(
+                f"the database at {self.url} did not answer within {self.thread_call_s:g} s"
+            )
+        return running.result()
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
         """Await ``attempt()`` until it does not fail on a lost connection before any commit.

@@ -609,3 +609,28 @@ def test_a_run_s_event_stream_waits_out_a_postgres_outage_and_goes_on_to_its_end
         answer.set()
         log = _stop(process, stderr)
     assert "Exception in ASGI application" not in log
+
+
+def test_a_read_in_a_worker_thread_answers_503_in_time_when_the_database_stops_answering(
+    own_postgres: Postgres,
+) -> None:
+    """The report pages' reads: a frozen database held them (and their request) until it
+    answered again, minutes later; they answer ``StoreUnavailable`` after ``thread_call_s``."""
+    store = open_store(own_postgres.new_database())
+    store.thread_call_s = 1.0
+
+    async def read() -> object:
+        # The test's own bound, far past the store's: a read that never answers fails here.
+        return await asyncio.wait_for(store.call_in_thread(store.count_runs), 120)
+
+    # One loop throughout: asyncio.run would wait, as it ends, for the thread still held.
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(read()) == 0
+        with _frozen(own_postgres):
+            with pytest.raises(StoreUnavailable, match="did not answer within 1 s"):
+                loop.run_until_complete(read())
+        assert loop.run_until_complete(read()) == 0  # the database answers: so does the store
+    finally:
+        loop.close()
+        store.close()
