@@ -627,9 +627,11 @@ def test_a_read_in_a_worker_thread_answers_503_in_time_when_the_database_stops_a
     loop = asyncio.new_event_loop()
     try:
         assert loop.run_until_complete(read()) == 0
-        with _frozen(own_postgres):
-            with pytest.raises(StoreUnavailable, match="did not answer within 1 s"):
-                loop.run_until_complete(read())
+        with (
+            _frozen(own_postgres),
+            pytest.raises(StoreUnavailable, match="did not answer within 1 s"),
+        ):
+            loop.run_until_complete(read())
         assert loop.run_until_complete(read()) == 0  # the database answers: so does the store
     finally:
         loop.close()
