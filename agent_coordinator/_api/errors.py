@@ -9,6 +9,7 @@ The service's own errors, the library's, FastAPI's request validation and Starle
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -49,7 +50,7 @@ _HTTP_CODES = {
 }
 
 
-def _as_service_error(error: Exception) -> ServiceError:
+def _as_service_error(error: Exception, content_type: str | None = None) -> ServiceError:
     if isinstance(error, ServiceError):
         return error
     if isinstance(error, AgentshapeError):
@@ -62,7 +63,7 @@ def _as_service_error(error: Exception) -> ServiceError:
                 ErrorDetail(
                     path="$"
                     + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]),
-                    message=str(e["msg"]),
+                    message=_not_json(content_type) if _body_not_read(e) else str(e["msg"]),
                 )
                 for e in error.errors()
             ],
@@ -77,6 +78,20 @@ def _as_service_error(error: Exception) -> ServiceError:
         return wrapped
     logger.exception("unexpected error", exc_info=error)
     return ServiceError("InternalError", "the service failed unexpectedly; see its log")
+
+
+def _body_not_read(error: Mapping[str, object]) -> bool:
+    """Whether FastAPI found no JSON object where a JSON body was due (not even an empty one)."""
+    return error.get("loc") == ("body",) and error.get("type") == "model_attributes_type"
+
+
+def _not_json(content_type: str | None) -> str:
+    """Say what a JSON body sent as something else needs (curl's -d sends a form)."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        return "the body is not a JSON object"
+    said = f"Content-Type {media!r}" if media else "no Content-Type"
+    return f"the body must be a JSON object sent with Content-Type: application/json, not {said}"
 
 
 def _allowed_methods(request: Request) -> str:
@@ -100,7 +115,7 @@ async def render_error(request: Request, error: Exception) -> JSONResponse:
         The error body with the error's status; an HTTP error keeps its own headers (a 405's
         ``Allow``, a 401's ``WWW-Authenticate``).
     """
-    service_error = _as_service_error(error)
+    service_error = _as_service_error(error, request.headers.get("content-type"))
     body: ErrorBody = service_error.body()
     headers = dict(error.headers or {}) if isinstance(error, HTTPException) else None
     if headers is not None and service_error.status_code == 405:

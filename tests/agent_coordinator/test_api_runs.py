@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 
@@ -130,6 +131,27 @@ def test_unknown_options_are_422_with_their_paths(service: Service) -> None:
     body = response.json()
     assert body["error"] == "InvalidRequest"
     assert any("retries" in detail["path"] for detail in body["details"])
+
+
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        ({"content-type": "text/plain"}, "not Content-Type 'text/plain'"),
+        (  # what curl -d sends without -H
+            {"content-type": "application/x-www-form-urlencoded"},
+            "not Content-Type 'application/x-www-form-urlencoded'",
+        ),
+        ({"content-type": "application/json"}, "the body is not a JSON object"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_is_422_saying_what_to_send(
+    service: Service, headers: dict[str, str], said: str
+) -> None:
+    body = b"[1]" if headers["content-type"] == "application/json" else json.dumps(REVIEW).encode()
+    response = service.client.post("/runs", content=body, headers=headers)
+    assert response.status_code == 422
+    [detail] = response.json()["details"]
+    assert detail["path"] == "$.body" and said in detail["message"], detail
 
 
 def test_the_same_idempotency_key_returns_the_same_run(service: Service) -> None:
