@@ -211,21 +211,27 @@ class AsyncClient:
     async def events(self, run_id: str, *, after: int = 0) -> AsyncIterator[ServiceEvent]:
         """Yield a run's events as they happen, up to its end; as :meth:`Client.events`."""
         cursor, reconnects = after, Reconnects(self._calls.timeout)
+        opened = False
         while True:
             request = self._calls.events_request(run_id, cursor)
+            unavailable: httpx2.Response | None = None
             try:
                 answer = await self._http.send(request, stream=True)
                 try:
                     if not answer.is_success:
                         await answer.aread()
-                        await self._send(refused(self._calls, answer))
-                    async for sse in httpx2.EventSource(answer):
-                        cursor = int(sse.id) if sse.id.isdigit() else cursor
-                        reconnects.progressed()
-                        event = service_event(sse.event, sse.data, sse.id)
-                        yield event
-                        if isinstance(event, RunEnded):
-                            return
+                        if not (opened and answer.status_code == 503):
+                            await self._send(refused(self._calls, answer))
+                        unavailable = answer  # reopened while its database is away: again
+                    else:
+                        opened = True
+                        async for sse in httpx2.EventSource(answer):
+                            cursor = int(sse.id) if sse.id.isdigit() else cursor
+                            reconnects.progressed()
+                            event = service_event(sse.event, sse.data, sse.id)
+                            yield event
+                            if isinstance(event, RunEnded):
+                                return
                 finally:
                     await answer.aclose()
                 broken: httpx2.TransportError = ended_early()
@@ -233,6 +239,8 @@ class AsyncClient:
                 broken = error
             delay = reconnects.delay()
             if delay is None:
+                if unavailable is not None:
+                    await self._send(refused(self._calls, unavailable))
                 raise connection_error(request, broken) from broken
             await asyncio.sleep(delay)
 

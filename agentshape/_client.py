@@ -324,33 +324,40 @@ class Client:
         A streamed run's text deltas and partial outputs come as the library's stream events;
         see :mod:`agentshape._client_events`. A stream that breaks (the service restarted, a
         proxy dropped it) is opened again from the last event's ``id``, so no event is lost or
-        repeated.
+        repeated; so is one the service, opening it again, answers 503 (its database is away).
 
         Args:
             run_id: The run.
             after: Yield only the events after this cursor (a :class:`RunEvent`'s ``id``).
 
         Raises:
-            APIError: ``RunNotFound`` (404).
+            APIError: ``RunNotFound`` (404); ``StoreUnavailable`` (503) when the stream could not
+                be opened again within ``timeout`` seconds for that (or when it first opens).
             APIConnectionError: The service could not be reached, or the stream broke off and
                 could not be opened again within ``timeout`` seconds.
         """
         cursor, reconnects = after, Reconnects(self._calls.timeout)
+        opened = False
         while True:
             request = self._calls.events_request(run_id, cursor)
+            unavailable: httpx2.Response | None = None
             try:
                 answer = self._http.send(request, stream=True)
                 try:
                     if not answer.is_success:
                         answer.read()
-                        self._send(refused(self._calls, answer))
-                    for sse in httpx2.EventSource(answer):
-                        cursor = int(sse.id) if sse.id.isdigit() else cursor
-                        reconnects.progressed()
-                        event = service_event(sse.event, sse.data, sse.id)
-                        yield event
-                        if isinstance(event, RunEnded):
-                            return
+                        if not (opened and answer.status_code == 503):
+                            self._send(refused(self._calls, answer))
+                        unavailable = answer  # reopened while its database is away: again
+                    else:
+                        opened = True
+                        for sse in httpx2.EventSource(answer):
+                            cursor = int(sse.id) if sse.id.isdigit() else cursor
+                            reconnects.progressed()
+                            event = service_event(sse.event, sse.data, sse.id)
+                            yield event
+                            if isinstance(event, RunEnded):
+                                return
                 finally:
                     answer.close()
                 broken: httpx2.TransportError = ended_early()
@@ -358,6 +365,8 @@ class Client:
                 broken = error
             delay = reconnects.delay()
             if delay is None:
+                if unavailable is not None:
+                    self._send(refused(self._calls, unavailable))
                 raise connection_error(request, broken) from broken
             time.sleep(delay)
 

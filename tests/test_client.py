@@ -38,6 +38,7 @@ from agentshape import (
     RunResultEvent,
     SchemaNotFoundError,
     SchemaRegistryError,
+    ServiceEvent,
     TextDelta,
 )
 from tests.agent_coordinator.harness import free_port, write_fleet
@@ -655,3 +656,80 @@ def test_the_client_needs_neither_the_server_nor_a_provider_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "http://127.0.0.1:9\n"
+
+
+# A stream reopened while the service's database is away ------------------------------------------
+
+
+class _Outage(BaseHTTPRequestHandler):
+    """A run's events: the first stream breaks off after one event, the service answers 503
+    to the next ``away`` openings, then the stream goes on to the end."""
+
+    away: ClassVar[int] = 1
+    opened: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.opened.append(self.path)
+        if len(self.opened) == 1:
+            self._answer(200, "text/event-stream", "id: 1\nevent: run_claimed\ndata: {}\n\n")
+        elif len(self.opened) <= 1 + self.away:
+            error = {"error": "StoreUnavailable", "message": "the database is away"}
+            self._answer(503, "application/json", json.dumps({**error, "status_code": 503}))
+        else:
+            end = 'event: end\ndata: {"status": "completed"}\n\n'
+            self._answer(
+                200, "text/event-stream", f"id: 2\nevent: run_completed\ndata: {{}}\n\n{end}"
+            )
+
+    def _answer(self, status: int, kind: str, text: str) -> None:
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(text)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(text.encode())
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def outage() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Outage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Outage.opened.clear()
+    _Outage.away = 1
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_stream_reopened_while_the_database_is_away_goes_on_from_where_it_was(
+    outage: str,
+) -> None:
+    with Client(outage, timeout=30) as client:
+        events = list(client.events("run_1"))
+    assert [event.type for event in events if isinstance(event, RunEvent)] == [
+        "run_claimed",
+        "run_completed",
+    ]
+    assert events[-1] == RunEnded(status="completed")
+    assert _Outage.opened == ["/runs/run_1/events", *["/runs/run_1/events?after=1"] * 2]
+
+    async def followed() -> list[ServiceEvent]:
+        async with AsyncClient(outage, timeout=30) as client:
+            return [event async for event in client.events("run_1")]
+
+    _Outage.opened.clear()
+    assert asyncio.run(followed()) == events
+
+
+def test_a_stream_that_stays_unavailable_gives_up_with_the_503_after_the_timeout(
+    outage: str,
+) -> None:
+    _Outage.away = 10**6
+    with Client(outage, timeout=1) as client, pytest.raises(APIError) as raised:
+        list(client.events("run_1"))
+    assert (raised.value.status, raised.value.code) == (503, "StoreUnavailable")
+    assert len(_Outage.opened) > 2  # tried again before giving up
