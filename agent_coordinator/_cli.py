@@ -792,6 +792,10 @@ def db_prune_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         store = open_store(database, migrate=not args.dry_run)
     except StoreUnavailable as error:
         raise ConfigError(error.message) from error
+    if args.dry_run and store.migrate(apply=False) == 0:  # a database with no tables yet
+        store.close()
+        out.write(f"agentshape db prune: no store at {store.url} yet; nothing to prune\n")
+        return 0
     before = time.time() - age
     try:
         pruned = prune(store, before=before, dry_run=args.dry_run)

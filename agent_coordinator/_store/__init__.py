@@ -63,8 +63,9 @@ def open_store(database: str | Path | None = None, *, migrate: bool = True) -> S
     Args:
         database: ``postgresql://...`` (or ``postgres://...``) for PostgreSQL; a file path (or
             ``sqlite:///path``) for SQLite; ``None`` for ``.agentshape/coordinator.db``.
-        migrate: ``False`` opens a store only if its tables are up to date, and changes nothing
-            (for a dry run): a SQLite file is read only, through read-only connections.
+        migrate: ``False`` opens a store only if its tables are up to date (or it has none
+            yet: ``store.migrate(apply=False)`` says 0), and changes nothing in it (for a dry
+            run): a SQLite file is read through read-only connections.
 
     Returns:
         The store, its tables up to date.

@@ -222,8 +222,19 @@ class PostgresStore(SqlStore):
 
     serial = "BIGSERIAL PRIMARY KEY"
     error_type = "(r.error::json ->> 'type')"
+    # Tables and views of the schema the store uses, an extension's left out (a new database
+    # may hold pg_stat_statements' views, PostGIS's spatial_ref_sys).
     list_tables = (
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        "SELECT c.relname FROM pg_catalog.pg_class c "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+        "AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d "
+        "WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = c.oid "
+        "AND d.deptype = 'e')"
+    )
+    list_migration_columns = (
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
     )
     greatest = "GREATEST"
     skip_locked = " FOR UPDATE SKIP LOCKED"

@@ -43,6 +43,7 @@ __all__ = [
     "TRANSCRIPT_COLUMNS",
     "Cursor",
     "SqlBase",
+    "checked_tables",
     "dumps",
     "filters",
     "lean_attempt_events",
@@ -412,7 +413,10 @@ class SqlBase(ABC):
     error_type: str
     """The SQL expression for the ``type`` of the JSON in a run's ``error`` column (``r.error``)."""
     list_tables: str
-    """A query of the names of the database's tables (where the store makes its own)."""
+    """A query of the names of the database's tables and views where the store makes its own
+    (not an extension's)."""
+    list_migration_columns: str
+    """A query of the names of the columns of ``schema_migrations`` there."""
     skip_locked: str = ""
     """What a claim's row selection ends with so concurrent runners skip each other's rows."""
     lock_rows: str = ""
@@ -873,7 +877,8 @@ class SqlBase(ABC):
         """Create or upgrade the tables, applying every migration not yet recorded.
 
         Args:
-            apply: ``False`` changes nothing: it checks that the tables are this version's.
+            apply: ``False`` changes nothing: it checks that the tables are this version's
+                (a database with none yet gives 0).
 
         Returns:
             The version the tables are at.
@@ -884,9 +889,12 @@ class SqlBase(ABC):
         """
         latest = MIGRATIONS[-1][0]
         with self._tx(write=apply) as cursor:
-            tables = {str(row[0]) for row in self._exec(cursor, self.list_tables).fetchall()}
-            if tables and "schema_migrations" not in tables:
-                raise not_a_store(self.url, tables)
+            tables = checked_tables(
+                self.url,
+                lambda query: self._exec(cursor, query).fetchall(),
+                self.list_tables,
+                self.list_migration_columns,
+            )
             if not apply:
                 current = 0
                 if tables:
@@ -894,7 +902,7 @@ class SqlBase(ABC):
                         cursor, "SELECT MAX(version) FROM schema_migrations"
                     ).fetchone()
                     current = int(str(row[0])) if row is not None and row[0] is not None else 0
-                if current < latest:
+                if tables and current < latest:
                     raise ConfigError(
                         f"the store at {self.url} is at version {current} of its tables, not "
                         f"{latest}: this command changes nothing, so it does not upgrade it "
@@ -924,6 +932,38 @@ class SqlBase(ABC):
                 )
                 current = version
         return current
+
+
+def checked_tables(
+    where: str,
+    rows: Callable[[str], Sequence[Sequence[object]]],
+    list_tables: str,
+    list_migration_columns: str,
+) -> set[str]:
+    """Return the tables of a database the store may use; raise if it is another program's.
+
+    A database is the store's when it holds no table, or a ``schema_migrations`` of the
+    store's own making (with its ``applied_at``: Rails, Ecto, golang-migrate and dbmate name
+    theirs the same).
+
+    Args:
+        where: The database, for the message.
+        rows: Runs a query, returns its rows.
+        list_tables: The dialect's query of the table names.
+        list_migration_columns: The dialect's query of ``schema_migrations``' columns.
+
+    Raises:
+        ConfigError: The database holds tables and not the store's.
+    """
+    tables = {str(row[0]) for row in rows(list_tables)}
+    if not tables:
+        return tables
+    ours = "schema_migrations" in tables and "applied_at" in {
+        str(row[0]) for row in rows(list_migration_columns)
+    }
+    if not ours:
+        raise not_a_store(where, tables)
+    return tables
 
 
 def not_a_store(where: str, tables: Iterable[str]) -> ConfigError:

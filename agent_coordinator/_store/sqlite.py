@@ -49,7 +49,7 @@ from agent_contracts._errors import ConfigError
 from agent_coordinator._errors import StoreFull, StoreUnavailable
 from agent_coordinator._store.base import Cursor, SqlStore
 from agent_coordinator._store.rollups import _Figures
-from agent_coordinator._store.sql import not_a_store
+from agent_coordinator._store.sql import checked_tables
 
 __all__ = ["DEFAULT_DATABASE", "SqliteStore"]
 
@@ -127,8 +127,9 @@ class SqliteStore(SqlStore):
     error_type = "json_extract(r.error, '$.type')"
     list_tables = (
         "SELECT name FROM sqlite_master "
-        "WHERE type = 'table' AND name NOT LIKE 'sqlite/_%' ESCAPE '/'"
+        "WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite/_%' ESCAPE '/'"
     )
+    list_migration_columns = "SELECT name FROM pragma_table_info('schema_migrations')"
     begin_write = "BEGIN IMMEDIATE"
     serialize_writes = True
     integrity_errors = (sqlite3.IntegrityError,)
@@ -532,7 +533,12 @@ class SqliteStore(SqlStore):
             # Before anything is written (WAL mode is written into the file): another program's
             # file is left as it is.
             try:
-                tables = {str(row[0]) for row in connection.execute(self.list_tables)}
+                checked_tables(
+                    self.url,
+                    lambda query: connection.execute(query).fetchall(),
+                    self.list_tables,
+                    self.list_migration_columns,
+                )
             except sqlite3.DatabaseError as error:
                 connection.close()
                 if getattr(error, "sqlite_errorname", "") != "SQLITE_NOTADB":
@@ -540,9 +546,9 @@ class SqliteStore(SqlStore):
                 raise ConfigError(
                     f"{self.path} is not a SQLite database: name a new file for the store"
                 ) from None
-            if tables and "schema_migrations" not in tables:
+            except ConfigError:
                 connection.close()
-                raise not_a_store(self.url, tables)
+                raise
         if new:
             # Only a new file takes it (before its first table); an existing one keeps its mode
             # until a VACUUM (see the README), and asking there writes (failing on a full disk).

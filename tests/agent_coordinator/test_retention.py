@@ -399,6 +399,18 @@ def test_prune_leaves_a_file_that_is_not_a_store_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "notes.txt", "theirs.db"]
 
 
+def test_a_dry_run_on_a_database_with_no_tables_yet_has_nothing_to_prune(tmp_path: Path) -> None:
+    database = tmp_path / "c.db"
+    with sqlite3.connect(database) as connection:  # some bytes, no table
+        connection.execute("PRAGMA user_version = 1")
+    before = database.read_bytes()
+    out = io.StringIO()
+    argv = ["db", "prune", "--older-than", "30d", "--database", str(database), "--dry-run"]
+    assert main(argv, out=out) == 0
+    assert out.getvalue() == f"agentshape db prune: no store at {database} yet; nothing to prune\n"
+    assert database.read_bytes() == before
+
+
 def test_a_dry_run_does_not_upgrade_an_older_store_and_says_what_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

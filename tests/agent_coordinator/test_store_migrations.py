@@ -29,6 +29,7 @@ from agent_coordinator import SqlStore, open_store
 from agent_coordinator._store import NewRun, RunInput, SqliteStore
 from agent_coordinator._store.migrations import MIGRATIONS
 from agent_coordinator._store.sql import dumps, stored_transcript
+from tests.agent_coordinator.harness import Postgres
 
 STORE_0_2_0 = Path(__file__).parent / "data" / "store-0.2.0.db"
 """A store written by agentshape 0.2.0 (migration 1 only; see test_rollups.py)."""
@@ -273,9 +274,7 @@ def _tables(database: str) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
-def _foreign(database: str) -> None:
-    """Make ``database`` another program's: a table of its own named as one of the store's."""
-    statements = ["CREATE TABLE sessions (name TEXT)", "INSERT INTO sessions VALUES ('theirs')"]
+def _execute(database: str, statements: list[str]) -> None:
     if database.startswith("postgresql://"):
         import psycopg
 
@@ -288,14 +287,28 @@ def _foreign(database: str) -> None:
                 connection.execute(statement)
 
 
-def test_another_programs_database_is_refused_and_left_as_it_was(database: str) -> None:
-    _foreign(database)
+FOREIGN = {
+    # a table of its own named as one of the store's
+    "sessions": ["CREATE TABLE sessions (name TEXT)", "INSERT INTO sessions VALUES ('theirs')"],
+    # Rails' (golang-migrate, dbmate and Ecto name theirs the same)
+    "rails": [
+        "CREATE TABLE schema_migrations (version VARCHAR(255) PRIMARY KEY)",
+        "INSERT INTO schema_migrations VALUES ('20240101120000')",
+        "CREATE TABLE users (name TEXT)",
+    ],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FOREIGN))
+def test_another_programs_database_is_refused_and_left_as_it_was(database: str, kind: str) -> None:
+    _execute(database, FOREIGN[kind])
+    had = _tables(database)
     before = Path(database).read_bytes() if not database.startswith("postgresql") else b""
     for migrate in (True, False):
         with pytest.raises(ConfigError, match="is not an agentshape store") as raised:
             open_store(database, migrate=migrate)
-        assert "(sessions)" in str(raised.value)
-        assert _tables(database) == {"sessions"}
+        assert f"({', '.join(sorted(had))})" in str(raised.value)
+        assert _tables(database) == had
     if before:
         assert Path(database).read_bytes() == before  # not even switched to WAL
         assert not Path(f"{database}-wal").exists()
@@ -336,3 +349,29 @@ def test_without_migrating_an_up_to_date_store_opens_read_only(tmp_path: Path) -
             store.create_run(_new("a"))
     finally:
         store.close()
+
+
+def test_a_new_postgresql_database_holding_an_extension_s_tables_is_a_store(
+    postgres: Postgres,
+) -> None:
+    """pg_stat_statements (installed in template1 by some hosts) adds views to ``public``."""
+    database = postgres.new_database()
+    _execute(database, ["CREATE EXTENSION pg_stat_statements"])
+    store = open_store(database)
+    try:
+        assert store.migrate() == MIGRATIONS[-1][0]
+    finally:
+        store.close()
+    assert {"sessions", "runs", "schema_migrations"} <= _tables(database)
+
+
+def test_without_migrating_an_empty_database_opens_at_version_0(database: str) -> None:
+    if not database.startswith("postgresql"):
+        with sqlite3.connect(database) as connection:  # a file of some bytes, no table
+            connection.execute("PRAGMA user_version = 1")
+    store = open_store(database, migrate=False)
+    try:
+        assert store.migrate(apply=False) == 0
+    finally:
+        store.close()
+    assert _tables(database) == set()
