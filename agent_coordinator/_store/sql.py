@@ -556,17 +556,15 @@ class SqlBase(ABC):
         """
         deadline = time.monotonic() + self.retry_s
         pause = _FIRST_PAUSE_S
-        failed = False
         while True:
             try:
                 done = await attempt()
             except StoreUnavailable as error:
                 if not error.retryable or time.monotonic() + pause > deadline:
                     raise
-                failed = True
                 self._log_retry(error, pause)
             else:
-                if failed and self._retries_logged_at is not None:
+                if self._retries_logged_at is not None:  # the first call to succeed after it
                     self._retries_logged_at = None
                     self._retries_not_logged = 0
                     logger.warning("the database at %s answers again", self.url)
