@@ -409,50 +409,79 @@ def test_a_full_disk_answers_507_store_full(tmp_path: Path) -> None:
         subprocess.run(["umount", str(disk)], check=False)
 
 
-def test_a_run_answered_while_postgres_is_down_is_stored_once_it_is_back(
-    tmp_path: Path, own_postgres: Postgres, fake_llm: FakeLLM
-) -> None:
-    """The model's answer is paid for: its end waits for the database, not for a second call."""
+class _Held:
+    """A ``serve`` on PostgreSQL whose one model call waits until :attr:`answer` is set."""
+
+    def __init__(self, url: str, stderr: _Stderr, answer: threading.Event) -> None:
+        self.url, self.stderr, self.answer = url, stderr, answer
+        self.log = ""
+        """What ``serve`` wrote, once it stopped."""
+
+
+@contextlib.contextmanager
+def _serve_holding_the_model(
+    tmp_path: Path, cluster: Postgres, fake_llm: FakeLLM
+) -> Iterator[_Held]:
+    """Start ``serve`` on a new database of ``cluster``; stop it after, the model let go."""
     write_fleet(tmp_path / "agents")
     answer = threading.Event()
 
     def hold(_: object) -> None:
-        """Hold the one model call until the database is down (nothing else calls it)."""
+        """Hold the model call (the test's one run makes one) until the test lets it answer."""
         answer.wait(300)
 
     fake_llm.refuse_when(hold)
     fake_llm.respond_always(openai_tool_call("submit_result", VALID))
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
     process, url = serve(
-        tmp_path, own_postgres.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
+        tmp_path, cluster.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
     )
-    stderr = _Stderr(process)
+    held = _Held(url, _Stderr(process), answer)
     try:
-        run_id = httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"]
-        deadline = time.monotonic() + 120
-        while not fake_llm.requests:
-            assert time.monotonic() < deadline, "the run never called the model"
-            time.sleep(0.05)
-        own_postgres.stop_server("fast")
-        answer.set()
-        deadline = time.monotonic() + 120
-        while f"cannot store the end of run {run_id}" not in stderr.text():
-            assert time.monotonic() < deadline, stderr.text()[-2000:]
-            time.sleep(0.1)
-        own_postgres.start()
-        deadline = time.monotonic() + 120
-        while (response := httpx.get(f"{url}/runs/{run_id}", timeout=60)).status_code != 200 or (
-            response.json()["status"] == "running"
-        ):
-            assert time.monotonic() < deadline, response.text
-            time.sleep(0.1)
-        assert response.json()["status"] == "completed", response.text
-        result = httpx.get(f"{url}/sessions/{response.json()['session_id']}/result").json()
-        assert result["result_data"] == VALID
-        assert len(fake_llm.requests) == 1  # the answer was not asked for again
+        yield held
     finally:
         answer.set()
-        _stop(process, stderr)
+        held.log = _stop(process, held.stderr)
+
+
+def _until_the_model_is_called(fake_llm: FakeLLM) -> None:
+    deadline = time.monotonic() + 120
+    while not fake_llm.requests:
+        assert time.monotonic() < deadline, "the run never called the model"
+        time.sleep(0.05)
+
+
+def _until_ended(url: str, run_id: str) -> dict[str, object]:
+    """Return the run once the service reads it ended (through the restarted database)."""
+    deadline = time.monotonic() + 120
+    while (response := httpx.get(f"{url}/runs/{run_id}", timeout=60)).status_code != 200 or (
+        response.json()["status"] == "running"
+    ):
+        assert time.monotonic() < deadline, response.text
+        time.sleep(0.1)
+    run: dict[str, object] = response.json()
+    return run
+
+
+def test_a_run_answered_while_postgres_is_down_is_stored_once_it_is_back(
+    tmp_path: Path, own_postgres: Postgres, fake_llm: FakeLLM
+) -> None:
+    """The model's answer is paid for: its end waits for the database, not for a second call."""
+    with _serve_holding_the_model(tmp_path, own_postgres, fake_llm) as held:
+        run_id = httpx.post(f"{held.url}/runs", json=REVIEW).json()["run_id"]
+        _until_the_model_is_called(fake_llm)
+        own_postgres.stop_server("fast")
+        held.answer.set()
+        deadline = time.monotonic() + 120
+        while f"cannot store the end of run {run_id}" not in held.stderr.text():
+            assert time.monotonic() < deadline, held.stderr.text()[-2000:]
+            time.sleep(0.1)
+        own_postgres.start()
+        run = _until_ended(held.url, run_id)
+        assert run["status"] == "completed", run
+        result = httpx.get(f"{held.url}/sessions/{run['session_id']}/result").json()
+        assert result["result_data"] == VALID
+        assert len(fake_llm.requests) == 1  # the answer was not asked for again
 
 
 def test_a_request_waiting_while_postgres_goes_down_gets_its_run_id_not_a_503(
@@ -460,50 +489,24 @@ def test_a_request_waiting_while_postgres_goes_down_gets_its_run_id_not_a_503(
 ) -> None:
     """The run is stored and running: a 503 would read as "not created", and a client would
     make (and pay for) it again. The wait answers 202 with the run as last read."""
-    write_fleet(tmp_path / "agents")
-    answer = threading.Event()
-
-    def hold(_: object) -> None:
-        """Hold the one model call until the database is down."""
-        answer.wait(300)
-
-    fake_llm.refuse_when(hold)
-    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
-    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
-    process, url = serve(
-        tmp_path, own_postgres.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
-    )
-    stderr = _Stderr(process)
-    answers: list[httpx.Response] = []
-    waiting = threading.Thread(
-        target=lambda: answers.append(
-            httpx.post(f"{url}/runs", params={"wait": 120}, json=REVIEW, timeout=180)
+    with _serve_holding_the_model(tmp_path, own_postgres, fake_llm) as held:
+        answers: list[httpx.Response] = []
+        waiting = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(f"{held.url}/runs", params={"wait": 120}, json=REVIEW, timeout=180)
+            )
         )
-    )
-    try:
         waiting.start()
-        deadline = time.monotonic() + 120
-        while not fake_llm.requests:
-            assert time.monotonic() < deadline, "the run never called the model"
-            time.sleep(0.05)
+        _until_the_model_is_called(fake_llm)
         own_postgres.stop_server("fast")
-        answer.set()  # the run ends, and its end cannot be stored
+        held.answer.set()  # the run ends, and its end cannot be stored
         waiting.join(150)
         [waited] = answers
         run = waited.json()
         assert (waited.status_code, run["status"]) == (202, "running"), waited.text
         own_postgres.start()
-        deadline = time.monotonic() + 120
-        while (
-            response := httpx.get(f"{url}/runs/{run['run_id']}", timeout=60)
-        ).status_code != 200 or (response.json()["status"] == "running"):
-            assert time.monotonic() < deadline, response.text
-            time.sleep(0.1)
-        assert response.json()["status"] == "completed", response.text
+        assert _until_ended(held.url, run["run_id"])["status"] == "completed"
         assert len(fake_llm.requests) == 1
-    finally:
-        answer.set()
-        _stop(process, stderr)
 
 
 def test_an_outage_logs_a_line_not_one_for_each_call_waiting_it_out(
@@ -541,43 +544,28 @@ def test_a_run_s_event_stream_waits_out_a_postgres_outage_and_goes_on_to_its_end
 ) -> None:
     """Followed over raw HTTP and with the Python client, across a stop longer than the store's
     own retries: the stream stays open (comment lines) and ends with the run, without a 500."""
-    write_fleet(tmp_path / "agents")
-    answer = threading.Event()
-
-    def hold(_: object) -> None:
-        """Hold the one model call until the database has been down and back."""
-        answer.wait(300)
-
-    fake_llm.refuse_when(hold)
-    fake_llm.respond_always(openai_tool_call("submit_result", VALID))
-    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_llm.openai_base_url}
-    process, url = serve(
-        tmp_path, own_postgres.new_database(), env, "--model", "openai:gpt-test", "--workers", "1"
-    )
-    stderr = _Stderr(process)
     lines: list[str] = []
     followed: list[object] = []
-
-    def raw() -> None:
-        with httpx.stream("GET", f"{url}/runs/{run_id}/events", timeout=120) as stream:
-            for line in stream.iter_lines():
-                lines.append(line)
-                if lines[-2:-1] == ["event: end"]:  # and its data
-                    return
-
-    def client() -> None:
-        with Client(url, timeout=120) as service:
-            followed.extend(service.events(run_id))
-
-    try:
+    with _serve_holding_the_model(tmp_path, own_postgres, fake_llm) as held:
+        url = held.url
         run_id = httpx.post(f"{url}/runs", json=REVIEW).json()["run_id"]
-        deadline = time.monotonic() + 120
-        while not fake_llm.requests:
-            assert time.monotonic() < deadline, "the run never called the model"
-            time.sleep(0.05)
+
+        def raw() -> None:
+            with httpx.stream("GET", f"{url}/runs/{run_id}/events", timeout=120) as stream:
+                for line in stream.iter_lines():
+                    lines.append(line)
+                    if lines[-2:-1] == ["event: end"]:  # and its data
+                        return
+
+        def client() -> None:
+            with Client(url, timeout=120) as service:
+                followed.extend(service.events(run_id))
+
+        _until_the_model_is_called(fake_llm)
         readers = [threading.Thread(target=raw), threading.Thread(target=client)]
         for reader in readers:
             reader.start()
+        deadline = time.monotonic() + 120
         while not any(line.startswith("event: run_claimed") for line in lines):
             assert time.monotonic() < deadline, lines
             time.sleep(0.05)
@@ -591,15 +579,12 @@ def test_a_run_s_event_stream_waits_out_a_postgres_outage_and_goes_on_to_its_end
         assert ": waiting for the database" in sessions.text
         assert sessions.text.endswith('event: end\ndata: {"reconnect": true}\n\n')
         own_postgres.start()
-        answer.set()
+        held.answer.set()
         for reader in readers:
             reader.join(120)
         assert lines[-2:] == ["event: end", 'data: {"status": "completed"}'], lines
         assert isinstance(followed[-1], RunEnded) and followed[-1].status == "completed"
-    finally:
-        answer.set()
-        log = _stop(process, stderr)
-    assert "Exception in ASGI application" not in log
+    assert "Exception in ASGI application" not in held.log
 
 
 def test_a_read_in_a_worker_thread_answers_503_in_time_when_the_database_stops_answering(
