@@ -68,7 +68,7 @@ def open_store(database: str | Path | None = None, *, migrate: bool = True) -> S
             run): a SQLite file is read through read-only connections.
 
     Returns:
-        The store, its tables up to date.
+        The store, its tables up to date (with ``migrate=False``, or none yet).
 
     Raises:
         ConfigError: PostgreSQL was asked for and psycopg is not installed; the database is
