@@ -661,7 +661,7 @@ def test_the_client_needs_neither_the_server_nor_a_provider_sdk() -> None:
 # A stream reopened while the service's database is away ------------------------------------------
 
 
-class _Outage(BaseHTTPRequestHandler):
+class _Outage(_Stub):
     """A run's events: the first stream breaks off after one event, the service answers 503
     to the next ``away`` openings, then the stream goes on to the end."""
 
@@ -671,26 +671,13 @@ class _Outage(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.opened.append(self.path)
         if len(self.opened) == 1:
-            self._answer(200, "text/event-stream", "id: 1\nevent: run_claimed\ndata: {}\n\n")
+            self._send("text/event-stream", "id: 1\nevent: run_claimed\ndata: {}\n\n")
         elif len(self.opened) <= 1 + self.away:
             error = {"error": "StoreUnavailable", "message": "the database is away"}
-            self._answer(503, "application/json", json.dumps({**error, "status_code": 503}))
+            self._send("application/json", {**error, "status_code": 503}, 503)
         else:
             end = 'event: end\ndata: {"status": "completed"}\n\n'
-            self._answer(
-                200, "text/event-stream", f"id: 2\nevent: run_completed\ndata: {{}}\n\n{end}"
-            )
-
-    def _answer(self, status: int, kind: str, text: str) -> None:
-        self.send_response(status)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(text)))
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.wfile.write(text.encode())
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+            self._send("text/event-stream", f"id: 2\nevent: run_completed\ndata: {{}}\n\n{end}")
 
 
 @pytest.fixture
