@@ -585,15 +585,20 @@ class _Stub(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def stub() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on a free loopback port; yield its URL, then stop it."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    _Stub.seen.clear()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def stub() -> Iterator[str]:
+    _Stub.seen.clear()
+    yield from _serving(_Stub)
 
 
 def test_a_result_in_the_waited_answer_is_used_without_a_second_request(stub: str) -> None:
@@ -682,14 +687,9 @@ class _Outage(_Stub):
 
 @pytest.fixture
 def outage() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Outage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     _Outage.opened.clear()
     _Outage.away = 1
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    yield from _serving(_Outage)
 
 
 def test_a_stream_reopened_while_the_database_is_away_goes_on_from_where_it_was(
